@@ -1,0 +1,59 @@
+"""The ``mtagent`` command: a typer app whose command groups live in sibling modules.
+
+Every :class:`~mtagent.errors.MTAgentError` becomes one red line on stderr and its exit code;
+no traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from mtagent import __version__
+from mtagent.cli import config_cmd, tokens_cmd
+from mtagent.cli.output import fail
+from mtagent.errors import MTAgentError
+
+app = typer.Typer(
+    name="mtagent",
+    help="A coding agent for very long sessions, and the context engine at its heart.",
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"mtagent {__version__}")
+        raise typer.Exit()
+
+
+@app.callback(invoke_without_command=True)
+def root(
+    ctx: typer.Context,
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """Run `mtagent COMMAND --help` for a command's options."""
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
+
+
+tokens_cmd.register(app)
+config_cmd.register(app)
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=True)
+    except MTAgentError as exc:  # raised outside a command's own handling
+        fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

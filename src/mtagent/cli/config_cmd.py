@@ -1,0 +1,44 @@
+"""``mtagent config show|path``: the merged settings and where they come from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from mtagent import paths
+from mtagent.cli.output import console, user_errors
+from mtagent.config import load_settings
+
+config_app = typer.Typer(help="Show the merged configuration and where it is read from.", no_args_is_help=True)
+
+
+@config_app.command("show")
+@user_errors
+def show(
+    cwd: Path = typer.Option(Path("."), "--cwd", help="Project folder whose .mtagent/config.toml applies."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of TOML-like text."),
+) -> None:
+    """Print every setting after merging defaults, config files, environment and arguments."""
+    settings = load_settings(cwd)
+    data = settings.model_dump(mode="json")
+    if as_json:
+        console.print_json(json.dumps(data))
+        return
+    for section, body in data.items():
+        console.print(f"[bold][{section}][/]")
+        for key, value in body.items():
+            console.print(f"{key} = {json.dumps(value)}", markup=False)
+        console.print()
+
+
+@config_app.command("path")
+def path(cwd: Path = typer.Option(Path("."), "--cwd", help="Project folder.")) -> None:
+    """Print the config files that are read, in order (later ones win)."""
+    console.print(str(paths.global_config_path()), markup=False)
+    console.print(str(paths.project_config_path(cwd.resolve())), markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(config_app, name="config")

@@ -1,0 +1,300 @@
+"""Settings: every number of the spec, once, with the spec's value as its default.
+
+Sources, later ones win::
+
+    defaults ← ~/.mtagent/config.toml ← <project>/.mtagent/config.toml
+             ← environment (MTAGENT_<SECTION>__<KEY>) ← explicit arguments
+
+An unknown key or a wrong type is a :class:`~mtagent.errors.ConfigError` naming the key and
+where it came from. ``mtagent config show`` prints the merged result; the README's reference
+table is checked against these models by a test.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from mtagent import paths
+from mtagent.errors import ConfigError
+
+ENV_PREFIX = "MTAGENT_"
+_NON_SETTING_ENV = {"MTAGENT_HOME"}
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ContextSettings(_Section):
+    """The window and when to compact it (spec 000 M0, M4, M5)."""
+
+    token_limit: int = Field(131_072, gt=0, description="model context window, tokens")
+    summary_reserved_tokens: int = Field(20_000, ge=0, description="kept free for the summary output")
+    autocompact_buffer_tokens: int = Field(13_000, ge=0, description="safety buffer below the effective limit")
+    auto_compact_threshold: int | float | None = Field(
+        None,
+        description="override: tokens (int > 1) or a fraction of token_limit (0 < x <= 1); "
+        "default token_limit - summary_reserved - buffer",
+    )
+    compression_preserve_min_tokens: int = Field(10_000, ge=0, description="recent tail kept by a compact, at least")
+    compression_preserve_max_tokens: int = Field(40_000, ge=0, description="recent tail kept by a compact, at most")
+    compact_max_consecutive_failures: int = Field(3, ge=1, description="circuit breaker for auto compaction")
+    ptl_retry_max: int = Field(3, ge=0, description="prompt-too-long retries of a summary request")
+    ptl_min_drop_fraction: float = Field(0.2, gt=0, le=1, description="drop at least this share of rounds per retry")
+    reattach_max_files: int = Field(5, ge=0, description="recently read files re-attached after a compact")
+    reattach_max_tokens: int = Field(50_000, ge=0, description="token budget for re-attached files")
+    encoding: Literal["o200k_base", "cl100k_base"] = Field("o200k_base", description="tokenizer encoding")
+    message_overhead_tokens: int = Field(4, ge=0, description="per-message framing tokens in estimates")
+
+    @field_validator("auto_compact_threshold")
+    @classmethod
+    def _threshold_shape(cls, value: int | float | None) -> int | float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            raise ValueError("must be a token count or a fraction, not a boolean")
+        if isinstance(value, float) and value <= 1:
+            if value <= 0:
+                raise ValueError("a fraction of the window must be in (0, 1]")
+            return value
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueError("a token count must be a whole number (use 0 < x <= 1 for a fraction)")
+        if value <= 1:
+            raise ValueError("a token count must be > 1 (use a fraction like 0.8 for a share of the window)")
+        return int(value)
+
+
+class ToolResultSettings(_Section):
+    """Tool-result budget (spec 000 M2)."""
+
+    grep_max_chars: int = Field(20_000, gt=0, description="grep results above this are persisted")
+    shell_max_chars: int = Field(30_000, gt=0, description="shell results above this are persisted")
+    default_max_chars: int = Field(50_000, gt=0, description="other tools' results above this are persisted")
+    aggregate_max_chars: int = Field(200_000, gt=0, description="all results of one assistant turn, together")
+    per_tool_max_chars: dict[str, int] = Field(default_factory=dict, description="tool name → threshold override")
+    preview_chars: int = Field(4_000, gt=0, description="size of the preview the model sees")
+    artifact_max_bytes: int = Field(64 * 1024 * 1024, gt=0, description="artifact cap; beyond it truncated=true")
+    reducers: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="tool name → reducer spec for structured output (keep_last, keep_fields)",
+    )
+
+
+class ReadFileSettings(_Section):
+    """read_file's own limits (spec 000 M3)."""
+
+    max_size_bytes: int = Field(256 * 1024, gt=0, description="larger files need offset/limit")
+    max_tokens: int = Field(25_000, gt=0, description="larger reads need offset/limit")
+    default_limit_lines: int = Field(2_000, gt=0, description="lines returned when only offset is given")
+    max_line_chars: int = Field(2_000, gt=0, description="longer lines are cut in the output")
+
+
+class MicrocompactSettings(_Section):
+    """Clearing old tool results in the view (spec 000 M7, plus size-triggered clearing)."""
+
+    gap_threshold_minutes: float = Field(60, gt=0, description="idle gap that triggers time-based clearing")
+    keep_recent: int = Field(5, ge=0, description="most recent compactable results never cleared")
+    compactable_tools: list[str] = Field(
+        default_factory=lambda: ["read_file", "grep", "glob", "ls", "edit_file", "write_file", "shell"],
+        description="tools whose old results may be cleared",
+    )
+    size_trigger_fraction: float = Field(0.5, gt=0, le=1, description="view share of the window that triggers clearing")
+    size_target_fraction: float = Field(0.25, gt=0, le=1, description="clear down to this share of the window")
+
+
+class SessionMemorySettings(_Section):
+    """Structured session notes used for compaction first (spec 000 M6)."""
+
+    enabled: bool = Field(True, description="keep session memory and use it for auto compaction")
+    init_tokens: int = Field(10_000, ge=0, description="first extraction once the context is this large")
+    update_min_tokens: int = Field(5_000, ge=0, description="tokens added since last update before another")
+    update_min_tool_calls: int = Field(3, ge=0, description="tool calls since last update before another")
+    section_max_tokens: int = Field(2_000, gt=0, description="each section's body, at most")
+    total_max_tokens: int = Field(12_000, gt=0, description="the whole summary.md, at most")
+    min_text_messages: int = Field(5, ge=0, description="text messages kept after a session-memory compact")
+
+
+class MemorySettings(_Section):
+    """Static context, rules and long-term memory (spec 001, spec 002)."""
+
+    auto_extract: bool = Field(False, description="propose memories after turns without tool calls")
+    index_max_lines: int = Field(200, gt=0, description="MEMORY.md index lines loaded")
+    rules_max_chars: int = Field(40_000, gt=0, description="warn when rules together exceed this")
+    include_max_depth: int = Field(5, ge=0, description="@path include depth")
+
+
+class TranscriptSettings(_Section):
+    fsync: Literal["always", "turn", "never"] = Field("turn", description="when the transcript is fsynced")
+
+
+class ShellSettings(_Section):
+    default_timeout_seconds: float = Field(120, gt=0, description="shell tool timeout when none is given")
+    max_timeout_seconds: float = Field(600, gt=0, description="largest timeout the model may ask for")
+    max_capture_bytes: int = Field(64 * 1024 * 1024, gt=0, description="output kept in memory, at most")
+
+
+class AgentSettings(_Section):
+    model: str | None = Field(None, description="provider:name, e.g. openai:gpt-4o-mini")
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp)")
+    compact_model: str | None = Field(None, description="cheaper model for compaction and session memory")
+    model_windows: dict[str, int] = Field(default_factory=dict, description="model → context window override")
+    approval: dict[str, str] = Field(
+        default_factory=dict,
+        description="tool or 'shell:<glob>' → ask|allow|deny (shell, write_file, edit_file default to ask)",
+    )
+    max_retries: int = Field(3, ge=0, description="retries on rate limit / 5xx / timeout")
+    retry_base_seconds: float = Field(1.0, ge=0, description="first backoff; doubles each retry")
+    request_timeout_seconds: float = Field(300, gt=0, description="one model call, at most")
+    max_steps: int = Field(200, gt=0, description="model calls per user turn, at most")
+    workspace_extra_roots: list[str] = Field(default_factory=list, description="more folders tools may touch")
+
+
+class Settings(_Section):
+    """The whole configuration. Sections mirror the TOML tables."""
+
+    context: ContextSettings = Field(default_factory=ContextSettings)
+    tool_results: ToolResultSettings = Field(default_factory=ToolResultSettings)
+    read_file: ReadFileSettings = Field(default_factory=ReadFileSettings)
+    microcompact: MicrocompactSettings = Field(default_factory=MicrocompactSettings)
+    session_memory: SessionMemorySettings = Field(default_factory=SessionMemorySettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    transcript: TranscriptSettings = Field(default_factory=TranscriptSettings)
+    shell: ShellSettings = Field(default_factory=ShellSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+
+    def auto_compact_threshold_tokens(self, token_limit: int | None = None) -> int:
+        """The token count at which auto compaction fires, honouring a user override exactly."""
+        from mtagent.context.budget import auto_compact_threshold
+
+        ctx = self.context
+        window = token_limit or ctx.token_limit
+        override = ctx.auto_compact_threshold
+        if override is None:
+            return auto_compact_threshold(window, ctx.summary_reserved_tokens, ctx.autocompact_buffer_tokens)
+        if isinstance(override, float):
+            return int(window * override)
+        return override
+
+
+SECTIONS: dict[str, type[_Section]] = {
+    name: field.annotation for name, field in Settings.model_fields.items()  # type: ignore[misc]
+}
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except PermissionError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}; fix its permissions") from exc
+    except IsADirectoryError as exc:
+        raise ConfigError(f"config file {path} is a directory; it must be a TOML file") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text") from exc
+
+
+def _check_keys(data: dict[str, Any], source: str) -> None:
+    for section, body in data.items():
+        if section not in SECTIONS:
+            raise ConfigError(
+                f"unknown config section [{section}] in {source}; valid sections: {', '.join(SECTIONS)}"
+            )
+        if not isinstance(body, dict):
+            raise ConfigError(f"[{section}] in {source} must be a table of settings")
+        known = SECTIONS[section].model_fields
+        for key in body:
+            if key not in known:
+                raise ConfigError(
+                    f"unknown config key '{section}.{key}' in {source}; "
+                    f"valid keys of [{section}]: {', '.join(known)}"
+                )
+
+
+def _env_layer(environ: dict[str, str]) -> dict[str, Any]:
+    """``MTAGENT_CONTEXT__TOKEN_LIMIT=65536`` → ``{"context": {"token_limit": "65536"}}``.
+
+    Values stay strings (or parsed TOML literals) and are validated by pydantic like any layer.
+    """
+    layer: dict[str, dict[str, Any]] = {}
+    for name, raw in environ.items():
+        if not name.startswith(ENV_PREFIX) or name in _NON_SETTING_ENV:
+            continue
+        rest = name[len(ENV_PREFIX):].lower()
+        if "__" not in rest:
+            raise ConfigError(
+                f"environment variable {name} is not a setting; use MTAGENT_<SECTION>__<KEY>, "
+                "e.g. MTAGENT_CONTEXT__TOKEN_LIMIT"
+            )
+        section, key = rest.split("__", 1)
+        layer.setdefault(section, {})[key] = _parse_env_value(raw)
+    return layer
+
+
+def _parse_env_value(raw: str) -> Any:
+    """Parse a TOML literal (numbers, booleans, arrays, inline tables); fall back to the string."""
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _merge(base: dict[str, Any], layer: dict[str, Any]) -> None:
+    for section, body in layer.items():
+        base.setdefault(section, {}).update(body)
+
+
+def _validate(data: dict[str, Any], sources: dict[tuple[str, str], str]) -> Settings:
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = [str(part) for part in err["loc"]]
+        key = ".".join(loc[:2])
+        where = sources.get(tuple(loc[:2]), "defaults")  # type: ignore[arg-type]
+        raise ConfigError(f"invalid value for '{key}' in {where}: {err['msg']}") from exc
+
+
+def load_settings(
+    project_root: str | os.PathLike[str] | None = None,
+    overrides: dict[str, dict[str, Any]] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Settings:
+    """Merge every source into one validated :class:`Settings`."""
+    layers: list[tuple[str, dict[str, Any]]] = []
+    global_path = paths.global_config_path()
+    layers.append((str(global_path), _read_toml(global_path)))
+    if project_root is not None:
+        project_path = paths.project_config_path(project_root)
+        layers.append((str(project_path), _read_toml(project_path)))
+    layers.append(("the environment", _env_layer(dict(os.environ if environ is None else environ))))
+    if overrides:
+        layers.append(("command-line arguments", overrides))
+
+    merged: dict[str, Any] = {}
+    sources: dict[tuple[str, str], str] = {}
+    for source, layer in layers:
+        _check_keys(layer, source)
+        _merge(merged, layer)
+        for section, body in layer.items():
+            for key in body:
+                sources[(section, key)] = source
+    return _validate(merged, sources)
+
+
+def settings_reference() -> list[tuple[str, str, str]]:
+    """(key, default, description) for every setting, in declaration order (README reference)."""
+    rows: list[tuple[str, str, str]] = []
+    for section, model in SECTIONS.items():
+        instance = model()
+        for key, field in model.model_fields.items():
+            rows.append((f"{section}.{key}", repr(getattr(instance, key)), field.description or ""))
+    return rows

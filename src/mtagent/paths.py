@@ -1,0 +1,90 @@
+"""Where mtagent keeps things on disk.
+
+Layout (spec 000 M1, spec 002 memory)::
+
+    $MTAGENT_HOME (default ~/.mtagent)/
+      config.toml                       global settings
+      CONTEXT.md                        Tier 1 context (+ "## Agent Memories")
+      history/<project-hash>/
+        <session-id>.jsonl              canonical transcript
+        artifacts/<session-id>/
+          tool-results/<tool-call-id>.txt
+          session-memory/summary.md
+          checkpoints.sqlite            LangGraph checkpoints
+      projects/<project-hash>/memory/   project long-term memory (MEMORY.md + topics)
+
+Nothing here touches the disk at import time; folders are created by :func:`ensure_dir`
+when something is first written into them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+HOME_ENV = "MTAGENT_HOME"
+_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def mtagent_home() -> Path:
+    """The root of everything mtagent stores; ``MTAGENT_HOME`` overrides it (tests use it)."""
+    override = os.environ.get(HOME_ENV)
+    if override:
+        return Path(override).expanduser()
+    return Path.home() / ".mtagent"
+
+
+def project_hash(project_root: str | os.PathLike[str]) -> str:
+    """A stable, filesystem-safe key for a project: its folder name plus a hash of its path."""
+    resolved = Path(project_root).expanduser().resolve()
+    digest = hashlib.sha256(str(resolved).encode("utf-8")).hexdigest()[:12]
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", resolved.name).strip("-")[:40] or "root"
+    return f"{name}-{digest}"
+
+
+def validate_session_id(session_id: str) -> str:
+    """Session ids become file names, so only a safe alphabet is allowed."""
+    if not _SESSION_ID_RE.match(session_id) or ".." in session_id:
+        from mtagent.errors import UsageError
+
+        raise UsageError(
+            f"invalid session id {session_id!r}: use letters, digits, '.', '_' or '-' "
+            "(see `mtagent sessions list`)"
+        )
+    return session_id
+
+
+def global_config_path() -> Path:
+    return mtagent_home() / "config.toml"
+
+
+def global_context_path() -> Path:
+    return mtagent_home() / "CONTEXT.md"
+
+
+def project_config_path(project_root: str | os.PathLike[str]) -> Path:
+    return Path(project_root) / ".mtagent" / "config.toml"
+
+
+def history_dir(project_root: str | os.PathLike[str]) -> Path:
+    return mtagent_home() / "history" / project_hash(project_root)
+
+
+def session_transcript_path(project_root: str | os.PathLike[str], session_id: str) -> Path:
+    return history_dir(project_root) / f"{validate_session_id(session_id)}.jsonl"
+
+
+def session_artifact_dir(project_root: str | os.PathLike[str], session_id: str) -> Path:
+    return history_dir(project_root) / "artifacts" / validate_session_id(session_id)
+
+
+def project_memory_dir(project_root: str | os.PathLike[str]) -> Path:
+    return mtagent_home() / "projects" / project_hash(project_root) / "memory"
+
+
+def ensure_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) when first needed; return it."""
+    path.mkdir(parents=True, exist_ok=True)
+    return path

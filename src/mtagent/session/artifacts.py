@@ -1,0 +1,133 @@
+"""The artifact store: full tool results (and session memory) beside the transcript.
+
+Paths recorded in a transcript are relative to the session's artifact folder
+(``tool-results/<tool-call-id>.txt``). A transcript is untrusted input, so every path read or
+written is resolved and refused with :class:`ArtifactPathError` if it lands outside that folder
+(``..``, absolute paths, symlinks that point out).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from mtagent import paths
+from mtagent.errors import ArtifactPathError
+
+DEFAULT_ARTIFACT_MAX_BYTES = 64 * 1024 * 1024
+TOOL_RESULTS_DIR = "tool-results"
+SESSION_MEMORY_DIR = "session-memory"
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9._-]")
+
+
+@dataclass(slots=True, frozen=True)
+class ArtifactMeta:
+    """What the transcript records about a stored tool result."""
+
+    path: str  # relative to the session's artifact folder
+    original_chars: int
+    stored_bytes: int
+    truncated: bool
+    sha256: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "original_chars": self.original_chars,
+            "stored_bytes": self.stored_bytes,
+            "truncated": self.truncated,
+            "sha256": self.sha256,
+        }
+
+
+def get_tool_result_path(tool_call_id: str) -> str:
+    """Relative artifact path for a tool call; ids are sanitised so they stay one file name."""
+    safe = _UNSAFE_ID.sub("_", tool_call_id).lstrip(".") or "result"
+    if safe != tool_call_id:
+        safe = f"{safe[:80]}-{hashlib.sha256(tool_call_id.encode()).hexdigest()[:8]}"
+    return f"{TOOL_RESULTS_DIR}/{safe}.txt"
+
+
+@dataclass(slots=True)
+class ArtifactStore:
+    """One session's artifact folder. Created lazily on first write."""
+
+    root: Path
+    max_bytes: int = DEFAULT_ARTIFACT_MAX_BYTES
+
+    @classmethod
+    def for_session(cls, project_root: str | os.PathLike[str], session_id: str,
+                    max_bytes: int = DEFAULT_ARTIFACT_MAX_BYTES) -> ArtifactStore:
+        return cls(paths.session_artifact_dir(project_root, session_id), max_bytes)
+
+    def resolve(self, relative: str) -> Path:
+        """Absolute path of ``relative`` inside the store, or :class:`ArtifactPathError`."""
+        if not relative or "\x00" in relative:
+            raise ArtifactPathError(f"artifact path {relative!r} is empty or contains NUL")
+        if os.path.isabs(relative) or relative.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", relative):
+            raise ArtifactPathError(
+                f"artifact path {relative!r} is absolute; transcripts may only name paths "
+                "inside the session's artifact folder"
+            )
+        root = self.root.resolve()
+        target = (root / relative).resolve()
+        if target != root and root not in target.parents:
+            raise ArtifactPathError(
+                f"artifact path {relative!r} escapes the session's artifact folder {root}"
+            )
+        return target
+
+    def write_text(self, relative: str, text: str) -> ArtifactMeta:
+        """Store ``text``; beyond ``max_bytes`` it is cut on a UTF-8 boundary and marked truncated."""
+        data = text.encode("utf-8", errors="replace")
+        truncated = len(data) > self.max_bytes
+        if truncated:
+            data = data[: self.max_bytes].decode("utf-8", errors="ignore").encode("utf-8")
+        target = self.resolve(relative)
+        paths.ensure_dir(target.parent)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+        return ArtifactMeta(relative, len(text), len(data), truncated, hashlib.sha256(data).hexdigest())
+
+    def read_text(self, relative: str) -> str:
+        target = self.resolve(relative)
+        try:
+            return target.read_bytes().decode("utf-8", errors="replace")
+        except FileNotFoundError as exc:
+            raise ArtifactPathError(
+                f"artifact {relative!r} is missing from {self.root}; the session's artifact folder "
+                "may have been moved or cleaned"
+            ) from exc
+
+    def exists(self, relative: str) -> bool:
+        try:
+            return self.resolve(relative).is_file()
+        except ArtifactPathError:
+            return False
+
+    def list_tool_results(self) -> list[Path]:
+        folder = self.root / TOOL_RESULTS_DIR
+        return sorted(folder.glob("*.txt")) if folder.is_dir() else []
+
+    @property
+    def session_memory_path(self) -> Path:
+        return self.root / SESSION_MEMORY_DIR / "summary.md"
+
+
+def get_session_artifact_dir(project_root: str | os.PathLike[str], session_id: str) -> Path:
+    """The spec's name for the session's artifact folder (not created here)."""
+    return paths.session_artifact_dir(project_root, session_id)
+
+
+def write_tool_result_artifact(store: ArtifactStore, tool_call_id: str, content: str) -> ArtifactMeta:
+    """Persist a full tool result under ``tool-results/<id>.txt`` (spec M1 name)."""
+    return store.write_text(get_tool_result_path(tool_call_id), content)
+
+
+def read_tool_result_artifact(store: ArtifactStore, relative_path: str) -> str:
+    """Read a persisted tool result back; the path comes from an untrusted transcript."""
+    return store.read_text(relative_path)

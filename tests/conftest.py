@@ -1,0 +1,29 @@
+"""Every test runs with MTAGENT_HOME in a temp dir and no MTAGENT_* settings from the caller."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+TRAJECTORIES = SHARED / "trajectories"
+
+
+@pytest.fixture(autouse=True)
+def mtagent_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("mtagent-home")
+    for name in list(os.environ):
+        if name.startswith("MTAGENT_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("MTAGENT_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def trajectories() -> Path:
+    """The shared real trajectories; tests that need them skip where they are absent."""
+    if not TRAJECTORIES.is_dir():
+        pytest.skip(f"shared trajectories not found at {TRAJECTORIES} (they live beside the checkout)")
+    return TRAJECTORIES
