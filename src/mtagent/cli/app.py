@@ -12,6 +12,7 @@ import typer
 
 from mtagent import __version__
 from mtagent.cli import config_cmd, tokens_cmd
+from mtagent.cli import memory_cmd
 from mtagent.cli.output import fail
 from mtagent.errors import MTAgentError
 
@@ -43,6 +44,7 @@ def root(
 
 tokens_cmd.register(app)
 config_cmd.register(app)
+memory_cmd.register(app)
 
 
 def main() -> None:
