@@ -83,6 +83,10 @@ class ToolResultSettings(_Section):
         default_factory=dict,
         description="tool name → reducer spec for structured output (keep_last, keep_fields)",
     )
+    self_limiting_tools: list[str] = Field(
+        default_factory=lambda: ["read_file", "read_tool_result"],
+        description="tools that bound their own output; their results are never persisted",
+    )
 
 
 class ReadFileSettings(_Section):
@@ -136,6 +140,7 @@ class ShellSettings(_Section):
     default_timeout_seconds: float = Field(120, gt=0, description="shell tool timeout when none is given")
     max_timeout_seconds: float = Field(600, gt=0, description="largest timeout the model may ask for")
     max_capture_bytes: int = Field(64 * 1024 * 1024, gt=0, description="output kept in memory, at most")
+    kill_grace_seconds: float = Field(2, ge=0, description="after SIGTERM on timeout, wait this long before SIGKILL")
 
 
 class AgentSettings(_Section):
