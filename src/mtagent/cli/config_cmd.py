@@ -9,7 +9,7 @@ import typer
 
 from mtagent import paths
 from mtagent.cli.output import console, user_errors
-from mtagent.config import load_settings
+from mtagent.config import load_settings, settings_reference
 
 config_app = typer.Typer(help="Show the merged configuration and where it is read from.", no_args_is_help=True)
 
@@ -38,6 +38,20 @@ def path(cwd: Path = typer.Option(Path("."), "--cwd", help="Project folder.")) -
     """Print the config files that are read, in order (later ones win)."""
     console.print(str(paths.global_config_path()), markup=False)
     console.print(str(paths.project_config_path(cwd.resolve())), markup=False)
+
+
+def reference_markdown() -> str:
+    """The settings reference table, as the README shows it (a test keeps them equal)."""
+    lines = ["| setting | default | meaning |", "|---|---|---|"]
+    for key, default, description in settings_reference():
+        lines.append(f"| `{key}` | `{default}` | {description.replace('|', '/')} |")
+    return "\n".join(lines)
+
+
+@config_app.command("reference")
+def reference() -> None:
+    """Print every setting with its default and meaning, as a markdown table."""
+    typer.echo(reference_markdown())
 
 
 def register(app: typer.Typer) -> None:

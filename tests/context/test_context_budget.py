@@ -1,0 +1,64 @@
+"""Spec M0: the auto-compact threshold and the budget buckets."""
+
+import pytest
+
+from mtagent.config import Settings
+from mtagent.context.budget import (
+    DROP_ORDER,
+    Bucket,
+    BudgetBuckets,
+    auto_compact_threshold,
+    effective_context_limit,
+)
+
+
+def test_threshold_for_128k_window_is_98072():
+    assert auto_compact_threshold(131072) == 98072
+
+
+def test_threshold_for_64k_window_is_32536():
+    assert auto_compact_threshold(65536) == 32536
+
+
+def test_effective_limit_reserves_summary_output():
+    assert effective_context_limit(131072) == 111072
+    assert effective_context_limit(131072, reserved_summary_tokens=0) == 131072
+
+
+def test_effective_limit_rejects_nonpositive_window():
+    with pytest.raises(ValueError, match="positive"):
+        effective_context_limit(0)
+
+
+def test_settings_threshold_defaults_to_spec_formula():
+    assert Settings().auto_compact_threshold_tokens() == 98072
+    assert Settings().auto_compact_threshold_tokens(65536) == 32536
+
+
+def test_user_threshold_in_tokens_is_honoured_exactly():
+    s = Settings.model_validate({"context": {"auto_compact_threshold": 50000}})
+    assert s.auto_compact_threshold_tokens() == 50000
+    assert s.auto_compact_threshold_tokens(65536) == 50000
+
+
+def test_user_threshold_as_fraction_is_honoured_exactly():
+    s = Settings.model_validate({"context": {"auto_compact_threshold": 0.8}})
+    assert s.auto_compact_threshold_tokens(100_000) == 80_000
+    assert s.auto_compact_threshold_tokens(131072) == int(131072 * 0.8)
+
+
+def test_buckets_sum_and_report_free_and_headroom():
+    b = BudgetBuckets(token_limit=1000, threshold=700)
+    b.add(Bucket.SYSTEM, 100)
+    b.add(Bucket.MESSAGES, 300)
+    b.add(Bucket.MESSAGES, 50)
+    assert b.used == 450
+    assert b.free == 550
+    assert b.left_before_compact == 250
+    assert b.as_dict()["messages"] == 350
+
+
+def test_drop_order_covers_every_bucket_and_keeps_system_last():
+    assert set(DROP_ORDER) == set(Bucket)
+    assert DROP_ORDER[-1] is Bucket.SYSTEM
+    assert DROP_ORDER.index(Bucket.TOOL_RESULTS) < DROP_ORDER.index(Bucket.SUMMARY)
