@@ -1,0 +1,359 @@
+"""The append-only JSONL transcript: one writer per session, any number of readers.
+
+Why it is built this way:
+
+* **A line is written whole.** Each record is serialised to one ``bytes`` ending in ``\\n`` and
+  handed to a single ``os.write`` on an ``O_APPEND`` descriptor, so a crash leaves at most one
+  torn line, at the very end.
+* **One writer.** An exclusive ``flock`` on ``<session>.lock`` (which holds the writer's pid)
+  makes a second writer fail with :class:`~mtagent.errors.SessionLocked` instead of interleaving.
+* **Readers never modify the file.** A torn last line is reported and ignored; only the next
+  writer repairs it, by truncating exactly that tail. A bad line in the middle is
+  :class:`~mtagent.errors.TranscriptCorrupt` unless the caller asks to skip it.
+* **fsync policy** ``always`` (every record), ``turn`` (on :meth:`TranscriptWriter.end_turn`
+  and close; the default) or ``never``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import logging
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from mtagent import paths
+from mtagent.errors import SessionLocked, TranscriptCorrupt
+from mtagent.session import schema
+
+log = logging.getLogger(__name__)
+
+FsyncPolicy = Literal["always", "turn", "never"]
+READ_CHUNK_BYTES = 8 * 1024 * 1024
+TAIL_BLOCK_BYTES = 1024 * 1024
+
+
+class RecordSink(Protocol):
+    """Where engine parts append transcript records (a writer, or a list in tests)."""
+
+    def append(self, record: dict[str, Any]) -> object: ...
+
+
+@dataclass(slots=True)
+class MemorySink:
+    """A list-backed sink for tests and for components running without a transcript."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def append(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+
+
+def lock_path(transcript: Path) -> Path:
+    return transcript.with_suffix(".lock")
+
+
+def _acquire_lock(path: Path, session_id: str) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        holder = _read_pid(fd)
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise SessionLocked(session_id, holder) from None
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        raw = os.pread(fd, 32, 0).strip()
+        return int(raw) if raw else None
+    except (OSError, ValueError):
+        return None
+
+
+def _line_ok(line: bytes) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
+
+
+def find_torn_tail(path: Path) -> int | None:
+    """Offset where a torn last line starts (no newline, or not JSON), or None if the end is clean."""
+    with open(path, "rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return None
+        fh.seek(size - 1)
+        complete = fh.read(1) == b"\n"
+        end = size - 1 if complete else size
+        start = _line_start(fh, end)
+        if not complete:
+            return start
+        fh.seek(start)
+        return None if _line_ok(fh.read(end - start)) else start
+
+
+def _line_start(fh: Any, end: int) -> int:
+    """Offset just after the last newline before ``end`` (0 if none)."""
+    pos = end
+    while pos > 0:
+        step = min(TAIL_BLOCK_BYTES, pos)
+        fh.seek(pos - step)
+        block = fh.read(step)
+        nl = block.rfind(b"\n")
+        if nl >= 0:
+            return pos - step + nl + 1
+        pos -= step
+    return 0
+
+
+class TranscriptWriter:
+    """The one writer of a session's transcript. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None,
+                 fsync: FsyncPolicy = "turn", validate: bool = True, index: bool = True) -> None:
+        self.path = Path(path)
+        self.session_id = session_id or self.path.stem
+        if fsync not in ("always", "turn", "never"):
+            raise ValueError(f"fsync policy must be always, turn or never, not {fsync!r}")
+        self.fsync_policy: FsyncPolicy = fsync
+        self.validate = validate
+        paths.ensure_dir(self.path.parent)
+        self._lock_fd: int | None = _acquire_lock(lock_path(self.path), self.session_id)
+        self._fd: int | None = None
+        try:
+            self.repaired_bytes = self._repair()
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._size = os.fstat(self._fd).st_size
+            self._index = _open_index(self.path, self._size) if index else None
+        except BaseException:
+            self.close()
+            raise
+
+    def _repair(self) -> int:
+        if not self.path.exists():
+            return 0
+        torn = find_torn_tail(self.path)
+        if torn is None:
+            return 0
+        size = self.path.stat().st_size
+        log.warning("transcript %s: removing a torn last line (%d bytes at offset %d) left by a crash",
+                    self.path, size - torn, torn)
+        os.truncate(self.path, torn)
+        return size - torn
+
+    @property
+    def size(self) -> int:
+        """Bytes in the file (the offset the next record will get)."""
+        return self._size
+
+    def append(self, record: dict[str, Any]) -> int:
+        """Write one record as one line; return the byte offset where its line starts."""
+        if self._fd is None:
+            raise ValueError(f"transcript writer for {self.path} is closed")
+        if self.validate:
+            try:
+                schema.parse_record(record)
+            except schema.RecordError as exc:
+                raise ValueError(f"refusing to write an invalid record: {exc}") from None
+        data = schema.dumps_record(record)
+        offset = self._size
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        self._size += len(data)
+        if self.fsync_policy == "always":
+            os.fsync(self._fd)
+        if self._index is not None:
+            self._index.observe(record, offset, self._size)
+        return offset
+
+    def end_turn(self) -> None:
+        """A turn finished: under the ``turn`` policy this is when the data reaches the disk."""
+        if self._fd is not None and self.fsync_policy != "never":
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                if self.fsync_policy != "never":
+                    os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._lock_fd, 0)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> TranscriptWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def _open_index(path: Path, size: int) -> Any:
+    from mtagent.session.index import WriterIndex
+
+    return WriterIndex.open(path, size)
+
+
+# ── reading ─────────────────────────────────────────────────────────────────────────────
+
+
+@dataclass(slots=True)
+class Entry:
+    """One record read back, with the byte offset of its line."""
+
+    offset: int
+    record: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ReadReport:
+    """What a read noticed without failing: torn tail, skipped lines, unknown record types."""
+
+    warnings: list[str] = field(default_factory=list)
+    torn_tail_offset: int | None = None
+    skipped_corrupt: int = 0
+    skipped_unknown: int = 0
+    bytes_read: int = 0
+    records: int = 0
+    _unknown_seen: set[str] = field(default_factory=set)
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+        log.warning("%s", message)
+
+
+def _line_number(path: Path, offset: int) -> int:
+    """1-based line number of the line starting at ``offset`` (only computed on the error path)."""
+    count = 0
+    with open(path, "rb") as fh:
+        remaining = offset
+        while remaining > 0:
+            block = fh.read(min(READ_CHUNK_BYTES, remaining))
+            if not block:
+                break
+            count += block.count(b"\n")
+            remaining -= len(block)
+    return count + 1
+
+
+def iter_entries(path: str | os.PathLike[str], *, start: int = 0, skip_corrupt: bool = False,
+                 report: ReadReport | None = None,
+                 on_line: Callable[[int, bytes], None] | None = None) -> Iterator[Entry]:
+    """Stream the records of a transcript from byte ``start`` (a line start) to the end.
+
+    The file is opened read-only and never changed. A torn last line is warned about and
+    ignored; a bad line with more lines after it raises :class:`TranscriptCorrupt` (or is
+    skipped with a warning when ``skip_corrupt``). Unknown record types are skipped with one
+    warning per type.
+    """
+    path = Path(path)
+    report = report if report is not None else ReadReport()
+    pending_bad: tuple[int, str] | None = None
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        offset = start
+        carry = b""
+        while True:
+            chunk = fh.read(READ_CHUNK_BYTES)
+            if not chunk:
+                break
+            report.bytes_read += len(chunk)
+            data = carry + chunk if carry else chunk
+            lines = data.split(b"\n")
+            carry = lines.pop()
+            for line in lines:
+                line_offset = offset
+                offset += len(line) + 1
+                if pending_bad is not None:
+                    _bad_line(path, pending_bad, skip_corrupt, report)
+                    pending_bad = None
+                if on_line is not None:
+                    on_line(line_offset, line)
+                entry, bad = _decode(line, line_offset, report)
+                if bad is not None:
+                    pending_bad = (line_offset, bad)
+                elif entry is not None:
+                    report.records += 1
+                    yield entry
+    if carry:
+        report.torn_tail_offset = offset
+        report.warn(f"transcript {path}: ignoring a torn last line at byte {offset} "
+                    f"({len(carry)} bytes, no newline) — likely a crash while writing; "
+                    "the next writer removes it")
+        if pending_bad is not None:
+            _bad_line(path, pending_bad, skip_corrupt, report)
+    elif pending_bad is not None:
+        report.torn_tail_offset = pending_bad[0]
+        report.warn(f"transcript {path}: ignoring an unreadable last line at byte {pending_bad[0]} "
+                    f"({pending_bad[1]}); the next writer removes it")
+
+
+def _bad_line(path: Path, bad: tuple[int, str], skip: bool, report: ReadReport) -> None:
+    offset, reason = bad
+    if not skip:
+        raise TranscriptCorrupt(str(path), _line_number(path, offset), f"{reason} (byte {offset})")
+    report.skipped_corrupt += 1
+    report.warn(f"transcript {path}: skipped corrupt line {_line_number(path, offset)}: {reason}")
+
+
+def _decode(line: bytes, offset: int, report: ReadReport) -> tuple[Entry | None, str | None]:
+    if not line.strip():
+        return None, "blank line"
+    try:
+        obj = json.loads(line)
+    except ValueError as exc:
+        return None, f"not valid JSON ({exc.__class__.__name__}: {str(exc)[:120]})"
+    except RecursionError:
+        return None, "JSON nested too deeply"
+    try:
+        record = schema.parse_record(obj)
+    except schema.UnknownRecord as exc:
+        report.skipped_unknown += 1
+        kind = str(obj.get("type"))[:80] if isinstance(obj, dict) else "?"
+        if kind not in report._unknown_seen:
+            report._unknown_seen.add(kind)
+            report.warn(f"skipping record(s) this mtagent cannot read: {exc}; they stay in the file")
+        return None, None
+    except schema.RecordError as exc:
+        return None, str(exc)
+    return Entry(offset, record), None
+
+
+def read_records(path: str | os.PathLike[str], *, start: int = 0, skip_corrupt: bool = False,
+                 report: ReadReport | None = None) -> list[dict[str, Any]]:
+    """All records from ``start`` on, as a list (see :func:`iter_entries`)."""
+    return [e.record for e in iter_entries(path, start=start, skip_corrupt=skip_corrupt, report=report)]
+
+
+def read_first_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The first line's record (normally ``session_start``) without reading further."""
+    with open(path, "rb") as fh:
+        line = fh.readline()
+    if not line.endswith(b"\n"):
+        return None
+    try:
+        return schema.parse_record(json.loads(line))
+    except (ValueError, RecursionError):
+        return None
