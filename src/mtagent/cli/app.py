@@ -13,6 +13,7 @@ import typer
 from mtagent import __version__
 from mtagent.cli import config_cmd, tokens_cmd
 from mtagent.cli import memory_cmd
+from mtagent.cli import demo_cmd
 from mtagent.cli.output import fail
 from mtagent.errors import MTAgentError
 
@@ -45,6 +46,7 @@ def root(
 tokens_cmd.register(app)
 config_cmd.register(app)
 memory_cmd.register(app)
+demo_cmd.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,85 @@
+"""``mtagent demo``: the real agent loop, tools, transcript and engine — no model, no key.
+
+A clearly labelled *scripted policy* (``mtagent.agent.demo``) stands in for the model and works
+on a real code base (the installed package's own source, or ``--cwd``) with a deliberately small
+window, so offloading, microcompact and compaction visibly happen. What the engine did is then
+read back from the session's transcript — the same source ``mtagent sessions show`` and
+``--resume`` use — and printed, followed by the ``/context`` grid.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+
+from mtagent.cli.context_render import WindowUsage, render_context_grid, render_demo_summary
+from mtagent.cli.output import console, user_errors
+from mtagent.cli.session_report import SessionReport, read_session_report
+from mtagent.config import load_settings
+from mtagent.errors import UsageError
+
+DEFAULT_DEMO_WINDOW = 16_384
+_MIN_WINDOW = 4_096
+
+
+def default_demo_cwd() -> Path:
+    """The installed package's own source: a real code base that is always there."""
+    import mtagent
+
+    return Path(mtagent.__file__).resolve().parent
+
+
+def _transcript_of(result: Any) -> Path:
+    path = getattr(result, "transcript_path", None) or getattr(result, "transcript", None)
+    if path is None:
+        raise UsageError("the demo finished without a transcript path; nothing to report")
+    return Path(path)
+
+
+def window_usage_of(report: SessionReport, window: int, threshold: int) -> WindowUsage:
+    """The window after the last model call, from the last ``context_plan`` record."""
+    if report.last_plan is None:
+        return WindowUsage(window, threshold, {}, report.model)
+    usage = WindowUsage.from_plan_record(report.last_plan, window, report.model)
+    return WindowUsage(usage.token_limit, usage.threshold or threshold, usage.buckets, report.model)
+
+
+def demo(
+    cwd: Path = typer.Option(None, "--cwd", help="Code base to explore (default: mtagent's own source)."),
+    window: int = typer.Option(DEFAULT_DEMO_WINDOW, "--window", help="Context window in tokens (small, so "
+                               "compaction happens)."),
+) -> None:
+    """Run the agent on a real code base with a scripted policy in place of a model (no key needed)."""
+    run_demo_command(cwd, window)
+
+
+@user_errors
+def run_demo_command(cwd: Path | None, window: int) -> None:
+    if window < _MIN_WINDOW:
+        raise UsageError(f"--window {window} is too small for the demo; use at least {_MIN_WINDOW}")
+    root = (cwd or default_demo_cwd()).expanduser().resolve()
+    if not root.is_dir():
+        raise UsageError(f"--cwd {root} is not a folder")
+    from mtagent.agent.demo import run_demo
+
+    console.print(f"[bold]mtagent demo[/] — a [yellow]scripted policy[/] (not a model) drives the real agent "
+                  f"loop over {escape(str(root))} with a {window:,}-token window\n", soft_wrap=True)
+    result = run_demo(root, window=window)
+    transcript = _transcript_of(result)
+    report = read_session_report(transcript)
+    settings = load_settings(root, overrides={"context": {"token_limit": window}})
+    threshold = settings.auto_compact_threshold_tokens(window)
+
+    console.print(render_demo_summary(report))
+    console.print()
+    console.print(render_context_grid(window_usage_of(report, window, threshold), title="Context after the demo"))
+    console.print(f"\nsession {escape(report.session_id)} · transcript {escape(str(transcript))}", soft_wrap=True)
+    console.print(f"resume it: [bold]mtagent --cwd {escape(str(root))} --resume {escape(report.session_id)}[/]",
+                  soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)
