@@ -114,7 +114,7 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
-def _section_span(lines: list[str], heading: str) -> tuple[int, int] | None:
+def section_span(lines: list[str], heading: str) -> tuple[int, int] | None:
     """[start, end) of the lines under ``heading`` (exclusive of the heading line itself)."""
     want = _HEADING_RE.match(heading)
     assert want is not None
@@ -132,7 +132,7 @@ def _section_span(lines: list[str], heading: str) -> tuple[int, int] | None:
     return None if start is None else (start, len(lines))
 
 
-def _parse_item(line: str) -> tuple[str, bool] | None:
+def parse_item(line: str) -> tuple[str, bool] | None:
     m = _ITEM_RE.match(line)
     if not m or m.group("indent"):
         return None
@@ -161,7 +161,7 @@ class MemoryFile:
     def _span(self, lines: list[str]) -> tuple[int, int] | None:
         if self.section is None:
             return (0, len(lines))
-        return _section_span(lines, self.section)
+        return section_span(lines, self.section)
 
     def _entries(self, lines: list[str]) -> list[MemoryEntry]:
         span = self._span(lines)
@@ -169,7 +169,7 @@ class MemoryFile:
             return []
         out: list[MemoryEntry] = []
         for i in range(*span):
-            parsed = _parse_item(lines[i])
+            parsed = parse_item(lines[i])
             if parsed:
                 out.append(MemoryEntry(len(out) + 1, parsed[0], parsed[1], self.scope, i))
         return out
@@ -329,16 +329,16 @@ def load_project_memory(project_root: str | os.PathLike[str], index_max_lines: i
     """
     path = memory_path("project", project_root)
     lines = _read_lines(path)[:index_max_lines]
-    kept = [line for line in lines if not ((p := _parse_item(line)) and p[1])]
+    kept = [line for line in lines if not ((p := parse_item(line)) and p[1])]
     return "".join(kept).strip()
 
 
 def strip_obsolete_memories(text: str) -> str:
     """``text`` (a CONTEXT.md) with the obsolete items of its ``## Agent Memories`` list removed."""
     lines = text.splitlines(keepends=True)
-    span = _section_span(lines, AGENT_MEMORIES_HEADING)
+    span = section_span(lines, AGENT_MEMORIES_HEADING)
     if span is None:
         return text
     start, end = span
-    drop = {i for i in range(start, end) if (p := _parse_item(lines[i])) and p[1]}
+    drop = {i for i in range(start, end) if (p := parse_item(lines[i])) and p[1]}
     return "".join(line for i, line in enumerate(lines) if i not in drop)

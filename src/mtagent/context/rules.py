@@ -1,0 +1,303 @@
+"""Project rules: ``CONTEXT.md``, the untracked ``CONTEXT.local.md``, and ``.mtagent/rules/*.md``.
+
+A rule file under ``.mtagent/rules/`` may start with front matter that scopes it to paths::
+
+    ---
+    paths: ["src/**/*.py", "tests/*.py"]
+    ---
+    Use type hints on every public function.
+
+Such a rule is injected only once a matching file has been touched (read, written, edited,
+searched in) during the session — "situational constraints" in spec 003's terms, so a big
+project's rules do not all crowd every prompt. Files without ``paths`` always apply.
+
+Any rule file may pull in another with an ``@path`` reference (relative to the including file,
+``~/`` for home). Includes nest up to ``memory.include_max_depth``; a cycle or a missing file is
+reported in :attr:`RuleSet.warnings`, never raised. When all rules together exceed
+``memory.rules_max_chars`` a warning says so (spec 003: very long rule files get ignored).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+PROJECT_CONTEXT_FILES = ("CONTEXT.md", ".mtagent/CONTEXT.md")
+LOCAL_CONTEXT_FILE = "CONTEXT.local.md"
+RULES_DIR = ".mtagent/rules"
+PATH_ARG_KEYS = ("file_path", "path", "paths", "filename", "target_file", "directory")
+_FRONT_MATTER_RE = re.compile(r"\A---[ \t]*\r?\n(?P<meta>.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_INCLUDE_RE = re.compile(r"(?:(?<=\s)|^)@(?P<path>[\w.~/-]+)")
+_FENCE_RE = re.compile(r"^\s*(```|~~~)")
+
+
+@dataclass(slots=True, frozen=True)
+class Rule:
+    """One rule file after its includes were expanded."""
+
+    source: str  # path relative to the project root (or absolute when outside it)
+    kind: str  # "project" | "local" | "rule"
+    text: str
+    globs: tuple[str, ...] = ()
+
+    @property
+    def conditional(self) -> bool:
+        return bool(self.globs)
+
+    def applies_to(self, touched: Iterable[str]) -> bool:
+        return not self.globs or any(glob_match(g, p) for g in self.globs for p in touched)
+
+
+@dataclass(slots=True)
+class RuleSet:
+    """Every rule of a project, plus what went wrong while loading them (nothing raises)."""
+
+    rules: list[Rule] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    cycles: list[list[str]] = field(default_factory=list)
+
+    def active(self, touched: Iterable[str] = ()) -> list[Rule]:
+        """Unconditional rules, then the path-scoped rules a touched file matches, in load order."""
+        paths = [_norm(p) for p in touched]
+        return [r for r in self.rules if r.applies_to(paths)]
+
+    @property
+    def total_chars(self) -> int:
+        return sum(len(r.text) for r in self.rules)
+
+
+def parse_front_matter(text: str) -> tuple[dict[str, Any], str, str | None]:
+    """(metadata, body, problem). Bad front matter is a problem to report, and the rule applies always."""
+    m = _FRONT_MATTER_RE.match(text)
+    if not m:
+        return {}, text, None
+    body = text[m.end():]
+    try:
+        meta = yaml.safe_load(m.group("meta")) or {}
+    except yaml.YAMLError as exc:
+        return {}, body, f"front matter is not valid YAML ({exc.__class__.__name__})"
+    if not isinstance(meta, dict):
+        return {}, body, "front matter must be a mapping like `paths: [\"src/**/*.py\"]`"
+    return meta, body, None
+
+
+def _globs_from(meta: dict[str, Any]) -> tuple[tuple[str, ...], str | None]:
+    raw = meta.get("paths", meta.get("globs"))
+    if raw is None:
+        return (), None
+    if isinstance(raw, str):
+        items = [part.strip() for part in raw.split(",")]
+    elif isinstance(raw, list) and all(isinstance(x, str) for x in raw):
+        items = [x.strip() for x in raw]
+    else:
+        return (), "`paths` must be a glob or a list of globs"
+    return tuple(x for x in items if x), None
+
+
+@lru_cache(maxsize=512)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """gitignore-flavoured glob: ``**`` spans folders, ``*`` stays inside one; no '/' means any depth."""
+    pat = _norm(pattern.strip())
+    anchored = pat.startswith("/")
+    pat = pat.lstrip("/")
+    if "/" not in pat.rstrip("/") and not anchored:
+        pat = "**/" + pat
+    if pat.endswith("/"):
+        pat += "**"
+    out: list[str] = []
+    i = 0
+    while i < len(pat):
+        c = pat[i]
+        if pat.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[" and (end := pat.find("]", i + 1)) > i:
+            body = pat[i + 1:end].replace("\\", "\\\\")
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return re.compile("".join(out) + r"(?:/.*)?\Z")
+
+
+def glob_match(pattern: str, path: str) -> bool:
+    """Whether a project-relative ``path`` matches a rule's glob."""
+    return bool(_glob_regex(pattern).match(_norm(path)))
+
+
+def _norm(path: str) -> str:
+    path = path.replace(os.sep, "/")
+    while path.startswith("./"):
+        path = path[2:]
+    return path
+
+
+def _display(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _include_targets(text: str) -> list[str]:
+    """``@path`` references outside fenced code blocks, in order."""
+    found: list[str] = []
+    in_fence = False
+    for line in text.splitlines():
+        if _FENCE_RE.match(line):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        for m in _INCLUDE_RE.finditer(re.sub(r"`[^`]*`", "", line)):
+            ref = m.group("path").rstrip(".,;:")
+            if "/" in ref or re.search(r"\.[A-Za-z0-9]+$", ref):
+                found.append(ref)
+    return found
+
+
+def _resolve_include(ref: str, base_dir: Path) -> Path:
+    if ref.startswith("~/"):
+        return Path(ref).expanduser().resolve()
+    return (base_dir / ref).resolve()
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def expand_includes(text: str, source: Path, *, root: Path, max_depth: int,
+                    warnings: list[str], cycles: list[list[str]],
+                    _stack: tuple[Path, ...] = (), _seen: set[Path] | None = None) -> str:
+    """``text`` followed by the files its ``@path`` references name (depth-first, each once)."""
+    seen = _seen if _seen is not None else set()
+    stack = (*_stack, source.resolve())
+    seen.add(source.resolve())
+    parts = [text.rstrip("\n")]
+    for ref in _include_targets(text):
+        target = _resolve_include(ref, source.parent)
+        chain = [_display(p, root) for p in stack] + [_display(target, root)]
+        if target in stack:
+            cycles.append(chain)
+            warnings.append(f"include cycle {' -> '.join(chain)}: {_display(target, root)} was not included again")
+            continue
+        if target in seen:
+            continue
+        if len(stack) > max_depth:
+            warnings.append(f"include depth limit ({max_depth}) reached at {' -> '.join(chain)}; "
+                            "flatten the includes or raise memory.include_max_depth")
+            continue
+        content = _read_text(target) if target.is_file() else None
+        if content is None:
+            warnings.append(f"@{ref} in {_display(source, root)} is not a readable text file; it was skipped")
+            continue
+        body = expand_includes(content, target, root=root, max_depth=max_depth, warnings=warnings,
+                               cycles=cycles, _stack=stack, _seen=seen)
+        parts.append(f"\n<!-- included from {_display(target, root)} -->\n{body}")
+    return "\n".join(parts)
+
+
+def _load_one(path: Path, kind: str, root: Path, max_depth: int, out: RuleSet) -> None:
+    raw = _read_text(path)
+    if raw is None:
+        out.warnings.append(f"{_display(path, root)} is not readable UTF-8 text; it was skipped")
+        return
+    globs: tuple[str, ...] = ()
+    body = raw
+    if kind == "rule":
+        meta, body, problem = parse_front_matter(raw)
+        globs, glob_problem = _globs_from(meta)
+        for issue in (problem, glob_problem):
+            if issue:
+                out.warnings.append(f"{_display(path, root)}: {issue}; the rule applies to every file")
+    text = expand_includes(body.strip("\n"), path, root=root, max_depth=max_depth,
+                           warnings=out.warnings, cycles=out.cycles)
+    if text.strip():
+        out.rules.append(Rule(_display(path, root), kind, text, globs))
+
+
+def load_rules(project_root: str | os.PathLike[str], *, include_max_depth: int,
+               rules_max_chars: int) -> RuleSet:
+    """Read the project's rules fresh from disk (cheap: a handful of small files)."""
+    root = Path(project_root).resolve()
+    out = RuleSet()
+    for name in PROJECT_CONTEXT_FILES:
+        if (root / name).is_file():
+            _load_one(root / name, "project", root, include_max_depth, out)
+    if (root / LOCAL_CONTEXT_FILE).is_file():
+        _load_one(root / LOCAL_CONTEXT_FILE, "local", root, include_max_depth, out)
+    rules_dir = root / RULES_DIR
+    if rules_dir.is_dir():
+        for path in sorted(rules_dir.rglob("*.md")):
+            if path.is_file():
+                _load_one(path, "rule", root, include_max_depth, out)
+    if out.total_chars > rules_max_chars:
+        out.warnings.append(
+            f"project rules total {out.total_chars:,} chars, more than memory.rules_max_chars="
+            f"{rules_max_chars:,}; long rule files get ignored by models — split them into "
+            f"path-scoped files under {RULES_DIR}/"
+        )
+    return out
+
+
+def _paths_in(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
+def touched_paths(messages: Sequence[BaseMessage], project_root: str | os.PathLike[str] | None = None) -> list[str]:
+    """Files the session's tool calls named, project-relative where possible, first touch first.
+
+    Read from ``file_path`` / ``path``-like arguments of assistant tool calls and from the
+    ``file_path`` of tool results' structured metadata, so the agent can pass its history as is.
+    """
+    root = Path(project_root).resolve() if project_root is not None else None
+    found: dict[str, None] = {}
+
+    def add(raw: str) -> None:
+        if not raw or "\n" in raw:
+            return
+        p = Path(raw).expanduser()
+        if root is not None:
+            absolute = p if p.is_absolute() else root / p
+            try:
+                found[absolute.resolve().relative_to(root).as_posix()] = None
+                return
+            except ValueError:
+                pass
+        found[p.as_posix()] = None
+
+    for m in messages:
+        if isinstance(m, AIMessage):
+            for call in m.tool_calls:
+                for key in PATH_ARG_KEYS:
+                    for raw in _paths_in((call.get("args") or {}).get(key)):
+                        add(raw)
+        elif isinstance(m, ToolMessage) and isinstance(m.artifact, dict):
+            for raw in _paths_in(m.artifact.get("file_path")):
+                add(raw)
+    return list(found)
