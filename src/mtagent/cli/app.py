@@ -14,6 +14,7 @@ from mtagent import __version__
 from mtagent.cli import config_cmd, tokens_cmd
 from mtagent.cli import memory_cmd
 from mtagent.cli import demo_cmd
+from mtagent.cli import sessions_cmd
 from mtagent.cli.output import fail
 from mtagent.errors import MTAgentError
 
@@ -47,6 +48,7 @@ tokens_cmd.register(app)
 config_cmd.register(app)
 memory_cmd.register(app)
 demo_cmd.register(app)
+sessions_cmd.register(app)
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ import fcntl
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,6 +131,7 @@ class TranscriptWriter:
             raise ValueError(f"fsync policy must be always, turn or never, not {fsync!r}")
         self.fsync_policy: FsyncPolicy = fsync
         self.validate = validate
+        self._mutex = threading.Lock()  # parallel tool threads may share one writer
         paths.ensure_dir(self.path.parent)
         self._lock_fd: int | None = _acquire_lock(lock_path(self.path), self.session_id)
         self._fd: int | None = None
@@ -169,16 +171,17 @@ class TranscriptWriter:
             except schema.RecordError as exc:
                 raise ValueError(f"refusing to write an invalid record: {exc}") from None
         data = schema.dumps_record(record)
-        offset = self._size
-        view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-        self._size += len(data)
-        if self.fsync_policy == "always":
-            os.fsync(self._fd)
-        if self._index is not None:
-            self._index.observe(record, offset, self._size)
+        with self._mutex:
+            offset = self._size
+            view = memoryview(data)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            self._size += len(data)
+            if self.fsync_policy == "always":
+                os.fsync(self._fd)
+            if self._index is not None:
+                self._index.observe(record, offset, self._size)
         return offset
 
     def end_turn(self) -> None:

@@ -1,0 +1,256 @@
+"""``mtagent sessions list|show|export``: read a project's transcripts (never writes them)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from mtagent import paths
+from mtagent.cli.output import console, err_console, fail, user_errors
+from mtagent.context.view import artifact_store_for, load_transcript
+from mtagent.errors import ArtifactPathError, SessionNotFound, UsageError
+from mtagent.session import schema
+from mtagent.session.artifacts import ArtifactStore
+from mtagent.session.catalog import list_sessions
+from mtagent.session.transcript import ReadReport, iter_entries
+
+PREVIEW_CHARS = 600
+EXPORT_FORMATS = ("jsonl", "md")
+ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "tool": "bold yellow", "system": "bold magenta"}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+sessions_app = typer.Typer(help="List, show and export this project's sessions.", no_args_is_help=True)
+
+
+def _io_errors(func: F) -> F:
+    """Disk trouble while reading a transcript is one line too, not a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except OSError as exc:
+            fail(f"cannot read {exc.filename or 'the transcript'}: {exc.strerror or exc}", 1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _transcript(cwd: Path, session_id: str) -> Path:
+    path = paths.session_transcript_path(cwd, session_id)
+    if not path.is_file():
+        raise SessionNotFound(f"no session {session_id} for {cwd.resolve()}; see `mtagent sessions list`")
+    return path
+
+
+def _when(stamp: datetime | None) -> str:
+    return stamp.strftime("%Y-%m-%d %H:%M:%S") if stamp else "-"
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _cwd_option() -> Any:
+    return typer.Option(None, "--cwd", help="Project folder (default: the current directory).")
+
+
+@sessions_app.command("list")
+@_io_errors
+@user_errors
+def list_cmd(cwd: Path = _cwd_option()) -> None:
+    """This project's sessions: id, start, last activity, messages, size, compactions."""
+    root = cwd or Path.cwd()
+    sessions = list_sessions(root)
+    if not sessions:
+        console.print(f"no sessions yet for {escape(str(root.resolve()))}")
+        return
+    table = Table(title=f"sessions of {root.resolve()}", title_justify="left")
+    for name, justify in (("id", "left"), ("started", "left"), ("last activity", "left"),
+                          ("messages", "right"), ("size", "right"), ("compactions", "right"), ("model", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for info in sessions:
+        table.add_row(info.session_id, _when(info.started), _when(info.last_activity), str(info.messages),
+                      _size(info.size_bytes), str(info.compactions), info.model or "-")
+    console.print(table)
+
+
+def _preview(text: str, full: bool) -> str:
+    if full or len(text) <= PREVIEW_CHARS:
+        return text
+    return f"{text[:PREVIEW_CHARS]}… [{len(text) - PREVIEW_CHARS} more chars; --full shows all]"
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content or ():
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict):
+            parts.append(str(block.get("text") or json.dumps(block, ensure_ascii=False)))
+    return "\n".join(parts)
+
+
+def _tool_result_text(rec: dict[str, Any], store: ArtifactStore, full: bool, notes: list[str]) -> str:
+    text = _content_text(rec.get("content"))
+    result = rec.get("toolUseResult") or {}
+    artifact = result.get("artifact") if isinstance(result, dict) else None
+    if full and isinstance(artifact, str):
+        try:
+            return store.read_text(artifact)
+        except ArtifactPathError as exc:
+            notes.append(str(exc))
+    return text
+
+
+def _render_record(out: Console, rec: dict[str, Any], store: ArtifactStore, full: bool) -> None:
+    kind = rec.get("type")
+    stamp = rec.get("timestamp") or ""
+    if kind == schema.TRANSCRIPT_MESSAGE:
+        role = str(rec.get("role"))
+        header = Text(f"{role}", style=ROLE_STYLE.get(role, "bold"))
+        header.append(f"  {rec.get('id') or ''}  {stamp}", style="dim")
+        notes: list[str] = []
+        if role == "tool":
+            header.append(f"  {rec.get('name') or ''} ({rec.get('status') or 'success'})", style="yellow")
+            body = _tool_result_text(rec, store, full, notes)
+        else:
+            body = _content_text(rec.get("content"))
+        out.print(header)
+        if body:
+            out.print(Text(_preview(body, full)))
+        for call in rec.get("tool_calls") or ():
+            args = json.dumps(call.get("args"), ensure_ascii=False)
+            out.print(Text(f"→ {call.get('name')}({_preview(args, full)})  [{call.get('id')}]", style="green"))
+        for note in notes:
+            out.print(Text(f"! {note}", style="red"))
+    elif kind == schema.COMPACT_BOUNDARY:
+        out.print(Rule(f"compact boundary {rec.get('id')} · {rec.get('trigger')} · "
+                       f"{rec.get('pre_tokens')}→{rec.get('post_tokens')} tokens · "
+                       f"first kept {rec.get('first_kept_id')}", style="magenta"))
+        out.print(Text(_preview(str(rec.get("summary", "")), full), style="magenta"))
+    elif kind == schema.COMPRESSION:
+        out.print(Rule(f"compression (v1) · removed {rec.get('removed_count')} · kept {rec.get('kept_count')}",
+                       style="magenta"))
+        out.print(Text(_preview(str(rec.get("summary", "")), full), style="magenta"))
+    elif kind == schema.SESSION_START:
+        out.print(Text(f"session {rec.get('session_id')} started {stamp} in {rec.get('cwd')} "
+                       f"(model {rec.get('model') or '-'}, mtagent {rec.get('mtagent_version') or '-'})",
+                       style="bold"))
+    elif kind == schema.MICROCOMPACT:
+        out.print(Text(f"· microcompact ({rec.get('trigger')}): cleared {len(rec.get('cleared_ids') or [])} "
+                       "tool result(s) from the view", style="dim"))
+    else:
+        detail = {k: v for k, v in rec.items() if k not in ("type", "schema_version", "timestamp")}
+        out.print(Text(f"· {kind} {_preview(json.dumps(detail, ensure_ascii=False), False)}", style="dim"))
+
+
+def _print_warnings(report: ReadReport) -> None:
+    for warning in report.warnings:
+        err_console.print(Text(f"warning: {warning}", style="yellow"), soft_wrap=True)
+
+
+@sessions_app.command("show")
+@_io_errors
+@user_errors
+def show_cmd(
+    session_id: str = typer.Argument(..., help="Session id (see `mtagent sessions list`)."),
+    cwd: Path = _cwd_option(),
+    full: bool = typer.Option(False, "--full", help="Show tool results in full, from their artifacts."),
+    skip_corrupt: bool = typer.Option(False, "--skip-corrupt", help="Skip unreadable lines instead of stopping."),
+    view: bool = typer.Option(False, "--view", help="Show what the model would see on resume."),
+) -> None:
+    """Render a session readably: messages, tool calls, results, compactions."""
+    path = _transcript(cwd or Path.cwd(), session_id)
+    store = artifact_store_for(path)
+    if view:
+        resumed = load_transcript(path, session_id=session_id, skip_corrupt=skip_corrupt)
+        _print_warnings(resumed.report)
+        for message in resumed.messages:
+            _render_record(console, schema.message_to_record(message), store, full)
+        return
+    report = ReadReport()
+    for entry in iter_entries(path, skip_corrupt=skip_corrupt, report=report):
+        _render_record(console, entry.record, store, full)
+    _print_warnings(report)
+
+
+def _markdown(records: Iterator[dict[str, Any]]) -> Iterator[str]:
+    for rec in records:
+        kind = rec.get("type")
+        if kind == schema.TRANSCRIPT_MESSAGE:
+            title = f"## {rec.get('role')}"
+            if rec.get("role") == "tool":
+                title += f" · {rec.get('name') or ''} ({rec.get('status') or 'success'})"
+            yield f"{title}\n\n<!-- id: {rec.get('id')} · {rec.get('timestamp')} -->\n\n"
+            text = _content_text(rec.get("content"))
+            if text:
+                fence = "````" if "```" in text else "```"
+                yield f"{fence}\n{text}\n{fence}\n\n" if rec.get("role") == "tool" else f"{text}\n\n"
+            for call in rec.get("tool_calls") or ():
+                yield f"- tool call `{call.get('name')}` ({call.get('id')}): " \
+                      f"`{json.dumps(call.get('args'), ensure_ascii=False)}`\n"
+            if rec.get("tool_calls"):
+                yield "\n"
+        elif kind in (schema.COMPACT_BOUNDARY, schema.COMPRESSION):
+            yield f"---\n\n## compaction ({rec.get('trigger', 'v1')})\n\n{rec.get('summary', '')}\n\n---\n\n"
+        elif kind == schema.SESSION_START:
+            yield f"# session {rec.get('session_id')}\n\nstarted {rec.get('timestamp')} in `{rec.get('cwd')}`" \
+                  f", model {rec.get('model') or '-'}\n\n"
+
+
+@sessions_app.command("export")
+@_io_errors
+@user_errors
+def export_cmd(
+    session_id: str = typer.Argument(..., help="Session id (see `mtagent sessions list`)."),
+    fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl (the records) or md (readable)."),
+    output: Path = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
+    cwd: Path = _cwd_option(),
+    skip_corrupt: bool = typer.Option(False, "--skip-corrupt", help="Skip unreadable lines instead of stopping."),
+) -> None:
+    """Export a session as JSONL records or Markdown."""
+    if fmt not in EXPORT_FORMATS:
+        raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
+    path = _transcript(cwd or Path.cwd(), session_id)
+    report = ReadReport()
+    records = (e.record for e in iter_entries(path, skip_corrupt=skip_corrupt, report=report))
+    chunks = (schema.dumps_record(r).decode() for r in records) if fmt == "jsonl" else _markdown(records)
+    if output is None:
+        for chunk in chunks:
+            sys.stdout.write(chunk)
+        sys.stdout.flush()
+    else:
+        tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as fh:
+                for chunk in chunks:
+                    fh.write(chunk)
+            os.replace(tmp, output)
+        finally:
+            tmp.unlink(missing_ok=True)
+        err_console.print(f"wrote {escape(str(output))}")
+    _print_warnings(report)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(sessions_app, name="sessions")

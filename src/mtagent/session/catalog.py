@@ -1,0 +1,90 @@
+"""A project's sessions at a glance, without parsing their transcripts.
+
+``mtagent sessions list`` must stay fast next to multi-GB transcripts, so counts come from
+byte patterns (``"type":"transcript_message"``), the start from the first line and the last
+activity from the last complete line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from mtagent import paths
+from mtagent.session import schema
+from mtagent.session.index import BOUNDARY_PATTERN, MESSAGE_PATTERN, _clean_end, _parse, lines_backwards
+from mtagent.session.transcript import READ_CHUNK_BYTES, read_first_record
+
+
+@dataclass(slots=True, frozen=True)
+class SessionInfo:
+    session_id: str
+    path: Path
+    started: datetime | None
+    last_activity: datetime | None
+    messages: int
+    compactions: int
+    size_bytes: int
+    model: str | None
+
+
+def count_pattern(path: Path, pattern: re.Pattern[bytes], keep: int = 256) -> int:
+    """Occurrences of a short ``pattern`` in the file, read in chunks.
+
+    The last ``keep`` bytes of each chunk are carried into the next read, so a match cut by a
+    chunk edge is counted once (``keep`` must exceed the longest match).
+    """
+    total = 0
+    carry = b""
+    with open(path, "rb") as fh:
+        while chunk := fh.read(READ_CHUNK_BYTES):
+            data = carry + chunk
+            limit = len(data) - keep
+            resume = 0
+            for match in pattern.finditer(data):
+                if match.start() >= limit:
+                    break
+                total += 1
+                resume = match.end()
+            carry = data[max(resume, limit, 0):]
+    return total + len(pattern.findall(carry))
+
+
+def _last_timestamp(path: Path) -> datetime | None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        for _, line in lines_backwards(fd, _clean_end(fd)):
+            record = _parse(line)
+            if record is not None and (stamp := schema.parse_timestamp(record.get("timestamp"))):
+                return stamp
+            break
+    finally:
+        os.close(fd)
+    return None
+
+
+def session_info(path: Path) -> SessionInfo:
+    first = read_first_record(path) or {}
+    stat = path.stat()
+    last = _last_timestamp(path) or datetime.fromtimestamp(stat.st_mtime, UTC)
+    return SessionInfo(
+        session_id=path.stem,
+        path=path,
+        started=schema.parse_timestamp(first.get("timestamp")),
+        last_activity=last,
+        messages=count_pattern(path, MESSAGE_PATTERN),
+        compactions=count_pattern(path, BOUNDARY_PATTERN),
+        size_bytes=stat.st_size,
+        model=first.get("model") if first.get("type") == schema.SESSION_START else None,
+    )
+
+
+def list_sessions(project_root: str | os.PathLike[str]) -> list[SessionInfo]:
+    """Sessions of a project, oldest first (session ids sort by creation time)."""
+    folder = paths.history_dir(project_root)
+    if not folder.is_dir():
+        return []
+    return [session_info(p) for p in sorted(folder.glob("*.jsonl")) if p.is_file()]
