@@ -1,0 +1,186 @@
+"""Chat models from a ``provider:name`` string, and the context window each one has.
+
+``--model openai:gpt-4o-mini`` goes through :func:`langchain.chat_models.init_chat_model`.
+OpenAI-compatible servers (vLLM, Ollama, DeepSeek, llama.cpp) are reached with ``ChatOpenAI``
+and a ``base_url``, so only ``langchain-openai`` is needed for all of them; Anthropic is an
+optional extra. The client's own retries are switched off: :mod:`mtagent.agent.model_errors`
+retries with the session's settings, so a 400 context-length error reaches the engine at once.
+
+The context window comes from :data:`MODEL_WINDOWS` (longest matching prefix), overridden by
+``agent.model_windows`` and, strongest, by an explicitly set ``context.token_limit``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from mtagent.config import Settings
+from mtagent.errors import ConfigError, ModelError
+
+# Context windows (tokens) of well-known models, matched by the longest prefix of the
+# lower-cased model name. Unknown models fall back to ``context.token_limit``.
+MODEL_WINDOWS: dict[str, int] = {
+    "gpt-5": 400_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4o": 128_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-4": 8_192,
+    "gpt-3.5-turbo": 16_385,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    "claude-": 200_000,
+    "deepseek-chat": 65_536,
+    "deepseek-reasoner": 65_536,
+    "deepseek-coder": 131_072,
+    "qwen2.5-coder": 32_768,
+    "qwen3": 40_960,
+    "llama3.1": 131_072,
+    "llama3.2": 131_072,
+    "mistral-large": 131_072,
+}
+
+# Providers spoken to through the OpenAI-compatible API when no native package is used.
+# name → (default base URL or None when the user must give one, env var holding the key)
+OPENAI_COMPATIBLE: dict[str, tuple[str | None, str | None]] = {
+    "openai": (None, "OPENAI_API_KEY"),
+    "ollama": ("http://localhost:11434/v1", None),
+    "vllm": ("http://localhost:8000/v1", None),
+    "llamacpp": ("http://localhost:8080/v1", None),
+    "deepseek": ("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+}
+# Local servers accept any key; the OpenAI client insists on having one.
+_PLACEHOLDER_KEY = "not-needed"
+
+
+@dataclass(slots=True, frozen=True)
+class ModelSpec:
+    """A parsed ``provider:name``; ``provider`` is never empty after :func:`parse_model_spec`."""
+
+    provider: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.name}"
+
+
+def parse_model_spec(spec: str, *, base_url: str | None = None) -> ModelSpec:
+    """Split ``provider:name`` on the first colon (Ollama names carry their own: ``qwen2.5:7b``).
+
+    A bare name is inferred: ``claude-*`` → anthropic, anything else → openai (with a
+    ``base_url`` that means "the OpenAI-compatible server at that URL").
+    """
+    spec = spec.strip()
+    if not spec:
+        raise ConfigError("empty model name; use provider:name, e.g. --model openai:gpt-4o-mini")
+    provider, sep, name = spec.partition(":")
+    known = provider.lower() in OPENAI_COMPATIBLE or provider.lower() == "anthropic"
+    if sep and known:
+        if not name:
+            raise ConfigError(f"model {spec!r} has no name after the provider; e.g. {provider}:gpt-4o-mini")
+        return ModelSpec(provider.lower(), name)
+    if sep and not known and base_url is None and "/" not in provider:
+        raise ConfigError(
+            f"unknown model provider {provider!r} in {spec!r}; use one of "
+            f"{', '.join([*OPENAI_COMPATIBLE, 'anthropic'])}, or give --base-url for an "
+            "OpenAI-compatible server"
+        )
+    if spec.lower().startswith("claude"):
+        return ModelSpec("anthropic", spec)
+    return ModelSpec("openai", spec)
+
+
+def _window_key(name: str) -> str:
+    return name.lower().rsplit("/", 1)[-1]
+
+
+def table_window(model_name: str) -> int | None:
+    """The window of ``model_name`` from :data:`MODEL_WINDOWS`, or None if it is not listed."""
+    key = _window_key(model_name)
+    best: tuple[int, int] | None = None
+    for prefix, window in MODEL_WINDOWS.items():
+        if key.startswith(prefix) and (best is None or len(prefix) > best[0]):
+            best = (len(prefix), window)
+    return best[1] if best else None
+
+
+def context_window(settings: Settings, model: str | None) -> int:
+    """The window the engine plans for: explicit token_limit > model_windows > table > default."""
+    ctx = settings.context
+    if "token_limit" in ctx.model_fields_set or not model:
+        return ctx.token_limit
+    name = model.partition(":")[2] if ":" in model else model
+    overrides = settings.agent.model_windows
+    for key in (model, name, _window_key(name)):
+        if key in overrides:
+            return overrides[key]
+    return table_window(name) or ctx.token_limit
+
+
+def create_chat_model(
+    spec: str,
+    *,
+    settings: Settings,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    environ: dict[str, str] | None = None,
+    **extra: Any,
+) -> BaseChatModel:
+    """A LangChain chat model for ``spec`` (``provider:name``), ready to ``bind_tools``.
+
+    ``base_url`` (or ``agent.base_url``) points the OpenAI client at a compatible server.
+    Keys come from ``api_key`` or the provider's usual environment variable; they go into the
+    client's auth header only — never into a message, the transcript, or an error text.
+    """
+    env = dict(os.environ if environ is None else environ)
+    base_url = base_url or settings.agent.base_url
+    parsed = parse_model_spec(spec, base_url=base_url)
+    timeout = settings.agent.request_timeout_seconds
+    if parsed.provider == "anthropic":
+        return _anthropic(parsed, api_key=api_key, timeout=timeout, env=env, **extra)
+
+    default_url, key_env = OPENAI_COMPATIBLE[parsed.provider]
+    url = base_url or default_url
+    key = api_key or (env.get(key_env) if key_env else None)
+    if key is None and url is not None:
+        key = env.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
+    if key is None:
+        raise ModelError(
+            f"no API key for {parsed}: set {key_env} in the environment, or pass --base-url "
+            "for a local OpenAI-compatible server (Ollama, vLLM, llama.cpp)"
+        )
+    from langchain.chat_models import init_chat_model
+
+    kwargs: dict[str, Any] = {
+        "model_provider": "openai",
+        "api_key": key,
+        "timeout": timeout,
+        "max_retries": 0,
+        "stream_usage": True,
+    }
+    if url:
+        kwargs["base_url"] = url
+    kwargs.update(extra)
+    return init_chat_model(parsed.name, **kwargs)
+
+
+def _anthropic(parsed: ModelSpec, *, api_key: str | None, timeout: float,
+               env: dict[str, str], **extra: Any) -> BaseChatModel:
+    if importlib.util.find_spec("langchain_anthropic") is None:
+        raise ModelError(
+            f"{parsed} needs the Anthropic extra: pip install 'mtagent[anthropic]' "
+            "(or pip install langchain-anthropic)"
+        )
+    key = api_key or env.get("ANTHROPIC_API_KEY")
+    if not key:
+        raise ModelError(f"no API key for {parsed}: set ANTHROPIC_API_KEY in the environment")
+    from langchain.chat_models import init_chat_model
+
+    return init_chat_model(
+        parsed.name, model_provider="anthropic", api_key=key, timeout=timeout, max_retries=0, **extra
+    )
