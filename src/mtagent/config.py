@@ -121,6 +121,10 @@ class SessionMemorySettings(_Section):
     section_max_tokens: int = Field(2_000, gt=0, description="each section's body, at most")
     total_max_tokens: int = Field(12_000, gt=0, description="the whole summary.md, at most")
     min_text_messages: int = Field(5, ge=0, description="text messages kept after a session-memory compact")
+    update_input_max_tokens: int = Field(
+        40_000, gt=0, description="new conversation shown to the model per update; older overflow is noted extractively"
+    )
+    compact_wait_seconds: float = Field(15, ge=0, description="a compaction waits this long for a running update")
 
 
 class MemorySettings(_Section):
