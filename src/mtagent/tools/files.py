@@ -1,0 +1,178 @@
+"""``read_file`` and ``read_tool_result``: text for the model, with line numbers and limits (spec M3).
+
+``read_file`` bounds itself instead of being persisted by the budgeter: a file over
+``read_file.max_size_bytes`` (256 KB) or a read over ``read_file.max_tokens`` (25,000) without
+a range is refused with its size and how to page; an identical re-read of an unchanged file
+returns a ``file_unchanged`` stub. ``read_tool_result`` pages through a persisted tool result
+in the session's artifact store, so persisting a result loses nothing for the model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from mtagent.context.tokens import count_text_tokens
+from mtagent.session.artifacts import read_tool_result_artifact
+from mtagent.tools.base import ToolInputError, WorkspaceTool
+from mtagent.tools.read_state import stamp_of
+from mtagent.tools.text_files import (
+    binary_kind,
+    count_lines,
+    human_size,
+    not_found_message,
+    number_lines,
+    read_slice,
+    split_lines,
+)
+
+_SNIFF_BYTES = 8192
+
+
+class ReadFileArgs(BaseModel):
+    file_path: str = Field(description="Path of the file, relative to the workspace root.")
+    offset: int | None = Field(None, ge=1, description="First line to read (1-based). Use with limit to page.")
+    limit: int | None = Field(None, ge=1, description="How many lines to read from offset.")
+    start_line: int | None = Field(None, ge=1, description="Alternative to offset: first line, 1-based, inclusive.")
+    end_line: int | None = Field(None, ge=1, description="Alternative to limit: last line, 1-based, inclusive.")
+
+
+def normalize_range(offset: int | None, limit: int | None, start_line: int | None,
+                    end_line: int | None) -> tuple[int | None, int | None]:
+    """``start_line``/``end_line`` → ``offset``/``limit`` (the read-state key uses the latter)."""
+    if start_line is None and end_line is None:
+        return offset, limit
+    if offset is not None or limit is not None:
+        raise ToolInputError("give either offset/limit or start_line/end_line, not both")
+    first = start_line or 1
+    if end_line is None:
+        return first, None
+    if end_line < first:
+        raise ToolInputError(f"end_line {end_line} is before start_line {first}")
+    return first, end_line - first + 1
+
+
+class ReadFileTool(WorkspaceTool):
+    name: str = "read_file"
+    description: str = (
+        "Read a text file from the workspace. Output has line numbers (`  12\\t...`); the text "
+        "after the tab is the exact file content. Large files must be read in pages with "
+        "offset (1-based first line) and limit (number of lines). Re-reading an unchanged file "
+        "returns a short 'file_unchanged' note: use the earlier result."
+    )
+    args_schema: type[BaseModel] = ReadFileArgs
+
+    def execute(self, call_id: str, file_path: str, offset: int | None = None, limit: int | None = None,
+                start_line: int | None = None, end_line: int | None = None) -> tuple[str, dict[str, Any]]:
+        ctx = self.context
+        limits = ctx.settings.read_file
+        offset, limit = normalize_range(offset, limit, start_line, end_line)
+        path = ctx.workspace.resolve(file_path)
+        shown = ctx.workspace.relative(path)
+        if not path.exists():
+            raise ToolInputError(not_found_message(path, shown))
+        if path.is_dir():
+            raise ToolInputError(f"{shown} is a folder, not a file; use ls to list it")
+        stamp = stamp_of(path)
+        prior = ctx.read_state.unchanged_read(path, offset, limit, stamp)
+        if prior is not None:
+            stub = (f"file_unchanged: {shown} (lines {prior.start_line}-{prior.start_line + prior.num_lines - 1}) "
+                    f"has not changed since your read in tool call {prior.tool_call_id}; "
+                    "that result is still current, refer to it instead of re-reading.")
+            return stub, {"kind": "file_unchanged", "file_path": shown, "previous_tool_call_id": prior.tool_call_id,
+                          "mtime": stamp.mtime}
+        with path.open("rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+        kind = binary_kind(head)
+        if kind is not None:
+            raise ToolInputError(
+                f"{shown} is {kind} ({human_size(stamp.size)}), not text; read_file only shows text. "
+                "Inspect it with shell (e.g. `file`, `xxd | head`) if you need to."
+            )
+        ranged = offset is not None or limit is not None
+        if not ranged and stamp.size > limits.max_size_bytes:
+            total = count_lines(path)
+            raise ToolInputError(
+                f"{shown} is {human_size(stamp.size)} ({total:,} lines), over the "
+                f"{human_size(limits.max_size_bytes)} limit for reading a whole file. Read it in pages: "
+                f'read_file(file_path="{shown}", offset=1, limit={limits.default_limit_lines}), then '
+                f"offset={limits.default_limit_lines + 1}, and so on — or grep for the part you need."
+            )
+        start = offset or 1
+        count = limit if limit is not None else (limits.default_limit_lines if ranged else None)
+        if ranged:
+            sliced = read_slice(path, start, count)
+            lines, total, undecodable = sliced.lines, sliced.total_lines, sliced.undecodable
+        else:
+            lines, undecodable = split_lines(path.read_bytes())
+            total = len(lines)
+        if total == 0:
+            text = f"{shown} is empty (0 lines)."
+        elif not lines:
+            raise ToolInputError(f"offset {start} is past the end of {shown}, which has {total:,} lines")
+        else:
+            text = number_lines(lines, start, limits.max_line_chars)
+            tokens = count_text_tokens(text, ctx.settings.context.encoding)
+            if tokens > limits.max_tokens:
+                fit = max(1, int(len(lines) * limits.max_tokens / tokens * 0.9))
+                raise ToolInputError(
+                    f"lines {start}-{start + len(lines) - 1} of {shown} are {tokens:,} tokens, over the "
+                    f"{limits.max_tokens:,}-token read limit. Read fewer lines at a time, e.g. "
+                    f'read_file(file_path="{shown}", offset={start}, limit={fit}).'
+                )
+            last = start + len(lines) - 1
+            if last < total:
+                text += f"\n\n[Showing lines {start}-{last} of {total:,}. Continue with offset={last + 1}.]"
+            elif start > 1:
+                text += f"\n\n[Showing lines {start}-{last} of {total:,} (end of file).]"
+            if undecodable:
+                text += "\n[Note: the file is not valid UTF-8; undecodable bytes are shown as U+FFFD (�).]"
+        ctx.read_state.record_read(path, call_id, offset=offset, limit=limit, stamp=stamp,
+                                   start_line=start, num_lines=len(lines))
+        result = {
+            "kind": "read_file", "file_path": shown, "content": "\n".join(lines), "start_line": start,
+            "num_lines": len(lines), "total_lines": total, "mtime": stamp.mtime, "size_bytes": stamp.size,
+            "undecodable": undecodable,
+        }
+        return text, result
+
+
+class ReadToolResultArgs(BaseModel):
+    path: str = Field(description="The path from a <persisted-output path=...> tag, e.g. tool-results/<id>.txt.")
+    offset: int = Field(1, ge=1, description="First line to read (1-based).")
+    limit: int | None = Field(None, ge=1, description="How many lines to read (default: read_file's page size).")
+
+
+class ReadToolResultTool(WorkspaceTool):
+    name: str = "read_tool_result"
+    description: str = (
+        "Page through a large tool result that was saved instead of shown in full "
+        "(the path in a <persisted-output> tag). Output has line numbers like read_file."
+    )
+    args_schema: type[BaseModel] = ReadToolResultArgs
+
+    def execute(self, call_id: str, path: str, offset: int = 1,
+                limit: int | None = None) -> tuple[str, dict[str, Any]]:
+        ctx = self.context
+        if ctx.artifacts is None:
+            raise ToolInputError("this session has no artifact store, so no tool results were saved")
+        limits = ctx.settings.read_file
+        text = read_tool_result_artifact(ctx.artifacts, path)
+        lines, _ = split_lines(text.encode("utf-8", errors="replace"))
+        total = len(lines)
+        if total and offset > total:
+            raise ToolInputError(f"offset {offset} is past the end of {path}, which has {total:,} lines")
+        count = limit or limits.default_limit_lines
+        page = lines[offset - 1: offset - 1 + count]
+        body = number_lines(page, offset, limits.max_line_chars) if page else "(empty result)"
+        tokens = count_text_tokens(body, ctx.settings.context.encoding)
+        if tokens > limits.max_tokens:
+            fit = max(1, int(len(page) * limits.max_tokens / tokens * 0.9))
+            raise ToolInputError(f"that page is {tokens:,} tokens, over the {limits.max_tokens:,}-token limit; "
+                                 f"use limit={fit}")
+        last = offset + len(page) - 1
+        footer = (f"\n\n[Showing lines {offset}-{last} of {total:,}. Continue with offset={last + 1}.]"
+                  if last < total else f"\n\n[Lines {offset}-{last} of {total:,} (end).]")
+        return body + footer, {"kind": "read_tool_result", "path": path, "start_line": offset,
+                               "num_lines": len(page), "total_lines": total}

@@ -1,0 +1,181 @@
+"""What the model has read, and whether that is still what is on disk (spec 000 M3).
+
+One :class:`ReadState` per session. ``read_file`` records each read (path, range, file stamp,
+tool_call_id); ``write_file`` / ``edit_file`` record writes, which make every earlier read of
+that file *stale*. The engine uses it to
+
+* answer an identical re-read with a short ``file_unchanged`` stub (:meth:`unchanged_read`);
+* refuse an edit of a file that was never read or changed on disk since (:meth:`check_editable`);
+* show stale reads as out of date (:meth:`stale_reads`, :meth:`is_current`);
+* re-attach the files the model was working on after a compact (:meth:`recent_reads`), and
+  forget reads whose content has left the view (:meth:`forget`), so a later re-read returns
+  the content again instead of a stub pointing at something the model no longer sees.
+
+A file's identity is its stamp: mtime (ns), size and, for files up to
+:data:`DIGEST_MAX_BYTES`, a SHA-256 of the content — mtime alone misses two writes within
+one filesystem clock tick.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+# Hashing is how quick successive writes are told apart; beyond this size mtime+size suffice.
+DIGEST_MAX_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(slots=True, frozen=True)
+class FileStamp:
+    mtime_ns: int
+    size: int
+    digest: str | None
+
+    @property
+    def mtime(self) -> float:
+        return self.mtime_ns / 1e9
+
+
+def file_stamp(path: Path) -> FileStamp | None:
+    """The stamp of ``path`` now, or None if it is gone."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    digest = None
+    if st.st_size <= DIGEST_MAX_BYTES:
+        try:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            return None
+    return FileStamp(st.st_mtime_ns, st.st_size, digest)
+
+
+@dataclass(slots=True)
+class ReadRecord:
+    path: str  # absolute, resolved
+    tool_call_id: str
+    offset: int | None
+    limit: int | None
+    stamp: FileStamp
+    start_line: int
+    num_lines: int
+    stale: bool = False  # a write by the agent came after it
+    forgotten: bool = False  # its content is no longer in the model's view
+
+
+class RecentRead(NamedTuple):
+    """What the compaction re-attachment needs about one read."""
+
+    path: str
+    tool_call_id: str
+    mtime: float
+    still_current: bool
+
+
+@dataclass
+class ReadState:
+    """Per-session read/write bookkeeping; thread-safe (tools may run in parallel)."""
+
+    _reads: list[ReadRecord] = field(default_factory=list)
+    _known: dict[str, FileStamp] = field(default_factory=dict)  # last stamp the agent saw or wrote
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record_read(self, path: Path, tool_call_id: str, *, offset: int | None, limit: int | None,
+                    stamp: FileStamp, start_line: int, num_lines: int) -> ReadRecord:
+        record = ReadRecord(str(path), tool_call_id, offset, limit, stamp, start_line, num_lines)
+        with self._lock:
+            self._reads.append(record)
+            self._known[str(path)] = stamp
+        return record
+
+    def record_write(self, path: Path, stamp: FileStamp | None) -> list[ReadRecord]:
+        """Mark earlier reads of ``path`` stale; the agent now knows the new content."""
+        key = str(path)
+        with self._lock:
+            staled = [r for r in self._reads if r.path == key and not r.stale]
+            for r in staled:
+                r.stale = True
+            if stamp is not None:
+                self._known[key] = stamp
+            else:
+                self._known.pop(key, None)
+        return staled
+
+    def unchanged_read(self, path: Path, offset: int | None, limit: int | None,
+                       stamp: FileStamp) -> ReadRecord | None:
+        """The earlier identical read whose content the model still has, if any."""
+        key = str(path)
+        with self._lock:
+            for r in reversed(self._reads):
+                if (r.path == key and r.offset == offset and r.limit == limit and r.stamp == stamp
+                        and not r.stale and not r.forgotten):
+                    return r
+        return None
+
+    def check_editable(self, path: Path, current: FileStamp) -> str | None:
+        """Why the agent may not edit ``path`` now (a message for the model), or None."""
+        with self._lock:
+            known = self._known.get(str(path))
+        if known is None:
+            return (f"you have not read {path.name} in this session; read it with read_file first "
+                    "so the edit is based on its current content")
+        if known != current:
+            return (f"{path.name} changed on disk since you last read it (mtime {known.mtime:.3f} → "
+                    f"{current.mtime:.3f}); read it again before editing")
+        return None
+
+    def is_current(self, tool_call_id: str) -> bool:
+        """Whether the content a read returned is still what is on disk."""
+        with self._lock:
+            record = next((r for r in self._reads if r.tool_call_id == tool_call_id), None)
+        return record is not None and self._still_current(record)
+
+    def stale_reads(self) -> list[ReadRecord]:
+        """Reads whose content is out of date: written by the agent, or changed on disk."""
+        with self._lock:
+            reads = list(self._reads)
+        return [r for r in reads if not self._still_current(r)]
+
+    def recent_reads(self, limit: int | None = None) -> list[RecentRead]:
+        """Newest read of each file first, with whether it is still current."""
+        with self._lock:
+            reads = list(reversed(self._reads))
+        seen: set[str] = set()
+        out: list[RecentRead] = []
+        for r in reads:
+            if r.path in seen:
+                continue
+            seen.add(r.path)
+            out.append(RecentRead(r.path, r.tool_call_id, r.stamp.mtime, self._still_current(r)))
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def forget(self, tool_call_ids: set[str] | None = None) -> int:
+        """The model no longer sees these reads (all when None): re-reads return content again."""
+        with self._lock:
+            count = 0
+            for r in self._reads:
+                if (tool_call_ids is None or r.tool_call_id in tool_call_ids) and not r.forgotten:
+                    r.forgotten = True
+                    count += 1
+        return count
+
+    @staticmethod
+    def _still_current(record: ReadRecord) -> bool:
+        if record.stale:
+            return False
+        return file_stamp(Path(record.path)) == record.stamp
+
+
+def stamp_of(path: Path) -> FileStamp:
+    """Like :func:`file_stamp` for a file known to exist (raises the OSError otherwise)."""
+    stamp = file_stamp(path)
+    if stamp is None:
+        raise FileNotFoundError(os.fspath(path))
+    return stamp

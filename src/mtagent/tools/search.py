@@ -1,0 +1,366 @@
+"""``grep``, ``glob`` and ``ls`` over the workspace.
+
+``grep`` uses ripgrep when it is installed and a pure-Python search otherwise; both print the
+same format — ``path:line:text`` for matches, ``path-line-text`` for context lines, ``--``
+between groups — with paths relative to the workspace root, sorted by path. Both skip
+:data:`~mtagent.tools.workspace.IGNORED_DIRS` and virtualenvs, search hidden files, and do not
+apply ``.gitignore`` (so the two back ends agree). Large results are left to the budgeter,
+which persists them and shows a grep preview.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from mtagent.tools.base import ToolInputError, WorkspaceTool
+from mtagent.tools.text_files import binary_kind, human_size
+from mtagent.tools.workspace import IGNORED_DIRS, Workspace, is_ignored_dir
+
+DEFAULT_MAX_RESULTS = 1000
+MAX_CONTEXT_LINES = 20
+GLOB_MAX_RESULTS = 1000
+LS_MAX_ENTRIES = 1000
+_SNIFF = 8192
+
+
+@lru_cache(maxsize=1)
+def ripgrep_path() -> str | None:
+    """``rg`` on PATH, or beside the running interpreter (the ``ripgrep`` wheel puts it there)."""
+    found = shutil.which("rg")
+    if found:
+        return found
+    beside = Path(sys.executable).parent / "rg"
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None
+
+
+def glob_to_regex(pattern: str) -> re.Pattern[str]:
+    """A glob as a regex over '/'-separated relative paths; ``**`` crosses folders.
+
+    A pattern without '/' matches file names at any depth (``*.py``), like ripgrep's --glob.
+    """
+    if "/" not in pattern:
+        pattern = "**/" + pattern
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 1:]:
+            end = pattern.index("]", i + 1)
+            body = pattern[i + 1:end].replace("\\", "\\\\")
+            out.append(f"[{'^' + body[1:] if body.startswith('!') else body}]")
+            i = end + 1
+        elif pattern[i] == "{" and "}" in pattern[i:]:
+            end = pattern.index("}", i)
+            out.append("(?:" + "|".join(re.escape(p) for p in pattern[i + 1:end].split(",")) + ")")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def walk_files(ws: Workspace, base: Path) -> Iterator[Path]:
+    """Files under ``base`` in path order, skipping ignored folders and links that leave the roots."""
+    if base.is_file():
+        yield base
+        return
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        current = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not is_ignored_dir(current / d))
+        for name in sorted(filenames):
+            path = current / name
+            if path.is_symlink():
+                try:
+                    ws.resolve(str(path))
+                except Exception:
+                    continue
+            yield path
+
+
+def _check_pattern_path(pattern: str) -> None:
+    if pattern.startswith("/") or ".." in pattern.split("/"):
+        raise ToolInputError(f"glob pattern {pattern!r} must be relative and stay inside the search folder")
+
+
+class GrepArgs(BaseModel):
+    pattern: str = Field(description="Regular expression to search for (Python/ripgrep syntax).")
+    path: str = Field(".", description="File or folder to search, relative to the workspace root.")
+    glob: str | None = Field(None, description="Only search files matching this glob, e.g. '*.py' or 'src/**/*.ts'.")
+    case_insensitive: bool = Field(False, description="Ignore case.")
+    context: int = Field(0, ge=0, le=MAX_CONTEXT_LINES, description="Lines of context before and after each match.")
+    max_results: int = Field(DEFAULT_MAX_RESULTS, ge=1, description="Stop after this many matching lines.")
+
+
+class GrepTool(WorkspaceTool):
+    name: str = "grep"
+    description: str = (
+        "Search file contents with a regular expression. Prints `path:line:text` per matching "
+        "line (context lines as `path-line-text`). Use glob to restrict file types and path to "
+        "restrict folders; very large results are saved and previewed."
+    )
+    args_schema: type[BaseModel] = GrepArgs
+
+    def execute(self, call_id: str, pattern: str, path: str = ".", glob: str | None = None,
+                case_insensitive: bool = False, context: int = 0,
+                max_results: int = DEFAULT_MAX_RESULTS) -> tuple[str, dict[str, Any]]:
+        ws = self.context.workspace
+        base = ws.resolve(path)
+        if not base.exists():
+            raise ToolInputError(f"{path} does not exist; use ls or glob to find the right folder")
+        try:
+            regex = re.compile(pattern, re.IGNORECASE if case_insensitive else 0)
+        except re.error as exc:
+            raise ToolInputError(f"invalid regular expression {pattern!r}: {exc}; escape special characters "
+                                 "like ( [ { . * + ? with a backslash for a literal match") from exc
+        if glob:
+            _check_pattern_path(glob)
+        rg = ripgrep_path()
+        if rg is not None:
+            lines, matches, stopped = _grep_rg(rg, ws, base, pattern, glob, case_insensitive, context, max_results)
+            engine = "ripgrep"
+        else:
+            lines, matches, stopped = _grep_python(ws, base, regex, glob, context, max_results)
+            engine = "python"
+        shown = ws.relative(base)
+        result = {"kind": "grep", "pattern": pattern, "path": shown, "num_matches": matches,
+                  "num_files": len({_match_path(x) for x in lines if _match_path(x)}),
+                  "stopped_early": stopped, "engine": engine}
+        if not matches:
+            return f"No matches for {pattern!r} in {shown}" + (f" (files matching {glob})" if glob else "") + ".", result
+        text = "\n".join(lines)
+        if stopped:
+            text += (f"\n[Stopped after {max_results} matches; there may be more. "
+                     "Narrow the pattern, path or glob, or raise max_results.]")
+        return text, result
+
+
+_MATCH = re.compile(r"^(.+?):\d+:")
+
+
+def _match_path(line: str) -> str | None:
+    m = _MATCH.match(line)
+    return m.group(1) if m else None
+
+
+def _grep_python(ws: Workspace, base: Path, regex: re.Pattern[str], glob: str | None, context: int,
+                 max_results: int) -> tuple[list[str], int, bool]:
+    glob_re = glob_to_regex(glob) if glob else None
+    out: list[str] = []
+    matches = 0
+    for file in walk_files(ws, base):
+        if glob_re is not None:
+            rel = file.relative_to(base).as_posix() if file != base else file.name
+            if not glob_re.match(rel):
+                continue
+        try:
+            data = file.read_bytes()
+        except OSError:
+            continue
+        if binary_kind(data[:_SNIFF]) is not None:
+            continue
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        hits = [i for i, line in enumerate(lines) if regex.search(line)]
+        if not hits:
+            continue
+        room = max_results - matches
+        stopped = len(hits) > room
+        hits = hits[:room]
+        matches += len(hits)
+        shown = ws.relative(file)
+        hit_set = set(hits)
+        last = -2
+        for i in hits:
+            lo, hi = max(0, i - context), min(len(lines) - 1, i + context)
+            if context and out and lo > last + 1:
+                out.append("--")
+            for j in range(max(lo, last + 1), hi + 1):
+                sep = ":" if j in hit_set else "-"
+                out.append(f"{shown}{sep}{j + 1}{sep}{lines[j]}")
+            last = max(last, hi)
+        if stopped or matches >= max_results:
+            return out, matches, stopped or _has_more(ws, base, file, regex, glob_re)
+    return out, matches, False
+
+
+def _has_more(ws: Workspace, base: Path, after: Path, regex: re.Pattern[str], glob_re: re.Pattern[str] | None) -> bool:
+    """Whether any file after ``after`` also matches (so 'stopped early' is not a false alarm)."""
+    seen = False
+    for file in walk_files(ws, base):
+        if not seen:
+            seen = file == after
+            continue
+        if glob_re is not None and not glob_re.match(file.relative_to(base).as_posix()):
+            continue
+        try:
+            data = file.read_bytes()
+        except OSError:
+            continue
+        if binary_kind(data[:_SNIFF]) is None and regex.search(data.decode("utf-8", errors="replace")):
+            return True
+    return False
+
+
+def _grep_rg(rg: str, ws: Workspace, base: Path, pattern: str, glob: str | None, case_insensitive: bool,
+             context: int, max_results: int) -> tuple[list[str], int, bool]:
+    """Run ripgrep with ``--null`` (path, NUL, ``N:text`` or ``N-text``) and render our format."""
+    target = ws.relative(base)
+    cmd = [rg, "--line-number", "--with-filename", "--no-heading", "--null", "--color", "never",
+           "--sort", "path", "--hidden", "--no-ignore", "--no-messages", "--no-follow"]
+    if case_insensitive:
+        cmd.append("--ignore-case")
+    if context:
+        cmd += ["--context", str(context)]
+    for name in sorted(IGNORED_DIRS):
+        cmd += ["--glob", f"!{name}"]
+    if glob:
+        cmd += ["--glob", glob]
+    cmd += ["--regexp", pattern, "--", target]
+    proc = subprocess.Popen(cmd, cwd=ws.root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL)
+    rows: list[tuple[str, int, bool, str] | None] = []  # None is a "--" group separator
+    matches = 0
+    stopped = False
+    assert proc.stdout is not None
+    try:
+        for raw in proc.stdout:
+            line = raw.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
+            if "\x00" not in line:
+                rows.append(None)
+                continue
+            path, rest = line.split("\x00", 1)
+            digits = len(rest) - len(rest.lstrip("0123456789"))
+            is_match = rest[digits:digits + 1] == ":"
+            if is_match and matches >= max_results:
+                stopped = True
+                break
+            rows.append((path.removeprefix("./"), int(rest[:digits] or 0), is_match, rest[digits + 1:]))
+            matches += is_match
+    finally:
+        if stopped:
+            proc.kill()
+        proc.stdout.close()
+        proc.wait()
+    if stopped:
+        rows = _trim_after_last_match(rows, context)
+    while rows and rows[-1] is None:
+        rows.pop()
+    out = ["--" if r is None else f"{r[0]}{':' if r[2] else '-'}{r[1]}{':' if r[2] else '-'}{r[3]}" for r in rows]
+    return out, matches, stopped
+
+
+def _trim_after_last_match(rows: list[tuple[str, int, bool, str] | None],
+                           context: int) -> list[tuple[str, int, bool, str] | None]:
+    """Drop the leading context of the first match not shown (the Python engine never prints it)."""
+    last = max((i for i, r in enumerate(rows) if r is not None and r[2]), default=-1)
+    if last < 0:
+        return []
+    anchor = rows[last]
+    assert anchor is not None
+    keep = rows[: last + 1]
+    for row in rows[last + 1:]:
+        if row is None or row[0] != anchor[0] or row[1] > anchor[1] + context:
+            break
+        keep.append(row)
+    return keep
+
+
+class GlobArgs(BaseModel):
+    pattern: str = Field(description="Glob such as '**/*.py' or 'src/*.ts'; without '/' it matches names at any depth.")
+    path: str = Field(".", description="Folder to search in, relative to the workspace root.")
+
+
+class GlobTool(WorkspaceTool):
+    name: str = "glob"
+    description: str = "Find files by name pattern. Prints matching paths relative to the workspace root, sorted."
+    args_schema: type[BaseModel] = GlobArgs
+
+    def execute(self, call_id: str, pattern: str, path: str = ".") -> tuple[str, dict[str, Any]]:
+        ws = self.context.workspace
+        base = ws.resolve(path)
+        if not base.is_dir():
+            raise ToolInputError(f"{path} is not a folder; give the folder to search in")
+        _check_pattern_path(pattern)
+        regex = glob_to_regex(pattern)
+        found: list[str] = []
+        total = 0
+        for file in walk_files(ws, base):
+            if regex.match(file.relative_to(base).as_posix()):
+                total += 1
+                if len(found) < GLOB_MAX_RESULTS:
+                    found.append(ws.relative(file))
+        result = {"kind": "glob", "pattern": pattern, "path": ws.relative(base), "num_files": total,
+                  "truncated": total > len(found)}
+        if not found:
+            return f"No files match {pattern!r} under {ws.relative(base)}.", result
+        text = "\n".join(found)
+        if total > len(found):
+            text += f"\n[{total - len(found)} more files not shown; use a narrower pattern or path.]"
+        return text, result
+
+
+class LsArgs(BaseModel):
+    path: str = Field(".", description="Folder to list, relative to the workspace root.")
+
+
+class LsTool(WorkspaceTool):
+    name: str = "ls"
+    description: str = (
+        "List a folder: sub-folders first (ending in '/'), then files with sizes. Skips .git, "
+        "node_modules, __pycache__ and virtualenvs."
+    )
+    args_schema: type[BaseModel] = LsArgs
+
+    def execute(self, call_id: str, path: str = ".") -> tuple[str, dict[str, Any]]:
+        ws = self.context.workspace
+        base = ws.resolve(path)
+        shown = ws.relative(base)
+        if not base.exists():
+            raise ToolInputError(f"{path} does not exist")
+        if not base.is_dir():
+            raise ToolInputError(f"{shown} is a file; use read_file to read it")
+        dirs: list[str] = []
+        files: list[str] = []
+        skipped: list[str] = []
+        for entry in sorted(base.iterdir(), key=lambda p: p.name):
+            if entry.is_dir() and not entry.is_symlink() and is_ignored_dir(entry):
+                skipped.append(entry.name)
+            elif entry.is_symlink():
+                files.append(f"{entry.name} -> {os.readlink(entry)}")
+            elif entry.is_dir():
+                dirs.append(entry.name + "/")
+            else:
+                try:
+                    files.append(f"{entry.name} ({human_size(entry.stat().st_size)})")
+                except OSError:
+                    files.append(entry.name)
+        entries = dirs + files
+        lines = [f"{shown}/" if shown != "." else "./"] + [f"  {e}" for e in entries[:LS_MAX_ENTRIES]]
+        if len(entries) > LS_MAX_ENTRIES:
+            lines.append(f"  … {len(entries) - LS_MAX_ENTRIES} more entries; use glob to narrow")
+        if not entries:
+            lines.append("  (empty)")
+        if skipped:
+            lines.append(f"  (skipped: {', '.join(skipped)})")
+        return "\n".join(lines), {"kind": "ls", "path": shown, "num_dirs": len(dirs), "num_files": len(files),
+                                  "skipped": skipped}

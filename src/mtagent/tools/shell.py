@@ -1,0 +1,199 @@
+"""``shell``: run a command in the workspace root, in bounded memory and bounded time.
+
+* The command runs under ``bash -c`` (``sh`` where bash is missing) in its own process group,
+  with stdin closed and stdout+stderr merged, in the workspace root.
+* Output is captured by :class:`BoundedCapture`: the first half of
+  ``shell.max_capture_bytes`` and a rolling tail of the other half. A command printing
+  gigabytes costs at most that much memory; the omitted middle is reported in bytes.
+* On timeout the whole process group gets SIGTERM, then SIGKILL after
+  ``shell.kill_grace_seconds``; background children left behind when the command exits are
+  killed the same way, so nothing outlives the call holding the pipe.
+* An approval hook (``callable(command) -> ApprovalDecision | bool``) may refuse a command
+  before it runs; the agent wires it to the user's prompt.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+from collections import deque
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from mtagent.tools.base import ApprovalDecision, ToolInputError, WorkspaceTool
+from mtagent.tools.text_files import human_size
+
+_READ_CHUNK = 64 * 1024
+# After the command exits, its children may still hold the pipe; drain this long, then kill.
+_DRAIN_SECONDS = 0.5
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+
+
+class BoundedCapture:
+    """Keeps the head and a rolling tail of a byte stream, never more than ``max_bytes``."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.head_limit = max_bytes // 2
+        self.tail_limit = max_bytes - self.head_limit
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_size = 0
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self.tail.append(data)
+        self.tail_size += len(data)
+        while self.tail_size - len(self.tail[0]) >= self.tail_limit:
+            self.tail_size -= len(self.tail.popleft())
+
+    @property
+    def omitted(self) -> int:
+        return self.total - len(self.head) - min(self.tail_size, self.tail_limit)
+
+    def text(self) -> str:
+        tail = b"".join(self.tail)[-self.tail_limit:] if self.tail else b""
+        head = self.head.decode("utf-8", errors="replace")
+        if not self.omitted:
+            return _ANSI.sub("", head + tail.decode("utf-8", errors="replace"))
+        note = (f"\n… [{human_size(self.omitted)} ({self.omitted:,} bytes) omitted from the middle of the "
+                f"output: it exceeded the {human_size(self.head_limit + self.tail_limit)} capture limit] …\n")
+        return _ANSI.sub("", head + note + tail.decode("utf-8", errors="replace"))
+
+
+def _kill_group(proc: subprocess.Popen[bytes], grace: float) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        if sig == signal.SIGTERM:
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                continue
+            try:  # the leader is gone; make sure its group is too
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            return
+
+
+def run_command(command: str, cwd: str, *, timeout: float, max_capture_bytes: int,
+                kill_grace: float, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run ``command``; return exit code, captured text, byte counts, duration and timeout flag."""
+    shell = shutil.which("bash") or "/bin/sh"
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [shell, "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, start_new_session=True, env=env,
+    )
+    capture = BoundedCapture(max_capture_bytes)
+    timed_out = False
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    selector = selectors.DefaultSelector()
+    selector.register(fd, selectors.EVENT_READ)
+    deadline = started + timeout
+    drain_until: float | None = None
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = True
+                break
+            if drain_until is None and proc.poll() is not None:
+                drain_until = now + _DRAIN_SECONDS
+            if drain_until is not None and now >= drain_until:
+                break
+            limit = min(deadline, drain_until or deadline) - now
+            if not selector.select(timeout=min(limit, 0.1)):
+                continue
+            try:
+                chunk = os.read(fd, _READ_CHUNK)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            capture.feed(chunk)
+    finally:
+        selector.close()
+        if timed_out or proc.poll() is None:
+            _kill_group(proc, kill_grace)
+        else:
+            try:  # background children still holding the group
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        proc.stdout.close()
+        proc.wait()
+    return {
+        "exit_code": proc.returncode, "timed_out": timed_out, "output": capture.text(),
+        "output_bytes": capture.total, "omitted_bytes": capture.omitted,
+        "duration_s": round(time.monotonic() - started, 3),
+    }
+
+
+class ShellArgs(BaseModel):
+    command: str = Field(description="The shell command to run (bash), in the workspace root.")
+    timeout: float | None = Field(None, gt=0, description="Seconds before the command is stopped (default from settings).")
+
+
+class ShellTool(WorkspaceTool):
+    name: str = "shell"
+    description: str = (
+        "Run a shell command in the workspace root and return its combined stdout/stderr and "
+        "exit code. Commands are stopped after the timeout. Very long output is saved and "
+        "previewed (head, tail and error lines). Avoid interactive commands."
+    )
+    args_schema: type[BaseModel] = ShellArgs
+
+    def execute(self, call_id: str, command: str, timeout: float | None = None) -> tuple[str, dict[str, Any]]:
+        ctx = self.context
+        limits = ctx.settings.shell
+        if not command.strip():
+            raise ToolInputError("command is empty")
+        if "\x00" in command:
+            raise ToolInputError("command contains a NUL byte")
+        if ctx.approval is not None:
+            decision = ctx.approval(command)
+            if isinstance(decision, bool):
+                decision = ApprovalDecision(decision)
+            if not decision.allowed:
+                why = f": {decision.reason}" if decision.reason else ""
+                raise ToolInputError(f"the user did not allow this command{why}. Do not retry it unchanged; "
+                                     "ask the user or take another approach")
+        requested = timeout or limits.default_timeout_seconds
+        effective = min(requested, limits.max_timeout_seconds)
+        env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb", "NO_COLOR": "1"}
+        run = run_command(command, str(ctx.workspace.root), timeout=effective,
+                          max_capture_bytes=limits.max_capture_bytes, kill_grace=limits.kill_grace_seconds,
+                          env=env)
+        output = run["output"].rstrip("\n")
+        parts = [output] if output else ["(no output)"]
+        if run["timed_out"]:
+            parts.append(f"[Timed out after {effective:g}s: the command and its process group were stopped. "
+                         "Run long jobs in the background with output to a file, or raise timeout "
+                         f"(max {limits.max_timeout_seconds:g}s).]")
+        else:
+            parts.append(f"[exit code {run['exit_code']}]")
+        if requested > effective:
+            parts.append(f"[timeout {requested:g}s was capped at {effective:g}s]")
+        result = {"kind": "shell", "command": command, "exit_code": run["exit_code"],
+                  "timed_out": run["timed_out"], "duration_s": run["duration_s"],
+                  "output_bytes": run["output_bytes"], "capture_omitted_bytes": run["omitted_bytes"],
+                  "timeout_s": effective}
+        return "\n".join(parts), result
