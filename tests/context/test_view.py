@@ -209,8 +209,8 @@ def test_load_session_falls_back_to_full_read_when_first_kept_is_unfindable(tmp_
     records.append(schema.boundary_record(summary="S", first_kept_id="u1", boundary_id="b"))
     path = _write_session(tmp_path, "s2", records)
     idx.index_path(path).unlink()
-    # rewrite the kept message's id bytes so the scan for it fails but the JSON stays valid
-    data = path.read_bytes().replace(b'"id":"u1"', b'"id" :"u1"')
+    # spell the kept message's id with a JSON escape: same record, but the byte scan misses it
+    data = path.read_bytes().replace(b'"id":"u1"', b'"id":"\\u00751"')
     path.write_bytes(data)
     resumed = load_transcript(path)
     assert resumed.stats.source == "full"
