@@ -150,6 +150,24 @@ def allocate_cells(amounts: Sequence[int], cells: int = GRID_CELLS) -> list[int]
     return counts
 
 
+def grid_counts(amounts: Sequence[int], cells: int = GRID_CELLS) -> list[int]:
+    """Cells per segment, where the last two amounts are free space and the buffer.
+
+    The window is split into used / free / buffer first and the used cells among the buckets
+    second, so the grid's share of used cells matches the headline percentage.
+    """
+    used_amounts = list(amounts[:-2])
+    nonzero = sum(1 for a in used_amounts if a > 0)
+    used, free, buffer = allocate_cells([sum(max(0, a) for a in used_amounts), *amounts[-2:]], cells)
+    while used < nonzero and (free > 1 or buffer > 1):
+        if free >= buffer:
+            free -= 1
+        else:
+            buffer -= 1
+        used += 1
+    return [*allocate_cells(used_amounts, used), free, buffer]
+
+
 def _glyph(key: str) -> str:
     if key == FREE:
         return FREE_GLYPH
@@ -162,7 +180,7 @@ def render_context_grid(usage: WindowUsage, *, title: str = "Context usage") -> 
     """The ``/context`` view: a coloured grid of the window beside a legend with tokens and %."""
     segments = usage.segments()
     whole = max(usage.token_limit, usage.used)
-    counts = allocate_cells([tokens for _, _, tokens in segments])
+    counts = grid_counts([tokens for _, _, tokens in segments])
     cells: list[Text] = []
     for (key, style, _), count in zip(segments, counts):
         cells.extend(Text(_glyph(key), style=style.colour) for _ in range(count))

@@ -1,0 +1,363 @@
+"""Slash commands of the REPL: parsing, dispatch, and each command's output.
+
+Everything here runs without a terminal. A command talks to the running session only through
+:class:`SlashHost` — the REPL implements it over the agent session, tests with a small fake —
+and prints to the host's rich console. A command's failure is one line (``error: …``) and the
+REPL goes on; an unknown command gets a "did you mean" suggestion.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Protocol
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from mtagent.cli import context_render as render
+from mtagent.cli.context_render import WindowUsage
+from mtagent.cli.session_report import SessionReport
+from mtagent.context import memory
+from mtagent.context.memory import Scope
+from mtagent.errors import MTAgentError, UsageError
+
+
+class Outcome(str, Enum):
+    CONTINUE = "continue"
+    EXIT = "exit"
+    NOT_A_COMMAND = "not_a_command"
+
+
+@dataclass(slots=True, frozen=True)
+class SlashCommand:
+    name: str
+    rest: str = ""
+
+    @property
+    def words(self) -> list[str]:
+        """``rest`` split like a shell would (quotes group words)."""
+        try:
+            return shlex.split(self.rest)
+        except ValueError as exc:
+            raise UsageError(f"/{self.name}: {exc} (close the quote)") from None
+
+
+@dataclass(slots=True, frozen=True)
+class CompactOutcome:
+    """What a manual compaction did (before/after are the history's token estimate)."""
+
+    pre_tokens: int
+    post_tokens: int
+    trigger: str = "manual"
+    summary_source: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class SessionRow:
+    session_id: str
+    updated: str
+    messages: int
+    compactions: int = 0
+    model: str | None = None
+    current: bool = False
+
+
+class SlashHost(Protocol):
+    """What slash commands need from the running session (the REPL implements it)."""
+
+    console: Console
+    cwd: Path
+
+    @property
+    def session_id(self) -> str | None: ...
+
+    def window_usage(self) -> WindowUsage | None:
+        """Tokens per bucket of the last (or next) view, against the window; None before any."""
+
+    def session_report(self) -> SessionReport | None:
+        """This session's transcript facts (persisted results, compactions); None if none yet."""
+
+    def artifact_root(self) -> str | None: ...
+
+    def last_plan(self) -> tuple[Mapping[str, Any] | None, str | None]:
+        """The last context plan as a record dict, and the engine's own explanation if any."""
+
+    def stats_counters(self) -> Mapping[str, int]: ...
+
+    def effective_limit(self) -> int | None: ...
+
+    def compact(self, instructions: str | None) -> CompactOutcome: ...
+
+    def compact_from(self, message_id: str) -> CompactOutcome: ...
+
+    def resume(self, session_id: str | None) -> str:
+        """Switch to ``session_id`` (None: the latest other session); return the id resumed."""
+
+    def list_sessions(self) -> list[SessionRow]: ...
+
+
+Handler = Callable[[SlashHost, SlashCommand], Outcome]
+
+
+@dataclass(slots=True, frozen=True)
+class CommandSpec:
+    name: str
+    usage: str
+    summary: str
+    handler: Handler
+    details: tuple[str, ...] = field(default_factory=tuple)
+
+
+def parse_slash(line: str) -> SlashCommand | None:
+    """``"/compact keep the API notes"`` → ``SlashCommand("compact", "keep the API notes")``.
+
+    A line that does not start with ``/`` is a message for the model. ``//text`` sends
+    ``/text`` as a message (the escape for a message that starts with a slash).
+    """
+    text = line.strip()
+    if not text.startswith("/") or text.startswith("//") or text == "/":
+        return None
+    head, _, rest = text[1:].partition(" ")
+    head, sep, more = head.partition("\n")
+    if sep:
+        rest = f"{more}\n{rest}".strip() if rest else more
+    return SlashCommand(head.lower(), rest.strip())
+
+
+def suggest(name: str, names: list[str] | None = None) -> str | None:
+    """The closest known command to a mistyped one, if any is close."""
+    pool = names if names is not None else list(COMMANDS)
+    prefix = [n for n in pool if n.startswith(name)] if name else []
+    if len(prefix) == 1:
+        return prefix[0]
+    close = difflib.get_close_matches(name, pool, n=1, cutoff=0.5)
+    return close[0] if close else None
+
+
+def dispatch(host: SlashHost, line: str) -> Outcome:
+    """Run one slash command line; a failure is printed as one line and the REPL continues."""
+    command = parse_slash(line)
+    if command is None:
+        return Outcome.NOT_A_COMMAND
+    spec = COMMANDS.get(command.name)
+    if spec is None:
+        hint = suggest(command.name)
+        tip = f"; did you mean /{hint}?" if hint else ""
+        error_line(host.console, f"unknown command /{command.name}{tip} (/help lists them)")
+        return Outcome.CONTINUE
+    if command.rest in ("--help", "-h", "help") and command.name != "help":
+        print_command_help(host.console, spec)
+        return Outcome.CONTINUE
+    try:
+        return spec.handler(host, command)
+    except MTAgentError as exc:
+        error_line(host.console, str(exc))
+    except KeyboardInterrupt:
+        error_line(host.console, f"/{command.name} interrupted")
+    return Outcome.CONTINUE
+
+
+def error_line(console: Console, message: str) -> None:
+    console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
+
+
+# ── commands ───────────────────────────────────────────────────────────────────────────
+
+
+def _no_args(command: SlashCommand) -> None:
+    if command.rest:
+        raise UsageError(f"/{command.name} takes no arguments (got {command.rest!r})")
+
+
+def cmd_help(host: SlashHost, command: SlashCommand) -> Outcome:
+    if command.rest:
+        name = command.rest.lstrip("/").split()[0].lower()
+        spec = COMMANDS.get(name)
+        if spec is None:
+            hint = suggest(name)
+            raise UsageError(f"no command /{name}" + (f"; did you mean /{hint}?" if hint else ""))
+        print_command_help(host.console, spec)
+        return Outcome.CONTINUE
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column()
+    for spec in COMMANDS.values():
+        table.add_row(escape(spec.usage), spec.summary)
+    host.console.print("[bold]Slash commands[/] (type a message without '/' to talk to the agent)")
+    host.console.print(table)
+    host.console.print("[dim]Enter sends; Esc+Enter or a trailing \\ adds a line; Ctrl-C stops the "
+                       "running turn; Ctrl-D exits. `/help <command>` for details.[/]")
+    return Outcome.CONTINUE
+
+
+def print_command_help(console: Console, spec: CommandSpec) -> None:
+    console.print(f"[bold cyan]{escape(spec.usage)}[/]  {spec.summary}")
+    for line in spec.details:
+        console.print(f"  {escape(line)}", soft_wrap=True)
+
+
+def cmd_exit(host: SlashHost, command: SlashCommand) -> Outcome:
+    _no_args(command)
+    return Outcome.EXIT
+
+
+def _print_compaction(console: Console, outcome: CompactOutcome) -> None:
+    saved = outcome.pre_tokens - outcome.post_tokens
+    source = f", summary from {outcome.summary_source}" if outcome.summary_source else ""
+    console.print(f"compacted ({outcome.trigger}{source}): {outcome.pre_tokens:,} → "
+                  f"{outcome.post_tokens:,} tokens ({saved:,} saved)")
+
+
+def cmd_compact(host: SlashHost, command: SlashCommand) -> Outcome:
+    words = command.rest.split()
+    if words and words[0] == "from":
+        if len(words) != 2:
+            raise UsageError("usage: /compact from <message-id> (ids are in `mtagent sessions show`)")
+        _print_compaction(host.console, host.compact_from(words[1]))
+        return Outcome.CONTINUE
+    _print_compaction(host.console, host.compact(command.rest or None))
+    return Outcome.CONTINUE
+
+
+_CONTEXT_SUBCOMMANDS = ("stats", "artifacts", "explain")
+
+
+def cmd_context(host: SlashHost, command: SlashCommand) -> Outcome:
+    sub = command.rest.split()[0].lower() if command.rest else ""
+    if sub and sub not in _CONTEXT_SUBCOMMANDS:
+        close = difflib.get_close_matches(sub, _CONTEXT_SUBCOMMANDS, n=1)
+        hint = f"; did you mean /context {close[0]}?" if close else ""
+        raise UsageError(f"unknown /context view {sub!r}{hint} (use stats, artifacts or explain)")
+    if sub == "artifacts":
+        report = host.session_report()
+        if report is None:
+            host.console.print("[dim]No session yet: send a message first.[/]")
+        else:
+            host.console.print(render.render_artifacts(report, host.artifact_root()))
+        return Outcome.CONTINUE
+    if sub == "explain":
+        plan, explanation = host.last_plan()
+        host.console.print(render.render_plan_explain(plan, explanation))
+        return Outcome.CONTINUE
+    usage = host.window_usage()
+    if usage is None:
+        host.console.print("[dim]No context yet: send a message first.[/]")
+        return Outcome.CONTINUE
+    if sub == "stats":
+        host.console.print(render.render_context_stats(
+            usage, host.session_report(), effective_limit=host.effective_limit(),
+            counters=host.stats_counters()))
+    else:
+        host.console.print(render.render_context_grid(usage))
+    return Outcome.CONTINUE
+
+
+def _memory_scope(words: list[str]) -> tuple[Scope | None, list[str]]:
+    scope: Scope | None = None
+    rest: list[str] = []
+    for word in words:
+        if word == "--project":
+            scope = "project"
+        elif word == "--global":
+            scope = "global"
+        else:
+            rest.append(word)
+    return scope, rest
+
+
+def cmd_memory(host: SlashHost, command: SlashCommand) -> Outcome:
+    words = command.words
+    action = words[0].lower() if words else "list"
+    scope, args = _memory_scope(words[1:])
+    console = host.console
+    if action == "list":
+        for i, each in enumerate(["global", "project"] if scope is None else [scope]):
+            if i:
+                console.print()
+            entries = memory.list_memories(each, host.cwd)
+            console.print(f"[bold]{each} memory[/] [dim]({escape(str(memory.memory_path(each, host.cwd)))})[/]")
+            if not entries:
+                console.print("  (none)")
+            for e in entries:
+                text = f"[strike dim]{escape(e.text)}[/] [dim](obsolete)[/]" if e.obsolete else escape(e.text)
+                console.print(f"  {e.number}. {text}", soft_wrap=True)
+        return Outcome.CONTINUE
+    if action == "add":
+        if not args:
+            raise UsageError("usage: /memory add [--project] <fact>")
+        chosen: Scope = scope or "global"
+        result = memory.save_memory(" ".join(args), chosen, host.cwd)
+        verb = "remembered" if result.added else ("no longer obsolete" if result.reactivated
+                                                  else "already remembered")
+        console.print(f"{verb} ({chosen}, #{result.entry.number}): {escape(result.entry.text)}", soft_wrap=True)
+        return Outcome.CONTINUE
+    if action in ("remove", "rm"):
+        if not args:
+            raise UsageError("usage: /memory remove [--project] <number or text> (numbers from /memory list)")
+        chosen = scope or "global"
+        entry = memory.remove_memory(" ".join(args), chosen, host.cwd)
+        console.print(f"removed ({chosen}): {escape(entry.text)}", soft_wrap=True)
+        return Outcome.CONTINUE
+    hint = suggest(action, ["list", "add", "remove"])
+    raise UsageError(f"unknown /memory action {action!r}" + (f"; did you mean {hint}?" if hint else "")
+                     + " (use list, add or remove)")
+
+
+def cmd_resume(host: SlashHost, command: SlashCommand) -> Outcome:
+    words = command.words
+    if len(words) > 1:
+        raise UsageError("usage: /resume [session-id] (ids from /sessions)")
+    resumed = host.resume(words[0] if words else None)
+    host.console.print(f"resumed session {escape(resumed)}")
+    return Outcome.CONTINUE
+
+
+def cmd_sessions(host: SlashHost, command: SlashCommand) -> Outcome:
+    _no_args(command)
+    rows = host.list_sessions()
+    if not rows:
+        host.console.print("[dim]No saved sessions for this project yet.[/]")
+        return Outcome.CONTINUE
+    table = Table(title=f"Sessions of {escape(str(host.cwd))}", title_justify="left")
+    table.add_column("")
+    table.add_column("id", no_wrap=True)
+    table.add_column("updated")
+    table.add_column("messages", justify="right")
+    table.add_column("compactions", justify="right")
+    table.add_column("model")
+    for row in rows:
+        table.add_row("*" if row.current else "", row.session_id, row.updated, str(row.messages),
+                      str(row.compactions), escape(row.model or "-"))
+    host.console.print(table)
+    host.console.print("[dim]/resume <id> switches to one; * is this session.[/]")
+    return Outcome.CONTINUE
+
+
+COMMANDS: dict[str, CommandSpec] = {spec.name: spec for spec in (
+    CommandSpec("compact", "/compact [instructions]",
+                "Compact the conversation now (instructions steer the summary).", cmd_compact,
+                ("Without instructions the session memory is used when it can be (no model call);",
+                 "with instructions a full summary is written following them.",
+                 "/compact from <message-id>: summarise up to that message, keep it and what follows.")),
+    CommandSpec("context", "/context [stats|artifacts|explain]",
+                "Show the window as a grid by bucket, or its stats, artifacts, or last plan.", cmd_context,
+                ("/context            grid of the window by bucket, with a legend",
+                 "/context stats      tokens per bucket, threshold, tokens left, compaction history",
+                 "/context artifacts  this session's persisted tool results (id, tool, size, path)",
+                 "/context explain    the last context plan: selected, compressed, dropped and why")),
+    CommandSpec("memory", "/memory list|add|remove", "Long-term memory (--project for this project's).",
+                cmd_memory, ("/memory list [--project|--global]", "/memory add [--project] <fact>",
+                             "/memory remove [--project] <number or text>")),
+    CommandSpec("resume", "/resume [ID]", "Switch to a saved session (default: the latest other one).",
+                cmd_resume),
+    CommandSpec("sessions", "/sessions", "List this project's saved sessions.", cmd_sessions),
+    CommandSpec("help", "/help [command]", "This list, or one command's details.", cmd_help),
+    CommandSpec("exit", "/exit", "Leave (Ctrl-D does too). The session is saved as you go.", cmd_exit),
+)}
+COMMANDS["quit"] = CommandSpec("quit", "/quit", "Same as /exit.", cmd_exit)

@@ -1,0 +1,211 @@
+"""Slash commands: parsing, suggestions, dispatch to a fake session host, one-line errors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from mtagent.cli.context_render import WindowUsage
+from mtagent.cli.session_report import CompactionEntry, PersistedResult, SessionReport
+from mtagent.cli.slash import (
+    COMMANDS,
+    CompactOutcome,
+    Outcome,
+    SessionRow,
+    SlashCommand,
+    dispatch,
+    parse_slash,
+    suggest,
+)
+from mtagent.errors import SessionNotFound
+
+
+@dataclass
+class FakeHost:
+    cwd: Path
+    console: Console = field(default_factory=lambda: Console(record=True, width=160))
+    usage: WindowUsage | None = None
+    report: SessionReport | None = None
+    plan: Mapping[str, Any] | None = None
+    calls: list[tuple[str, Any]] = field(default_factory=list)
+    sessions: list[SessionRow] = field(default_factory=list)
+
+    @property
+    def session_id(self) -> str | None:
+        return "s-current"
+
+    def window_usage(self) -> WindowUsage | None:
+        return self.usage
+
+    def session_report(self) -> SessionReport | None:
+        return self.report
+
+    def artifact_root(self) -> str | None:
+        return "/art/s-current"
+
+    def last_plan(self):
+        return self.plan, None
+
+    def stats_counters(self) -> Mapping[str, int]:
+        return {"model_calls": 3}
+
+    def effective_limit(self) -> int | None:
+        return 20_000
+
+    def compact(self, instructions: str | None) -> CompactOutcome:
+        self.calls.append(("compact", instructions))
+        return CompactOutcome(9_000, 2_000, "manual", "llm")
+
+    def compact_from(self, message_id: str) -> CompactOutcome:
+        self.calls.append(("compact_from", message_id))
+        if message_id == "nope":
+            raise SessionNotFound(f"no message {message_id!r} in this session; ids are in `mtagent sessions show`")
+        return CompactOutcome(9_000, 5_000, "manual")
+
+    def resume(self, session_id: str | None) -> str:
+        self.calls.append(("resume", session_id))
+        return session_id or "s-latest"
+
+    def list_sessions(self) -> list[SessionRow]:
+        return self.sessions
+
+    def output(self) -> str:
+        return self.console.export_text()
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> FakeHost:
+    return FakeHost(cwd=tmp_path)
+
+
+def test_parse_splits_name_and_rest_and_ignores_plain_messages():
+    assert parse_slash("/compact keep the API notes") == SlashCommand("compact", "keep the API notes")
+    assert parse_slash("  /Context stats ") == SlashCommand("context", "stats")
+    assert parse_slash("fix the bug in /src") is None
+    assert parse_slash("//etc/hosts is odd") is None
+    assert parse_slash("/") is None
+
+
+def test_suggest_finds_prefix_and_typos():
+    assert suggest("comp") == "compact"
+    assert suggest("contxt") == "context"
+    assert suggest("sesions") == "sessions"
+    assert suggest("zzzz") is None
+
+
+def test_unknown_command_prints_one_line_with_a_suggestion(host):
+    assert dispatch(host, "/contxt") is Outcome.CONTINUE
+    out = host.output().strip().splitlines()
+    assert out == ["error: unknown command /contxt; did you mean /context? (/help lists them)"]
+
+
+def test_plain_text_is_not_a_command(host):
+    assert dispatch(host, "hello there") is Outcome.NOT_A_COMMAND
+
+
+def test_exit_and_quit_end_the_repl(host):
+    assert dispatch(host, "/exit") is Outcome.EXIT
+    assert dispatch(host, "/quit") is Outcome.EXIT
+    assert dispatch(host, "/exit now") is Outcome.CONTINUE
+    assert "takes no arguments" in host.output()
+
+
+def test_help_lists_every_command_and_details_one(host):
+    dispatch(host, "/help")
+    out = host.output()
+    for name in ("compact", "context", "memory", "resume", "sessions", "help", "exit"):
+        assert f"/{name}" in out
+    dispatch(host, "/help context")
+    assert "/context explain    the last context plan" in host.output()
+    dispatch(host, "/compact --help")
+    assert "/compact from <message-id>" in host.output()
+
+
+def test_compact_passes_instructions_and_prints_before_after(host):
+    dispatch(host, "/compact keep the failing test names")
+    assert host.calls == [("compact", "keep the failing test names")]
+    assert "9,000 → 2,000 tokens (7,000 saved)" in host.output()
+    dispatch(host, "/compact")
+    assert host.calls[-1] == ("compact", None)
+
+
+def test_compact_from_message_id_and_its_errors(host):
+    dispatch(host, "/compact from msg_42")
+    assert host.calls[-1] == ("compact_from", "msg_42")
+    assert "9,000 → 5,000 tokens" in host.output()
+    dispatch(host, "/compact from")
+    assert "usage: /compact from <message-id>" in host.output()
+    dispatch(host, "/compact from nope")
+    assert "error: no message 'nope' in this session" in host.output()
+
+
+def test_context_views_before_any_message_say_so(host):
+    dispatch(host, "/context")
+    dispatch(host, "/context artifacts")
+    dispatch(host, "/context explain")
+    out = host.output()
+    assert "No context yet" in out and "No session yet" in out and "No context plan yet" in out
+
+
+def test_context_grid_stats_artifacts_and_explain(host):
+    host.usage = WindowUsage(16_000, 10_000, {"messages": 4_000, "system": 1_000})
+    host.report = SessionReport(
+        transcript=Path("x.jsonl"), session_id="s-current",
+        persisted=[PersistedResult("call_1", "shell", "tool-results/call_1.txt", 50_000, 50_000, False, 4_000)],
+        compactions=[CompactionEntry("b1", "manual", 12_000, 3_000, "llm", None, None)],
+    )
+    host.plan = {"turn": 2, "tokens": 5_000, "selected": ["a"], "compressed": [],
+                 "dropped": [{"id": "m9", "reason": "older than the recent tail"}]}
+    dispatch(host, "/context")
+    assert "Messages: 4,000 tokens (25.0%)" in host.output()
+    dispatch(host, "/context stats")
+    out = host.output()
+    assert "tokens left before auto compact" in out and "5,000" in out and "12,000" in out
+    dispatch(host, "/context artifacts")
+    assert "/art/s-current/tool-results/call_1.txt" in host.output()
+    dispatch(host, "/context explain")
+    assert "older than the recent tail" in host.output()
+    dispatch(host, "/context stat")
+    assert "did you mean /context stats?" in host.output()
+
+
+def test_memory_add_list_remove_through_slash(host):
+    dispatch(host, '/memory add "tests run with uv run pytest"')
+    dispatch(host, "/memory add --project the API lives in src/api")
+    dispatch(host, "/memory list")
+    out = host.output()
+    assert "remembered (global, #1): tests run with uv run pytest" in out
+    assert "remembered (project, #1): the API lives in src/api" in out
+    assert "1. tests run with uv run pytest" in out
+    dispatch(host, "/memory remove 1")
+    assert "removed (global): tests run with uv run pytest" in host.output()
+    dispatch(host, "/memory add")
+    assert "usage: /memory add" in host.output()
+    dispatch(host, "/memory lst")
+    assert "did you mean list?" in host.output()
+    dispatch(host, '/memory add "unclosed')
+    assert "close the quote" in host.output()
+
+
+def test_resume_and_sessions(host):
+    dispatch(host, "/resume")
+    dispatch(host, "/resume s-old")
+    assert host.calls == [("resume", None), ("resume", "s-old")]
+    assert "resumed session s-latest" in host.output()
+    dispatch(host, "/sessions")
+    assert "No saved sessions" in host.output()
+    host.sessions = [SessionRow("s-old", "2026-11-29 12:00", 12, 1, "scripted"),
+                     SessionRow("s-current", "2026-11-29 13:00", 4, 0, None, current=True)]
+    dispatch(host, "/sessions")
+    out = host.output()
+    assert "s-old" in out and "* " in out and "s-current" in out
+
+
+def test_every_command_has_help_and_a_one_line_summary():
+    for spec in COMMANDS.values():
+        assert spec.usage.startswith("/") and spec.summary and "\n" not in spec.summary
