@@ -1,0 +1,183 @@
+"""The context engine bound to one thread's session: what the LangChain hooks call.
+
+:class:`ThreadEngine` is the glue between LangChain's request/state shapes and mtagent's engine
+(:class:`~mtagent.context.window.ContextWindowManager`, :class:`~mtagent.context.tool_results.
+ToolResultBudgeter`) and the thread's transcript. Every method is synchronous and safe to call
+from the tool threads LangGraph runs in parallel; the async hooks run them in a worker thread.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from mtagent.context.policy import is_context_length_error
+from mtagent.context.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from mtagent.context.tokens import count_text_tokens
+from mtagent.context.tool_results import ToolResultBudgeter, ToolResultPolicy
+from mtagent.context.window import ContextWindowManager
+from mtagent.integrations.thread_session import ThreadSession
+
+
+@dataclass(slots=True)
+class Turn:
+    """One model call's context: what is sent, and the history the state must hold afterwards.
+
+    ``new_history`` is None unless a compaction rewrote the history this call (then the
+    middleware replaces the graph state with it).
+    """
+
+    messages: list[BaseMessage]
+    history: list[BaseMessage]
+    system: list[SystemMessage]
+    tools_tokens: int
+    new_history: list[BaseMessage] | None = None
+    compactions: list[Any] = field(default_factory=list)
+
+
+def tools_token_count(tools: Sequence[Any], encoding: str) -> int:
+    """Tokens of the tool schemas a request carries (they count against the window too)."""
+    total = 0
+    for tool in tools:
+        try:
+            schema = tool if isinstance(tool, dict) else convert_to_openai_tool(tool)
+        except Exception:  # a provider-native tool spec we cannot render: count its repr
+            schema = {"tool": repr(tool)}
+        total += count_text_tokens(json.dumps(schema, sort_keys=True, default=str), encoding)
+    return total
+
+
+def _last_turn_results(messages: Sequence[BaseMessage]) -> list[int]:
+    """Indexes of the ToolMessages answering the last assistant message with tool calls."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, AIMessage) and message.tool_calls:
+            return [i for i in range(index + 1, len(messages)) if isinstance(messages[i], ToolMessage)]
+        if not isinstance(message, ToolMessage):
+            return []
+    return []
+
+
+class ThreadEngine:
+    """Budgeter + window manager + transcript for one thread (see the module docstring)."""
+
+    def __init__(self, session: ThreadSession, manager: ContextWindowManager, budgeter: ToolResultBudgeter) -> None:
+        self.session = session
+        self.manager = manager
+        self.budgeter = budgeter
+        self._tools_tokens: dict[tuple[str, ...], int] = {}
+
+    @property
+    def encoding(self) -> str:
+        return self.session.settings.context.encoding
+
+    # ── tool results ──
+
+    def budget_tool_result(self, message: ToolMessage, *, tool_name: str | None = None) -> ToolMessage:
+        """Apply the tool's own limit now (artifact + preview); the turn's aggregate rule follows."""
+        if not message.name and tool_name:
+            message = message.model_copy(update={"name": tool_name})
+        return self.budgeter.budget(message)
+
+    def finish_tool_turn(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """Freeze the last turn's results under the aggregate rule, then record new messages.
+
+        Returns the ToolMessages whose content changed (same ids: the state reducer replaces
+        them in place); the transcript gets the final versions.
+        """
+        with self.session.lock:
+            history = list(messages)
+            indexes = _last_turn_results(history)
+            replaced: list[BaseMessage] = []
+            if indexes:
+                budgeted = self.budgeter.budget_turn([history[i] for i in indexes])
+                for i, new in zip(indexes, budgeted, strict=True):
+                    if new is not history[i]:
+                        history[i] = new
+                        replaced.append(new)
+            self.session.record_new(history)
+            return replaced
+
+    # ── model calls ──
+
+    def tools_tokens(self, tools: Sequence[Any]) -> int:
+        key = tuple(sorted(str(getattr(t, "name", None) or (t.get("name") if isinstance(t, dict) else t))
+                           for t in tools))
+        if key not in self._tools_tokens:
+            self._tools_tokens[key] = tools_token_count(tools, self.encoding)
+        return self._tools_tokens[key]
+
+    def prepare_request(self, request: Any) -> Turn:
+        """The manager's pipeline on a LangChain ``ModelRequest``: meter, microcompact, compact."""
+        system = [request.system_message] if request.system_message is not None else []
+        history = list(request.messages)
+        with self.session.lock:
+            self.session.record_new(history)
+            prepared = self.manager.prepare(history, system=system, tools_tokens=self.tools_tokens(request.tools))
+        tools_tokens = self.tools_tokens(request.tools)
+        turn = Turn(messages=prepared.messages[len(system):], history=list(prepared.history),
+                    system=system, tools_tokens=tools_tokens)
+        if prepared.compaction is not None:
+            turn.new_history = without_stale_usage(prepared.history)
+            turn.compactions.append(prepared.compaction)
+        return turn
+
+    def reactive(self, turn: Turn) -> Turn:
+        """The provider said the request was too long: compact now (even below the threshold)."""
+        with self.session.lock:
+            result = self.manager.reactive_compact(turn.history, system=turn.system, tools_tokens=turn.tools_tokens)
+            prepared = self.manager.prepare(result.new_history(), system=turn.system,
+                                            tools_tokens=turn.tools_tokens)
+        compactions = [*turn.compactions, result, *([prepared.compaction] if prepared.compaction else [])]
+        return Turn(messages=prepared.messages[len(turn.system):], history=list(prepared.history),
+                    system=turn.system, tools_tokens=turn.tools_tokens,
+                    new_history=without_stale_usage(prepared.history), compactions=compactions)
+
+    def record_response(self, messages: Sequence[BaseMessage]) -> None:
+        self.session.record_new(messages)
+
+    @staticmethod
+    def is_context_length_error(exc: BaseException) -> bool:
+        return is_context_length_error(exc)
+
+
+
+def without_stale_usage(history: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The compacted history for the graph state, minus the usage of kept assistant messages.
+
+    That usage describes the request *before* the compaction; a checkpointed thread resumed in a
+    new process (a fresh manager, no anchor floor) would otherwise anchor its meter on it and
+    compact again at once. The transcript keeps the original usage.
+    """
+    return [m.model_copy(update={"usage_metadata": None}) if isinstance(m, AIMessage) and m.usage_metadata else m
+            for m in history]
+
+
+def make_summarizer(summarizer: Summarizer | None, summarizer_model: BaseChatModel | None,
+                    tool_result_chars: int) -> Summarizer:
+    if summarizer is not None:
+        return summarizer
+    if summarizer_model is not None:
+        return LLMSummarizer(summarizer_model, tool_result_chars=tool_result_chars)
+    return ExtractiveSummarizer()
+
+
+def build_engine(session: ThreadSession, *, summarizer: Summarizer | None = None,
+                 summarizer_model: BaseChatModel | None = None) -> ThreadEngine:
+    settings = session.settings
+    budgeter = ToolResultBudgeter(
+        policy=ToolResultPolicy.from_settings(settings.tool_results), artifacts=session.artifacts, sink=session.sink,
+    )
+    manager = ContextWindowManager(
+        settings,
+        summarizer=make_summarizer(summarizer, summarizer_model, settings.tool_results.preview_chars),
+        sink=session.sink,
+        root=session.project_root,
+    )
+    return ThreadEngine(session, manager, budgeter)

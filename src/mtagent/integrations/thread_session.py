@@ -1,0 +1,160 @@
+"""One LangGraph thread ↔ one mtagent session: its transcript, artifact store and bookkeeping.
+
+A LangChain agent keeps its conversation in a checkpointer keyed by ``thread_id``; mtagent keeps
+the truth in an append-only JSONL transcript keyed by a session id. This module ties the two so
+``mtagent sessions show <id>`` and ``mtagent replay`` work on agents built with LangChain:
+
+* the session id is the thread id when that is a valid file name, else a sanitised form of it
+  with a short hash (so two thread ids never share a transcript);
+* every message the graph state gains is appended once, by id, in state order — kept messages
+  are therefore always written before a later ``compact_boundary``, as resume requires;
+* reopening an existing transcript (a new process resuming the thread) reads back which message
+  ids are already recorded, so nothing is written twice.
+
+Nothing here knows about LangChain's middleware API; :mod:`mtagent.integrations.langchain` and
+:mod:`mtagent.integrations.graph_hook` are the two users.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from mtagent import __version__, paths
+from mtagent.config import Settings
+from mtagent.context.boundary import is_summary_message
+from mtagent.context.reattach import REATTACHED_KIND
+from mtagent.session import schema
+from mtagent.session.artifacts import ArtifactStore
+from mtagent.session.transcript import TranscriptWriter, iter_entries
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+THREAD_PREFIX = "lc-"
+ENGINE_KINDS = frozenset({"session_memory", REATTACHED_KIND})
+
+
+def session_id_for_thread(thread_id: str) -> str:
+    """A transcript-safe session id for a LangGraph ``thread_id`` (the id itself when it is safe)."""
+    if _SESSION_ID_RE.match(thread_id) and ".." not in thread_id:
+        return thread_id
+    digest = hashlib.sha256(thread_id.encode("utf-8")).hexdigest()[:10]
+    stem = _UNSAFE.sub("-", thread_id).strip("-.")[:60]
+    return f"{THREAD_PREFIX}{stem}-{digest}" if stem else f"{THREAD_PREFIX}{digest}"
+
+
+def thread_id_of(runtime: Any = None) -> str | None:
+    """The ``thread_id`` of the running graph, from a node runtime, a tool runtime or the config."""
+    info = getattr(runtime, "execution_info", None)
+    thread = getattr(info, "thread_id", None)
+    if thread:
+        return str(thread)
+    config = getattr(runtime, "config", None)
+    if isinstance(config, dict):
+        thread = (config.get("configurable") or {}).get("thread_id")
+        if thread:
+            return str(thread)
+    try:
+        from langgraph.config import get_config
+
+        thread = (get_config().get("configurable") or {}).get("thread_id")
+    except RuntimeError:
+        return None
+    return str(thread) if thread else None
+
+
+class LockedSink:
+    """A record sink safe to share between tool calls running in parallel threads."""
+
+    def __init__(self, writer: TranscriptWriter) -> None:
+        self.writer = writer
+        self._lock = threading.Lock()
+
+    def append(self, record: dict[str, Any]) -> None:
+        with self._lock:
+            self.writer.append(record)
+
+
+def recorded_message_ids(path: Path) -> set[str]:
+    """Ids of the ``transcript_message`` records already in a transcript (empty if it is new)."""
+    if not path.exists():
+        return set()
+    return {
+        str(entry.record["id"])
+        for entry in iter_entries(path, skip_corrupt=True)
+        if entry.record.get("type") == schema.TRANSCRIPT_MESSAGE and entry.record.get("id")
+    }
+
+
+def is_engine_message(message: BaseMessage) -> bool:
+    """Messages the engine synthesises (compaction summary, session memory, re-attached files):
+    they stand for their own record types and are rebuilt on resume, never a ``transcript_message``."""
+    marks = (message.response_metadata or {}).get("mtagent") or {}
+    return is_summary_message(message) or marks.get("kind") in ENGINE_KINDS
+
+
+@dataclass
+class ThreadSession:
+    """The mtagent session behind one thread. Create with :meth:`open`; close when done."""
+
+    session_id: str
+    project_root: Path
+    settings: Settings
+    writer: TranscriptWriter
+    sink: LockedSink
+    artifacts: ArtifactStore
+    recorded: set[str] = field(default_factory=set)
+    engine: Any = None  # the per-thread context engine, attached by the integration
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    @classmethod
+    def open(cls, project_root: str | os.PathLike[str], session_id: str, settings: Settings,
+             *, model_name: str | None = None) -> ThreadSession:
+        root = Path(project_root)
+        path = paths.session_transcript_path(root, session_id)
+        recorded = recorded_message_ids(path)
+        is_new = not path.exists() or path.stat().st_size == 0
+        writer = TranscriptWriter(path, session_id=session_id, fsync=settings.transcript.fsync)
+        sink = LockedSink(writer)
+        if is_new:
+            sink.append(schema.session_start_record(
+                session_id, str(root.resolve()), model_name or settings.agent.model, __version__,
+                source="langchain-middleware",
+            ))
+        artifacts = ArtifactStore.for_session(root, session_id, settings.tool_results.artifact_max_bytes)
+        return cls(session_id, root, settings, writer, sink, artifacts, recorded)
+
+    @property
+    def transcript_path(self) -> Path:
+        return self.writer.path
+
+    def record_new(self, messages: Iterable[BaseMessage]) -> list[BaseMessage]:
+        """Append every message not yet in the transcript, in order; return the ones written."""
+        written: list[BaseMessage] = []
+        with self.lock:
+            for message in messages:
+                if is_engine_message(message):
+                    continue
+                if message.id and message.id in self.recorded:
+                    continue
+                self.sink.append(schema.message_to_record(message))
+                self.recorded.add(str(message.id))
+                written.append(message)
+        return written
+
+    def append(self, record: dict[str, Any]) -> None:
+        self.sink.append(record)
+
+    def end_turn(self) -> None:
+        self.writer.end_turn()
+
+    def close(self) -> None:
+        self.writer.close()
