@@ -45,27 +45,30 @@ class Trajectory:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def mt_meta(timestamp: str | None = None, **extra: Any) -> dict[str, Any]:
-    """``response_metadata`` carrying the recording's timestamp under the engine's key."""
+def mt_meta(timestamp: str | float | None = None, **extra: Any) -> dict[str, Any]:
+    """``response_metadata`` carrying the recording's timestamp (ISO-8601 text or POSIX seconds)."""
     data: dict[str, Any] = {k: v for k, v in extra.items() if v is not None}
-    if timestamp:
+    if isinstance(timestamp, int | float) and not isinstance(timestamp, bool):
+        data["timestamp"] = float(timestamp)
+    elif timestamp:
         data["timestamp"] = str(timestamp)
     return {"mtagent": data} if data else {}
 
 
-def system(text: str, msg_id: str, timestamp: str | None = None) -> SystemMessage:
+def system(text: str, msg_id: str, timestamp: str | float | None = None) -> SystemMessage:
     return SystemMessage(content=text, id=msg_id, response_metadata=mt_meta(timestamp))
 
 
-def human(text: str, msg_id: str, timestamp: str | None = None) -> HumanMessage:
-    return HumanMessage(content=text, id=msg_id, response_metadata=mt_meta(timestamp))
+def human(text: str, msg_id: str, timestamp: str | float | None = None, *, injected: bool = False) -> HumanMessage:
+    """A user message; ``injected`` marks content the harness added, not the person."""
+    return HumanMessage(content=text, id=msg_id, response_metadata=mt_meta(timestamp, injected=injected or None))
 
 
 def ai(
     text: str,
     msg_id: str,
     calls: Sequence[dict[str, Any]] = (),
-    timestamp: str | None = None,
+    timestamp: str | float | None = None,
 ) -> AIMessage:
     """An assistant message; ``calls`` are ``{"id", "name", "args"}`` dicts."""
     tool_calls = [
@@ -76,7 +79,7 @@ def ai(
 
 
 def tool(
-    text: str, msg_id: str, call_id: str, name: str | None, *, error: bool = False, timestamp: str | None = None
+    text: str, msg_id: str, call_id: str, name: str | None, *, error: bool = False, timestamp: str | float | None = None
 ) -> ToolMessage:
     return ToolMessage(
         content=text,

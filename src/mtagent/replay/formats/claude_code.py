@@ -147,7 +147,7 @@ def _add_user(content: Any, record: dict[str, Any], messages: list[BaseMessage],
     uuid = str(record.get("uuid") or f"user-{n}")
     if isinstance(content, str):
         if content.strip():
-            messages.append(human(content, uuid, ts))
+            messages.append(human(content, uuid, ts, injected=bool(record.get("isMeta"))))
         return
     if not isinstance(content, list):
         return
@@ -171,7 +171,7 @@ def _add_user(content: Any, record: dict[str, Any], messages: list[BaseMessage],
         elif block.get("type") == "image":
             texts.append("[image]")
     if texts:
-        messages.append(human("\n".join(texts), uuid, ts))
+        messages.append(human("\n".join(texts), uuid, ts, injected=bool(record.get("isMeta"))))
 
 
 def _tool_name(messages: list[BaseMessage], call_id: str) -> str | None:

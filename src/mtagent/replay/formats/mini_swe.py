@@ -54,7 +54,6 @@ def load_v2(path: Path, data: Any) -> list[Trajectory]:
             raise ReplayFormatError(f"{path}: messages[{i}] has no 'role'; expected a mini-swe-agent v2 chat message")
         role = m["role"]
         ts = (m.get("extra") or {}).get("timestamp")
-        ts = str(ts) if ts is not None else None
         text = text_of(m.get("content"))
         mid = f"msg-{i}"
         if role == "system":

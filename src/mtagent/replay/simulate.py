@@ -1,0 +1,160 @@
+"""Open-loop replay: at every recorded model call, what would a strategy have sent?
+
+The recording fixes what the model said and what the tools returned; only the *view* changes.
+Before each model call the messages added since the previous call go through the strategy,
+and we record, per turn: the view's exact tokens, the cache-aware cost of the request (and of
+any summary call it made), whether it compacted, protocol violations (orphan results,
+unanswered calls) and fact retention (:mod:`mtagent.replay.probes`).
+
+Work per turn is proportional to the view (token counts are cached per message), so a whole
+session costs O(turns × view), not O(turns × history) re-tokenization.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from langchain_core.messages import SystemMessage
+
+from mtagent.config import Settings
+from mtagent.context.tokens import MessageTokenCounter
+from mtagent.replay.cost import DEFAULT_CACHE_MODELS, CacheModel, PrefixCache, summary_call_cost
+from mtagent.replay.probes import ProbeSet, build_probes
+from mtagent.replay.strategies import StrategyContext, make_strategy
+from mtagent.replay.trajectory import Trajectory, pairing_violations
+
+DEFAULT_WINDOW = 131_072
+
+
+@dataclass(slots=True)
+class TurnRecord:
+    turn: int
+    view_tokens: int
+    shared_tokens: int
+    costs: dict[str, float]
+    compacted: bool
+    summary_calls: int
+    summary_input_tokens: int
+    summary_output_tokens: int
+    orphan_results: int
+    unanswered_calls: int
+    retention: float | None
+    recorded_input: int | None = None
+
+
+@dataclass(slots=True)
+class ReplayResult:
+    file: str
+    format: str
+    strategy: str
+    window: int
+    turns: list[TurnRecord] = field(default_factory=list)
+
+    @property
+    def cumulative_tokens(self) -> int:
+        return sum(t.view_tokens for t in self.turns)
+
+    @property
+    def peak_tokens(self) -> int:
+        return max((t.view_tokens for t in self.turns), default=0)
+
+    @property
+    def summary_calls(self) -> int:
+        return sum(t.summary_calls for t in self.turns)
+
+    @property
+    def compactions(self) -> int:
+        return sum(t.compacted for t in self.turns)
+
+    @property
+    def violations(self) -> int:
+        return sum(t.orphan_results + t.unanswered_calls for t in self.turns)
+
+    @property
+    def overflows(self) -> int:
+        """Turns whose view did not fit the window (a real run would have failed there)."""
+        return sum(t.view_tokens > self.window for t in self.turns)
+
+    @property
+    def retention(self) -> float | None:
+        values = [t.retention for t in self.turns if t.retention is not None]
+        return sum(values) / len(values) if values else None
+
+    @property
+    def cached_cost(self) -> dict[str, float]:
+        totals: dict[str, float] = {}
+        for t in self.turns:
+            for name, value in t.costs.items():
+                totals[name] = totals.get(name, 0.0) + value
+        return totals
+
+    @property
+    def recorded_input(self) -> int | None:
+        values = [t.recorded_input for t in self.turns if t.recorded_input is not None]
+        return sum(values) if values else None
+
+
+def system_prefix(traj: Trajectory) -> list[SystemMessage]:
+    out: list[SystemMessage] = []
+    for m in traj.messages:
+        if not isinstance(m, SystemMessage):
+            break
+        out.append(m)
+    return out
+
+
+def simulate(
+    traj: Trajectory,
+    strategy: str,
+    *,
+    window: int = DEFAULT_WINDOW,
+    cache_models: Sequence[CacheModel] = DEFAULT_CACHE_MODELS,
+    probes: ProbeSet | None = None,
+    settings: Settings | None = None,
+    label: str | None = None,
+    workdir: Path | None = None,
+) -> ReplayResult:
+    """Replay ``traj`` through ``strategy`` at ``window`` tokens; one record per model call."""
+    settings = settings or Settings()
+    counter = MessageTokenCounter(encoding=settings.context.encoding, overhead_tokens=settings.context.message_overhead_tokens)
+    probes = probes if probes is not None else build_probes(traj)
+    system = system_prefix(traj)
+    with tempfile.TemporaryDirectory(prefix="mtagent-replay-") as tmp:
+        ctx = StrategyContext(
+            system=system, window=window, counter=counter, settings=settings, workdir=workdir or Path(tmp)
+        )
+        strat = make_strategy(strategy, ctx)
+        cache = PrefixCache(counter, cache_models, settings.context.encoding)
+        result = ReplayResult(label or str(traj.meta.get("source", "")), traj.format, strategy, window)
+        last = len(system)
+        for turn, call_index in enumerate(traj.model_calls):
+            new = traj.messages[last:call_index]
+            last = call_index
+            step = strat.step(new)
+            request = cache.request(step.view)
+            costs = dict(request.costs)
+            for call in step.summary_calls:
+                for model in cache_models:
+                    costs[model.name] += summary_call_cost(call.input_tokens, call.output_tokens, model)
+            orphans, unanswered = pairing_violations(step.view)
+            recorded = traj.recorded_usage[turn] if turn < len(traj.recorded_usage) else None
+            result.turns.append(
+                TurnRecord(
+                    turn=turn,
+                    view_tokens=request.tokens,
+                    shared_tokens=request.shared_tokens,
+                    costs=costs,
+                    compacted=step.compacted,
+                    summary_calls=len(step.summary_calls),
+                    summary_input_tokens=sum(c.input_tokens for c in step.summary_calls),
+                    summary_output_tokens=sum(c.output_tokens for c in step.summary_calls),
+                    orphan_results=orphans,
+                    unanswered_calls=unanswered,
+                    retention=probes.retention(turn, step.view),
+                    recorded_input=recorded.total_input if recorded is not None else None,
+                )
+            )
+    return result

@@ -1,0 +1,189 @@
+"""Context strategies a replay compares, behind one small protocol.
+
+A strategy sees the recording *incrementally*: before every model call, :meth:`Strategy.step`
+gets the messages added since the previous call (the previous response, its tool results, new
+user input) and returns the view the model would have been sent. Strategies that rewrite
+history keep their own state, exactly like the agent they imitate.
+
+* ``raw`` — everything, always (no window management; the reference for ratios).
+* ``masking`` — observation masking (Lindenbauer et al., *The Complexity Trap*, arXiv
+  2508.21433; SWE-agent's ``LastNObservations``): tool results older than the last
+  ``keep_turns`` = 10 assistant turns are replaced by ``Old environment output: (N lines
+  omitted)``. No summaries; the view can outgrow the window.
+* ``threshold-compact`` — the best-known CLI agent's auto-compact: at ``window − 33K`` tokens,
+  everything but a recent tail (≈``tail_tokens``, whole API rounds) becomes one summary.
+* ``lc-summarization`` / ``lc-clear-tool-uses`` — LangChain v1's own middleware classes
+  (:mod:`mtagent.replay.lc_strategies`).
+* ``mtagent`` — the engine (:mod:`mtagent.replay.mtagent_strategy`).
+
+Every threshold-triggered strategy fires at the same token count, mtagent's auto-compact
+threshold for the window (``window − 20K − 13K``), so the policies differ, not the trigger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from mtagent.config import Settings
+from mtagent.context.invariants import find_safe_split_index
+from mtagent.context.tokens import MessageTokenCounter, message_text
+from mtagent.replay.summarizer import MeteredSummarizer, SummaryCall
+
+MASK_KEEP_TURNS = 10
+MASK_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
+CLI_COMPACT_BUFFER_TOKENS = 33_000
+CLI_TAIL_TOKENS = 10_000
+CLI_SUMMARY_PREFIX = (
+    "This session is being continued from a previous conversation that ran out of context. "
+    "The conversation is summarized below:\n"
+)
+
+
+@dataclass(slots=True)
+class StepResult:
+    """The view for one model call and what producing it cost."""
+
+    view: list[BaseMessage]
+    compacted: bool = False
+    summary_calls: list[SummaryCall] = field(default_factory=list)
+
+
+class Strategy(Protocol):
+    name: str
+
+    def step(self, new_messages: Sequence[BaseMessage]) -> StepResult: ...
+
+
+@dataclass(slots=True)
+class StrategyContext:
+    """What every strategy is built from: the recording's system prompt and the window."""
+
+    system: list[SystemMessage]
+    window: int
+    counter: MessageTokenCounter
+    settings: Settings = field(default_factory=Settings)
+    summarizer_factory: Callable[[], MeteredSummarizer] = MeteredSummarizer
+    workdir: Path | None = None
+
+    @property
+    def threshold(self) -> int:
+        return self.settings.auto_compact_threshold_tokens(self.window)
+
+
+@dataclass(slots=True)
+class RawStrategy:
+    ctx: StrategyContext
+    name: str = "raw"
+    _view: list[BaseMessage] = field(default_factory=list)
+
+    def step(self, new_messages: Sequence[BaseMessage]) -> StepResult:
+        if not self._view:
+            self._view.extend(self.ctx.system)
+        self._view.extend(new_messages)
+        return StepResult(list(self._view))
+
+
+@dataclass(slots=True)
+class MaskingStrategy:
+    """Observation masking: O(1) amortized per turn — each turn masks at most one old turn."""
+
+    ctx: StrategyContext
+    keep_turns: int = MASK_KEEP_TURNS
+    name: str = "masking"
+    _view: list[BaseMessage] = field(default_factory=list)
+    _turn_results: list[list[int]] = field(default_factory=list)
+    _masked_turns: int = 0
+
+    def step(self, new_messages: Sequence[BaseMessage]) -> StepResult:
+        if not self._view:
+            self._view.extend(self.ctx.system)
+        for m in new_messages:
+            if isinstance(m, AIMessage):
+                self._turn_results.append([])
+            elif isinstance(m, ToolMessage) and self._turn_results:
+                self._turn_results[-1].append(len(self._view))
+            self._view.append(m)
+        while len(self._turn_results) - self._masked_turns > self.keep_turns:
+            for index in self._turn_results[self._masked_turns]:
+                self._view[index] = masked(self._view[index])
+            self._masked_turns += 1
+        return StepResult(list(self._view))
+
+
+def masked(message: BaseMessage) -> BaseMessage:
+    lines = len(message_text(message).splitlines())
+    return message.model_copy(update={"content": MASK_PLACEHOLDER.format(lines=lines)})
+
+
+@dataclass(slots=True)
+class ThresholdCompactStrategy:
+    """Compact all but a recent tail into one summary once the view reaches ``window − 33K``."""
+
+    ctx: StrategyContext
+    buffer_tokens: int = CLI_COMPACT_BUFFER_TOKENS
+    tail_tokens: int = CLI_TAIL_TOKENS
+    name: str = "threshold-compact"
+    _history: list[BaseMessage] = field(default_factory=list)
+    _summary: str | None = None
+    _summarizer: MeteredSummarizer | None = None
+    _count: int = 0
+
+    def step(self, new_messages: Sequence[BaseMessage]) -> StepResult:
+        if self._summarizer is None:
+            self._summarizer = self.ctx.summarizer_factory()
+        self._history.extend(new_messages)
+        counter = self.ctx.counter
+        compacted = False
+        if counter.estimate(self.ctx.system) + counter.estimate(self._history) >= self.ctx.window - self.buffer_tokens:
+            compacted = self._compact()
+        return StepResult([*self.ctx.system, *self._history], compacted, self._summarizer.drain())
+
+    def _compact(self) -> bool:
+        floor = 0 if self._summary is not None else -1
+        split = find_safe_split_index(
+            self._history,
+            token_of=self.ctx.counter.message_tokens,
+            min_tokens=self.tail_tokens,
+            max_tokens=2 * self.tail_tokens,
+            floor=floor,
+        )
+        start = floor + 1
+        if split <= start:
+            return False
+        assert self._summarizer is not None
+        summary = self._summarizer.summarize(self._history[start:split], previous_summary=self._summary)
+        self._summary = summary
+        self._count += 1
+        message = HumanMessage(content=CLI_SUMMARY_PREFIX + summary, id=f"cli-summary-{self._count}")
+        self._history = [message, *self._history[split:]]
+        return True
+
+
+STRATEGY_NAMES = ("raw", "mtagent", "masking", "lc-summarization", "lc-clear-tool-uses", "threshold-compact")
+PEERS = ("masking", "lc-summarization", "lc-clear-tool-uses", "threshold-compact")
+
+
+def make_strategy(name: str, ctx: StrategyContext) -> Strategy:
+    """A fresh strategy instance for one replay."""
+    if name == "raw":
+        return RawStrategy(ctx)
+    if name == "masking":
+        return MaskingStrategy(ctx)
+    if name == "threshold-compact":
+        return ThresholdCompactStrategy(ctx)
+    if name in ("lc-summarization", "lc-clear-tool-uses"):
+        from mtagent.replay import lc_strategies
+
+        return lc_strategies.make(name, ctx)
+    if name == "mtagent":
+        from mtagent.replay.mtagent_strategy import MTAgentStrategy
+
+        return MTAgentStrategy(ctx)
+    from mtagent.errors import UsageError
+
+    raise UsageError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGY_NAMES)}")
