@@ -134,6 +134,8 @@ class MemorySettings(_Section):
     index_max_lines: int = Field(200, gt=0, description="MEMORY.md index lines loaded")
     rules_max_chars: int = Field(40_000, gt=0, description="warn when rules together exceed this")
     include_max_depth: int = Field(5, ge=0, description="@path include depth")
+    extract_max_facts: int = Field(5, ge=0, description="facts auto-extraction may add after one turn, at most")
+    extract_input_max_tokens: int = Field(20_000, gt=0, description="recent conversation shown to memory extraction")
 
 
 class TranscriptSettings(_Section):
