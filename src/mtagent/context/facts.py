@@ -134,6 +134,12 @@ def constraint_lines(text: str) -> list[str]:
     return found
 
 
+def goal_text(text: str) -> str:
+    """A first user message without its rule lines (those are listed as constraints)."""
+    rest = [line for line in text.splitlines() if line.strip() and not CONSTRAINT_PATTERN.search(line)]
+    return "\n".join(rest).strip() or text
+
+
 def _is_engine_message(message: BaseMessage) -> bool:
     meta = (message.response_metadata or {}).get("mtagent") or {}
     return bool(meta.get("kind"))
@@ -211,7 +217,7 @@ def extract_facts(messages: Sequence[BaseMessage], previous_summary: str | None 
             if not text:
                 continue
             if not facts.goal:
-                facts.goal = clip(text, MAX_GOAL_CHARS)
+                facts.goal = clip(goal_text(text), MAX_GOAL_CHARS)
             else:
                 _add_unique(facts.user_requests, clip(text, MAX_LINE_CHARS))
             for line in constraint_lines(text):
