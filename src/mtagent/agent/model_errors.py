@@ -22,6 +22,7 @@ from typing import TypeVar
 
 from langchain_core import exceptions as lc_errors
 
+from mtagent.context.policy import is_context_length_error as engine_is_context_length_error
 from mtagent.errors import ModelError
 
 T = TypeVar("T")
@@ -40,26 +41,13 @@ class ErrorKind(str, Enum):
 
 RETRYABLE = frozenset({ErrorKind.RATE_LIMIT, ErrorKind.SERVER, ErrorKind.TIMEOUT, ErrorKind.CONNECTION})
 
-_CONTEXT_PATTERNS = re.compile(
-    r"context_length_exceeded|context length|maximum context|context window|prompt is too long"
-    r"|too many tokens|input tokens exceed|reduce the length",
-    re.IGNORECASE,
-)
 _SECRET_LIKE = re.compile(r"\b(sk|key|tok)[-_][A-Za-z0-9_\-]{8,}")
 
 
 def is_context_length_error(exc: BaseException) -> bool:
-    """True if the provider rejected the request as longer than the window."""
-    try:
-        from mtagent.context.policy import is_context_length_error as engine_check
-    except ImportError:
-        engine_check = None
-    if engine_check is not None and engine_check(exc):
-        return True
-    if isinstance(exc, lc_errors.ContextOverflowError):
-        return True
-    status = _status(exc)
-    return status in (400, 413, None) and bool(_CONTEXT_PATTERNS.search(str(exc)))
+    """True if the provider rejected the request as longer than the window (the engine's test,
+    plus LangChain's typed :class:`~langchain_core.exceptions.ContextOverflowError`)."""
+    return isinstance(exc, lc_errors.ContextOverflowError) or engine_is_context_length_error(exc)
 
 
 def _status(exc: BaseException) -> int | None:

@@ -1,0 +1,95 @@
+"""Assemble one session's engine: context window manager, session memory, tools, static context.
+
+The agent is a thin user of the engine; this module is the one place that knows how the
+parts are wired for a session — the same sink (the session's redacting transcript writer),
+event bus and statistics for all of them, the tools' :class:`ReadState` shared with the
+compactor (so it re-attaches recently read files), and the summarizer: an LLM one on
+``agent.compact_model`` when configured, the extractive one otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.tools import BaseTool
+
+from mtagent.config import Settings
+from mtagent.context.rules import touched_paths
+from mtagent.context.session_memory import SessionMemoryManager
+from mtagent.context.static import RuntimeContext, StaticContext
+from mtagent.context.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from mtagent.context.tool_results import ToolResultBudgeter
+from mtagent.context.window import ContextWindowManager
+from mtagent.events import EventBus, SessionStats
+from mtagent.session.artifacts import ArtifactStore
+from mtagent.tools import ToolContext, ToolSession, default_tools
+
+ToolsSpec = Sequence[BaseTool] | Callable[[ToolContext], Sequence[BaseTool]] | None
+
+
+@dataclass
+class EngineParts:
+    engine: ContextWindowManager
+    tools: list[BaseTool]
+    static: StaticContext
+    tool_context: ToolContext
+    budgeter: ToolResultBudgeter
+    session_memory: SessionMemoryManager | None
+    summarizer: Summarizer
+
+
+def make_summarizer(settings: Settings, model: BaseChatModel | None) -> Summarizer:
+    if model is not None:
+        return LLMSummarizer(model, tool_result_chars=settings.tool_results.preview_chars)
+    return ExtractiveSummarizer()
+
+
+def build(*, project_root: Path, settings: Settings, sink: Any, events: EventBus, stats: SessionStats,
+          artifacts: ArtifactStore, tools: ToolsSpec = None,
+          summarizer_model: BaseChatModel | None = None) -> EngineParts:
+    """Wire the engine parts of one session (see the module docstring).
+
+    ``tools``: None for :func:`mtagent.tools.default_tools`; a list to use as is; or a callable
+    given the session's :class:`ToolContext` (to add tools to the defaults, as tests do).
+    """
+    context = ToolContext.create(project_root, ToolSession(artifacts, sink, events, stats), settings)
+    if tools is None:
+        tool_list = default_tools(project_root, context=context)
+    elif callable(tools):
+        tool_list = list(tools(context))
+    else:
+        tool_list = list(tools)
+    summarizer = make_summarizer(settings, summarizer_model)
+    memory = (SessionMemoryManager(path=artifacts.session_memory_path, settings=settings, model=summarizer_model,
+                                   sink=sink, events=events)
+              if settings.session_memory.enabled else None)
+    engine = ContextWindowManager(
+        settings, summarizer=summarizer, sink=sink, bus=events, stats=stats, session_memory=memory,
+        read_state=context.read_state, token_limit=settings.context.token_limit, root=project_root,
+    )
+    static = StaticContext(project_root, settings.memory)
+    return EngineParts(engine, tool_list, static, context, context.budgeter, memory, summarizer)
+
+
+def static_messages(static: StaticContext, tools: Iterable[BaseTool], project_root: Path) -> list[BaseMessage]:
+    """This call's system prompt and ``<session_context>`` (re-read, so hand edits apply)."""
+    parts = static.build(list(tools), RuntimeContext(working_directory=str(project_root)))
+    return list(parts.messages)
+
+
+def touch_paths(static: StaticContext, message: BaseMessage, project_root: Path) -> None:
+    """Switch on path-scoped rules for files a new message names (incremental, per message)."""
+    static.touch(touched_paths([message], project_root))
+
+
+def budget_in_turn(budgeter: ToolResultBudgeter, earlier: Sequence[ToolMessage],
+                   new: ToolMessage) -> ToolMessage:
+    """Apply the per-turn aggregate limit to ``new`` alone: ``earlier`` results of the turn are
+    already frozen and recorded, so only the newcomer can be offloaded to fit."""
+    return budgeter.budget_turn([*earlier, new])[-1]  # type: ignore[return-value]
+

@@ -1,0 +1,347 @@
+"""The agent loop as a LangGraph ``StateGraph``: reason → approve → tools → reason … → end.
+
+* **reason** asks the context engine what to send (``ContextWindowManager.prepare``: budget,
+  microcompact, auto compact, plan), calls the model with the tools bound, and appends the reply
+  to the transcript at once. Transient provider errors are retried with backoff; a context-length
+  rejection triggers one reactive compact and one retry (:mod:`mtagent.agent.model_errors`).
+* **approve** decides each requested tool call (:class:`~mtagent.agent.approval.ApprovalPolicy`);
+  calls that need the user's yes are put to them through LangGraph's ``interrupt()``. The node
+  has no side effects, so re-running it on resume is harmless.
+* **tools** runs the approved calls in order and appends each result as it arrives. A call that
+  already has a result, or that had started before a crash, is never run again.
+
+Ctrl-C (``KeyboardInterrupt``) is not swallowed: the tool node first records what happened to
+the call in flight and to the calls that never started, so the history stays a valid
+tool-call protocol, then lets it propagate to the session, which leaves the session resumable.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from langchain_core.messages.utils import message_chunk_to_message
+from langchain_core.runnables import Runnable
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+from mtagent.agent import prompts
+from mtagent.agent.approval import ApprovalPolicy
+from mtagent.agent.model_errors import ErrorKind, RetryPolicy, call_with_retries, classify, to_model_error
+from mtagent.agent.state import INVALID_ARGS_KEY, AgentState, Conversation, PendingCall, ToolDecision
+from mtagent.config import Settings
+from mtagent.events import EventBus, EventType
+from mtagent.session.schema import event_record, message_to_record, new_message_id
+
+APPROVAL_KIND = "tool_approval"
+
+
+class PreparedView(Protocol):
+    messages: list[BaseMessage]
+    history: list[BaseMessage]
+
+
+class ContextEngine(Protocol):
+    """What the loop needs from :class:`mtagent.context.window.ContextWindowManager`."""
+
+    def prepare(self, history: list[BaseMessage], *, system: Sequence[BaseMessage] = (),
+                tools_tokens: int = 0, query_source: str = "user") -> Any: ...
+
+    def reactive_compact(self, history: list[BaseMessage], *, system: Sequence[BaseMessage] | None = None,
+                         tools_tokens: int = 0) -> Any: ...
+
+
+class RecordSink(Protocol):
+    def append(self, record: dict[str, Any]) -> object: ...
+
+
+@dataclass(slots=True)
+class RunCounters:
+    model_calls: int = 0
+    tool_executions: int = 0
+    retries: int = 0
+    reactive_compacts: int = 0
+    executed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AgentRuntime:
+    """Everything the nodes use that cannot live in a checkpoint (models, files, callbacks)."""
+
+    model: Runnable[Any, Any]
+    model_name: str
+    engine: ContextEngine
+    tools: dict[str, Any]
+    policy: ApprovalPolicy
+    conversation: Conversation
+    settings: Settings
+    sink: RecordSink
+    events: EventBus
+    system: Callable[[], list[BaseMessage]] = list
+    tools_tokens: int = 0
+    redact: Callable[[str], str] = str
+    on_token: Callable[[str], None] | None = None
+    on_prepared: Callable[[Any], None] | None = None
+    on_message: Callable[[BaseMessage], None] | None = None
+    budget: Callable[[list[ToolMessage], ToolMessage], ToolMessage] | None = None
+    sleep: Callable[[float], None] | None = None
+    secrets: tuple[str, ...] = ()
+    counters: RunCounters = field(default_factory=RunCounters)
+
+    def add(self, message: BaseMessage) -> None:
+        """Append to the live history and the transcript (a crash loses only the call in flight)."""
+        if not message.id:
+            message.id = new_message_id()
+        self.conversation.add(message)
+        self.sink.append(message_to_record(message))
+        if self.on_message is not None:
+            self.on_message(message)
+
+    def record_event(self, event: EventType | str, **data: Any) -> None:
+        self.sink.append(event_record(getattr(event, "value", event), data))
+        if isinstance(event, EventType):
+            self.events.emit(event, **data)
+
+
+# ── reason ─────────────────────────────────────────────────────────────────────────────
+
+
+def normalize_reply(message: AIMessage) -> AIMessage:
+    """Give the reply an id and fold malformed tool calls into ``tool_calls``.
+
+    A call whose arguments were not JSON arrives in ``invalid_tool_calls``; providers still
+    expect an answer to it. Keeping it as a regular call (its raw text under
+    :data:`INVALID_ARGS_KEY`) lets the tool node answer it with an error, and keeps every
+    engine invariant (tool call ↔ result pairs) about one list.
+    """
+    calls = [dict(c) for c in message.tool_calls]
+    for bad in message.invalid_tool_calls:
+        calls.append({
+            "name": bad.get("name") or "unknown",
+            "args": {INVALID_ARGS_KEY: bad.get("args") or "", "_error": bad.get("error") or ""},
+            "id": bad.get("id") or f"call_{new_message_id()[4:16]}",
+            "type": "tool_call",
+        })
+    return message.model_copy(update={
+        "id": message.id if message.id and not message.id.startswith("lc_run") else new_message_id(),
+        "tool_calls": calls,
+        "invalid_tool_calls": [],
+    })
+
+
+def _invoke(rt: AgentRuntime, messages: list[BaseMessage]) -> AIMessage:
+    if rt.on_token is None:
+        result = rt.model.invoke(messages)
+        return result if isinstance(result, AIMessage) else AIMessage(content=str(result))
+    acc: AIMessageChunk | None = None
+    for chunk in rt.model.stream(messages):
+        text = chunk.text if isinstance(chunk.text, str) else chunk.text()
+        if text:
+            rt.on_token(text)
+        acc = chunk if acc is None else acc + chunk
+    if acc is None:
+        return AIMessage(content="")
+    message = message_chunk_to_message(acc)
+    return message if isinstance(message, AIMessage) else AIMessage(content=str(message.content))
+
+
+def call_model(rt: AgentRuntime) -> AIMessage:
+    """One model call through the engine, with retries and at most one reactive compact."""
+    cfg = rt.settings.agent
+    retry = RetryPolicy(cfg.max_retries, cfg.retry_base_seconds)
+    reactive_used = False
+
+    def on_retry(attempt: int, kind: ErrorKind, exc: BaseException, wait: float) -> None:
+        rt.counters.retries += 1
+        rt.record_event(EventType.MODEL_RETRY, attempt=attempt, kind=kind.value, wait_seconds=wait,
+                        error=rt.redact(str(exc))[:300])
+
+    while True:
+        system = rt.system()
+        prepared = rt.engine.prepare(list(rt.conversation.messages), system=system,
+                                     tools_tokens=rt.tools_tokens)
+        rt.conversation.replace(prepared.history)
+        if rt.on_prepared is not None:
+            rt.on_prepared(prepared)
+        try:
+            kwargs = {"sleep": rt.sleep} if rt.sleep is not None else {}
+            reply = call_with_retries(lambda: _invoke(rt, list(prepared.messages)), retry,
+                                      on_retry=on_retry, **kwargs)
+            rt.counters.model_calls += 1
+            return reply
+        except Exception as exc:
+            kind = classify(exc)
+            if kind is ErrorKind.CONTEXT_LENGTH and not reactive_used:
+                reactive_used = True
+                rt.counters.reactive_compacts += 1
+                result = rt.engine.reactive_compact(list(rt.conversation.messages), system=system,
+                                                    tools_tokens=rt.tools_tokens)
+                rt.conversation.replace(result.new_history())
+                continue
+            attempts = retry.max_retries + 1 if kind in (ErrorKind.RATE_LIMIT, ErrorKind.SERVER,
+                                                         ErrorKind.TIMEOUT, ErrorKind.CONNECTION) else 1
+            raise to_model_error(exc, kind, model=rt.model_name, attempts=attempts,
+                                 secrets=rt.secrets) from exc
+
+
+def make_reason(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
+    def reason(state: AgentState) -> AgentState:
+        if state.get("steps", 0) >= rt.settings.agent.max_steps:
+            return {"status": "max_steps", "pending": []}
+        reply = normalize_reply(call_model(rt))
+        rt.add(reply)
+        pending: list[PendingCall] = [
+            {"id": str(c["id"]), "name": c["name"], "args": dict(c.get("args") or {})} for c in reply.tool_calls
+        ]
+        return {"steps": state.get("steps", 0) + 1, "pending": pending, "decisions": {},
+                "status": "running" if pending else "done"}
+
+    return reason
+
+
+# ── approve ────────────────────────────────────────────────────────────────────────────
+
+
+def _parse_answer(answer: Any, asked: list[dict[str, Any]]) -> dict[str, ToolDecision]:
+    """Read the user's reply: ``"allow"`` / ``"deny"`` for all, or ``{call_id: decision}``.
+
+    A decision may be a string or ``{"decision": ..., "reason": ...}``; a call the user did
+    not answer is denied (nothing runs without a yes).
+    """
+    out: dict[str, ToolDecision] = {}
+    for req in asked:
+        raw = answer if isinstance(answer, (str, bool)) else (answer or {}).get(req["tool_call_id"])
+        reason = None
+        if isinstance(raw, dict):
+            reason = raw.get("reason")
+            raw = raw.get("decision")
+        if raw is True or raw in ("allow", "yes", "y", "approve"):
+            out[req["tool_call_id"]] = {"decision": "allow", "rule": "approved by the user"}
+        else:
+            out[req["tool_call_id"]] = {"decision": "deny", "rule": "the user",
+                                        "reason": reason or "the user declined it"}
+    return out
+
+
+def make_approve(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
+    def approve(state: AgentState) -> AgentState:
+        decisions: dict[str, ToolDecision] = {}
+        asked: list[dict[str, Any]] = []
+        for call in state.get("pending", []):
+            if call["id"] in rt.conversation.answered:
+                continue
+            if INVALID_ARGS_KEY in call["args"]:
+                decisions[call["id"]] = {"decision": "invalid", "reason": "arguments are not valid JSON"}
+                continue
+            if call["name"] not in rt.tools:
+                decisions[call["id"]] = {"decision": "invalid", "reason": "unknown tool"}
+                continue
+            verdict = rt.policy.decide(call["name"], call["args"])
+            if verdict.decision == "ask":
+                asked.append({"tool_call_id": call["id"], "name": call["name"], "args": call["args"],
+                              "rule": verdict.rule})
+            else:
+                decisions[call["id"]] = {"decision": verdict.decision, "rule": verdict.rule}
+        if asked:
+            answer = interrupt({"kind": APPROVAL_KIND, "requests": asked})
+            decisions.update(_parse_answer(answer, asked))
+        return {"decisions": decisions}
+
+    return approve
+
+
+# ── tools ──────────────────────────────────────────────────────────────────────────────
+
+
+def _tool_message(rt: AgentRuntime, call: PendingCall, content: str, *, status: str = "error",
+                  artifact: Any = None) -> ToolMessage:
+    return ToolMessage(content=rt.redact(content), tool_call_id=call["id"], name=call["name"],
+                       status=status, artifact=artifact, id=new_message_id())
+
+
+def run_tool(rt: AgentRuntime, call: PendingCall) -> ToolMessage:
+    """Run one approved call; a tool's exception becomes an error result the model can read."""
+    tool = rt.tools[call["name"]]
+    try:
+        result = tool.invoke({"name": call["name"], "args": call["args"], "id": call["id"], "type": "tool_call"})
+    except Exception as exc:  # a failing tool is information for the model, not a crash
+        return _tool_message(rt, call, prompts.tool_failed_result(call["name"], exc))
+    if isinstance(result, ToolMessage):
+        content = result.content if isinstance(result.content, str) else json.dumps(result.content, default=str)
+        return _tool_message(rt, call, content, status=result.status or "success", artifact=result.artifact)
+    return _tool_message(rt, call, str(result), status="success")
+
+
+def _decided_result(rt: AgentRuntime, call: PendingCall, decision: ToolDecision) -> ToolMessage | None:
+    if decision.get("decision") == "deny":
+        why = decision.get("reason") or f"denied by {decision.get('rule', 'the approval policy')}"
+        return _tool_message(rt, call, prompts.denied_result(call["name"], call["args"], why))
+    if decision.get("decision") == "invalid":
+        if INVALID_ARGS_KEY in call["args"]:
+            return _tool_message(rt, call, prompts.invalid_arguments_result(
+                call["name"], str(call["args"][INVALID_ARGS_KEY]), str(call["args"].get("_error") or "")))
+        return _tool_message(rt, call, prompts.unknown_tool_result(call["name"], list(rt.tools)))
+    return None
+
+
+def make_tools(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
+    def tools(state: AgentState) -> AgentState:
+        pending = [c for c in state.get("pending", []) if c["id"] not in rt.conversation.answered]
+        decisions = state.get("decisions", {})
+        turn_results: list[ToolMessage] = []
+        for index, call in enumerate(pending):
+            if call["id"] in rt.conversation.answered:
+                continue
+            if call["id"] in rt.conversation.started:
+                rt.add(_tool_message(rt, call, prompts.lost_in_crash_result(call["name"], call["args"])))
+                continue
+            decided = _decided_result(rt, call, decisions.get(call["id"], {"decision": "deny",
+                                                                              "reason": "no approval decision"}))
+            if decided is not None:
+                rt.add(decided)
+                continue
+            rt.conversation.started.add(call["id"])
+            rt.record_event(EventType.TOOL_STARTED, tool_call_id=call["id"], tool=call["name"])
+            try:
+                result = run_tool(rt, call)
+            except KeyboardInterrupt:
+                rt.add(_tool_message(rt, call, prompts.interrupted_result(call["name"], call["args"])))
+                for rest in pending[index + 1:]:
+                    if rest["id"] not in rt.conversation.answered:
+                        rt.add(_tool_message(rt, rest, prompts.not_run_after_interrupt(rest["name"], rest["args"])))
+                raise
+            rt.counters.tool_executions += 1
+            rt.counters.executed.append(call["id"])
+            if rt.budget is not None:
+                result = rt.budget(turn_results, result)
+            turn_results.append(result)
+            rt.add(result)
+            rt.record_event(EventType.TOOL_FINISHED, tool_call_id=call["id"], tool=call["name"],
+                            status=result.status)
+        return {"pending": [], "decisions": {}}
+
+    return tools
+
+
+# ── wiring ─────────────────────────────────────────────────────────────────────────────
+
+
+def _after_reason(state: AgentState) -> str:
+    return "approve" if state.get("pending") else END
+
+
+def build_graph(rt: AgentRuntime, checkpointer: BaseCheckpointSaver[Any] | None = None) -> Any:
+    """The compiled graph; nodes close over ``rt``, so build one per session."""
+    graph = StateGraph(AgentState)
+    graph.add_node("reason", make_reason(rt))
+    graph.add_node("approve", make_approve(rt))
+    graph.add_node("tools", make_tools(rt))
+    graph.add_edge(START, "reason")
+    graph.add_conditional_edges("reason", _after_reason, ["approve", END])
+    graph.add_edge("approve", "tools")
+    graph.add_edge("tools", "reason")
+    return graph.compile(checkpointer=checkpointer)

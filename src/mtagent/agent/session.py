@@ -1,0 +1,370 @@
+"""``AgentSession``: the one object a front end (CLI, REPL, tests, the demo) drives.
+
+::
+
+    with AgentSession.create(cwd, model="openai:gpt-4o-mini") as session:
+        result = session.run_turn("add a --verbose flag", approver=ask_user)
+        print(result.reply)
+
+    session = AgentSession.resume(None, cwd)          # the latest session of this project
+    session.run_turn("continue")                      # summary + recent tail, as it was
+
+A session owns the transcript writer (the truth), the live history, the context engine, the
+tools and a LangGraph graph checkpointed in ``<artifacts>/checkpoints.sqlite``. A turn that
+needs the user's approval either calls ``approver(requests)`` or returns
+``status="approval_required"``; :meth:`AgentSession.resume_approval` continues it later — even
+in a new process after :meth:`AgentSession.resume`. Ctrl-C during a turn returns
+``status="interrupted"`` with everything recorded, and the session stays usable.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
+
+from mtagent import __version__, paths
+from mtagent.agent import engine as engine_factory
+from mtagent.agent import prompts
+from mtagent.agent.approval import ApprovalPolicy
+from mtagent.agent.graph import APPROVAL_KIND, AgentRuntime, build_graph
+from mtagent.agent.models import context_window, create_chat_model
+from mtagent.agent.redaction import Redactor, RedactingSink, collect_secrets
+from mtagent.agent.state import Conversation, initial_state
+from mtagent.config import Settings, load_settings
+from mtagent.context.tokens import count_text_tokens
+from mtagent.context.view import load_session
+from mtagent.errors import ModelError, SessionNotFound
+from mtagent.events import EventBus, EventType, SessionStats
+from mtagent.session import schema
+from mtagent.session.artifacts import ArtifactStore
+from mtagent.session.catalog import list_sessions
+from mtagent.session.transcript import TranscriptWriter, iter_entries
+
+TurnStatus = Literal["done", "approval_required", "interrupted", "max_steps"]
+Approver = Callable[[list["ApprovalRequest"]], Any]
+CHECKPOINT_FILE = "checkpoints.sqlite"
+
+
+@dataclass(slots=True, frozen=True)
+class ApprovalRequest:
+    """A tool call waiting for the user's yes or no."""
+
+    tool_call_id: str
+    tool: str
+    args: dict[str, Any]
+    rule: str
+
+
+@dataclass(slots=True)
+class TurnResult:
+    status: TurnStatus
+    reply: str = ""
+    approvals: list[ApprovalRequest] = field(default_factory=list)
+    model_calls: int = 0
+    tool_executions: int = 0
+    executed_tool_call_ids: list[str] = field(default_factory=list)
+    messages: list[BaseMessage] = field(default_factory=list)
+
+
+def _no_model_error() -> ModelError:
+    return ModelError(
+        "no model configured: pass --model provider:name (e.g. --model openai:gpt-4o-mini with "
+        "OPENAI_API_KEY set, or --model ollama:qwen2.5-coder --base-url http://localhost:11434/v1), "
+        "set agent.model in ~/.mtagent/config.toml, or try `mtagent demo` which needs no model"
+    )
+
+
+class AgentSession:
+    """See the module docstring. Build with :meth:`create` or :meth:`resume`."""
+
+    def __init__(self, *, project_root: Path, session_id: str, settings: Settings, model: BaseChatModel,
+                 model_name: str, writer: TranscriptWriter, history: list[BaseMessage],
+                 tools: Sequence[Any] | None, approval: str, events: EventBus | None,
+                 on_token: Callable[[str], None] | None, secrets: tuple[str, ...],
+                 summarizer_model: BaseChatModel | None) -> None:
+        self.project_root = project_root
+        self.session_id = session_id
+        self.model_name = model_name
+        self.events = events or EventBus()
+        self.stats = SessionStats()
+        self.window = context_window(settings, model_name)
+        self.settings = _with_window(settings, self.window)
+        self.redactor = Redactor(secrets)
+        self._writer = writer
+        self.sink = RedactingSink(writer, self.redactor)
+        self.artifacts = ArtifactStore.for_session(project_root, session_id,
+                                                   self.settings.tool_results.artifact_max_bytes)
+        self.policy = ApprovalPolicy.from_rules(self.settings.agent.approval, approval)
+        self.last_prepared: Any = None
+        self.resume_warnings: list[str] = []
+        self._turn = sum(1 for m in history if isinstance(m, HumanMessage))
+        parts = engine_factory.build(
+            project_root=project_root, settings=self.settings, sink=self.sink, events=self.events,
+            stats=self.stats, artifacts=self.artifacts, tools=tools, summarizer_model=summarizer_model,
+        )
+        self.parts = parts
+        self.engine = parts.engine
+        self.tools = {t.name: t for t in parts.tools}
+        self.static = parts.static
+        tools_tokens = sum(count_text_tokens(str(convert_to_openai_tool(t))) for t in parts.tools)
+        self.conversation = Conversation()
+        self.conversation.replace(history)
+        self.runtime = AgentRuntime(
+            model=model.bind_tools(list(parts.tools)) if parts.tools else model,
+            model_name=model_name, engine=self.engine, tools=self.tools, policy=self.policy,
+            conversation=self.conversation, settings=self.settings, sink=self.sink, events=self.events,
+            system=self._system_messages, tools_tokens=tools_tokens, redact=self.redactor.text,
+            on_token=on_token, on_prepared=self._remember_prepared, secrets=secrets,
+            on_message=lambda m: engine_factory.touch_paths(self.static, m, project_root),
+            budget=lambda earlier, new: engine_factory.budget_in_turn(parts.budgeter, earlier, new),
+        )
+        for message in history:
+            engine_factory.touch_paths(self.static, message, project_root)
+        db = paths.ensure_dir(self.artifacts.root) / CHECKPOINT_FILE
+        self._db = sqlite3.connect(str(db), check_same_thread=False)
+        self.checkpointer = SqliteSaver(self._db)
+        self.graph = build_graph(self.runtime, self.checkpointer)
+        self._config = {"configurable": {"thread_id": session_id}}
+
+    # construction ------------------------------------------------------------------------
+    @classmethod
+    def create(cls, project_root: str | os.PathLike[str] = ".", *, model: str | BaseChatModel | None = None,
+               settings: Settings | None = None, base_url: str | None = None, api_key: str | None = None,
+               approval: str = "ask", tools: Sequence[Any] | None = None, session_id: str | None = None,
+               events: EventBus | None = None, on_token: Callable[[str], None] | None = None,
+               environ: dict[str, str] | None = None) -> AgentSession:
+        """A new session in ``project_root``; writes its ``session_start`` record."""
+        root = Path(project_root).resolve()
+        settings = settings or load_settings(root)
+        chat, name, secrets, summarizer = _resolve_model(model, settings, base_url, api_key, environ)
+        sid = paths.validate_session_id(session_id or schema.new_session_id())
+        writer = TranscriptWriter(paths.session_transcript_path(root, sid), session_id=sid,
+                                  fsync=settings.transcript.fsync)
+        try:
+            writer.append(schema.session_start_record(sid, str(root), name, __version__))
+            return cls(project_root=root, session_id=sid, settings=settings, model=chat, model_name=name,
+                       writer=writer, history=[], tools=tools, approval=approval, events=events,
+                       on_token=on_token, secrets=secrets, summarizer_model=summarizer)
+        except BaseException:
+            writer.close()
+            raise
+
+    @classmethod
+    def resume(cls, session_id: str | None = None, project_root: str | os.PathLike[str] = ".", *,
+               model: str | BaseChatModel | None = None, settings: Settings | None = None,
+               base_url: str | None = None, api_key: str | None = None, approval: str = "ask",
+               tools: Sequence[Any] | None = None, events: EventBus | None = None,
+               on_token: Callable[[str], None] | None = None, environ: dict[str, str] | None = None,
+               skip_corrupt: bool = False) -> AgentSession:
+        """Continue a session (``None`` = the latest of this project): summary + recent tail."""
+        root = Path(project_root).resolve()
+        sid = session_id or latest_session_id(root)
+        if sid is None:
+            raise SessionNotFound(f"no sessions yet for project {root}; start one with `mtagent`")
+        settings = settings or load_settings(root)
+        resumed = load_session(root, sid, skip_corrupt=skip_corrupt)
+        start = resumed.session_start or {}
+        chat, name, secrets, summarizer = _resolve_model(model or start.get("model"), settings, base_url,
+                                                         api_key, environ)
+        writer = TranscriptWriter(resumed.path, session_id=sid, fsync=settings.transcript.fsync)
+        try:
+            session = cls(project_root=root, session_id=sid, settings=settings, model=chat, model_name=name,
+                          writer=writer, history=list(resumed.messages), tools=tools, approval=approval,
+                          events=events, on_token=on_token, secrets=secrets, summarizer_model=summarizer)
+        except BaseException:
+            writer.close()
+            raise
+        session.resume_warnings = list(resumed.warnings)
+        session._settle_interrupted_calls(resumed.view.interrupted_messages())
+        if session.parts.session_memory is not None:
+            session.parts.session_memory.restore(
+                [e.record for e in iter_entries(resumed.path, start=resumed.stats.start_offset, skip_corrupt=True)])
+        return session
+
+    def _settle_interrupted_calls(self, synthetic: list[ToolMessage]) -> None:
+        """Tool calls the transcript left without a result (the view filled them in).
+
+        Calls of a round paused for approval stay open — :meth:`resume_approval` runs or answers
+        them. Any other
+        was cut off by a crash: its synthetic "interrupted" result is written to the transcript,
+        so the file and the history agree, and the call is never run again.
+        """
+        waiting: set[str] = set()
+        if self.pending_approval:
+            waiting = {c["id"] for c in (self.graph.get_state(self._config).values or {}).get("pending", [])}
+        drop = {m.id for m in synthetic if m.tool_call_id in waiting}
+        if drop:
+            history = [m for m in self.conversation.messages if m.id not in drop]
+            self.conversation = Conversation()
+            self.conversation.replace(history)
+            self.runtime.conversation = self.conversation
+        for message in synthetic:
+            if message.tool_call_id not in waiting:
+                self.sink.append(schema.message_to_record(message))
+
+    # the turn ----------------------------------------------------------------------------
+    @property
+    def history(self) -> list[BaseMessage]:
+        """The persistent history the engine plans from (summary + messages since the boundary)."""
+        return list(self.conversation.messages)
+
+    @property
+    def pending_approval(self) -> list[ApprovalRequest]:
+        """Tool calls of a paused turn that wait for :meth:`resume_approval`."""
+        snapshot = self.graph.get_state(self._config)
+        requests: list[ApprovalRequest] = []
+        for item in snapshot.interrupts:
+            value = item.value if isinstance(item.value, dict) else {}
+            if value.get("kind") == APPROVAL_KIND:
+                requests += [ApprovalRequest(r["tool_call_id"], r["name"], dict(r["args"]), r["rule"])
+                             for r in value.get("requests", [])]
+        return requests
+
+    def run_turn(self, text: str, *, approver: Approver | None = None) -> TurnResult:
+        """Add the user's message and run the loop until the model answers without tool calls."""
+        self._abandon_unanswered_calls()
+        message = HumanMessage(content=text, id=schema.new_message_id())
+        self.runtime.add(message)
+        self._turn += 1
+        return self._drive(initial_state(self._turn), approver)
+
+    def _abandon_unanswered_calls(self) -> None:
+        """The user moved on (a new message) while tool calls waited: answer them as not run."""
+        for call in self.conversation.unanswered_calls():
+            self.runtime.add(ToolMessage(
+                content=prompts.denied_result(call["name"], call["args"], "the user sent a new message instead"),
+                tool_call_id=call["id"], name=call["name"], status="error", id=schema.new_message_id()))
+
+    def resume_approval(self, answer: Any, *, approver: Approver | None = None) -> TurnResult:
+        """Continue a paused turn. ``answer``: ``"allow"``/``"deny"`` for all, or ``{call_id: decision}``
+        where a decision is a string or ``{"decision": ..., "reason": ..., "remember": bool}``."""
+        if not self.pending_approval:
+            raise SessionNotFound(f"session {self.session_id} has no tool call waiting for approval")
+        self._remember(answer)
+        return self._drive(Command(resume=answer), approver)
+
+    def _remember(self, answer: Any) -> None:
+        """``remember: true`` on an allow turns it into a session rule (the exact shell command)."""
+        if not isinstance(answer, dict):
+            return
+        for request in self.pending_approval:
+            decision = answer.get(request.tool_call_id)
+            if isinstance(decision, dict) and decision.get("remember") and decision.get("decision") == "allow":
+                if request.tool == "shell":
+                    self.policy.shell_rules.append((str(request.args.get("command", "")), "allow"))
+                else:
+                    self.policy.tool_rules[request.tool] = "allow"
+
+    def _drive(self, payload: Any, approver: Approver | None) -> TurnResult:
+        counters = self.runtime.counters
+        before = (counters.model_calls, counters.tool_executions, len(counters.executed))
+        size_before = len(self.conversation.messages)
+        status: TurnStatus = "done"
+        try:
+            while True:
+                self.graph.invoke(payload, self._config)
+                requests = self.pending_approval
+                if not requests:
+                    break
+                if approver is None:
+                    status = "approval_required"
+                    break
+                answer = approver(requests)
+                self._remember(answer)
+                payload = Command(resume=answer)
+        except KeyboardInterrupt:
+            status = "interrupted"
+            self.runtime.record_event("turn_interrupted", turn=self._turn)
+        finally:
+            self._writer.end_turn()
+        values = self.graph.get_state(self._config).values or {}
+        if status == "done" and values.get("status") == "max_steps":
+            status = "max_steps"
+        new = self.conversation.messages[size_before:] if len(self.conversation.messages) >= size_before else []
+        reply = next((m.text if isinstance(m.text, str) else m.text() for m in reversed(self.conversation.messages)
+                      if isinstance(m, AIMessage) and not m.tool_calls), "") if status == "done" else ""
+        return TurnResult(
+            status=status, reply=reply,
+            approvals=self.pending_approval if status == "approval_required" else [],
+            model_calls=counters.model_calls - before[0], tool_executions=counters.tool_executions - before[1],
+            executed_tool_call_ids=list(counters.executed[before[2]:]), messages=list(new),
+        )
+
+    # engine passthroughs ----------------------------------------------------------------
+    def _system_messages(self) -> list[BaseMessage]:
+        return engine_factory.static_messages(self.static, self.tools.values(), self.project_root)
+
+    def _remember_prepared(self, prepared: Any) -> None:
+        self.last_prepared = prepared
+
+    def compact(self, instructions: str | None = None, *, from_message_id: str | None = None) -> Any:
+        """``/compact [instructions]`` and ``/compact from <id>``; the new history is adopted."""
+        self._abandon_unanswered_calls()
+        system = self._system_messages()
+        tools_tokens = self.runtime.tools_tokens
+        if from_message_id:
+            result = self.engine.compact_from(self.history, from_message_id, instructions=instructions,
+                                              system=system, tools_tokens=tools_tokens)
+        else:
+            result = self.engine.compact(self.history, trigger="manual", instructions=instructions,
+                                         system=system, tools_tokens=tools_tokens)
+        self.conversation.replace(result.new_history())
+        self._writer.end_turn()
+        return result
+
+    # lifecycle ---------------------------------------------------------------------------
+    @property
+    def transcript_path(self) -> Path:
+        return self._writer.path
+
+    def close(self) -> None:
+        self._writer.close()
+        self._db.close()
+
+    def __enter__(self) -> AgentSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def latest_session_id(project_root: str | os.PathLike[str]) -> str | None:
+    """The most recently started session of a project (ids sort by creation time)."""
+    sessions = list_sessions(project_root)
+    return sessions[-1].session_id if sessions else None
+
+
+def _with_window(settings: Settings, window: int) -> Settings:
+    if window == settings.context.token_limit:
+        return settings
+    context = settings.context.model_copy(update={"token_limit": window})
+    return settings.model_copy(update={"context": context})
+
+
+def _resolve_model(model: str | BaseChatModel | None, settings: Settings, base_url: str | None,
+                   api_key: str | None, environ: dict[str, str] | None
+                   ) -> tuple[BaseChatModel, str, tuple[str, ...], BaseChatModel | None]:
+    """The chat model, its display name, the secrets to redact, and the compaction model."""
+    secrets = collect_secrets(environ, [api_key])
+    spec = settings.agent.compact_model
+    summarizer = (create_chat_model(spec, settings=settings, base_url=base_url, api_key=api_key, environ=environ)
+                  if spec else None)
+    if isinstance(model, BaseChatModel):
+        name = getattr(model, "model_name", None) or type(model).__name__
+        return model, str(name), secrets, summarizer
+    spec_or_default = model or settings.agent.model
+    if not spec_or_default:
+        raise _no_model_error()
+    chat = create_chat_model(spec_or_default, settings=settings, base_url=base_url, api_key=api_key,
+                             environ=environ)
+    return chat, spec_or_default, secrets, summarizer
