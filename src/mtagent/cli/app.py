@@ -7,6 +7,7 @@ no traceback reaches the user.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import typer
 
@@ -14,6 +15,7 @@ from mtagent import __version__
 from mtagent.cli import config_cmd, tokens_cmd
 from mtagent.cli import memory_cmd
 from mtagent.cli import demo_cmd
+from mtagent.cli import run_cmd
 from mtagent.cli import sessions_cmd
 from mtagent.cli.output import fail
 from mtagent.errors import MTAgentError
@@ -38,16 +40,24 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    resume: str = run_cmd.resume_option(),
+    continue_: bool = run_cmd.continue_option(),
+    model: str = run_cmd.model_option(),
+    base_url: str = run_cmd.base_url_option(),
+    cwd: Path = run_cmd.cwd_option(),
+    approval: str = run_cmd.approval_option(),
+    window: int = run_cmd.window_option(),
 ) -> None:
-    """Run `mtagent COMMAND --help` for a command's options."""
-    if ctx.invoked_subcommand is None:
-        typer.echo(ctx.get_help())
+    """Without a command: the interactive agent (in a terminal). `mtagent COMMAND --help` for a command."""
+    run_cmd.root_entry(ctx, run_cmd.SessionOptions(cwd=cwd, model=model, base_url=base_url, approval=approval,
+                                                   window=window, resume=resume, continue_=continue_))
 
 
 tokens_cmd.register(app)
 config_cmd.register(app)
 memory_cmd.register(app)
 demo_cmd.register(app)
+run_cmd.register(app)
 sessions_cmd.register(app)
 
 

@@ -1,0 +1,170 @@
+"""The interactive ``mtagent``: a prompt-toolkit REPL over one agent session.
+
+* Input: persistent history in ``$MTAGENT_HOME/repl_history``; Enter sends, Esc+Enter (or a
+  line ending in ``\\``) adds a line; Ctrl-C clears the line, Ctrl-D (or ``/exit``) leaves.
+* A message streams the model's text as it arrives; tool activity and compaction (with a
+  spinner) are shown as they happen (:class:`~mtagent.cli.turn_display.TurnDisplay`).
+* Tool calls that need a yes are asked ``[y]es / [n]o / [a]lways``; Ctrl-C there denies.
+* Ctrl-C while the model or a tool runs stops the turn cleanly and returns to the prompt; the
+  transcript keeps everything, so nothing is lost and the session can go on.
+* Lines starting with ``/`` are slash commands (:mod:`mtagent.cli.slash`); ``//`` sends a
+  message that starts with a slash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.history import FileHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from rich.console import Console
+from rich.markup import escape
+
+from mtagent import paths
+from mtagent.cli.repl_host import ReplHost
+from mtagent.cli.run_cmd import SessionOptions
+from mtagent.cli.slash import Outcome, dispatch, error_line
+from mtagent.cli.turn_display import TurnDisplay, make_approver
+from mtagent.errors import MTAgentError
+
+HISTORY_FILE = "repl_history"
+PROMPT = "› "
+CONTINUATION = "· "
+
+
+def history_path() -> Path:
+    return paths.ensure_dir(paths.mtagent_home()) / HISTORY_FILE
+
+
+def continue_line(text: str) -> str | None:
+    """If ``text`` ends with a line-continuation backslash, the text with it turned into a newline."""
+    stripped = text.rstrip(" \t")
+    if stripped.endswith("\\") and not stripped.endswith("\\\\"):
+        return stripped[:-1] + "\n"
+    return None
+
+
+def message_text(line: str) -> str:
+    """What to send to the model for a non-command line (``//x`` sends ``/x``)."""
+    stripped = line.strip()
+    return stripped[1:] if stripped.startswith("//") else stripped
+
+
+def key_bindings() -> KeyBindings:
+    bindings = KeyBindings()
+
+    @bindings.add("escape", "enter")
+    def _newline(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @bindings.add("enter")
+    def _submit(event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        if buffer.document.is_cursor_at_the_end:
+            joined = continue_line(buffer.text)
+            if joined is not None:
+                buffer.text = joined
+                buffer.cursor_position = len(joined)
+                return
+        buffer.validate_and_handle()
+
+    return bindings
+
+
+class Repl:
+    """One interactive run. ``prompt_session`` and ``console`` are injectable for tests."""
+
+    def __init__(self, options: SessionOptions, *, console: Console | None = None,
+                 prompt_session: PromptSession[str] | None = None,
+                 ask: Callable[[str], str] | None = None) -> None:
+        self.console = console or Console(highlight=False)
+        self.display = TurnDisplay(console=self.console, activity=self.console)
+        self.host = ReplHost(console=self.console, options=options, on_token=self.display.on_token)
+        self.prompt = prompt_session or PromptSession(
+            history=FileHistory(str(history_path())), key_bindings=key_bindings(), multiline=True,
+            prompt_continuation=lambda width, line_number, wrap_count: CONTINUATION.rjust(width),
+        )
+        self._ask_session: PromptSession[str] | None = None
+        self.approver = make_approver(self.console, ask or self._ask, before=self.display.end_text)
+
+    def _ask(self, question: str) -> str:
+        """Approval questions get their own one-line prompt, kept out of the input history."""
+        if self._ask_session is None:
+            self._ask_session = PromptSession()
+        return self._ask_session.prompt(question)
+
+    def banner(self) -> None:
+        session = self.host.session
+        assert session is not None
+        resumed = " (resumed)" if len(session.history) else ""
+        self.console.print(f"[bold]mtagent[/] · {escape(session.model_name)} · window {session.window:,} tokens")
+        self.console.print(f"[dim]session {escape(session.session_id)}{resumed} · {escape(str(self.host.cwd))}[/]")
+        for warning in getattr(session, "resume_warnings", []) or []:
+            self.console.print(f"[yellow]warning:[/] {escape(str(warning))}", soft_wrap=True)
+        self.console.print("[dim]/help for commands · Esc+Enter for a new line · Ctrl-D to exit[/]")
+
+    def run(self) -> int:
+        self.display.attach(self.host.events)
+        self.host.open()
+        try:
+            self.banner()
+            self._loop()
+        finally:
+            self.display.detach()
+            self.host.close()
+        return 0
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                line = self.prompt.prompt(PROMPT)
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                self.console.print("[dim]bye[/]")
+                return
+            if not line.strip():
+                continue
+            outcome = dispatch(self.host, line)
+            if outcome is Outcome.EXIT:
+                return
+            if outcome is Outcome.NOT_A_COMMAND:
+                self.turn(message_text(line))
+
+    def turn(self, text: str) -> Any:
+        """Send one message; every failure ends up as one line and the REPL goes on."""
+        session = self.host.session
+        assert session is not None
+        self.display.take_streamed()
+        result = None
+        try:
+            result = session.run_turn(text, approver=self.approver)
+        except MTAgentError as exc:
+            self.display.end_text()
+            error_line(self.console, str(exc))
+        except KeyboardInterrupt:
+            self.display.end_text()
+            self.console.print("[yellow]interrupted[/] — the turn stopped; the session is saved")
+        finally:
+            self.display.stop_spinner()
+        if result is None:
+            return None
+        streamed = self.display.take_streamed()
+        self.display.end_text()
+        if result.reply and not streamed.strip():
+            self.console.print(result.reply, markup=False)
+        if result.status == "interrupted":
+            self.console.print("[yellow]interrupted[/] — the turn stopped; the session is saved")
+        elif result.status == "max_steps":
+            error_line(self.console, f"stopped after {session.settings.agent.max_steps} model calls "
+                                     "(agent.max_steps); send a message to go on")
+        elif result.status == "approval_required":
+            self.console.print("[yellow]waiting for approval[/]; send a message to continue")
+        return result
+
+
+def start_repl(options: SessionOptions) -> int:
+    return Repl(options).run()

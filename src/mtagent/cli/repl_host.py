@@ -1,0 +1,157 @@
+"""The REPL's live session, as slash commands see it (:class:`~mtagent.cli.slash.SlashHost`).
+
+It owns the current :class:`~mtagent.agent.session.AgentSession` and swaps it on ``/resume``.
+The window shown by ``/context`` is the engine's last plan when this process has made a model
+call, else the last ``context_plan`` record of the transcript — so a just-resumed session shows
+where it stood — else nothing yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from mtagent.cli.context_render import WindowUsage
+from mtagent.cli.run_cmd import SessionOptions
+from mtagent.cli.session_report import SessionReport, read_session_report
+from mtagent.cli.slash import CompactOutcome, SessionRow
+from mtagent.errors import UsageError
+from mtagent.events import EventBus
+
+if TYPE_CHECKING:
+    from mtagent.agent.session import AgentSession
+
+STAT_FIELDS = ("model_calls", "compactions", "microcompactions", "tool_results_persisted",
+               "tool_result_chars_saved", "compression_failure_count")
+
+
+@dataclass
+class ReplHost:
+    """Implements :class:`~mtagent.cli.slash.SlashHost`; ``session`` is swapped by ``/resume``."""
+
+    console: Console
+    options: SessionOptions
+    on_token: Callable[[str], None] | None = None
+    events: EventBus = field(default_factory=EventBus)
+    session: AgentSession | None = None
+
+    @property
+    def cwd(self) -> Path:
+        return self.options.root
+
+    def open(self) -> AgentSession:
+        """Start (or resume, per the options) the first session of this REPL."""
+        self.session = self.options.open_session(on_token=self.on_token, events=self.events)
+        return self.session
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+    def _live(self) -> AgentSession:
+        if self.session is None:
+            raise UsageError("no session is open")
+        return self.session
+
+    @property
+    def session_id(self) -> str | None:
+        return self.session.session_id if self.session else None
+
+    # views ------------------------------------------------------------------------------
+    def _plan(self) -> Any:
+        session = self.session
+        return getattr(session.engine, "last_plan", None) if session is not None else None
+
+    def session_report(self) -> SessionReport | None:
+        if self.session is None or not self.session.transcript_path.exists():
+            return None
+        return read_session_report(self.session.transcript_path)
+
+    def window_usage(self) -> WindowUsage | None:
+        session = self.session
+        if session is None:
+            return None
+        plan = self._plan()
+        if plan is not None:
+            return WindowUsage.from_budget(plan.buckets, session.model_name)
+        report = self.session_report()
+        if report is None or report.last_plan is None:
+            return None
+        return WindowUsage.from_plan_record(report.last_plan, session.window, session.model_name)
+
+    def artifact_root(self) -> str | None:
+        return str(self.session.artifacts.root) if self.session else None
+
+    def last_plan(self) -> tuple[Mapping[str, Any] | None, str | None]:
+        plan = self._plan()
+        if plan is not None:
+            return plan.to_dict(), plan.explain()
+        report = self.session_report()
+        return (report.last_plan if report else None), None
+
+    def stats_counters(self) -> Mapping[str, int]:
+        if self.session is None:
+            return {}
+        stats = self.session.stats
+        return {name: int(getattr(stats, name)) for name in STAT_FIELDS if hasattr(stats, name)}
+
+    def effective_limit(self) -> int | None:
+        session = self.session
+        if session is None:
+            return None
+        return max(1, session.window - session.settings.context.summary_reserved_tokens)
+
+    def history_rows(self) -> list[tuple[str, str, str]]:
+        """(id, role, first line) of each message the engine plans from, for ``/compact from``."""
+        rows: list[tuple[str, str, str]] = []
+        for message in self._live().history:
+            text = message.text if isinstance(message.text, str) else message.text()
+            calls = getattr(message, "tool_calls", None) or []
+            if not text.strip() and calls:
+                text = "→ " + ", ".join(str(c.get("name")) for c in calls)
+            rows.append((message.id or "-", message.type, " ".join(text.split())[:80]))
+        return rows
+
+    # actions ----------------------------------------------------------------------------
+    def compact(self, instructions: str | None) -> CompactOutcome:
+        result = self._live().compact(instructions)
+        return CompactOutcome(result.pre_tokens, result.post_tokens, result.trigger, result.summary_source)
+
+    def compact_from(self, message_id: str) -> CompactOutcome:
+        result = self._live().compact(from_message_id=message_id)
+        return CompactOutcome(result.pre_tokens, result.post_tokens, result.trigger, result.summary_source)
+
+    def resume(self, session_id: str | None) -> str:
+        from mtagent.session.catalog import list_sessions
+
+        current = self.session_id
+        target = session_id
+        if target is None:
+            others = [s.session_id for s in list_sessions(self.cwd) if s.session_id != current]
+            target = others[-1] if others else None
+            if target is None:
+                raise UsageError("no other session to resume in this project; /sessions lists them")
+        if target == current:
+            raise UsageError(f"session {target} is the one open now")
+        # Open the new one before closing the old: a bad id leaves the REPL where it was.
+        fresh = self.options.open_session(on_token=self.on_token, events=self.events, session_id=target)
+        self.close()
+        self.session = fresh
+        return fresh.session_id
+
+    def list_sessions(self) -> list[SessionRow]:
+        from mtagent.session.catalog import list_sessions
+
+        rows: list[SessionRow] = []
+        for info in list_sessions(self.cwd):
+            when = info.last_activity or info.started
+            stamp = when.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if when else "-"
+            rows.append(SessionRow(info.session_id, stamp, info.messages, info.compactions, info.model,
+                                   current=info.session_id == self.session_id))
+        return rows

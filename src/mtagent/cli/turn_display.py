@@ -1,0 +1,196 @@
+"""What a user sees while a turn runs: streamed text, tool activity, compaction, approvals.
+
+Shared by the REPL and ``mtagent run``. The agent session calls :meth:`TurnDisplay.on_token`
+with each piece of the model's text and emits engine events on its bus; :meth:`attach`
+subscribes to the ones worth showing. A compaction gets a rich spinner from
+``COMPACT_STARTED`` until ``COMPACT_BOUNDARY`` (or ``COMPACT_FAILED``), then one line with its
+before/after tokens. Tool activity goes to the *activity* console (stderr for ``run``, so the
+answer alone is on stdout).
+
+:func:`make_approver` asks ``Run shell command `…`? [y]es / [n]o / [a]lways`` for each tool
+call the approval policy put to the user, and answers in the form
+``AgentSession.resume_approval`` reads. Ctrl-C or end of input at that question denies.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.status import Status
+
+from mtagent.events import Event, EventBus, EventType
+
+ARGS_PREVIEW_CHARS = 160
+ReadLine = Callable[[str], str]
+
+
+def describe_call(tool: str, args: dict[str, Any]) -> str:
+    """One line naming what a tool call will do (the shell command itself for shell)."""
+    if tool == "shell" and "command" in args:
+        return f"shell command `{args['command']}`"
+    path = args.get("file_path") or args.get("path")
+    if path and tool in ("write_file", "edit_file", "read_file"):
+        return f"{tool} on {path}"
+    text = json.dumps(args, ensure_ascii=False, default=str)
+    if len(text) > ARGS_PREVIEW_CHARS:
+        text = text[:ARGS_PREVIEW_CHARS] + "…"
+    return f"{tool} {text}"
+
+
+@dataclass
+class TurnDisplay:
+    """Prints one session's turns; keep one per session (it holds the open line state)."""
+
+    console: Console
+    activity: Console
+    spinner: bool = True
+    _status: Status | None = field(default=None, init=False, repr=False)
+    _midline: bool = field(default=False, init=False, repr=False)
+    _unsubscribe: list[Callable[[], None]] = field(default_factory=list, init=False, repr=False)
+    streamed: list[str] = field(default_factory=list, init=False, repr=False)
+
+    # text ---------------------------------------------------------------------------------
+    def on_token(self, text: str) -> None:
+        self.stop_spinner()
+        self.streamed.append(text)
+        self.console.file.write(text)
+        self.console.file.flush()
+        self._midline = not text.endswith("\n")
+
+    def end_text(self) -> None:
+        """Close the streamed line so whatever follows starts on its own line."""
+        if self._midline:
+            self.console.file.write("\n")
+            self.console.file.flush()
+            self._midline = False
+
+    def take_streamed(self) -> str:
+        text = "".join(self.streamed)
+        self.streamed.clear()
+        return text
+
+    # events -------------------------------------------------------------------------------
+    def attach(self, bus: EventBus) -> None:
+        handlers = {
+            EventType.COMPACT_STARTED: self._compact_started,
+            EventType.COMPACT_BOUNDARY: self._compact_done,
+            EventType.COMPACT_FAILED: self._compact_failed,
+            EventType.AUTO_COMPACT_DISABLED: self._auto_disabled,
+            EventType.TOOL_STARTED: self._tool_started,
+            EventType.TOOL_FINISHED: self._tool_finished,
+            EventType.TOOL_RESULT_PERSISTED: self._persisted,
+            EventType.MICRO_COMPACTED: self._microcompacted,
+            EventType.MODEL_RETRY: self._retry,
+        }
+        for event_type, handler in handlers.items():
+            self._unsubscribe.append(bus.subscribe(handler, event_type))
+
+    def detach(self) -> None:
+        for undo in self._unsubscribe:
+            undo()
+        self._unsubscribe.clear()
+        self.stop_spinner()
+
+    def _note(self, markup: str) -> None:
+        self.stop_spinner()
+        self.end_text()
+        self.activity.print(markup, soft_wrap=True, highlight=False)
+
+    def _compact_started(self, event: Event) -> None:
+        self.end_text()
+        what = f"compacting the conversation ({event.data.get('trigger', 'auto')}, " \
+               f"{int(event.data.get('tokens') or 0):,} tokens)…"
+        if self.spinner and self.activity.is_terminal:
+            self.stop_spinner()
+            self._status = self.activity.status(what, spinner="dots")
+            self._status.start()
+        else:
+            self.activity.print(f"[dim]{escape(what)}[/]")
+
+    def _compact_done(self, event: Event) -> None:
+        pre = int(event.data.get("pre_tokens") or 0)
+        post = int(event.data.get("post_tokens") or 0)
+        source = event.data.get("summary_source")
+        self._note(f"[green]compacted[/] ({escape(str(event.data.get('trigger', '')))}"
+                   f"{', summary from ' + escape(str(source)) if source else ''}): "
+                   f"{pre:,} → {post:,} tokens")
+
+    def _compact_failed(self, event: Event) -> None:
+        self._note(f"[yellow]compaction failed:[/] {escape(str(event.data.get('error', '')))}")
+
+    def _auto_disabled(self, event: Event) -> None:
+        self._note(f"[yellow]auto compaction disabled after {event.data.get('consecutive_failures')} "
+                   f"failures;[/] {escape(str(event.data.get('hint', 'run /compact manually')))}")
+
+    def _tool_started(self, event: Event) -> None:
+        self._note(f"[dim]⏺ {escape(str(event.data.get('tool', '?')))}[/]")
+
+    def _tool_finished(self, event: Event) -> None:
+        if event.data.get("status") == "error":
+            self._note(f"[dim]  ⎿ [red]{escape(str(event.data.get('tool', '?')))} failed[/][/]")
+
+    def _persisted(self, event: Event) -> None:
+        original = int(event.data.get("original_chars") or 0)
+        shown = int(event.data.get("preview_chars") or 0)
+        where = event.data.get("path") or "(not stored)"
+        self._note(f"[dim]  ⎿ {original:,} chars saved to {escape(str(where))}; the model sees "
+                   f"{shown:,}[/]")
+
+    def _microcompacted(self, event: Event) -> None:
+        cleared = len(event.data.get("cleared_ids") or [])
+        self._note(f"[dim]microcompact ({escape(str(event.data.get('trigger', '')))}): "
+                   f"{cleared} old tool result(s) cleared from the view[/]")
+
+    def _retry(self, event: Event) -> None:
+        self._note(f"[yellow]model call failed ({escape(str(event.data.get('kind', '')))}); retry "
+                   f"{event.data.get('attempt')} in {float(event.data.get('wait_seconds') or 0):.1f}s[/]")
+
+    def stop_spinner(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+
+def parse_approval_answer(text: str) -> tuple[str, bool] | None:
+    """``y``/``yes`` → allow, ``n``/``no`` → deny, ``a``/``always`` → allow and remember."""
+    word = text.strip().lower()
+    if word in ("y", "yes"):
+        return "allow", False
+    if word in ("n", "no"):
+        return "deny", False
+    if word in ("a", "always"):
+        return "allow", True
+    return None
+
+
+def make_approver(console: Console, read_line: ReadLine, *,
+                  before: Callable[[], None] | None = None) -> Callable[[Sequence[Any]], dict[str, Any]]:
+    """An approver for ``AgentSession.run_turn``: asks per request, returns ``{call_id: decision}``."""
+
+    def approve(requests: Sequence[Any]) -> dict[str, Any]:
+        if before is not None:
+            before()
+        answers: dict[str, Any] = {}
+        for i, request in enumerate(requests):
+            question = f"Run {describe_call(request.tool, dict(request.args))}? [y]es / [n]o / [a]lways "
+            while True:
+                try:
+                    reply = parse_approval_answer(read_line(question))
+                except (KeyboardInterrupt, EOFError):
+                    for rest in requests[i:]:
+                        answers[rest.tool_call_id] = {"decision": "deny", "reason": "the user interrupted"}
+                    console.print("[yellow]denied[/]")
+                    return answers
+                if reply is not None:
+                    break
+                console.print("answer y, n or a")
+            decision, remember = reply
+            answers[request.tool_call_id] = {"decision": decision, "remember": remember}
+        return answers
+
+    return approve
