@@ -14,7 +14,12 @@ from mtagent.config import Settings
 from mtagent.context import session_memory_notes as N
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.invariants import validate_view
-from mtagent.context.session_memory import DEFAULT_SESSION_MEMORY_TEMPLATE, SessionMemoryManager, load_session_memory
+from mtagent.context.session_memory import (
+    DEFAULT_SESSION_MEMORY_TEMPLATE,
+    SessionMemoryManager,
+    load_session_memory,
+    session_memory_for_resume,
+)
 from mtagent.context.tokens import count_text_tokens, message_text
 from mtagent.context.view import build_resume_view
 from mtagent.session.artifacts import ArtifactStore
@@ -356,3 +361,34 @@ def test_user_constraint_survives_five_session_memory_compactions(tmp_path: Path
     assert sources == ["session_memory"] * 5
     view_text = "\n".join(message_text(m) for m in history)
     assert CONSTRAINT in view_text
+
+
+def test_restore_from_session_memory_boundary_when_update_record_is_before_it(tmp_path: Path) -> None:
+    sm = _manager(tmp_path)
+    conv = Conversation()
+    conv.grow(60)
+    sm.update_session_memory(conv.messages)
+    conv.grow(3)
+    result = _compacted(conv, sm)
+    assert result.boundary_record["last_summarized_message_id"] == sm.last_summarized_message_id
+    resumed = SessionMemoryManager(sm.path)
+    resumed.restore([result.boundary_record])  # records from the last boundary on
+    assert resumed.last_summarized_message_id == sm.last_summarized_message_id and resumed.initialized
+    fresh = SessionMemoryManager(sm.path)
+    fresh.restore([])
+    assert fresh.initialized and fresh.last_summarized_message_id is None  # notes exist on disk
+
+
+def test_notes_shown_on_resume_only_when_they_add_to_the_summary(tmp_path: Path) -> None:
+    sm = _manager(tmp_path)
+    update_rec = {"type": "session_memory_update", "last_summarized_message_id": "x"}
+    sm_boundary = {"type": "compact_boundary", "summary_source": "session_memory"}
+    llm_boundary = {"type": "compact_boundary", "summary_source": "llm"}
+    assert session_memory_for_resume(sm.path, [update_rec]) is None  # no notes yet
+    conv = Conversation()
+    conv.grow(3)
+    sm.update_session_memory(conv.messages)
+    assert session_memory_for_resume(sm.path, [update_rec, sm_boundary]) is None  # the summary is the notes
+    assert session_memory_for_resume(sm.path, [sm_boundary, update_rec]) is not None  # notes moved on
+    assert session_memory_for_resume(sm.path, [update_rec, llm_boundary]) is not None
+    assert session_memory_for_resume(sm.path, []) is not None

@@ -44,7 +44,7 @@ from mtagent.context.summarize import ChatModel
 from mtagent.context.tokens import MessageTokenCounter, count_text_tokens, message_text
 from mtagent.events import EventBus, EventType
 from mtagent.session.artifacts import SESSION_MEMORY_DIR
-from mtagent.session.schema import SESSION_MEMORY_UPDATE, session_memory_update_record
+from mtagent.session.schema import COMPACT_BOUNDARY, SESSION_MEMORY_UPDATE, session_memory_update_record
 
 __all__ = [
     "DEFAULT_SESSION_MEMORY_TEMPLATE",
@@ -52,6 +52,7 @@ __all__ = [
     "SessionMemoryManager",
     "SessionMemoryUpdate",
     "load_session_memory",
+    "session_memory_for_resume",
 ]
 
 SESSION_MEMORY_RELATIVE_PATH = f"{SESSION_MEMORY_DIR}/summary.md"
@@ -86,6 +87,25 @@ def load_session_memory(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     return None if N.parse_notes(text).is_empty() else text
+
+
+def session_memory_for_resume(path: Path, records: Sequence[dict[str, Any]]) -> str | None:
+    """The notes to show on resume beside the last summary (``build_resume_view(session_memory=…)``).
+
+    ``None`` when there are no notes, or when the last compaction was a session-memory one and
+    the notes have not changed since — the summary message already *is* the notes, and sending
+    them twice would cost up to ``total_max_tokens`` for nothing.
+    """
+    notes = load_session_memory(path)
+    if notes is None:
+        return None
+    for rec in reversed(records):
+        kind = rec.get("type")
+        if kind == SESSION_MEMORY_UPDATE:
+            return notes
+        if kind == COMPACT_BOUNDARY:
+            return None if rec.get("summary_source") == "session_memory" else notes
+    return notes
 
 
 def _is_text_message(m: BaseMessage) -> bool:
@@ -159,14 +179,22 @@ class SessionMemoryManager:
         return load_session_memory(self.path)
 
     def restore(self, records: Sequence[dict[str, Any]]) -> None:
-        """Resume the trigger state from the last ``session_memory_update`` record."""
+        """Resume the trigger state from the transcript (records from the last boundary on do).
+
+        The last ``session_memory_update`` names the last message the notes cover; a
+        session-memory ``compact_boundary`` carries the same id, for when the update record
+        lies before the boundary. Notes on disk without any record still count as started.
+        """
         for rec in reversed(records):
-            if rec.get("type") == SESSION_MEMORY_UPDATE:
+            kind = rec.get("type")
+            if kind == SESSION_MEMORY_UPDATE or (kind == COMPACT_BOUNDARY and "last_summarized_message_id" in rec):
                 self.last_summarized_message_id = rec.get("last_summarized_message_id")
                 self.initialized = True
                 if self.last_summarized_message_id:
                     self._summarized_ids.add(str(self.last_summarized_message_id))
                 return
+        if self.load() is not None:
+            self.initialized = True
 
     def _count(self, text: str) -> int:
         return count_text_tokens(text, self.settings.context.encoding)
@@ -390,6 +418,7 @@ class SessionMemoryManager:
         )
         if result.post_tokens >= threshold:
             return None
+        result.boundary_record["last_summarized_message_id"] = self.last_summarized_message_id
         return result
 
     def _split_index(self, messages: Sequence[BaseMessage], *, available: int) -> int | None:
