@@ -139,6 +139,11 @@ def _slim_fields(value: Any, spec: Mapping[str, Any]) -> Any:
 def apply_reducer(data: Any, spec: Mapping[str, Any]) -> tuple[Any, list[str]]:
     """Slim ``data`` by ``spec``; returns the new value and what was dropped (for the note)."""
     notes: list[str] = []
+    where = spec.get("path") or "result"
+    if "keep_fields" in spec:
+        notes.append(f"{where}: kept only fields {', '.join(spec['keep_fields'])}")
+    if "drop_fields" in spec:
+        notes.append(f"{where}: dropped fields {', '.join(spec['drop_fields'])}")
     path = [p for p in str(spec.get("path", "")).split(".") if p]
     if not path:
         return _slim(data, spec, notes, "result"), notes
@@ -242,7 +247,7 @@ class ToolResultBudgeter:
             parsed = previews._parse_json(text)
             if parsed is not None:
                 slimmed, notes = apply_reducer(parsed, reducer)
-                if notes and slimmed != parsed:
+                if slimmed != parsed:
                     text = json.dumps(slimmed, ensure_ascii=False)
                     result["reducer"] = {"spec": dict(reducer), "notes": notes,
                                          "original_chars": len(raw), "reduced_chars": len(text)}

@@ -81,21 +81,38 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
 
 
 def walk_files(ws: Workspace, base: Path) -> Iterator[Path]:
-    """Files under ``base`` in path order, skipping ignored folders and links that leave the roots."""
+    """Files under ``base`` in ripgrep's ``--sort path`` order (names sorted per folder, files and
+    folders interleaved), skipping ignored folders; folder symlinks are not followed and file
+    symlinks that leave the roots are skipped."""
     if base.is_file():
         yield base
         return
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
-        current = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if not is_ignored_dir(current / d))
-        for name in sorted(filenames):
-            path = current / name
-            if path.is_symlink():
-                try:
-                    ws.resolve(str(path))
-                except Exception:
-                    continue
+    try:
+        entries = sorted(os.scandir(base), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            if not is_ignored_dir(path):
+                yield from walk_files(ws, path)
+        elif entry.is_symlink():
+            try:
+                if ws.resolve(str(path)).is_file():
+                    yield path
+            except Exception:
+                continue
+        elif entry.is_file(follow_symlinks=False):
             yield path
+
+
+def _in_ignored_dir(ws: Workspace, relative: str, cache: dict[str, bool]) -> bool:
+    """Whether a ripgrep hit lies in a folder rg cannot recognise by name (a virtualenv)."""
+    parent = relative.rpartition("/")[0]
+    if parent not in cache:
+        parts = parent.split("/") if parent else []
+        cache[parent] = any(is_ignored_dir(ws.root.joinpath(*parts[: i + 1])) for i in range(len(parts)))
+    return cache[parent]
 
 
 def _check_pattern_path(pattern: str) -> None:
@@ -147,7 +164,8 @@ class GrepTool(WorkspaceTool):
                   "num_files": len({_match_path(x) for x in lines if _match_path(x)}),
                   "stopped_early": stopped, "engine": engine}
         if not matches:
-            return f"No matches for {pattern!r} in {shown}" + (f" (files matching {glob})" if glob else "") + ".", result
+            scope = f"searched: {shown}" + (f", glob: {glob}" if glob else "")
+            return f"No matches for {pattern!r} ({scope}).", result
         text = "\n".join(lines)
         if stopped:
             text += (f"\n[Stopped after {max_results} matches; there may be more. "
@@ -241,6 +259,7 @@ def _grep_rg(rg: str, ws: Workspace, base: Path, pattern: str, glob: str | None,
     rows: list[tuple[str, int, bool, str] | None] = []  # None is a "--" group separator
     matches = 0
     stopped = False
+    ignored_cache: dict[str, bool] = {}
     assert proc.stdout is not None
     try:
         for raw in proc.stdout:
@@ -249,12 +268,15 @@ def _grep_rg(rg: str, ws: Workspace, base: Path, pattern: str, glob: str | None,
                 rows.append(None)
                 continue
             path, rest = line.split("\x00", 1)
+            path = path.removeprefix("./")
+            if _in_ignored_dir(ws, path, ignored_cache):
+                continue
             digits = len(rest) - len(rest.lstrip("0123456789"))
             is_match = rest[digits:digits + 1] == ":"
             if is_match and matches >= max_results:
                 stopped = True
                 break
-            rows.append((path.removeprefix("./"), int(rest[:digits] or 0), is_match, rest[digits + 1:]))
+            rows.append((path, int(rest[:digits] or 0), is_match, rest[digits + 1:]))
             matches += is_match
     finally:
         if stopped:
@@ -312,7 +334,7 @@ class GlobTool(WorkspaceTool):
         result = {"kind": "glob", "pattern": pattern, "path": ws.relative(base), "num_files": total,
                   "truncated": total > len(found)}
         if not found:
-            return f"No files match {pattern!r} under {ws.relative(base)}.", result
+            return f"No files match {pattern!r} (searched: {ws.relative(base)}).", result
         text = "\n".join(found)
         if total > len(found):
             text += f"\n[{total - len(found)} more files not shown; use a narrower pattern or path.]"
