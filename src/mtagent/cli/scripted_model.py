@@ -36,7 +36,7 @@ def _step(item: Any, where: str) -> AIMessage | str:
         raise UsageError(f"{where}: a step must be a string or an object with 'tool' or 'tool_calls'")
     content = str(item.get("content", ""))
     if "tool" in item:
-        args = item.get("args") or {}
+        args = item.get("args", {})
         if not isinstance(args, dict):
             raise UsageError(f"{where}: 'args' must be an object")
         return tool_call(str(item["tool"]), args, content=content)

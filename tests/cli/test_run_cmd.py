@@ -1,0 +1,173 @@
+"""`mtagent run` through typer's runner with a scripted model: output, exit codes, approvals, resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mtagent.cli.app import app
+from mtagent.cli.scripted_model import load_scripted_model
+from mtagent.errors import UsageError
+from mtagent.session.catalog import list_sessions
+from mtagent.session.transcript import read_records
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
+    return root
+
+
+def script(tmp_path: Path, steps: list, name: str = "script.json") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(steps), encoding="utf-8")
+    return f"scripted:{path}"
+
+
+def records(project: Path) -> list[dict]:
+    sessions = list_sessions(project)
+    assert len(sessions) == 1
+    return list(read_records(sessions[0].path))
+
+
+def test_run_prints_the_answer_and_exits_zero(project, tmp_path):
+    model = script(tmp_path, ["The answer is 42."])
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "what is the answer?"])
+    assert result.exit_code == 0, result.output
+    assert "The answer is 42." in result.stdout
+    users = [r for r in records(project) if r.get("role") == "user"]
+    assert users and users[0]["content"] == "what is the answer?"
+
+
+def test_run_executes_an_allowed_tool_and_records_its_result(project, tmp_path):
+    model = script(tmp_path, [{"tool": "shell", "args": {"command": "cat notes.txt"}}, "Read it."])
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "--approval", "allow", "read"])
+    assert result.exit_code == 0, result.output
+    tool = [r for r in records(project) if r.get("role") == "tool"]
+    assert len(tool) == 1 and "alpha" in str(tool[0]["content"]) and tool[0]["status"] == "success"
+
+
+def test_run_without_a_terminal_denies_what_needs_asking_and_says_so(project, tmp_path):
+    marker = project / "ran.txt"
+    model = script(tmp_path, [{"tool": "shell", "args": {"command": f"touch {marker}"}}, "ok"])
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "touch it"])
+    assert result.exit_code == 0, result.output
+    assert not marker.exists()
+    assert "no terminal to ask" in result.stderr
+    tool = [r for r in records(project) if r.get("role") == "tool"]
+    assert "Not run" in str(tool[0]["content"]) or "denied" in str(tool[0]["content"]).lower()
+
+
+def test_run_with_approval_deny_never_runs_the_command(project, tmp_path):
+    marker = project / "ran.txt"
+    model = script(tmp_path, [{"tool": "shell", "args": {"command": f"touch {marker}"}}, "ok"])
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "--approval", "deny", "x"])
+    assert result.exit_code == 0 and not marker.exists()
+
+
+def test_run_model_failure_exits_one_with_one_line(project, tmp_path):
+    model = script(tmp_path, [])
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "anything"])
+    assert result.exit_code == 1
+    assert result.stderr.count("error:") == 1 and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--approval", "maybe"], "--approval 'maybe' is not one of ask, allow, deny"),
+    (["--window", "0"], "--window must be a positive number"),
+    (["--resume", "nope-1", "--continue"], "either --resume ID or --continue"),
+    (["--continue"], "no session to continue"),
+    (["--model", "scripted:/no/such/file.json"], "no such script file"),
+])
+def test_run_usage_errors_exit_two_with_one_line(project, args, needle):
+    result = runner.invoke(app, ["run", "--cwd", str(project), *args, "task"])
+    assert result.exit_code == 2, result.output
+    assert needle in result.stderr and "Traceback" not in result.output
+
+
+def test_run_empty_task_is_a_usage_error(project, tmp_path):
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, ["x"]), "  "])
+    assert result.exit_code == 2 and "the task is empty" in result.stderr
+
+
+def test_run_without_a_model_says_how_to_get_one(project):
+    result = runner.invoke(app, ["run", "--cwd", str(project), "hello"], env={"OPENAI_API_KEY": ""})
+    assert result.exit_code == 1
+    assert "no model configured" in result.stderr and "mtagent demo" in result.stderr
+
+
+def test_continue_resumes_the_latest_session_with_its_history(project, tmp_path):
+    first = script(tmp_path, ["First answer."], "one.json")
+    assert runner.invoke(app, ["run", "--cwd", str(project), "--model", first, "remember: blue"]).exit_code == 0
+    second_path = tmp_path / "two.json"
+    second_path.write_text(json.dumps(["Second answer."]), encoding="utf-8")
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{second_path}",
+                                 "--continue", "what colour?"])
+    assert result.exit_code == 0, result.output
+    users = [r["content"] for r in records(project) if r.get("role") == "user"]
+    assert users == ["remember: blue", "what colour?"]
+
+
+def test_resume_without_model_reuses_the_recorded_script(project, tmp_path):
+    model = script(tmp_path, ["one", "two"])
+    assert runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "a"]).exit_code == 0
+    sid = list_sessions(project)[0].session_id
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--resume", sid, "b"])
+    assert result.exit_code == 0, result.output
+    assert "one" in result.stdout  # a fresh copy of the script answers again from its first step
+
+
+def test_window_option_sets_the_session_window(project, tmp_path):
+    model = script(tmp_path, ["ok"])
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "--window", "50000", "hi"])
+    assert result.exit_code == 0
+    plans = [r for r in records(project) if r["type"] == "context_plan"]
+    assert plans and plans[-1]["threshold"] == 50_000 - 20_000 - 13_000
+
+
+def test_root_options_before_a_subcommand_are_refused(project):
+    result = runner.invoke(app, ["--model", "openai:x", "sessions", "list"])
+    assert result.exit_code == 2 and "put it after the command" in result.stderr
+
+
+def test_root_without_a_terminal_prints_help():
+    result = runner.invoke(app, [])
+    assert result.exit_code == 0 and "Usage" in result.output and "run" in result.output
+
+
+def test_run_help_lists_the_common_options():
+    result = runner.invoke(app, ["run", "--help"])
+    for option in ("--resume", "--continue", "--model", "--base-url", "--cwd", "--approval", "--window"):
+        assert option in result.output
+
+
+@pytest.mark.parametrize("steps, needle", [
+    ({"a": 1}, "must hold a JSON list"),
+    ([3], "a step must be a string"),
+    ([{"tool": "x", "args": []}], "'args' must be an object"),
+    ([{"nothing": 1}], "needs 'tool', 'tool_calls' or 'text'"),
+])
+def test_bad_script_files_are_usage_errors(tmp_path, steps, needle):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(steps), encoding="utf-8")
+    with pytest.raises(UsageError, match=needle):
+        load_scripted_model(f"scripted:{path}")
+
+
+def test_script_steps_become_replies_and_tool_calls(tmp_path):
+    model = load_scripted_model(script(tmp_path, [
+        "hi", {"tool": "ls", "args": {"path": "."}},
+        {"tool_calls": [{"tool": "ls"}, {"tool": "glob", "args": {"pattern": "*"}}], "content": "two"},
+    ]))
+    assert model.invoke("x").content == "hi"
+    assert model.invoke("x").tool_calls[0]["name"] == "ls"
+    both = model.invoke("x")
+    assert [c["name"] for c in both.tool_calls] == ["ls", "glob"] and both.content == "two"
+    assert model.model_name == f"scripted:{(tmp_path / 'script.json').resolve()}"
