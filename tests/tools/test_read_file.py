@@ -164,3 +164,16 @@ def test_huge_file_paging_is_streamed_quickly(kit: Kit) -> None:
     assert time.monotonic() - started < 5
     assert msg.artifact["total_lines"] == 1_000_000
     assert msg.content.splitlines()[:3] == ["999998\t999998", "999999\t999999", "1000000\t1000000"]
+
+
+def test_recent_reads_are_oldest_first_one_per_file(kit: Kit) -> None:
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (kit.root / name).write_text(name + "\n")
+    kit.call("read_file", file_path="a.txt")
+    kit.call("read_file", file_path="b.txt")
+    kit.call("read_file", file_path="c.txt")
+    kit.call("read_file", file_path="a.txt", offset=1, limit=1)  # a is now the newest read
+    state = kit.ctx.read_state
+    assert [r.path.rsplit("/", 1)[1] for r in state.recent_reads()] == ["b.txt", "c.txt", "a.txt"]
+    assert [r.path.rsplit("/", 1)[1] for r in state.recent_reads(limit=2)] == ["c.txt", "a.txt"]
+    assert all(r.still_current for r in state.recent_reads())

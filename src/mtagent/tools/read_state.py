@@ -142,19 +142,18 @@ class ReadState:
         return [r for r in reads if not self._still_current(r)]
 
     def recent_reads(self, limit: int | None = None) -> list[RecentRead]:
-        """Newest read of each file first, with whether it is still current."""
+        """The latest read of each file, oldest first (so the newest is last), with whether it
+        is still current; ``limit`` keeps only the newest ``limit`` files."""
         with self._lock:
-            reads = list(reversed(self._reads))
-        seen: set[str] = set()
-        out: list[RecentRead] = []
+            reads = list(self._reads)
+        latest: dict[str, ReadRecord] = {}
         for r in reads:
-            if r.path in seen:
-                continue
-            seen.add(r.path)
-            out.append(RecentRead(r.path, r.tool_call_id, r.stamp.mtime, self._still_current(r)))
-            if limit is not None and len(out) >= limit:
-                break
-        return out
+            latest.pop(r.path, None)  # re-insert so dict order follows each file's latest read
+            latest[r.path] = r
+        chosen = list(latest.values())
+        if limit is not None:
+            chosen = chosen[-limit:] if limit else []
+        return [RecentRead(r.path, r.tool_call_id, r.stamp.mtime, self._still_current(r)) for r in chosen]
 
     def forget(self, tool_call_ids: set[str] | None = None) -> int:
         """The model no longer sees these reads (all when None): re-reads return content again."""
