@@ -28,6 +28,7 @@ from mtagent.session.catalog import list_sessions
 from mtagent.session.transcript import ReadReport, iter_entries
 
 PREVIEW_CHARS = 600
+PIPE_WIDTH = 400  # tables are not squeezed when the output is not a terminal
 EXPORT_FORMATS = ("jsonl", "md")
 ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "tool": "bold yellow", "system": "bold magenta"}
 
@@ -57,7 +58,7 @@ def _transcript(cwd: Path, session_id: str) -> Path:
 
 
 def _when(stamp: datetime | None) -> str:
-    return stamp.strftime("%Y-%m-%d %H:%M:%S") if stamp else "-"
+    return stamp.strftime("%Y-%m-%d %H:%M") if stamp else "-"
 
 
 def _size(n: int) -> str:
@@ -85,11 +86,13 @@ def list_cmd(cwd: Path = _cwd_option()) -> None:
     table = Table(title=f"sessions of {root.resolve()}", title_justify="left")
     for name, justify in (("id", "left"), ("started", "left"), ("last activity", "left"),
                           ("messages", "right"), ("size", "right"), ("compactions", "right"), ("model", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=name != "model")  # type: ignore[arg-type]
     for info in sessions:
         table.add_row(info.session_id, _when(info.started), _when(info.last_activity), str(info.messages),
                       _size(info.size_bytes), str(info.compactions), info.model or "-")
-    console.print(table)
+    # piped output keeps whole ids and dates; a terminal gets a table fitted to its width
+    out = console if console.is_terminal else Console(width=PIPE_WIDTH, highlight=False)
+    out.print(table)
 
 
 def _preview(text: str, full: bool) -> str:

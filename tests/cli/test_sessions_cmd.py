@@ -1,0 +1,128 @@
+"""``mtagent sessions list|show|export`` through typer's runner."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mtagent import paths
+from mtagent.cli.app import app
+from mtagent.session import schema
+
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "transcripts"
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    """A project whose history holds the golden sessions (and the v2 one's artifacts)."""
+    history = paths.ensure_dir(paths.history_dir(tmp_path))
+    for name in ("v2_every_record", "v1_legacy", "v2_torn_round"):
+        shutil.copy(GOLDEN / f"{name}.jsonl", history / f"{name}.jsonl")
+    shutil.copytree(GOLDEN / "artifacts", history / "artifacts")
+    return tmp_path
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, ["sessions", *args])
+
+
+def test_list_shows_each_session_with_counts(project):
+    result = run("list", "--cwd", str(project))
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines()
+            if line.count("│") > 5 and "v" in line.split("│")[1]}
+    assert set(rows) == {"v1_legacy", "v2_every_record", "v2_torn_round"}
+    cells = [c.strip() for c in rows["v2_every_record"].split("│")]
+    assert (cells[4], cells[6]) == ("10", "1") and cells[5].endswith("KB")
+    assert "2026-01-02 03:00" in rows["v2_every_record"]
+
+
+def test_list_of_a_project_without_sessions_says_so(tmp_path):
+    result = run("list", "--cwd", str(tmp_path))
+    assert result.exit_code == 0 and "no sessions yet" in result.stdout
+
+
+def test_show_renders_messages_calls_previews_and_compactions(project):
+    result = run("show", "v2_every_record", "--cwd", str(project))
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    for expected in ("Find the request handlers.", "→ grep(", "compact boundary cb-golden-1", "<persisted-output",
+                     "microcompact (time)", "handler_1 returns 1."):
+        assert expected in out, expected
+    assert "def handler_399" not in out
+    assert "cannot read" in result.stderr and "future_record" in result.stderr
+
+
+def test_show_full_reads_tool_results_from_their_artifacts(project):
+    result = run("show", "v2_every_record", "--full", "--cwd", str(project))
+    assert result.exit_code == 0 and "def handler_399(request):" in result.stdout
+
+
+def test_show_view_is_what_the_model_sees_on_resume(project):
+    result = run("show", "v2_torn_round", "--view", "--cwd", str(project))
+    assert result.exit_code == 0, result.output
+    assert "interrupted: the session ended before this tool returned" in result.stdout
+    assert "torn last line" in result.stderr
+
+
+def test_show_full_refuses_artifact_paths_outside_the_session(project):
+    history = paths.history_dir(project)
+    bad = schema.message_to_record(schema.record_to_message(
+        {"role": "tool", "id": "t9", "tool_call_id": "c9", "content": "x",
+         "toolUseResult": {"kind": "text", "artifact": "../../../../etc/passwd"}}))
+    (history / "evil.jsonl").write_bytes(schema.dumps_record(bad))
+    result = run("show", "evil", "--full", "--cwd", str(project))
+    assert result.exit_code == 0 and "escapes the session's artifact folder" in result.stdout
+    assert "root:" not in result.stdout
+
+
+def test_corrupt_middle_line_is_one_line_error_unless_skipped(project):
+    path = paths.history_dir(project) / "v1_legacy.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join([*lines[:2], b"{broken\n", *lines[2:]]))
+    result = run("show", "v1_legacy", "--cwd", str(project))
+    assert result.exit_code == 1 and "corrupt at line 3" in result.stderr and "Traceback" not in result.output
+    skipped = run("show", "v1_legacy", "--skip-corrupt", "--cwd", str(project))
+    assert skipped.exit_code == 0 and "skipped corrupt line 3" in skipped.stderr
+
+
+def test_export_jsonl_reproduces_the_readable_records(project):
+    result = run("export", "v2_every_record", "--cwd", str(project))
+    assert result.exit_code == 0, result.output
+    exported = [json.loads(line) for line in result.stdout.splitlines()]
+    golden = [json.loads(line) for line in (GOLDEN / "v2_every_record.jsonl").read_bytes().splitlines()]
+    assert exported == [r for r in golden if r["type"] in schema.RECORD_TYPES]
+
+
+def test_export_markdown_to_a_file(project, tmp_path):
+    target = tmp_path / "out.md"
+    result = run("export", "v2_every_record", "--format", "md", "-o", str(target), "--cwd", str(project))
+    assert result.exit_code == 0, result.output
+    text = target.read_text()
+    assert text.startswith("# session golden-v2") and "## assistant" in text and "## compaction (manual)" in text
+    assert "- tool call `grep` (call_grep_1)" in text
+
+
+@pytest.mark.parametrize("args", [
+    ["export", "v2_every_record", "--format", "pdf"],
+    ["show", "no-such-session"],
+    ["show", "../escape"],
+])
+def test_bad_input_exits_2_with_one_line(project, args):
+    result = run(*args, "--cwd", str(project))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error:") and len(result.stderr.strip().splitlines()) <= 2
+
+
+def test_show_cuts_long_content_to_a_preview_unless_full(project):
+    history = paths.history_dir(project)
+    long = schema.message_to_record(schema.record_to_message({"role": "assistant", "id": "a1",
+                                                              "content": "word " * 2_000 + "THE-END"}))
+    (history / "long.jsonl").write_bytes(schema.dumps_record(long))
+    short = run("show", "long", "--cwd", str(project))
+    assert "more chars; --full shows all" in short.stdout and "THE-END" not in short.stdout
+    assert "THE-END" in run("show", "long", "--full", "--cwd", str(project)).stdout
