@@ -192,7 +192,7 @@ def render_context_grid(usage: WindowUsage, *, title: str = "Context usage") -> 
         head.append(f" · {usage.model}", style="dim")
     pct = usage.used / usage.token_limit if usage.token_limit else 0.0
     head.append(f"\n{fmt_tokens(usage.used)}/{fmt_tokens(usage.token_limit)} tokens ({pct:.0%})")
-    head.append(f" · auto-compact at {fmt_tokens(usage.threshold)}")
+    head.append(f"\nauto-compact at {fmt_tokens(usage.threshold)}")
     left = usage.threshold - usage.used
     head.append(f" · {fmt_tokens(max(0, left))} left" if left >= 0 else " · over the threshold",
                 style=None if left >= 0 else "bold red")
@@ -322,8 +322,12 @@ def render_plan_explain(plan: Mapping[str, Any] | None, explanation: str | None 
     return Group(*parts)
 
 
-def render_demo_summary(report: SessionReport) -> RenderableType:
-    """What the engine did during a run: persisted results, compactions, and what that saved."""
+def render_demo_summary(report: SessionReport, *, tokens_kept_out: int | None = None) -> RenderableType:
+    """What the engine did during a run: persisted results, compactions, and what that saved.
+
+    ``tokens_kept_out`` is the exact token count of persisted output the model did not read,
+    when the caller measured it; otherwise the saving is given in characters.
+    """
     lines: list[RenderableType] = []
     head = Text("What the context engine did", style="bold")
     lines.append(head)
@@ -351,7 +355,10 @@ def render_demo_summary(report: SessionReport) -> RenderableType:
         lines.append(Text("Compactions: 0"))
     lines.append(Text(f"Microcompacts: {len(report.microcompacts)} "
                       f"({report.cleared_results} old tool result(s) cleared from the view)"))
-    lines.append(Text(
-        f"Saved: {report.compaction_tokens_saved:,} tokens by compaction; "
-        f"{report.chars_kept_out:,} characters of tool output kept out of the window"))
+    if tokens_kept_out is None:
+        kept_out = f"{report.chars_kept_out:,} characters of tool output kept out of the window"
+    else:
+        kept_out = (f"{tokens_kept_out:,} tokens of tool output kept out of the window "
+                    f"(total {report.compaction_tokens_saved + tokens_kept_out:,} tokens)")
+    lines.append(Text(f"Saved: {report.compaction_tokens_saved:,} tokens by compaction; {kept_out}"))
     return Group(*lines)

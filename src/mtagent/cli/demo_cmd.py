@@ -18,7 +18,6 @@ from rich.markup import escape
 from mtagent.cli.context_render import WindowUsage, render_context_grid, render_demo_summary
 from mtagent.cli.output import console, user_errors
 from mtagent.cli.session_report import SessionReport, read_session_report
-from mtagent.config import load_settings
 from mtagent.errors import UsageError
 
 DEFAULT_DEMO_WINDOW = 16_384
@@ -63,21 +62,28 @@ def run_demo_command(cwd: Path | None, window: int) -> None:
     root = (cwd or default_demo_cwd()).expanduser().resolve()
     if not root.is_dir():
         raise UsageError(f"--cwd {root} is not a folder")
-    from mtagent.agent.demo import run_demo
+    from mtagent.agent.demo import demo_settings, run_demo
 
     console.print(f"[bold]mtagent demo[/] — a [yellow]scripted policy[/] (not a model) drives the real agent "
                   f"loop over {escape(str(root))} with a {window:,}-token window\n", soft_wrap=True)
     result = run_demo(root, window=window)
     transcript = _transcript_of(result)
     report = read_session_report(transcript)
-    settings = load_settings(root, overrides={"context": {"token_limit": window}})
-    threshold = settings.auto_compact_threshold_tokens(window)
+    threshold = demo_settings(window).auto_compact_threshold_tokens(window)
 
-    console.print(render_demo_summary(report))
+    kept_out = getattr(result, "persisted_tokens_saved", None)
+    console.print(render_demo_summary(report, tokens_kept_out=kept_out))
+    seconds = getattr(result, "seconds", None)
+    if seconds is not None:
+        console.print(f"Ran in {seconds:.1f} s: {getattr(result, 'model_calls', 0)} calls to the scripted policy, "
+                      f"{getattr(result, 'tool_calls', 0)} tool calls")
     console.print()
     console.print(render_context_grid(window_usage_of(report, window, threshold), title="Context after the demo"))
-    console.print(f"\nsession {escape(report.session_id)} · transcript {escape(str(transcript))}", soft_wrap=True)
-    console.print(f"resume it: [bold]mtagent --cwd {escape(str(root))} --resume {escape(report.session_id)}[/]",
+    sid = escape(report.session_id)
+    where = escape(str(root))
+    console.print(f"\nsession {sid} · transcript {escape(str(transcript))}", soft_wrap=True)
+    console.print(f"read it back:  [bold]mtagent sessions show {sid} --cwd {where}[/]", soft_wrap=True)
+    console.print(f"go on with a real model:  [bold]mtagent --cwd {where} --resume {sid} --model openai:gpt-4o-mini[/]",
                   soft_wrap=True)
 
 
