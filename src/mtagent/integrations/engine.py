@@ -9,20 +9,29 @@ from the tool threads LangGraph runs in parallel; the async hooks run them in a 
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from mtagent.config import Settings, load_settings
 from mtagent.context.policy import is_context_length_error
+from mtagent.context.session_memory import SessionMemoryManager
 from mtagent.context.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from mtagent.context.tokens import count_text_tokens
 from mtagent.context.tool_results import ToolResultBudgeter, ToolResultPolicy
 from mtagent.context.window import ContextWindowManager
-from mtagent.integrations.thread_session import ThreadSession
+from mtagent.events import EventBus, EventType
+from mtagent.integrations.thread_session import ThreadSession, session_id_for_thread, thread_id_of
+from mtagent.session.schema import new_session_id
+
+ERROR_PREVIEW_CHARS = 300  # of a provider error kept in the transcript's retry event
 
 
 @dataclass(slots=True)
@@ -128,8 +137,10 @@ class ThreadEngine:
             turn.compactions.append(prepared.compaction)
         return turn
 
-    def reactive(self, turn: Turn) -> Turn:
+    def reactive(self, turn: Turn, error: BaseException) -> Turn:
         """The provider said the request was too long: compact now (even below the threshold)."""
+        self.session.record_event(EventType.MODEL_RETRY, attempt=1, kind="context_length",
+                                  wait_seconds=0, error=str(error)[:ERROR_PREVIEW_CHARS])
         with self.session.lock:
             result = self.manager.reactive_compact(turn.history, system=turn.system, tools_tokens=turn.tools_tokens)
             prepared = self.manager.prepare(result.new_history(), system=turn.system,
@@ -168,16 +179,94 @@ def make_summarizer(summarizer: Summarizer | None, summarizer_model: BaseChatMod
     return ExtractiveSummarizer()
 
 
+def build_session_memory(session: ThreadSession, model: BaseChatModel | None) -> SessionMemoryManager | None:
+    """Session notes beside the thread's artifacts (when enabled), resumed from the transcript."""
+    if not session.settings.session_memory.enabled:
+        return None
+    memory = SessionMemoryManager(path=session.artifacts.session_memory_path, settings=session.settings,
+                                  model=model, sink=session.sink, events=session.events)
+    memory.restore(session.existing_records)
+    return memory
+
+
 def build_engine(session: ThreadSession, *, summarizer: Summarizer | None = None,
                  summarizer_model: BaseChatModel | None = None) -> ThreadEngine:
+    """Wire the engine of one thread the way :mod:`mtagent.agent.engine` wires a CLI session:
+    one sink (the thread's transcript), one event bus and one stats object for every part."""
     settings = session.settings
     budgeter = ToolResultBudgeter(
-        policy=ToolResultPolicy.from_settings(settings.tool_results), artifacts=session.artifacts, sink=session.sink,
+        policy=ToolResultPolicy.from_settings(settings.tool_results), artifacts=session.artifacts,
+        sink=session.sink, events=session.events, stats=session.stats,
     )
     manager = ContextWindowManager(
         settings,
         summarizer=make_summarizer(summarizer, summarizer_model, settings.tool_results.preview_chars),
-        sink=session.sink,
-        root=session.project_root,
+        sink=session.sink, bus=session.events, stats=session.stats,
+        session_memory=build_session_memory(session, summarizer_model),
+        token_limit=settings.context.token_limit, root=session.project_root,
     )
     return ThreadEngine(session, manager, budgeter)
+
+
+def resolve_settings(settings: Settings | None, token_limit: int | None, project_root: Path) -> Settings:
+    """The CLI's settings (files + ``MTAGENT_*`` environment) unless given; ``token_limit`` wins."""
+    settings = settings or load_settings(project_root)
+    if token_limit is None:
+        return settings
+    context = settings.context.model_copy(update={"token_limit": token_limit})
+    return settings.model_copy(update={"context": context})
+
+
+class ThreadSessions:
+    """The open sessions of one integration object, one per thread, each with its engine.
+
+    Without a ``thread_id`` (no checkpointer) every call of this object shares one new session.
+    """
+
+    def __init__(self, *, settings: Settings | None = None, token_limit: int | None = None,
+                 project_root: str | os.PathLike[str] | None = None, session_id: str | None = None,
+                 summarizer_model: BaseChatModel | None = None, summarizer: Summarizer | None = None,
+                 events: EventBus | None = None) -> None:
+        self.project_root = Path(project_root) if project_root is not None else Path.cwd()
+        self.settings = resolve_settings(settings, token_limit, self.project_root)
+        self.session_id = session_id
+        self.summarizer_model = summarizer_model
+        self.summarizer = summarizer
+        self.events = events or EventBus()
+        self._open: dict[str, ThreadSession] = {}
+        self._default: str | None = None
+        self._lock = threading.Lock()
+
+    def key(self, runtime: Any = None) -> str:
+        if self.session_id:
+            return self.session_id
+        thread = thread_id_of(runtime)
+        if thread:
+            return session_id_for_thread(thread)
+        with self._lock:
+            if self._default is None:
+                self._default = new_session_id()
+            return self._default
+
+    def get(self, runtime: Any = None, *, model_name: str | None = None) -> ThreadSession:
+        """The session of the running thread, opened (or resumed) on first use."""
+        key = self.key(runtime)
+        with self._lock:
+            found = self._open.get(key)
+            if found is None:
+                found = ThreadSession.open(self.project_root, key, self.settings, model_name=model_name,
+                                           events=self.events)
+                found.engine = build_engine(found, summarizer=self.summarizer,
+                                            summarizer_model=self.summarizer_model)
+                self._open[key] = found
+            return found
+
+    def for_thread(self, thread_id: str) -> ThreadSession | None:
+        return self._open.get(self.session_id or session_id_for_thread(thread_id))
+
+    def close(self) -> None:
+        """Flush and close every transcript (releasing their locks)."""
+        with self._lock:
+            sessions, self._open = list(self._open.values()), {}
+        for session in sessions:
+            session.close()

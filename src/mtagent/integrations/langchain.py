@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from langchain.agents.middleware.types import (
@@ -48,11 +46,11 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from mtagent.config import Settings, load_settings
+from mtagent.config import Settings
 from mtagent.context.summarize import Summarizer
-from mtagent.integrations.engine import ThreadEngine, build_engine
-from mtagent.integrations.thread_session import ThreadSession, session_id_for_thread, thread_id_of
-from mtagent.session import schema
+from mtagent.events import EventBus, EventType
+from mtagent.integrations.engine import ThreadEngine, ThreadSessions
+from mtagent.integrations.thread_session import ThreadSession
 
 __all__ = ["MTContextMiddleware"]
 
@@ -72,6 +70,8 @@ class MTContextMiddleware(AgentMiddleware):
             without it, summaries are extractive (no model call).
         summarizer: any :class:`~mtagent.context.summarize.Summarizer`; wins over
             ``summarizer_model``.
+        events: an :class:`~mtagent.events.EventBus` to watch the engine (tool results persisted,
+            microcompact, compaction, retries); every event is also in the transcript.
     """
 
     def __init__(
@@ -83,61 +83,36 @@ class MTContextMiddleware(AgentMiddleware):
         session_id: str | None = None,
         summarizer_model: BaseChatModel | None = None,
         summarizer: Summarizer | None = None,
+        events: EventBus | None = None,
     ) -> None:
         super().__init__()
-        root = Path(project_root) if project_root is not None else Path.cwd()
-        settings = settings or load_settings(root)
-        if token_limit is not None:
-            context = settings.context.model_copy(update={"token_limit": token_limit})
-            settings = settings.model_copy(update={"context": context})
-        self.settings = settings
-        self.project_root = root
-        self.session_id = session_id
-        self.summarizer_model = summarizer_model
-        self.summarizer = summarizer
-        self._sessions: dict[str, ThreadSession] = {}
-        self._default_session: str | None = None
-        self._lock = threading.Lock()
+        self.sessions = ThreadSessions(settings=settings, token_limit=token_limit, project_root=project_root,
+                                       session_id=session_id, summarizer_model=summarizer_model,
+                                       summarizer=summarizer, events=events)
+
+    @property
+    def settings(self) -> Settings:
+        return self.sessions.settings
+
+    @property
+    def events(self) -> EventBus:
+        return self.sessions.events
 
     @property
     def token_limit(self) -> int:
         return self.settings.context.token_limit
 
-    # ── sessions ──
-
-    def _session_key(self, runtime: Any) -> str:
-        if self.session_id:
-            return self.session_id
-        thread = thread_id_of(runtime)
-        if thread:
-            return session_id_for_thread(thread)
-        with self._lock:
-            if self._default_session is None:
-                self._default_session = schema.new_session_id()
-            return self._default_session
-
     def session(self, runtime: Any = None, *, model_name: str | None = None) -> ThreadSession:
-        """The mtagent session of the running thread (opened on first use)."""
-        key = self._session_key(runtime)
-        with self._lock:
-            found = self._sessions.get(key)
-            if found is None:
-                found = ThreadSession.open(self.project_root, key, self.settings, model_name=model_name)
-                found.engine = build_engine(found, summarizer=self.summarizer,
-                                            summarizer_model=self.summarizer_model)
-                self._sessions[key] = found
-            return found
+        """The mtagent session of the running thread (opened, or resumed, on first use)."""
+        return self.sessions.get(runtime, model_name=model_name)
 
     def session_for_thread(self, thread_id: str) -> ThreadSession | None:
         """The open session recording ``thread_id``, if this middleware has seen it."""
-        return self._sessions.get(self.session_id or session_id_for_thread(thread_id))
+        return self.sessions.for_thread(thread_id)
 
     def close(self) -> None:
         """Flush and close every transcript (releasing their locks)."""
-        with self._lock:
-            sessions, self._sessions = list(self._sessions.values()), {}
-        for session in sessions:
-            session.close()
+        self.sessions.close()
 
     def __enter__(self) -> MTContextMiddleware:
         return self
@@ -152,26 +127,42 @@ class MTContextMiddleware(AgentMiddleware):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
-        return self._budget_result(request, handler(request))
+        session = self._tool_started(request)
+        return self._tool_finished(session, request, handler(request))
 
     async def awrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
+        session = await asyncio.to_thread(self._tool_started, request)
         result = await handler(request)
-        return await asyncio.to_thread(self._budget_result, request, result)
+        return await asyncio.to_thread(self._tool_finished, session, request, result)
 
-    def _budget_result(self, request: ToolCallRequest, result: ToolMessage | Command[Any]) -> Any:
-        engine: ThreadEngine = self.session(request.runtime).engine
+    def _tool_started(self, request: ToolCallRequest) -> ThreadSession:
+        session = self.session(request.runtime)
+        call = request.tool_call
+        session.record_event(EventType.TOOL_STARTED, tool_call_id=call.get("id"), tool=call.get("name"))
+        return session
+
+    def _tool_finished(self, session: ThreadSession, request: ToolCallRequest,
+                       result: ToolMessage | Command[Any]) -> ToolMessage | Command[Any]:
+        """Budget the result (artifact + preview); a ``Command`` has its ToolMessages budgeted."""
+        engine: ThreadEngine = session.engine
+        call = request.tool_call
         if isinstance(result, ToolMessage):
-            return engine.budget_tool_result(result, tool_name=request.tool_call.get("name"))
-        update = getattr(result, "update", None)
-        if isinstance(update, dict) and isinstance(update.get("messages"), list):
-            messages = [engine.budget_tool_result(m) if isinstance(m, ToolMessage) else m
-                        for m in update["messages"]]
-            return Command(graph=result.graph, update={**update, "messages": messages},
-                           resume=result.resume, goto=result.goto)
+            result = engine.budget_tool_result(result, tool_name=call.get("name"))
+            status = result.status
+        else:
+            update = getattr(result, "update", None)
+            if isinstance(update, dict) and isinstance(update.get("messages"), list):
+                messages = [engine.budget_tool_result(m) if isinstance(m, ToolMessage) else m
+                            for m in update["messages"]]
+                result = Command(graph=result.graph, update={**update, "messages": messages},
+                                 resume=result.resume, goto=result.goto)
+            status = "command"
+        session.record_event(EventType.TOOL_FINISHED, tool_call_id=call.get("id"), tool=call.get("name"),
+                             status=status)
         return result
 
     # ── before the model: the turn's aggregate budget, then the transcript ──
@@ -207,7 +198,7 @@ class MTContextMiddleware(AgentMiddleware):
         except Exception as exc:
             if not engine.is_context_length_error(exc):
                 raise
-            turn = engine.reactive(turn)
+            turn = engine.reactive(turn, exc)
             response = handler(request.override(messages=turn.messages))
         return self._finish(engine, turn, response)
 
@@ -223,7 +214,7 @@ class MTContextMiddleware(AgentMiddleware):
         except Exception as exc:
             if not engine.is_context_length_error(exc):
                 raise
-            turn = await asyncio.to_thread(engine.reactive, turn)
+            turn = await asyncio.to_thread(engine.reactive, turn, exc)
             response = await handler(request.override(messages=turn.messages))
         return self._finish(engine, turn, response)
 

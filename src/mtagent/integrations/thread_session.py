@@ -32,8 +32,10 @@ from mtagent import __version__, paths
 from mtagent.config import Settings
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.reattach import REATTACHED_KIND
+from mtagent.events import EventBus, EventType, SessionStats
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
+from mtagent.session.index import locate_resume_point
 from mtagent.session.transcript import TranscriptWriter, iter_entries
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -83,15 +85,22 @@ class LockedSink:
             self.writer.append(record)
 
 
-def recorded_message_ids(path: Path) -> set[str]:
-    """Ids of the ``transcript_message`` records already in a transcript (empty if it is new)."""
-    if not path.exists():
-        return set()
-    return {
-        str(entry.record["id"])
-        for entry in iter_entries(path, skip_corrupt=True)
-        if entry.record.get("type") == schema.TRANSCRIPT_MESSAGE and entry.record.get("id")
-    }
+def read_existing(path: Path) -> list[dict[str, Any]]:
+    """The records a resumed thread needs: from the last boundary's kept messages on.
+
+    A thread's state never holds a message from before its last compaction's first kept one,
+    so reading from the resume point (not from the start of a long transcript) is enough to know
+    which of the state's messages are recorded. Empty for a new transcript.
+    """
+    if not path.exists() or path.stat().st_size == 0:
+        return []
+    start = locate_resume_point(path).start
+    return [entry.record for entry in iter_entries(path, start=start, skip_corrupt=True)]
+
+
+def recorded_message_ids(records: Iterable[dict[str, Any]]) -> set[str]:
+    """Ids of the ``transcript_message`` records among ``records``."""
+    return {str(r["id"]) for r in records if r.get("type") == schema.TRANSCRIPT_MESSAGE and r.get("id")}
 
 
 def is_engine_message(message: BaseMessage) -> bool:
@@ -112,15 +121,18 @@ class ThreadSession:
     sink: LockedSink
     artifacts: ArtifactStore
     recorded: set[str] = field(default_factory=set)
+    existing_records: list[dict[str, Any]] = field(default_factory=list)
+    events: EventBus = field(default_factory=EventBus)
+    stats: SessionStats = field(default_factory=SessionStats)
     engine: Any = None  # the per-thread context engine, attached by the integration
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     @classmethod
     def open(cls, project_root: str | os.PathLike[str], session_id: str, settings: Settings,
-             *, model_name: str | None = None) -> ThreadSession:
+             *, model_name: str | None = None, events: EventBus | None = None) -> ThreadSession:
         root = Path(project_root)
         path = paths.session_transcript_path(root, session_id)
-        recorded = recorded_message_ids(path)
+        existing = read_existing(path)
         is_new = not path.exists() or path.stat().st_size == 0
         writer = TranscriptWriter(path, session_id=session_id, fsync=settings.transcript.fsync)
         sink = LockedSink(writer)
@@ -130,7 +142,8 @@ class ThreadSession:
                 source="langchain-middleware",
             ))
         artifacts = ArtifactStore.for_session(root, session_id, settings.tool_results.artifact_max_bytes)
-        return cls(session_id, root, settings, writer, sink, artifacts, recorded)
+        return cls(session_id, root, settings, writer, sink, artifacts, recorded_message_ids(existing), existing,
+                   events=events or EventBus())
 
     @property
     def transcript_path(self) -> Path:
@@ -152,6 +165,11 @@ class ThreadSession:
 
     def append(self, record: dict[str, Any]) -> None:
         self.sink.append(record)
+
+    def record_event(self, event: EventType, **data: Any) -> None:
+        """An ``event`` record in the transcript, and the same event on the bus."""
+        self.sink.append(schema.event_record(event.value, data))
+        self.events.emit(event, session_id=self.session_id, **data)
 
     def end_turn(self) -> None:
         self.writer.end_turn()
