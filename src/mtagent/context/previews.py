@@ -39,7 +39,7 @@ GREP_MATCH_LINE = re.compile(r"^(?P<path>[^\n]+?):(?P<line>\d+):")
 # A single line longer than this is cut in a preview, so one minified blob cannot eat it all.
 PREVIEW_LINE_MAX_CHARS = 500
 _HEAD_SHARE = 0.4
-_ERROR_SHARE = 0.2
+_ERROR_SHARE = 0.4
 _GREP_FILES_LISTED = 8
 _JSON_KEYS_LISTED = 40
 _JSON_ITEM_CHARS = 300
@@ -118,26 +118,29 @@ def grep_preview(content: str, max_chars: int) -> str:
 
 
 def log_preview(content: str, max_chars: int, *, keep_errors: bool) -> str:
-    """Head and tail by lines, plus error lines from the middle when ``keep_errors``."""
+    """Head and tail by lines, plus error lines from the middle when ``keep_errors``.
+
+    Up to ``_ERROR_SHARE`` of the preview goes to error lines from the middle (from both ends
+    of it: the first failure and the final summary); whatever they leave unused goes to the tail.
+    """
     lines = content.splitlines()
     if len(lines) <= 2:
         return _char_head_tail(content, max_chars)
-    error_share = _ERROR_SHARE if keep_errors else 0.0
+    error_budget = int(max_chars * _ERROR_SHARE) if keep_errors else 0
     head_budget = int(max_chars * _HEAD_SHARE)
-    tail_budget = int(max_chars * (1 - _HEAD_SHARE - error_share)) - 80
+    tail_budget = max_chars - head_budget - error_budget - 80
     head = _take(range(len(lines)), lines, head_budget)
     head_end = head[-1] + 1 if head else 0
     tail = _take(range(len(lines) - 1, head_end - 1, -1), lines, tail_budget)
     tail_start = min(tail) if tail else len(lines)
-    picked_errors: list[int] = []
-    if keep_errors:
+    picked: list[int] = []
+    if error_budget:
         middle = [i for i in range(head_end, tail_start) if ERROR_LINE.search(lines[i])]
-        picked_errors = _spread_pick(middle, lines, int(max_chars * error_share))
-        if not middle:  # nothing to rescue: give the space back to the tail
-            tail = _take(range(len(lines) - 1, head_end - 1, -1), lines,
-                         tail_budget + int(max_chars * error_share))
-            tail_start = min(tail) if tail else len(lines)
-    keep = sorted({*head, *picked_errors, *tail})
+        picked = _spread_pick(middle, lines, error_budget)
+        spare = error_budget - sum(len(_cut_line(lines[i])) + 40 for i in picked)
+        floor = max(picked) + 1 if picked else head_end
+        tail = _take(range(len(lines) - 1, floor - 1, -1), lines, tail_budget + spare)
+    keep = sorted({*head, *picked, *tail})
     if len(keep) == len(lines):
         return content if len(content) <= max_chars else _char_head_tail(content, max_chars)
     return _render_with_gaps(lines, keep)
