@@ -1,0 +1,110 @@
+"""End to end: the interactive `mtagent` in a pseudo-terminal, driven like a person would.
+
+A scripted model (``--model scripted:FILE``) answers, so the run is deterministic and offline.
+Every wait is bounded; the child is killed if anything hangs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+pexpect = pytest.importorskip("pexpect")
+
+from mtagent.session.catalog import list_sessions  # noqa: E402
+from mtagent.session.transcript import read_records  # noqa: E402
+
+WAIT = 90  # seconds per step, generous for a loaded CI box; the happy path takes a few
+
+
+def spawn(project: Path, script: Path, home: Path, *extra: str) -> pexpect.spawn:
+    env = {**os.environ, "MTAGENT_HOME": str(home), "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm",
+           "NO_COLOR": "1", "COLUMNS": "140", "LINES": "50"}
+    env.pop("OPENAI_API_KEY", None)
+    child = pexpect.spawn(sys.executable, ["-m", "mtagent.cli.app", "--cwd", str(project),
+                                           "--model", f"scripted:{script}", *extra],
+                          env=env, encoding="utf-8", timeout=WAIT, dimensions=(50, 140))
+    return child
+
+
+def test_repl_message_context_approval_multiline_and_exit(tmp_path, mtagent_home):
+    project = tmp_path / "proj"
+    project.mkdir()
+    marker = project / "approved.txt"
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([
+        "Hello from the scripted model.",
+        {"tool": "shell", "args": {"command": f"echo ok > {marker}"}},
+        "The command ran.",
+        "Got two lines.",
+    ]), encoding="utf-8")
+    child = spawn(project, script, mtagent_home)
+    try:
+        child.expect("/help for commands")
+        child.expect("›")
+        child.sendline("hello")
+        child.expect("Hello from the scripted model")
+        child.expect("›")
+
+        child.sendline("/context")
+        child.expect("Context usage")
+        child.expect("Free space")
+        child.expect("›")
+
+        child.sendline("/contxt")
+        child.expect("did you mean /context")
+        child.expect("›")
+
+        child.sendline("please run it")
+        child.expect(r"Run shell command `echo ok > .*`\? \[y\]es / \[n\]o / \[a\]lways")
+        child.sendline("y")
+        child.expect("The command ran")
+        child.expect("›")
+
+        child.send("first line\\\r")
+        child.send("second line\r")
+        child.expect("Got two lines")
+        child.expect("›")
+
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0, child.before
+    assert marker.read_text().strip() == "ok"
+    records = list(read_records(list_sessions(project)[0].path))
+    users = [r["content"] for r in records if r.get("role") == "user"]
+    assert users == ["hello", "please run it", "first line\nsecond line"]
+    assert (mtagent_home / "repl_history").read_text(encoding="utf-8").count("/context") >= 1
+
+
+def test_ctrl_c_stops_a_running_tool_and_returns_to_the_prompt(tmp_path, mtagent_home):
+    project = tmp_path / "proj"
+    project.mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"tool": "shell", "args": {"command": "sleep 60"}}, "Still here."]),
+                      encoding="utf-8")
+    child = spawn(project, script, mtagent_home, "--approval", "allow")
+    try:
+        child.expect("›")
+        child.sendline("wait a minute")
+        child.expect("⏺ shell")
+        child.sendintr()
+        child.expect("interrupted", timeout=20)
+        child.expect("›")
+        child.sendline("go on")
+        child.expect("Still here")
+        child.expect("›")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    records = list(read_records(list_sessions(project)[0].path))
+    tool = [r for r in records if r.get("role") == "tool"]
+    assert len(tool) == 1 and "interrupt" in str(tool[0]["content"]).lower()
+    assert [r["content"] for r in records if r.get("role") == "user"] == ["wait a minute", "go on"]
