@@ -258,3 +258,12 @@ def test_budgeted_content_is_bounded_and_budgeting_is_idempotent(tmp_path: Path,
             len(out.content) <= 500 + PREVIEW_OVERHEAD
     [again] = budgeter.budget_turn([out])
     assert again is out
+
+
+def test_a_reused_tool_call_id_never_overwrites_an_earlier_artifact(store: ArtifactStore) -> None:
+    budgeter = ToolResultBudgeter(artifacts=store)
+    first = budgeter.budget(tool_msg(grep_output(3000), "grep", "call_0"))
+    second = budgeter.budget(tool_msg(grep_output(3001), "grep", "call_0"))
+    assert first.artifact["artifact"] == "tool-results/call_0.txt"
+    assert second.artifact["artifact"] == "tool-results/call_0-2.txt"
+    assert store.read_text("tool-results/call_0.txt") == grep_output(3000)

@@ -31,7 +31,7 @@ from mtagent.config import ToolResultSettings
 from mtagent.context import previews
 from mtagent.errors import ConfigError
 from mtagent.events import EventBus, EventType, SessionStats
-from mtagent.session.artifacts import ArtifactMeta, ArtifactStore, write_tool_result_artifact
+from mtagent.session.artifacts import ArtifactMeta, ArtifactStore, get_tool_result_path
 
 _DEFAULTS = ToolResultSettings()
 BUDGET_KEY = "budget"
@@ -331,7 +331,13 @@ class ToolResultBudgeter:
         if self.artifacts is None:
             result.update(artifact=None, artifact_truncated=False)
             return None
-        meta = write_tool_result_artifact(self.artifacts, message.tool_call_id, raw)
+        with self._lock:  # a reused tool_call_id (some local models repeat them) must not overwrite
+            relative = get_tool_result_path(message.tool_call_id)
+            suffix = 1
+            while self.artifacts.exists(relative):
+                suffix += 1
+                relative = get_tool_result_path(f"{message.tool_call_id}-{suffix}")
+            meta = self.artifacts.write_text(relative, raw)
         result.update(artifact=meta.path, artifact_truncated=meta.truncated)
         if self.sink is not None:
             from mtagent.session.schema import tool_result_artifact_record
