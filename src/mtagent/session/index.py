@@ -85,7 +85,7 @@ def _record_at(fd: int, offset: int) -> dict[str, Any] | None:
 
 def _parse(line: bytes) -> dict[str, Any] | None:
     try:
-        obj = json.loads(line)
+        obj = schema.loads_line(line)
         return schema.parse_record(obj)
     except (ValueError, RecursionError):
         return None

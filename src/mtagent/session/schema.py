@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import orjson
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -238,15 +239,34 @@ def dumps_record(record: Mapping[str, Any]) -> bytes:
     """One record as one UTF-8 JSON line (with the newline).
 
     Compact separators keep ``"type":"compact_boundary"`` a fixed byte pattern for the
-    backwards scan. Text is kept readable (``ensure_ascii=False``) unless it holds lone
-    surrogates, which only the ASCII escape form can carry through UTF-8.
+    backwards scan; text stays readable UTF-8. orjson does the common case fast; what it
+    refuses (lone surrogates, integers beyond 64 bits) goes through :mod:`json`, whose ASCII
+    escape form can carry any Python string through UTF-8.
     """
+    try:
+        return orjson.dumps(record, default=_json_default, option=_ORJSON_OPTIONS)
+    except TypeError:
+        pass
     text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=_json_default)
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
         data = json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=_json_default).encode()
     return data + b"\n"
+
+
+def loads_line(line: bytes) -> Any:
+    """Decode one JSON line; :class:`ValueError` (or RecursionError) when it is not JSON.
+
+    orjson first; :mod:`json` for what only it accepts (escaped lone surrogates, NaN).
+    """
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
+
+
+_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
 
 
 def _json_default(value: Any) -> Any:

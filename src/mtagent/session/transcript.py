@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import logging
 import os
 import threading
@@ -84,7 +83,7 @@ def _read_pid(fd: int) -> int | None:
 
 def _line_ok(line: bytes) -> bool:
     try:
-        json.loads(line)
+        schema.loads_line(line)
     except ValueError:
         return False
     return True
@@ -325,7 +324,7 @@ def _decode(line: bytes, offset: int, report: ReadReport) -> tuple[Entry | None,
     if not line.strip():
         return None, "blank line"
     try:
-        obj = json.loads(line)
+        obj = schema.loads_line(line)
     except ValueError as exc:
         return None, f"not valid JSON ({exc.__class__.__name__}: {str(exc)[:120]})"
     except RecursionError:
@@ -357,6 +356,6 @@ def read_first_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     if not line.endswith(b"\n"):
         return None
     try:
-        return schema.parse_record(json.loads(line))
+        return schema.parse_record(schema.loads_line(line))
     except (ValueError, RecursionError):
         return None
