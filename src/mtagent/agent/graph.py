@@ -146,7 +146,28 @@ def _invoke(rt: AgentRuntime, messages: list[BaseMessage]) -> AIMessage:
     if acc is None:
         return AIMessage(content="")
     message = message_chunk_to_message(acc)
-    return message if isinstance(message, AIMessage) else AIMessage(content=str(message.content))
+    if not isinstance(message, AIMessage):
+        return AIMessage(content=str(message.content))
+    return _strict_streamed_calls(message, acc)
+
+
+def _strict_streamed_calls(message: AIMessage, acc: AIMessageChunk) -> AIMessage:
+    """Streaming parses tool arguments leniently (a cut-off object becomes ``{}``); treat
+    arguments that are not complete JSON as malformed, exactly as a non-streamed reply would."""
+    raw = {c.get("id"): c.get("args") or "" for c in acc.tool_call_chunks}
+    good, bad = [], list(message.invalid_tool_calls)
+    for call in message.tool_calls:
+        text = raw.get(call.get("id"), "")
+        try:
+            if text:
+                json.loads(text)
+            good.append(call)
+        except ValueError as exc:
+            bad.append({"name": call["name"], "args": text, "id": call.get("id"), "error": str(exc),
+                        "type": "invalid_tool_call"})
+    if len(good) == len(message.tool_calls):
+        return message
+    return message.model_copy(update={"tool_calls": good, "invalid_tool_calls": bad})
 
 
 def call_model(rt: AgentRuntime) -> AIMessage:
