@@ -21,6 +21,7 @@ DEFAULT_ARTIFACT_MAX_BYTES = 64 * 1024 * 1024
 TOOL_RESULTS_DIR = "tool-results"
 SESSION_MEMORY_DIR = "session-memory"
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9._-]")
+_MAX_ID_CHARS = 120  # file names stay well under the usual 255-byte limit
 
 
 @dataclass(slots=True, frozen=True)
@@ -46,7 +47,7 @@ class ArtifactMeta:
 def get_tool_result_path(tool_call_id: str) -> str:
     """Relative artifact path for a tool call; ids are sanitised so they stay one file name."""
     safe = _UNSAFE_ID.sub("_", tool_call_id).lstrip(".") or "result"
-    if safe != tool_call_id:
+    if safe != tool_call_id or len(safe) > _MAX_ID_CHARS:
         safe = f"{safe[:80]}-{hashlib.sha256(tool_call_id.encode()).hexdigest()[:8]}"
     return f"{TOOL_RESULTS_DIR}/{safe}.txt"
 
