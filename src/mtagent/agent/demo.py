@@ -266,13 +266,18 @@ def summarize_transcript(path: Path, artifacts_root: Path) -> dict[str, Any]:
             "compactions": compactions, "tool_calls": tool_calls}
 
 
+def default_root() -> Path:
+    """The installed mtagent package's own source: a real code base that is always there."""
+    return Path(__file__).resolve().parents[1]
+
+
 def run_demo(cwd: str | Path | None = None, window: int = DEFAULT_WINDOW, *,
              settings: Settings | None = None, max_files: int = MAX_FILES_READ) -> DemoResult:
     """Run the demo on ``cwd`` (default: the installed mtagent package's own source)."""
     from mtagent.agent.session import AgentSession
 
     began = time.perf_counter()
-    root = Path(cwd).expanduser().resolve() if cwd else Path(__file__).resolve().parents[1]
+    root = Path(cwd).expanduser().resolve() if cwd else default_root()
     session_id = schema.new_session_id()
     scratch = paths.ensure_dir(paths.session_artifact_dir(root, session_id) / "scratch")
     settings = settings or demo_settings(window, scratch)
