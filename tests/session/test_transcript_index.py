@@ -54,8 +54,8 @@ def test_backwards_lines_match_forward_split_for_any_block_size(tmp_path_factory
     try:
         fd = os.open(path, os.O_RDONLY)
         try:
-            assert idx._clean_end(fd) == len(data)
-            got = list(idx.lines_backwards(fd, idx._clean_end(fd)))
+            assert idx.clean_end(fd) == len(data)
+            got = list(idx.lines_backwards(fd, idx.clean_end(fd)))
         finally:
             os.close(fd)
     finally:

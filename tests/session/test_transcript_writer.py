@@ -205,3 +205,12 @@ def test_read_first_record_reads_only_the_session_start(tmp_path):
     start = schema.session_start_record("s", "/p", None, "0.1.0")
     path.write_bytes(schema.dumps_record(start) + b"garbage that is never read\n")
     assert read_first_record(path) == start
+
+
+def test_for_session_writes_under_the_project_history(tmp_path):
+    from mtagent import paths
+
+    with TranscriptWriter.for_session(tmp_path, "s-1", fsync="never") as writer:
+        writer.append(_msg(0))
+    assert writer.path == paths.session_transcript_path(tmp_path, "s-1")
+    assert read_records(writer.path)[0]["id"] == "m0"

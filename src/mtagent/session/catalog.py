@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mtagent import paths
 from mtagent.session import schema
-from mtagent.session.index import BOUNDARY_PATTERN, MESSAGE_PATTERN, _clean_end, _parse, lines_backwards
+from mtagent.session.index import BOUNDARY_PATTERN, MESSAGE_PATTERN, clean_end, parse_line, lines_backwards
 from mtagent.session.transcript import READ_CHUNK_BYTES, read_first_record
 
 
@@ -56,8 +56,8 @@ def count_pattern(path: Path, pattern: re.Pattern[bytes], keep: int = 256) -> in
 def _last_timestamp(path: Path) -> datetime | None:
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        for _, line in lines_backwards(fd, _clean_end(fd)):
-            record = _parse(line)
+        for _, line in lines_backwards(fd, clean_end(fd)):
+            record = parse_line(line)
             if record is not None and (stamp := schema.parse_timestamp(record.get("timestamp"))):
                 return stamp
             break

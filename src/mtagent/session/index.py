@@ -80,10 +80,11 @@ def read_line_at(fd: int, offset: int) -> bytes | None:
 
 def _record_at(fd: int, offset: int) -> dict[str, Any] | None:
     line = read_line_at(fd, offset)
-    return _parse(line) if line is not None else None
+    return parse_line(line) if line is not None else None
 
 
-def _parse(line: bytes) -> dict[str, Any] | None:
+def parse_line(line: bytes) -> dict[str, Any] | None:
+    """A line's record, or None for anything unreadable (scans skip such lines)."""
     try:
         obj = schema.loads_line(line)
         return schema.parse_record(obj)
@@ -133,8 +134,8 @@ def _split_reverse(data: bytes, base: int, pattern: re.Pattern[bytes] | None) ->
         end = start - 1
 
 
-def _clean_end(fd: int) -> int:
-    """File size without a torn last line."""
+def clean_end(fd: int) -> int:
+    """File size without a torn last line (where a reader's view of the file ends)."""
     size = os.fstat(fd).st_size
     if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
         return size
@@ -151,7 +152,7 @@ def _clean_end(fd: int) -> int:
 def scan_last_boundary(fd: int, end: int, floor: int = 0) -> tuple[int, dict[str, Any]] | None:
     """The last valid ``compact_boundary`` line in ``[floor, end)``, scanning backwards."""
     for offset, line in lines_backwards(fd, end, floor, BOUNDARY_PATTERN):
-        record = _parse(line)
+        record = parse_line(line)
         if record is not None and record.get("type") == schema.COMPACT_BOUNDARY:
             return offset, record
     return None
@@ -166,7 +167,7 @@ def _id_pattern(message_id: str) -> re.Pattern[bytes]:
 def scan_message_offset(fd: int, end: int, message_id: str) -> int | None:
     """Offset of the last ``transcript_message`` with ``message_id`` before ``end``."""
     for offset, line in lines_backwards(fd, end, 0, _id_pattern(message_id)):
-        record = _parse(line)
+        record = parse_line(line)
         if record is not None and record.get("type") == schema.TRANSCRIPT_MESSAGE \
                 and record.get("id") == message_id:
             return offset
@@ -230,7 +231,7 @@ def locate_resume_point(transcript: str | os.PathLike[str]) -> ResumePoint:
 
 
 def _locate(fd: int, transcript: Path) -> ResumePoint:
-    end = _clean_end(fd)
+    end = clean_end(fd)
     notes: list[str] = []
     entries = load_index(transcript)
     trusted: BoundaryEntry | None = None
@@ -261,7 +262,7 @@ def _locate(fd: int, transcript: Path) -> ResumePoint:
 def scan_all_boundaries(fd: int, end: int) -> list[tuple[int, dict[str, Any]]]:
     """Every boundary in the file, in order (used to rebuild a lost index)."""
     found = [(o, r) for o, line in lines_backwards(fd, end, 0, BOUNDARY_PATTERN)
-             if (r := _parse(line)) is not None and r.get("type") == schema.COMPACT_BOUNDARY]
+             if (r := parse_line(line)) is not None and r.get("type") == schema.COMPACT_BOUNDARY]
     found.reverse()
     return found
 
@@ -294,7 +295,7 @@ class WriterIndex:
                 entries = [BoundaryEntry(o, str(r["id"]), r.get("first_kept_id"),
                                          scan_message_offset(fd, o, r["first_kept_id"])
                                          if r.get("first_kept_id") else None)
-                           for o, r in scan_all_boundaries(fd, _clean_end(fd))]
+                           for o, r in scan_all_boundaries(fd, clean_end(fd))]
         finally:
             os.close(fd)
         index = cls(transcript, [e for e in entries if e.offset < point.start], {})

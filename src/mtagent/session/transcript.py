@@ -143,6 +143,12 @@ class TranscriptWriter:
             self.close()
             raise
 
+    @classmethod
+    def for_session(cls, project_root: str | os.PathLike[str], session_id: str, *,
+                    fsync: FsyncPolicy = "turn") -> TranscriptWriter:
+        """The writer of ``<history>/<project-hash>/<session-id>.jsonl`` (created on first use)."""
+        return cls(paths.session_transcript_path(project_root, session_id), session_id=session_id, fsync=fsync)
+
     def _repair(self) -> int:
         if not self.path.exists():
             return 0
