@@ -43,7 +43,14 @@ def read_file(path: str) -> str:
     return f"# {path}\n" + _lines(path, 25)
 
 
-TOOLS = [shell, grep, read_file]
+@tool
+def fetch(url: str) -> str:
+    """Fetch a page (about 43,000 chars: under the default 50,000 limit, so only the turn's
+    200,000-char aggregate rule can persist it)."""
+    return _lines(f"fetch[{url}]", 400)
+
+
+TOOLS = [shell, grep, read_file, fetch]
 
 
 def small_window_settings(token_limit: int = 24_000, *, size_microcompact: bool = False) -> Settings:

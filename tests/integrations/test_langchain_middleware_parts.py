@@ -11,7 +11,7 @@ from lc_harness import conversation, request_tokens, small_window_settings, tool
 from typer.testing import CliRunner
 
 from mtagent import paths
-from mtagent.agent.scripted import ScriptedChatModel, reply, tool_call
+from mtagent.agent.scripted import ScriptedChatModel, reply, tool_call, tool_calls
 from mtagent.cli.app import app
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.invariants import validate_view
@@ -150,3 +150,24 @@ def test_mtagent_cli_and_replay_read_a_langchain_thread(project, build_agent):
     assert len([m for m in trajectory.messages if m.type == "tool"]) == 24
     assert trajectory.meta["compact_boundaries"]
     validate_view(conversation(trajectory.messages))
+
+
+def test_parallel_results_over_the_turn_aggregate_are_persisted_in_state_and_transcript(project, build_agent):
+    settings = small_window_settings(token_limit=400_000)
+    calls = tool_calls(*(("fetch", {"url": f"https://example.test/{i}"}) for i in range(6)))
+    model = ScriptedChatModel([calls, reply("read them all")])
+    middleware = MTContextMiddleware(settings=settings, project_root=project)
+    out = run(build_agent, model, middleware, "aggregate")
+    middleware.close()
+
+    results = tool_results(out["messages"])
+    assert len(results) == 6
+    persisted = [m for m in results if m.content.startswith("<persisted-output")]
+    assert persisted and len(persisted) < 6
+    assert sum(len(m.content) for m in results) <= settings.tool_results.aggregate_max_chars
+    assert {m.artifact["budget"]["stage"] for m in results} == {"turn"}
+    sent = tool_results(model.calls[-1])
+    assert [m.content for m in sent] == [m.content for m in results]
+    recorded = {r["id"]: r for r in records(project, "aggregate") if r["type"] == "transcript_message"}
+    for message in results:
+        assert recorded[message.id]["content"] == message.content
