@@ -74,6 +74,9 @@ class FakeHost:
     def list_sessions(self) -> list[SessionRow]:
         return self.sessions
 
+    def history_rows(self) -> list[tuple[str, str, str]]:
+        return [("msg_1", "human", "fix the parser"), ("msg_2", "ai", "→ read_file")]
+
     def output(self) -> str:
         return self.console.export_text()
 
@@ -209,3 +212,9 @@ def test_resume_and_sessions(host):
 def test_every_command_has_help_and_a_one_line_summary():
     for spec in COMMANDS.values():
         assert spec.usage.startswith("/") and spec.summary and "\n" not in spec.summary
+
+
+def test_context_messages_lists_ids_for_compact_from(host):
+    dispatch(host, "/context messages")
+    out = host.output()
+    assert "msg_1" in out and "fix the parser" in out and "/compact from <id>" in out

@@ -84,6 +84,7 @@ class WindowUsage:
     threshold: int
     buckets: Mapping[str, int] = field(default_factory=dict)
     model: str | None = None
+    note: str | None = None
 
     @classmethod
     def from_budget(cls, budget: BudgetBuckets, model: str | None = None) -> WindowUsage:
@@ -197,6 +198,8 @@ def render_context_grid(usage: WindowUsage, *, title: str = "Context usage") -> 
     head.append(f" · {fmt_tokens(max(0, left))} left" if left >= 0 else " · over the threshold",
                 style=None if left >= 0 else "bold red")
 
+    if usage.note:
+        head.append(f"\n{usage.note}", style="yellow")
     legend: list[Text] = [head, Text("")]
     for key, style, tokens in segments:
         line = Text()

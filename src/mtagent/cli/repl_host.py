@@ -9,7 +9,7 @@ where it stood — else nothing yet.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +21,7 @@ from mtagent.cli.run_cmd import SessionOptions
 from mtagent.cli.session_report import SessionReport, read_session_report
 from mtagent.cli.slash import CompactOutcome, SessionRow
 from mtagent.errors import UsageError
-from mtagent.events import EventBus
+from mtagent.events import Event, EventBus, EventType
 
 if TYPE_CHECKING:
     from mtagent.agent.session import AgentSession
@@ -39,6 +39,13 @@ class ReplHost:
     on_token: Callable[[str], None] | None = None
     events: EventBus = field(default_factory=EventBus)
     session: AgentSession | None = None
+    compacted_since_plan: bool = False
+
+    def __post_init__(self) -> None:
+        self.events.subscribe(self._planned, EventType.CONTEXT_PLANNED)
+
+    def _planned(self, event: Event) -> None:
+        self.compacted_since_plan = False
 
     @property
     def cwd(self) -> Path:
@@ -79,7 +86,11 @@ class ReplHost:
             return None
         plan = self._plan()
         if plan is not None:
-            return WindowUsage.from_budget(plan.buckets, session.model_name)
+            usage = WindowUsage.from_budget(plan.buckets, session.model_name)
+            if self.compacted_since_plan:
+                usage = replace(usage, note="as of the last model call, before /compact; "
+                                            "the next message shows the compacted window")
+            return usage
         report = self.session_report()
         if report is None or report.last_plan is None:
             return None
@@ -121,10 +132,12 @@ class ReplHost:
     # actions ----------------------------------------------------------------------------
     def compact(self, instructions: str | None) -> CompactOutcome:
         result = self._live().compact(instructions)
+        self.compacted_since_plan = True
         return CompactOutcome(result.pre_tokens, result.post_tokens, result.trigger, result.summary_source)
 
     def compact_from(self, message_id: str) -> CompactOutcome:
         result = self._live().compact(from_message_id=message_id)
+        self.compacted_since_plan = True
         return CompactOutcome(result.pre_tokens, result.post_tokens, result.trigger, result.summary_source)
 
     def resume(self, session_id: str | None) -> str:
@@ -143,6 +156,7 @@ class ReplHost:
         fresh = self.options.open_session(on_token=self.on_token, events=self.events, session_id=target)
         self.close()
         self.session = fresh
+        self.compacted_since_plan = False
         return fresh.session_id
 
     def list_sessions(self) -> list[SessionRow]:

@@ -101,6 +101,9 @@ class SlashHost(Protocol):
 
     def list_sessions(self) -> list[SessionRow]: ...
 
+    def history_rows(self) -> list[tuple[str, str, str]]:
+        """(message id, role, first line) of the history the engine plans from."""
+
 
 Handler = Callable[[SlashHost, SlashCommand], Outcome]
 
@@ -225,7 +228,7 @@ def cmd_compact(host: SlashHost, command: SlashCommand) -> Outcome:
     return Outcome.CONTINUE
 
 
-_CONTEXT_SUBCOMMANDS = ("stats", "artifacts", "explain")
+_CONTEXT_SUBCOMMANDS = ("stats", "artifacts", "explain", "messages")
 
 
 def cmd_context(host: SlashHost, command: SlashCommand) -> Outcome:
@@ -233,7 +236,21 @@ def cmd_context(host: SlashHost, command: SlashCommand) -> Outcome:
     if sub and sub not in _CONTEXT_SUBCOMMANDS:
         close = difflib.get_close_matches(sub, _CONTEXT_SUBCOMMANDS, n=1)
         hint = f"; did you mean /context {close[0]}?" if close else ""
-        raise UsageError(f"unknown /context view {sub!r}{hint} (use stats, artifacts or explain)")
+        raise UsageError(f"unknown /context view {sub!r}{hint} (use stats, artifacts, explain or messages)")
+    if sub == "messages":
+        rows = host.history_rows()
+        if not rows:
+            host.console.print("[dim]No messages yet.[/]")
+            return Outcome.CONTINUE
+        table = Table(title=f"Messages the engine plans from ({len(rows)})", title_justify="left")
+        table.add_column("id", no_wrap=True)
+        table.add_column("role")
+        table.add_column("text", overflow="ellipsis", no_wrap=True, max_width=80)
+        for message_id, role, text in rows:
+            table.add_row(message_id, role, escape(text))
+        host.console.print(table)
+        host.console.print("[dim]/compact from <id> summarises everything before that message.[/]")
+        return Outcome.CONTINUE
     if sub == "artifacts":
         report = host.session_report()
         if report is None:
@@ -345,12 +362,13 @@ COMMANDS: dict[str, CommandSpec] = {spec.name: spec for spec in (
                 ("Without instructions the session memory is used when it can be (no model call);",
                  "with instructions a full summary is written following them.",
                  "/compact from <message-id>: summarise up to that message, keep it and what follows.")),
-    CommandSpec("context", "/context [stats|artifacts|explain]",
+    CommandSpec("context", "/context [stats|artifacts|explain|messages]",
                 "Show the window as a grid by bucket, or its stats, artifacts, or last plan.", cmd_context,
                 ("/context            grid of the window by bucket, with a legend",
                  "/context stats      tokens per bucket, threshold, tokens left, compaction history",
                  "/context artifacts  this session's persisted tool results (id, tool, size, path)",
-                 "/context explain    the last context plan: selected, compressed, dropped and why")),
+                 "/context explain    the last context plan: selected, compressed, dropped and why",
+                 "/context messages   the messages in the window, with the ids /compact from takes")),
     CommandSpec("memory", "/memory list|add|remove", "Long-term memory (--project for this project's).",
                 cmd_memory, ("/memory list [--project|--global]", "/memory add [--project] <fact>",
                              "/memory remove [--project] <number or text>")),

@@ -58,15 +58,13 @@ class TurnDisplay:
     def on_token(self, text: str) -> None:
         self.stop_spinner()
         self.streamed.append(text)
-        self.console.file.write(text)
-        self.console.file.flush()
+        self.console.print(text, end="", markup=False, highlight=False, soft_wrap=True, emoji=False)
         self._midline = not text.endswith("\n")
 
     def end_text(self) -> None:
         """Close the streamed line so whatever follows starts on its own line."""
         if self._midline:
-            self.console.file.write("\n")
-            self.console.file.flush()
+            self.console.print()
             self._midline = False
 
     def take_streamed(self) -> str:

@@ -1,0 +1,195 @@
+"""The REPL in-process: prompt-toolkit fed from a pipe, a scripted model, a recording console."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from prompt_toolkit import PromptSession
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from mtagent.cli.repl import Repl, continue_line, key_bindings, message_text
+from mtagent.cli.run_cmd import SessionOptions
+from mtagent.cli.turn_display import TurnDisplay, describe_call, make_approver, parse_approval_answer
+from mtagent.events import EventBus, EventType
+from mtagent.session.catalog import list_sessions
+from mtagent.session.transcript import read_records
+
+
+def test_continue_line_turns_a_trailing_backslash_into_a_newline():
+    assert continue_line("first \\") == "first \n"
+    assert continue_line("first \\  ") == "first \n"
+    assert continue_line("no continuation") is None
+    assert continue_line("escaped \\\\") is None
+
+
+def test_double_slash_sends_a_message_that_starts_with_a_slash():
+    assert message_text("//etc is a folder") == "/etc is a folder"
+    assert message_text("  plain  ") == "plain"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def pipe() -> Iterator:
+    with create_pipe_input() as inp:
+        yield inp
+
+
+def make_repl(project: Path, tmp_path: Path, steps: list, pipe, answers: list[str] | None = None,
+              **options) -> tuple[Repl, Console]:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(steps), encoding="utf-8")
+    console = Console(record=True, width=140, force_terminal=False)
+    session = PromptSession(input=pipe, output=DummyOutput(), key_bindings=key_bindings(), multiline=True)
+    pending = list(answers or [])
+    repl = Repl(SessionOptions(cwd=project, model=f"scripted:{script}", **options), console=console,
+                prompt_session=session, ask=lambda q: (console.print(q, markup=False), pending.pop(0))[1])
+    return repl, console
+
+
+def user_messages(project: Path) -> list[str]:
+    return [r["content"] for r in read_records(list_sessions(project)[0].path) if r.get("role") == "user"]
+
+
+def test_repl_sends_messages_runs_slash_commands_and_exits(project, tmp_path, pipe):
+    repl, console = make_repl(project, tmp_path, ["Hi there.", "Second."], pipe)
+    pipe.send_text("hello\r/context stats\r/sessions\rline one\\\rline two\r/exit\r")
+    assert repl.run() == 0
+    out = console.export_text()
+    assert "Hi there." in out and "Second." in out
+    assert "tokens left before auto compact" in out
+    assert "Sessions of" in out
+    assert user_messages(project) == ["hello", "line one\nline two"]
+
+
+def test_repl_escape_enter_adds_a_line(project, tmp_path, pipe):
+    repl, _ = make_repl(project, tmp_path, ["ok"], pipe)
+    pipe.send_text("alpha\x1b\rbeta\r/exit\r")
+    repl.run()
+    assert user_messages(project) == ["alpha\nbeta"]
+
+
+def test_repl_ctrl_d_exits(project, tmp_path, pipe):
+    repl, console = make_repl(project, tmp_path, [], pipe)
+    pipe.send_text("\x04")
+    assert repl.run() == 0
+    assert "bye" in console.export_text()
+
+
+def test_repl_approval_always_remembers_the_command(project, tmp_path, pipe):
+    marker = project / "n.txt"
+    command = f"echo x >> {marker}"
+    steps = [{"tool": "shell", "args": {"command": command}}, "one",
+             {"tool": "shell", "args": {"command": command}}, "two"]
+    repl, console = make_repl(project, tmp_path, steps, pipe, answers=["a"])
+    pipe.send_text("first\rsecond\r/exit\r")
+    repl.run()
+    out = console.export_text()
+    assert out.count("[y]es / [n]o / [a]lways") == 1  # asked once, remembered for the second run
+    assert marker.read_text().count("x") == 2
+
+
+def test_repl_denied_command_is_not_run_and_the_model_hears_why(project, tmp_path, pipe):
+    marker = project / "never.txt"
+    steps = [{"tool": "shell", "args": {"command": f"touch {marker}"}}, "understood"]
+    repl, console = make_repl(project, tmp_path, steps, pipe, answers=["maybe", "n"])
+    pipe.send_text("do it\r/exit\r")
+    repl.run()
+    assert not marker.exists()
+    assert "answer y, n or a" in console.export_text()
+    tool = [r for r in read_records(list_sessions(project)[0].path) if r.get("role") == "tool"]
+    assert "Not run" in str(tool[0]["content"])
+
+
+def test_repl_model_error_is_one_line_and_the_repl_goes_on(project, tmp_path, pipe):
+    repl, console = make_repl(project, tmp_path, [], pipe)
+    pipe.send_text("hello\r/help\r/exit\r")
+    repl.run()
+    out = console.export_text()
+    assert out.count("error:") == 1 and "Slash commands" in out
+
+
+def test_repl_compact_prints_before_after_and_context_says_it_is_stale(project, tmp_path, pipe):
+    steps = [f"answer {i} " + "lorem ipsum " * 40 for i in range(6)]
+    repl, console = make_repl(project, tmp_path, steps, pipe)
+    turns = "".join(f"question {i}\r" for i in range(6))
+    pipe.send_text(turns + "/compact keep the questions\r/context\r/context stats\r/context explain\r/context artifacts\r/context messages\r/exit\r")
+    repl.run()
+    out = console.export_text()
+    assert "compacted (manual" in out and "→" in out
+    assert "before /compact" in out
+    assert "Compaction history" in out
+    assert "No tool result has been persisted" in out
+    assert "Messages the engine plans from" in out and "question 5" in out
+    records = list(read_records(list_sessions(project)[0].path))
+    assert any(r["type"] == "compact_boundary" and r["trigger"] == "manual" for r in records)
+
+
+def test_repl_resume_switches_sessions(project, tmp_path, pipe):
+    first, _ = make_repl(project, tmp_path, ["one"], pipe)
+    pipe.send_text("remember this\r/exit\r")
+    first.run()
+    old = list_sessions(project)[0].session_id
+    with create_pipe_input() as pipe2:
+        second, console = make_repl(project, tmp_path, ["two"], pipe2)
+        pipe2.send_text(f"/resume {old}\r/resume nope-x\r/exit\r")
+        second.run()
+    out = console.export_text()
+    assert f"resumed session {old}" in out
+    assert "error:" in out and "nope-x" in out
+
+
+# ── TurnDisplay and the approver, without a session ─────────────────────────────────────
+
+def test_turn_display_shows_compaction_tools_and_persisted_results():
+    console = Console(record=True, width=120)
+    display = TurnDisplay(console=console, activity=console)
+    bus = EventBus()
+    display.attach(bus)
+    display.on_token("partial answer")
+    bus.emit(EventType.COMPACT_STARTED, trigger="auto", tokens=14_000)
+    bus.emit(EventType.COMPACT_BOUNDARY, id="b1", trigger="auto", pre_tokens=14_000, post_tokens=3_500,
+             summary_source="llm")
+    bus.emit(EventType.TOOL_STARTED, tool_call_id="c1", tool="grep")
+    bus.emit(EventType.TOOL_RESULT_PERSISTED, tool="grep", tool_call_id="c1", path="tool-results/c1.txt",
+             original_chars=90_000, preview_chars=2_000)
+    bus.emit(EventType.MICRO_COMPACTED, trigger="time", cleared_ids=["a", "b"])
+    display.detach()
+    bus.emit(EventType.TOOL_STARTED, tool_call_id="c2", tool="after-detach")
+    out = console.export_text()
+    assert "compacting the conversation (auto, 14,000 tokens)" in out
+    assert "compacted (auto, summary from llm): 14,000 → 3,500 tokens" in out
+    assert "⏺ grep" in out and "90,000 chars saved to tool-results/c1.txt" in out
+    assert "2 old tool result(s) cleared" in out and "after-detach" not in out
+
+
+def test_approver_parses_answers_and_denies_on_ctrl_c():
+    console = Console(record=True)
+    requests = [SimpleNamespace(tool_call_id="c1", tool="shell", args={"command": "rm -rf build"}),
+                SimpleNamespace(tool_call_id="c2", tool="write_file", args={"file_path": "a.py"})]
+    answers = iter(["y"])
+
+    def read(question: str) -> str:
+        try:
+            return next(answers)
+        except StopIteration:
+            raise KeyboardInterrupt from None
+
+    result = make_approver(console, read)(requests)
+    assert result["c1"] == {"decision": "allow", "remember": False}
+    assert result["c2"]["decision"] == "deny"
+    assert parse_approval_answer(" Always ") == ("allow", True)
+    assert parse_approval_answer("nope") is None
+    assert describe_call("shell", {"command": "ls"}) == "shell command `ls`"
+    assert describe_call("edit_file", {"file_path": "x.py"}) == "edit_file on x.py"
