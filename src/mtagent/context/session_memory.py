@@ -292,6 +292,9 @@ class SessionMemoryManager:
             return self.update_session_memory(messages, token_count)
         snapshot = list(messages)
         with self._cond:
+            if self._running:  # park without a thread; the running update's trailing run takes it
+                self._pending = _merge(self._pending, snapshot)
+                return None
             self._scheduled += 1
         thread = threading.Thread(target=self.update_session_memory, args=(snapshot, token_count),
                                   kwargs={"_scheduled": True}, name="session-memory-update", daemon=True)

@@ -162,28 +162,42 @@ def _protected(name: str, index: int, line: str) -> bool:
 
 
 def _fit_lines(name: str, lines: list[str], limit: int, count: Callable[[str], int]) -> list[str]:
-    """Drop whole lines until the body fits: oldest first in list sections, with a note saying how many."""
+    """Drop whole lines until the body fits: oldest first in list sections, with a note saying how many.
+
+    Lines are measured one by one (a newline is one more token), so shrinking a long section
+    costs one count per line, not one per line dropped; the result is then checked exactly.
+    """
     if count("\n".join(lines)) <= limit:
         return lines
     omitted = 0
-    body = [line for line in lines if not _TRUNCATED_RE.match(line)]
+    body: list[str] = []
     for line in lines:
         if (m := _TRUNCATED_RE.match(line)) is not None:
             omitted += int(m.group(1))
+        else:
+            body.append(line)
     recent_first = name in _RECENT_FIRST
-    order = range(len(body)) if recent_first else range(len(body) - 1, -1, -1)
+    order = list(range(len(body)) if recent_first else range(len(body) - 1, -1, -1))
+    cost = [count(line) + 1 for line in body]
+    budget = limit - count(_TRUNCATED_MARK.format(n=len(lines) + omitted)) - 1
+    total = sum(cost)
     keep = [True] * len(body)
-    for i in order:
-        if _protected(name, i, body[i]):
-            continue
-        kept = [line for line, k in zip(body, keep) if k]
-        if count("\n".join(kept)) + count(_TRUNCATED_MARK) <= limit:
-            break
-        keep[i] = False
-        omitted += 1
+
+    def drop_until(fits: Callable[[], bool]) -> None:
+        nonlocal total, omitted
+        for i in order:
+            if fits():
+                return
+            if keep[i] and not _protected(name, i, body[i]):
+                keep[i] = False
+                total -= cost[i]
+                omitted += 1
+
+    drop_until(lambda: total <= budget)
+    drop_until(lambda: count("\n".join(line for line, k in zip(body, keep) if k)) <= budget)
     out = [line for line, k in zip(body, keep) if k]
-    if count("\n".join(out)) > limit:
-        out = _cut_text("\n".join(out), limit, count).split("\n")
+    if count("\n".join(out)) > budget:
+        out = _cut_text("\n".join(out), max(0, budget), count).split("\n")
     if omitted:
         mark = _TRUNCATED_MARK.format(n=omitted)
         out = [mark, *out] if recent_first else [*out, mark]
