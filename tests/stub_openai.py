@@ -172,7 +172,7 @@ class _Handler(BaseHTTPRequestHandler):
         return calls
 
     def _usage(self, body: dict[str, Any], step: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, int]:
-        prompt = request_tokens(body)
+        prompt = request_tokens(body) + count_text_tokens(json.dumps(body.get("tools", []), sort_keys=True))
         out_text = step.get("content") or ""
         out_text += "".join(c["function"]["name"] + c["function"]["arguments"] for c in calls)
         completion = count_text_tokens(out_text)

@@ -206,3 +206,20 @@ def test_checkpoints_live_in_the_session_artifact_folder(project):
     with AgentSession.create(project, model=ScriptedChatModel(["x"]), settings=agent_settings()) as session:
         session.run_turn("hi")
         assert (session.artifacts.root / "checkpoints.sqlite").is_file()
+
+
+def test_manual_compact_records_a_boundary_and_the_next_call_sees_the_summary(project):
+    steps = [tool_call("read_file", {"file_path": "src/app.py"}), "read it"] + [f"answer {i}" for i in range(6)]
+    model = ScriptedChatModel(steps + ["after compact"])
+    settings = agent_settings(context={"compression_preserve_min_tokens": 10, "compression_preserve_max_tokens": 60})
+    with AgentSession.create(project, model=model, settings=settings) as session:
+        session.run_turn("read the app")
+        for i in range(6):
+            session.run_turn(f"question {i}: " + "some long details about the task " * 120)
+        result = session.compact("keep the file names")
+        assert result.pre_tokens > result.post_tokens
+        assert session.last_plan is not None and session.threshold > 0
+        session.run_turn("continue")
+        path = session.transcript_path
+    assert [r["trigger"] for r in read_records(path) if r["type"] == "compact_boundary"] == ["manual"]
+    assert any("<conversation_history_summary>" in str(m.content) for m in model.calls[-1])

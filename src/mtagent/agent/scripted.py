@@ -101,7 +101,7 @@ class ScriptedChatModel(BaseChatModel):
         self._tool_names = [t["function"]["name"] for t in formatted]
         return self.bind(tools=formatted, **kwargs)
 
-    def _next_reply(self, messages: list[BaseMessage]) -> AIMessage:
+    def _next_reply(self, messages: list[BaseMessage], tools: list[Any] | None = None) -> AIMessage:
         self._calls.append(list(messages))
         if self._cursor < len(self.steps):
             step = self.steps[self._cursor]
@@ -120,12 +120,15 @@ class ScriptedChatModel(BaseChatModel):
         message = AIMessage(content=step) if isinstance(step, str) else step
         if not isinstance(message, AIMessage):
             raise TypeError(f"a script step must give an AIMessage or str, got {type(message).__name__}")
-        return self._with_usage(message, messages)
+        return self._with_usage(message, messages, tools)
 
-    def _with_usage(self, message: AIMessage, messages: list[BaseMessage]) -> AIMessage:
+    def _with_usage(self, message: AIMessage, messages: list[BaseMessage], tools: list[Any] | None) -> AIMessage:
+        """Usage as a provider reports it: every message sent plus the tool schemas."""
         if message.usage_metadata:
             return message
         sent = sum(count_text_tokens(message_text(m), self.encoding) + 4 for m in messages)
+        if tools:
+            sent += count_text_tokens(json.dumps(tools, sort_keys=True), self.encoding)
         out = count_text_tokens(message_text(message), self.encoding)
         return message.model_copy(update={
             "usage_metadata": {"input_tokens": sent, "output_tokens": out, "total_tokens": sent + out},
@@ -134,12 +137,12 @@ class ScriptedChatModel(BaseChatModel):
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._next_reply(messages))])
+        return ChatResult(generations=[ChatGeneration(message=self._next_reply(messages, kwargs.get("tools")))])
 
     def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
                 run_manager: CallbackManagerForLLMRun | None = None,
                 **kwargs: Any) -> Iterator[ChatGenerationChunk]:
-        message = self._next_reply(messages)
+        message = self._next_reply(messages, kwargs.get("tools"))
         text = message.content if isinstance(message.content, str) else message_text(message)
         size = max(1, self.stream_chunk_chars)
         for start in range(0, len(text), size):

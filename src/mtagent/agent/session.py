@@ -41,6 +41,8 @@ from mtagent.agent.models import context_window, create_chat_model
 from mtagent.agent.redaction import Redactor, RedactingSink, collect_secrets
 from mtagent.agent.state import Conversation, initial_state
 from mtagent.config import Settings, load_settings
+from mtagent.context.compactor import CompactionResult
+from mtagent.context.plan import ContextPlan
 from mtagent.context.tokens import count_text_tokens
 from mtagent.context.view import load_session
 from mtagent.errors import ModelError, SessionNotFound
@@ -307,20 +309,35 @@ class AgentSession:
     def _remember_prepared(self, prepared: Any) -> None:
         self.last_prepared = prepared
 
-    def compact(self, instructions: str | None = None, *, from_message_id: str | None = None) -> Any:
-        """``/compact [instructions]`` and ``/compact from <id>``; the new history is adopted."""
+    def compact(self, instructions: str | None = None) -> CompactionResult:
+        """``/compact [instructions]``: session memory first without instructions, else a full
+        compact with them in the prompt. The new history is adopted; the boundary is recorded."""
+        return self._adopt(lambda system, tools_tokens: self.engine.compact(
+            self.history, trigger="manual", instructions=instructions, system=system, tools_tokens=tools_tokens))
+
+    def compact_from(self, message_id: str, *, direction: str = "up_to",
+                     instructions: str | None = None) -> CompactionResult:
+        """``/compact from <id>``: summarize what precedes the message's round, keep the rest."""
+        return self._adopt(lambda system, tools_tokens: self.engine.compact_from(
+            self.history, message_id, direction=direction, instructions=instructions, system=system,
+            tools_tokens=tools_tokens))
+
+    def _adopt(self, run: Callable[[list[BaseMessage], int], CompactionResult]) -> CompactionResult:
         self._abandon_unanswered_calls()
-        system = self._system_messages()
-        tools_tokens = self.runtime.tools_tokens
-        if from_message_id:
-            result = self.engine.compact_from(self.history, from_message_id, instructions=instructions,
-                                              system=system, tools_tokens=tools_tokens)
-        else:
-            result = self.engine.compact(self.history, trigger="manual", instructions=instructions,
-                                         system=system, tools_tokens=tools_tokens)
+        result = run(self._system_messages(), self.runtime.tools_tokens)
         self.conversation.replace(result.new_history())
         self._writer.end_turn()
         return result
+
+    @property
+    def last_plan(self) -> ContextPlan | None:
+        """The plan of the last model call (``/context explain``; ``.to_record()`` for a dict)."""
+        return self.engine.last_plan
+
+    @property
+    def threshold(self) -> int:
+        """Tokens at which auto compaction fires for this session's window."""
+        return self.engine.threshold
 
     # lifecycle ---------------------------------------------------------------------------
     @property
