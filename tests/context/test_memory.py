@@ -114,3 +114,11 @@ def test_empty_fact_is_refused() -> None:
 def test_multiline_fact_becomes_one_line() -> None:
     memory.save_memory("line one\nline two")
     assert memory.list_memories("global")[0].text == "line one line two"
+
+
+def test_injected_project_memory_omits_the_generated_header(tmp_path: Path) -> None:
+    memory.save_memory("fact one", "project", tmp_path)
+    index = paths.project_memory_dir(tmp_path) / "MEMORY.md"
+    index.write_text(index.read_text() + "See [testing](testing.md) for test notes.\n")
+    loaded = memory.load_project_memory(tmp_path, 200)
+    assert loaded == "- fact one\nSee [testing](testing.md) for test notes."

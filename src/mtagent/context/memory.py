@@ -325,11 +325,14 @@ def mark_memory_obsolete(selector: int | str, scope: Scope = "global",
 def load_project_memory(project_root: str | os.PathLike[str], index_max_lines: int) -> str:
     """The project's MEMORY.md as injected: its first ``index_max_lines`` lines, obsolete facts removed.
 
-    Non-list lines (headings, links to topic files, notes) are kept as the person wrote them.
+    Non-list lines a person added (headings, links to topic files, notes) are kept as written;
+    the header mtagent wrote when it created the file is not repeated to the model.
     """
     path = memory_path("project", project_root)
     lines = _read_lines(path)[:index_max_lines]
-    kept = [line for line in lines if not ((p := parse_item(line)) and p[1])]
+    boilerplate = {line.strip() for line in PROJECT_INDEX_HEADER.splitlines() if line.strip()}
+    kept = [line for line in lines
+            if line.strip() not in boilerplate and not ((p := parse_item(line)) and p[1])]
     return "".join(kept).strip()
 
 

@@ -214,8 +214,8 @@ class StaticContext:
                              "project", self.project_root,
                              index_max_lines=self.settings.index_max_lines).active(), 1)]
         conflicts = detect_conflicts([*rule_items, *memory_items])
-        losing = {text for c in conflicts for item in memory_items if item.id in c.losers
-                  for text in [item.text]}
+        lost_ids = {loser for c in conflicts for loser in c.losers}
+        losing = {item.text for item in memory_items if item.id in lost_ids}
         if losing:
             global_text = _drop_facts(global_text, losing)
             project_memory = _drop_facts(project_memory, losing)
