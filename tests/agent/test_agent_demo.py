@@ -55,3 +55,20 @@ def test_run_demo_offloads_compacts_edits_a_scratch_copy_and_resumes(tmp_path):
     with AgentSession.resume(result.session_id, package, model=model) as session:
         assert is_summary_message(session.history[0])
         assert session.run_turn("what did you find?").reply == "resumed fine"
+
+
+def test_resuming_a_demo_session_without_a_model_says_to_pass_one(tmp_path):
+    import pytest
+
+    from mtagent.agent.demo import demo_settings
+    from mtagent.errors import ModelError
+
+    root = tmp_path / "code"
+    root.mkdir()
+    (root / "a.py").write_text("import os\n")
+    model = ScriptedChatModel(["hi"], model_name="scripted:demo-policy")
+    with AgentSession.create(root, model=model, settings=demo_settings()) as session:
+        session.run_turn("hello")
+        sid = session.session_id
+    with pytest.raises(ModelError, match="scripted demo policy"):
+        AgentSession.resume(sid, root, settings=demo_settings())

@@ -55,6 +55,8 @@ from mtagent.session.transcript import TranscriptWriter, iter_entries
 TurnStatus = Literal["done", "approval_required", "interrupted", "max_steps"]
 Approver = Callable[[list["ApprovalRequest"]], Any]
 CHECKPOINT_FILE = "checkpoints.sqlite"
+# Model names recorded by scripted policies (the demo): not something a resume can reconnect to.
+SCRIPTED_PREFIX = "scripted"
 
 
 @dataclass(slots=True, frozen=True)
@@ -175,9 +177,15 @@ class AgentSession:
             raise SessionNotFound(f"no sessions yet for project {root}; start one with `mtagent`")
         settings = settings or load_settings(root)
         resumed = load_session(root, sid, skip_corrupt=skip_corrupt)
-        start = resumed.session_start or {}
-        chat, name, secrets, summarizer = _resolve_model(model or start.get("model"), settings, base_url,
-                                                         api_key, environ)
+        recorded = (resumed.session_start or {}).get("model")
+        if recorded and str(recorded).startswith(SCRIPTED_PREFIX):
+            if model is None and not settings.agent.model:
+                raise ModelError(
+                    f"session {sid} was driven by the scripted demo policy, not a model; continue it with a "
+                    "real one: --model openai:gpt-4o-mini (with OPENAI_API_KEY) or --model ollama:<name>"
+                )
+            recorded = None
+        chat, name, secrets, summarizer = _resolve_model(model or recorded, settings, base_url, api_key, environ)
         writer = TranscriptWriter(resumed.path, session_id=sid, fsync=settings.transcript.fsync)
         try:
             session = cls(project_root=root, session_id=sid, settings=settings, model=chat, model_name=name,
