@@ -392,3 +392,16 @@ def test_notes_shown_on_resume_only_when_they_add_to_the_summary(tmp_path: Path)
     assert session_memory_for_resume(sm.path, [sm_boundary, update_rec]) is not None  # notes moved on
     assert session_memory_for_resume(sm.path, [update_rec, llm_boundary]) is not None
     assert session_memory_for_resume(sm.path, []) is not None
+
+
+def test_works_with_a_langchain_chat_model(tmp_path: Path) -> None:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    model = FakeListChatModel(responses=["# Session Title\nGEMM\n# Current State\nprofiling\n"])
+    sm = _manager(tmp_path, model=model)
+    conv = Conversation()
+    conv.grow(2)
+    update = sm.update_session_memory(conv.messages)
+    assert update is not None and update.source == "model"
+    notes = sm.read_notes()
+    assert notes.bodies["Session Title"] == "GEMM" and notes.bodies["Current State"] == "profiling"
