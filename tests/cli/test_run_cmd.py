@@ -171,3 +171,23 @@ def test_script_steps_become_replies_and_tool_calls(tmp_path):
     both = model.invoke("x")
     assert [c["name"] for c in both.tool_calls] == ["ls", "glob"] and both.content == "two"
     assert model.model_name == f"scripted:{(tmp_path / 'script.json').resolve()}"
+
+
+def test_run_in_a_terminal_asks_before_running_a_command(project, tmp_path, mtagent_home):
+    import os
+    import sys
+
+    pexpect = pytest.importorskip("pexpect")
+    marker = project / "asked.txt"
+    model = script(tmp_path, [{"tool": "shell", "args": {"command": f"touch {marker}"}}, "Skipped it."])
+    env = {**os.environ, "MTAGENT_HOME": str(mtagent_home), "NO_COLOR": "1"}
+    child = pexpect.spawn(sys.executable, ["-m", "mtagent.cli.app", "run", "--cwd", str(project), "--model", model,
+                                           "touch the file"], env=env, encoding="utf-8", timeout=90)
+    try:
+        child.expect(r"Run shell command `touch .*`\? \[y\]es / \[n\]o / \[a\]lways")
+        child.sendline("n")
+        child.expect("Skipped it.")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0 and not marker.exists()

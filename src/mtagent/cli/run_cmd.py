@@ -137,7 +137,7 @@ def window_option() -> Any:
 # ── mtagent run ────────────────────────────────────────────────────────────────────────
 
 def _read_stdin_line(prompt: str) -> str:
-    err_console.print(prompt, end="")
+    err_console.print(prompt, end="", markup=False, highlight=False, soft_wrap=True)
     line = sys.stdin.readline()
     if not line:
         raise EOFError
