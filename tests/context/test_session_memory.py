@@ -405,3 +405,25 @@ def test_works_with_a_langchain_chat_model(tmp_path: Path) -> None:
     assert update is not None and update.source == "model"
     notes = sm.read_notes()
     assert notes.bodies["Session Title"] == "GEMM" and notes.bodies["Current State"] == "profiling"
+
+
+def test_messages_parked_during_a_failed_update_go_into_the_next_one(tmp_path: Path) -> None:
+    sm = _manager(tmp_path)
+    conv = Conversation()
+    conv.grow(4)
+    calls = {"n": 0}
+    real_write = sm._write
+
+    def failing_write(text: str) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            sm.update_session_memory(conv.messages)  # arrives while the first update runs: parked
+            raise OSError("disk full")
+        real_write(text)
+
+    sm._write = failing_write  # type: ignore[method-assign]
+    with pytest.raises(OSError):
+        sm.update_session_memory(conv.messages[:4])
+    assert sm.wait_idle(0.5)
+    update = sm.update_session_memory([])
+    assert update is not None and update.last_summarized_message_id == conv.messages[-1].id

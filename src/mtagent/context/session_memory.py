@@ -262,20 +262,24 @@ class SessionMemoryManager:
                 self._pending = _merge(self._pending, messages)
                 return None
             self._running = True
+            batch = _merge(self._pending, messages) if self._pending is not None else list(messages)
+            self._pending = None  # left over from a failed update: folded into this one
         result: SessionMemoryUpdate | None = None
         try:
-            result = self._run_update(list(messages), token_count)
+            result = self._run_update(batch, token_count)
             while True:
                 with self._cond:
                     pending, self._pending = self._pending, None
-                    if pending is None:
-                        break
+                    if pending is None:  # stop under the lock, so no request parks after the last look
+                        self._running = False
+                        self._cond.notify_all()
+                        return result
                 result = self._run_update(pending, None)
-        finally:
+        except BaseException:
             with self._cond:
                 self._running = False
                 self._cond.notify_all()
-        return result
+            raise
 
     def maybe_update(self, messages: Sequence[BaseMessage], *, tokens: int | None = None,
                      background: bool | None = None) -> SessionMemoryUpdate | threading.Thread | None:
@@ -305,7 +309,7 @@ class SessionMemoryManager:
         """Block until no update is running (or ``timeout`` seconds passed); True when idle."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while self._running or self._pending is not None or self._scheduled > 0:
+            while self._running or self._scheduled > 0:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
