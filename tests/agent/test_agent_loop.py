@@ -223,3 +223,22 @@ def test_manual_compact_records_a_boundary_and_the_next_call_sees_the_summary(pr
         path = session.transcript_path
     assert [r["trigger"] for r in read_records(path) if r["type"] == "compact_boundary"] == ["manual"]
     assert any("<conversation_history_summary>" in str(m.content) for m in model.calls[-1])
+
+
+def test_after_a_long_pause_a_resumed_session_clears_old_tool_results(project):
+    import time as _time
+
+    reads = [tool_call("read_file", {"file_path": "src/app.py", "offset": 1, "limit": n}) for n in range(1, 8)]
+    model = ScriptedChatModel([*reads, "read them all"])
+    with AgentSession.create(project, model=model, settings=agent_settings()) as session:
+        session.runtime.clock = lambda: _time.time() - 2 * 3600  # the last reply was two hours ago
+        session.run_turn("read the app seven times")
+        sid = session.session_id
+    later = ScriptedChatModel(["welcome back"])
+    with AgentSession.resume(sid, project, model=later, settings=agent_settings()) as resumed:
+        resumed.run_turn("I am back")
+        path = resumed.transcript_path
+    cleared = [r for r in read_records(path) if r["type"] == "microcompact"]
+    assert cleared and cleared[0]["trigger"] == "time"
+    sent_results = [m for m in later.calls[0] if isinstance(m, ToolMessage)]
+    assert sum("cleared" in m.content for m in sent_results) == 2  # seven results, the newest five kept

@@ -18,6 +18,7 @@ tool-call protocol, then lets it propagate to the session, which leaves the sess
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -90,6 +91,7 @@ class AgentRuntime:
     budget: Callable[[list[ToolMessage], ToolMessage], ToolMessage] | None = None
     sleep: Callable[[float], None] | None = None
     secrets: tuple[str, ...] = ()
+    clock: Callable[[], float] = time.time
     counters: RunCounters = field(default_factory=RunCounters)
 
     def add(self, message: BaseMessage) -> None:
@@ -110,8 +112,11 @@ class AgentRuntime:
 # ── reason ─────────────────────────────────────────────────────────────────────────────
 
 
-def normalize_reply(message: AIMessage) -> AIMessage:
-    """Give the reply an id and fold malformed tool calls into ``tool_calls``.
+def normalize_reply(message: AIMessage, now: float) -> AIMessage:
+    """Give the reply an id and a timestamp, and fold malformed tool calls into ``tool_calls``.
+
+    The timestamp (``response_metadata["mtagent"]["ts"]``) survives in the transcript, so the
+    engine's time-based microcompact can measure an idle gap across a resume.
 
     A call whose arguments were not JSON arrives in ``invalid_tool_calls``; providers still
     expect an answer to it. Keeping it as a regular call (its raw text under
@@ -126,10 +131,13 @@ def normalize_reply(message: AIMessage) -> AIMessage:
             "id": bad.get("id") or f"call_{new_message_id()[4:16]}",
             "type": "tool_call",
         })
+    metadata = dict(message.response_metadata or {})
+    metadata["mtagent"] = {**(metadata.get("mtagent") or {}), "ts": now}
     return message.model_copy(update={
         "id": message.id if message.id and not message.id.startswith("lc_run") else new_message_id(),
         "tool_calls": calls,
         "invalid_tool_calls": [],
+        "response_metadata": metadata,
     })
 
 
@@ -213,7 +221,7 @@ def make_reason(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
     def reason(state: AgentState) -> AgentState:
         if state.get("steps", 0) >= rt.settings.agent.max_steps:
             return {"status": "max_steps", "pending": []}
-        reply = normalize_reply(call_model(rt))
+        reply = normalize_reply(call_model(rt), rt.clock())
         rt.add(reply)
         pending: list[PendingCall] = [
             {"id": str(c["id"]), "name": c["name"], "args": dict(c.get("args") or {})} for c in reply.tool_calls
