@@ -189,7 +189,7 @@ def show_cmd(
         resumed = load_transcript(path, session_id=session_id, skip_corrupt=skip_corrupt)
         _print_warnings(resumed.report)
         for message in resumed.messages:
-            _render_record(console, schema.message_to_record(message), store, full)
+            _render_record(console, {**schema.message_to_record(message), "timestamp": ""}, store, full)
         return
     report = ReadReport()
     for entry in iter_entries(path, skip_corrupt=skip_corrupt, report=report):

@@ -245,11 +245,12 @@ class ReadReport:
     skipped_unknown: int = 0
     bytes_read: int = 0
     records: int = 0
+    log_warnings: bool = False  # a caller holding the report shows its warnings itself
     _unknown_seen: set[str] = field(default_factory=set)
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
-        log.warning("%s", message)
+        log.log(logging.WARNING if self.log_warnings else logging.DEBUG, "%s", message)
 
 
 def _line_number(path: Path, offset: int) -> int:
@@ -274,10 +275,10 @@ def iter_entries(path: str | os.PathLike[str], *, start: int = 0, skip_corrupt: 
     The file is opened read-only and never changed. A torn last line is warned about and
     ignored; a bad line with more lines after it raises :class:`TranscriptCorrupt` (or is
     skipped with a warning when ``skip_corrupt``). Unknown record types are skipped with one
-    warning per type.
+    warning per type. Warnings go to ``report`` when one is given, else to the log.
     """
     path = Path(path)
-    report = report if report is not None else ReadReport()
+    report = report if report is not None else ReadReport(log_warnings=True)
     pending_bad: tuple[int, str] | None = None
     with open(path, "rb") as fh:
         fh.seek(start)
