@@ -171,3 +171,23 @@ def test_parallel_results_over_the_turn_aggregate_are_persisted_in_state_and_tra
     recorded = {r["id"]: r for r in records(project, "aggregate") if r["type"] == "transcript_message"}
     for message in results:
         assert recorded[message.id]["content"] == message.content
+
+
+def test_model_pages_through_a_persisted_result_with_the_registered_tool(project, build_agent):
+    model = ScriptedChatModel([
+        tool_call("shell", {"command": "pytest"}, id="big_run"),
+        tool_call("read_tool_result", {"path": "tool-results/big_run.txt", "offset": 600, "limit": 5}, id="page"),
+        tool_call("read_tool_result", {"path": "../../escape.txt"}, id="bad"),
+        reply("paged"),
+    ])
+    middleware = MTContextMiddleware(settings=small_window_settings(), project_root=project)
+    out = run(build_agent, model, middleware, "paging")
+    middleware.close()
+
+    assert "read_tool_result" in model.bound_tool_names
+    big, page, bad = tool_results(out["messages"])
+    assert big.content.startswith("<persisted-output")
+    assert "shell[pytest]:00599" in page.content.splitlines()[0]
+    assert "[Showing lines 600-604 of 700" in page.content
+    assert page.artifact["artifact"] is None
+    assert bad.status == "error" and "escapes" in bad.content

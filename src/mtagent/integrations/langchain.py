@@ -49,6 +49,7 @@ from langgraph.types import Command
 from mtagent.config import Settings
 from mtagent.context.summarize import Summarizer
 from mtagent.events import EventBus, EventType
+from mtagent.integrations.artifact_tool import make_read_tool_result
 from mtagent.integrations.engine import ThreadEngine, ThreadSessions
 from mtagent.integrations.thread_session import ThreadSession
 
@@ -72,6 +73,8 @@ class MTContextMiddleware(AgentMiddleware):
             ``summarizer_model``.
         events: an :class:`~mtagent.events.EventBus` to watch the engine (tool results persisted,
             microcompact, compaction, retries); every event is also in the transcript.
+        artifact_tool: register ``read_tool_result`` so the model can page through the full
+            text a ``<persisted-output>`` preview points to (default on).
     """
 
     def __init__(
@@ -84,11 +87,13 @@ class MTContextMiddleware(AgentMiddleware):
         summarizer_model: BaseChatModel | None = None,
         summarizer: Summarizer | None = None,
         events: EventBus | None = None,
+        artifact_tool: bool = True,
     ) -> None:
         super().__init__()
         self.sessions = ThreadSessions(settings=settings, token_limit=token_limit, project_root=project_root,
                                        session_id=session_id, summarizer_model=summarizer_model,
                                        summarizer=summarizer, events=events)
+        self.tools = [make_read_tool_result(self.sessions)] if artifact_tool else []
 
     @property
     def settings(self) -> Settings:
