@@ -242,3 +242,16 @@ def test_after_a_long_pause_a_resumed_session_clears_old_tool_results(project):
     assert cleared and cleared[0]["trigger"] == "time"
     sent_results = [m for m in later.calls[0] if isinstance(m, ToolMessage)]
     assert sum("cleared" in m.content for m in sent_results) == 2  # seven results, the newest five kept
+
+
+def test_compact_from_a_message_keeps_that_round_and_what_follows(project):
+    model = ScriptedChatModel([f"answer {i}" for i in range(5)] + ["after"])
+    with AgentSession.create(project, model=model, settings=agent_settings()) as session:
+        for i in range(5):
+            session.run_turn(f"question {i}: " + "long context about the work " * 80)
+        pivot = [m for m in session.history if m.type == "human"][3]
+        result = session.compact(from_message_id=pivot.id)
+        assert result.trigger == "manual"
+        kept = session.history
+        assert kept[0].content.startswith("<compact_boundary") and pivot.id in [m.id for m in kept]
+        assert "question 0" not in " ".join(str(m.content) for m in kept[1:])

@@ -317,9 +317,12 @@ class AgentSession:
     def _remember_prepared(self, prepared: Any) -> None:
         self.last_prepared = prepared
 
-    def compact(self, instructions: str | None = None) -> CompactionResult:
+    def compact(self, instructions: str | None = None, *, from_message_id: str | None = None) -> CompactionResult:
         """``/compact [instructions]``: session memory first without instructions, else a full
-        compact with them in the prompt. The new history is adopted; the boundary is recorded."""
+        compact with them in the prompt. The new history is adopted; the boundary is recorded.
+        ``from_message_id`` is :meth:`compact_from` (``/compact from <id>``)."""
+        if from_message_id:
+            return self.compact_from(from_message_id, instructions=instructions)
         return self._adopt(lambda system, tools_tokens: self.engine.compact(
             self.history, trigger="manual", instructions=instructions, system=system, tools_tokens=tools_tokens))
 
