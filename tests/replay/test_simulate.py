@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
+from mtagent.config import Settings
 from mtagent.context.tokens import MessageTokenCounter
 from mtagent.replay.formats import load_trajectory
 from mtagent.replay.simulate import simulate
@@ -21,6 +22,12 @@ from mtagent.replay.strategies import (
 from mtagent.replay.trajectory import Trajectory, pairing_violations
 
 SMALL = "mini-swe-agent/deepseek_lite_dev_noparallel__pydicom__pydicom-901.traj.json"
+# A small window needs a small reserve, buffer and tail, or the threshold would be negative.
+SMALL_WINDOW = 8_192
+TIGHT = Settings.model_validate({"context": {
+    "summary_reserved_tokens": 1_000, "autocompact_buffer_tokens": 1_000,
+    "compression_preserve_min_tokens": 1_000, "compression_preserve_max_tokens": 3_000,
+}})
 
 
 def _synthetic(turns: int, result_chars: int) -> Trajectory:
@@ -61,7 +68,7 @@ def test_masking_keeps_only_the_last_ten_turns_observations() -> None:
 @pytest.mark.parametrize("name", STRATEGY_NAMES)
 def test_every_strategy_gives_protocol_valid_views_on_a_real_session(trajectories: Path, name: str) -> None:
     traj = load_trajectory(trajectories / SMALL)
-    result = simulate(traj, name, window=8_192 if name != "raw" else 131_072)
+    result = simulate(traj, name, window=SMALL_WINDOW, settings=TIGHT)
     assert len(result.turns) == len(traj.model_calls)
     assert result.violations == 0
     assert 0 <= (result.retention or 0) <= 1
@@ -70,8 +77,8 @@ def test_every_strategy_gives_protocol_valid_views_on_a_real_session(trajectorie
 @pytest.mark.parametrize("name", ["mtagent", "lc-summarization", "threshold-compact"])
 def test_summarizing_strategies_summarize_when_the_window_is_small_and_pay_for_it(trajectories: Path, name: str) -> None:
     traj = load_trajectory(trajectories / SMALL)
-    raw = simulate(traj, "raw", window=8_192)
-    result = simulate(traj, name, window=8_192)
+    raw = simulate(traj, "raw", window=SMALL_WINDOW, settings=TIGHT)
+    result = simulate(traj, name, window=SMALL_WINDOW, settings=TIGHT)
     assert result.compactions >= 1
     assert result.cumulative_tokens < raw.cumulative_tokens
     summary_turns = [t for t in result.turns if t.summary_calls]

@@ -17,6 +17,7 @@ from mtagent.cli import memory_cmd
 from mtagent.cli import demo_cmd
 from mtagent.cli import run_cmd
 from mtagent.cli import sessions_cmd
+from mtagent.cli import replay_cmd
 from mtagent.cli.output import fail
 from mtagent.errors import MTAgentError
 
@@ -59,6 +60,7 @@ memory_cmd.register(app)
 demo_cmd.register(app)
 run_cmd.register(app)
 sessions_cmd.register(app)
+replay_cmd.register(app)
 
 
 def main() -> None:

@@ -14,7 +14,6 @@ out, so differences between strategies are not diluted.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -50,42 +49,41 @@ class RequestCost:
 
 @dataclass(slots=True)
 class PrefixCache:
-    """Remembers the previous request and prices the next one against it."""
+    """Remembers the previous request and prices the next one against it.
+
+    Messages are compared by (role, id, content hash, tool-call ids): a strategy that copies
+    messages without changing them (LangChain deep-copies every request) still shares the
+    prefix, and nothing is re-rendered unless it differs.
+    """
 
     counter: MessageTokenCounter
     models: Sequence[CacheModel] = DEFAULT_CACHE_MODELS
     encoding: str = "o200k_base"
-    _prev: list[tuple[str, str, str]] = field(default_factory=list)
-    _keys: dict[int, tuple[BaseMessage, object, tuple[str, str, str]]] = field(default_factory=dict)
-
-    def _key(self, m: BaseMessage) -> tuple[str, str, str]:
-        """(role, digest, text) of a message, memoised per object (held, so ids stay unique)."""
-        hit = self._keys.get(id(m))
-        if hit is not None and hit[0] is m and hit[1] is m.content:
-            return hit[2]
-        text = message_text(m)
-        calls = getattr(m, "tool_calls", None)
-        extra = json.dumps([c.get("id") for c in calls]) if calls else ""
-        key = (m.type, hashlib.blake2b((text + extra).encode("utf-8", "replace"), digest_size=16).hexdigest(), text)
-        self._keys[id(m)] = (m, m.content, key)
-        return key
+    _prev: list[BaseMessage] = field(default_factory=list)
+    _prev_keys: list[tuple[object, ...]] = field(default_factory=list)
 
     def request(self, view: Sequence[BaseMessage]) -> RequestCost:
-        keys = [self._key(m) for m in view]
-        shared = 0
+        keys = [message_key(m) for m in view]
+        tokens = [self.counter.message_tokens(m) for m in view]
         k = 0
-        while k < len(keys) and k < len(self._prev) and keys[k][:2] == self._prev[k][:2]:
-            shared += self.counter.message_tokens(view[k])
+        limit = min(len(keys), len(self._prev_keys))
+        while k < limit and keys[k] == self._prev_keys[k]:
             k += 1
-        if k < len(keys) and k < len(self._prev) and keys[k][0] == self._prev[k][0]:
-            shared += _common_prefix_tokens(keys[k][2], self._prev[k][2], self.encoding)
-        total = self.counter.estimate(view)
+        shared = sum(tokens[:k])
+        if k < limit and keys[k][0] == self._prev_keys[k][0]:
+            shared += _common_prefix_tokens(message_text(view[k]), message_text(self._prev[k]), self.encoding)
+        total = sum(tokens)
         shared = min(shared, total)
-        self._prev = keys
-        if len(self._keys) > 8 * max(len(keys), 1024):
-            live = {id(m) for m in view}
-            self._keys = {k2: v for k2, v in self._keys.items() if k2 in live}
+        self._prev, self._prev_keys = list(view), keys
         return RequestCost(total, shared, {m.name: price(total, shared, m) for m in self.models})
+
+
+def message_key(m: BaseMessage) -> tuple[object, ...]:
+    content = m.content
+    content_key = hash(content) if isinstance(content, str) else json.dumps(content, sort_keys=True, default=str)
+    calls = getattr(m, "tool_calls", None)
+    call_key = tuple((c.get("id"), c.get("name"), repr(c.get("args"))) for c in calls) if calls else ()
+    return (m.type, m.id, content_key, call_key, getattr(m, "tool_call_id", None))
 
 
 def price(total: int, shared: int, model: CacheModel) -> float:

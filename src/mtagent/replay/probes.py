@@ -5,14 +5,16 @@ Probes are computed once from the full recording, before and independent of any 
 * ``task`` — distinctive identifiers of the task (with a digit, dot, slash, underscore, hyphen
   or inner capital): file paths, ``backticked`` names, called functions and issue ids / slugs
   from the first user message that has any;
-* ``error`` — the latest error line seen so far in a tool result (one probe at a time; lines
-  of numbered file listings are source, not errors);
+* ``error`` — the latest error line seen so far in a tool result (one probe at a time): a
+  line naming an ``…Error``/``…Exception``, ``Error:``, a traceback, ``FAILED``, ``error:``,
+  ``fatal:`` or ``panic:``; lines of numbered file listings, grep hits, comments and tables
+  are source text, not errors;
 * ``files_changed`` — every file an edit/write call (or a shell redirect / ``sed -i``) touched
   so far, as ``parent/name``;
 * ``constraints`` — user sentences that say must / never / do not / only / always / make sure.
 
 A probe is visible when its text is a substring of a view message (constraints compare
-case-insensitively). Retention at a turn is the mean, over the categories that have probes
+case- and whitespace-insensitively). Retention at a turn is the mean, over the categories that have probes
 by then, of the share of that category's probes visible — so 40 template sentences do not
 outweigh one error line. Injected user content (reminders, command echoes) is not a source.
 """
@@ -39,8 +41,11 @@ _CODE_NAME = re.compile(r"\b([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z][a-z0-9]*(?:
 _CALLED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]{3,}(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\(")
 _ISSUE = re.compile(r"(?<![\w#/.-])(#\d{2,}|[A-Z][A-Z0-9]+-\d+|[a-z][a-z0-9]+-[a-z0-9]*\d[a-z0-9]*|[a-z][a-z0-9]+-[a-z0-9]{3})(?![\w/-]|\.\w)")
 _DISTINCTIVE = re.compile(r"[._/#(\-\d]|[a-z][A-Z]|^[A-Z]{2,}")
-_NUMBERED_SOURCE = re.compile(r"^\s*\d+(?:→|\t|\||:\s)")
-_ERROR = re.compile(r"(\b\w*(?:Error|Exception)\b|Traceback|\bFAILED\b|\bFAIL:|\berror[:\[]|\bfatal:|\bpanic:|\bSegmentation fault)")
+_NUMBERED_SOURCE = re.compile(r"^\s*\d+(?:→|\t|\||:)|^[\w./-]+:\d+[:-]|^\s*[|#/*]")
+_ERROR = re.compile(
+    r"(\b\w+(?:Error|Exception)\b|\b(?:Error|Exception)\b:|Traceback|\bFAILED\b|\bFAIL:|\berror[:\[]"
+    r"|\bfatal:|\bpanic:|\bSegmentation fault)"
+)
 _CONSTRAINT = re.compile(r"\b(must|never|do not|don't|dont|always|only|make sure|should not|shouldn't|avoid)\b", re.I)
 _EDIT_TOOL = re.compile(r"(edit|write|str_replace|create|insert|patch|multiedit)", re.I)
 _PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path")
@@ -79,10 +84,10 @@ class ProbeSet:
         if hit is not None:
             return hit
         text = message_text(m)
-        lower = text.lower()
+        folded = " ".join(text.lower().split())
         mask = 0
         for i, p in enumerate(self.probes):
-            if p.text in (lower if p.ignore_case else text):
+            if p.text in (folded if p.ignore_case else text):
                 mask |= 1 << i
         self._memo[key] = mask
         return mask

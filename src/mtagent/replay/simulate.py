@@ -13,14 +13,15 @@ session costs O(turns × view), not O(turns × history) re-tokenization.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from langchain_core.messages import SystemMessage
 
 from mtagent.config import Settings
-from mtagent.context.tokens import MessageTokenCounter
+from mtagent.context.tokens import MessageTokenCounter, count_text_tokens
 from mtagent.replay.cost import DEFAULT_CACHE_MODELS, CacheModel, PrefixCache, summary_call_cost
 from mtagent.replay.probes import ProbeSet, build_probes
 from mtagent.replay.strategies import StrategyContext, make_strategy
@@ -97,6 +98,20 @@ class ReplayResult:
         return sum(values) if values else None
 
 
+_TEXT_CACHE_SIZE = 65_536
+
+
+@lru_cache(maxsize=4)
+def shared_text_counter(encoding: str) -> Callable[[str], int]:
+    """Exact counts memoised by text: every strategy replaying a session counts the same texts."""
+
+    @lru_cache(maxsize=_TEXT_CACHE_SIZE)
+    def count(text: str) -> int:
+        return count_text_tokens(text, encoding)
+
+    return count
+
+
 def system_prefix(traj: Trajectory) -> list[SystemMessage]:
     out: list[SystemMessage] = []
     for m in traj.messages:
@@ -119,7 +134,11 @@ def simulate(
 ) -> ReplayResult:
     """Replay ``traj`` through ``strategy`` at ``window`` tokens; one record per model call."""
     settings = settings or Settings()
-    counter = MessageTokenCounter(encoding=settings.context.encoding, overhead_tokens=settings.context.message_overhead_tokens)
+    counter = MessageTokenCounter(
+        encoding=settings.context.encoding,
+        overhead_tokens=settings.context.message_overhead_tokens,
+        count_fn=shared_text_counter(settings.context.encoding),
+    )
     probes = probes if probes is not None else build_probes(traj)
     system = system_prefix(traj)
     with tempfile.TemporaryDirectory(prefix="mtagent-replay-") as tmp:

@@ -10,8 +10,9 @@ history keep their own state, exactly like the agent they imitate.
   2508.21433; SWE-agent's ``LastNObservations``): tool results older than the last
   ``keep_turns`` = 10 assistant turns are replaced by ``Old environment output: (N lines
   omitted)``. No summaries; the view can outgrow the window.
-* ``threshold-compact`` — the best-known CLI agent's auto-compact: at ``window − 33K`` tokens,
-  everything but a recent tail (≈``tail_tokens``, whole API rounds) becomes one summary.
+* ``threshold-compact`` — the best-known CLI agent's auto-compact: at the shared threshold
+  (``window − 33K`` with default settings) everything but a recent tail (``tail_tokens`` to
+  twice that, whole API rounds) becomes one summary.
 * ``lc-summarization`` / ``lc-clear-tool-uses`` — LangChain v1's own middleware classes
   (:mod:`mtagent.replay.lc_strategies`).
 * ``mtagent`` — the engine (:mod:`mtagent.replay.mtagent_strategy`).
@@ -36,7 +37,6 @@ from mtagent.replay.summarizer import MeteredSummarizer, SummaryCall
 
 MASK_KEEP_TURNS = 10
 MASK_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
-CLI_COMPACT_BUFFER_TOKENS = 33_000
 CLI_TAIL_TOKENS = 10_000
 CLI_SUMMARY_PREFIX = (
     "This session is being continued from a previous conversation that ran out of context. "
@@ -122,10 +122,9 @@ def masked(message: BaseMessage) -> BaseMessage:
 
 @dataclass(slots=True)
 class ThresholdCompactStrategy:
-    """Compact all but a recent tail into one summary once the view reaches ``window − 33K``."""
+    """Compact all but a recent tail into one summary once the view reaches the threshold."""
 
     ctx: StrategyContext
-    buffer_tokens: int = CLI_COMPACT_BUFFER_TOKENS
     tail_tokens: int = CLI_TAIL_TOKENS
     name: str = "threshold-compact"
     _history: list[BaseMessage] = field(default_factory=list)
@@ -139,7 +138,7 @@ class ThresholdCompactStrategy:
         self._history.extend(new_messages)
         counter = self.ctx.counter
         compacted = False
-        if counter.estimate(self.ctx.system) + counter.estimate(self._history) >= self.ctx.window - self.buffer_tokens:
+        if counter.estimate(self.ctx.system) + counter.estimate(self._history) >= self.ctx.threshold:
             compacted = self._compact()
         return StepResult([*self.ctx.system, *self._history], compacted, self._summarizer.drain())
 

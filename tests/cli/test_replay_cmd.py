@@ -1,0 +1,76 @@
+"""``mtagent replay``: table, JSON and the self-contained HTML report (rendered in Chromium if present)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mtagent.cli.app import app
+
+runner = CliRunner()
+SMALL = "mini-swe-agent/tests__test_data__github_issue.traj.json"
+CHROMIUM = Path("/usr/bin/chromium")
+TIGHT_ENV = {"MTAGENT_CONTEXT__SUMMARY_RESERVED_TOKENS": "500", "MTAGENT_CONTEXT__AUTOCOMPACT_BUFFER_TOKENS": "500",
+             "MTAGENT_CONTEXT__COMPRESSION_PRESERVE_MIN_TOKENS": "500",
+             "MTAGENT_CONTEXT__COMPRESSION_PRESERVE_MAX_TOKENS": "1500"}
+
+
+def test_json_output_has_one_result_per_session_and_strategy(trajectories: Path) -> None:
+    result = runner.invoke(
+        app, ["replay", str(trajectories / SMALL), str(trajectories / "claude-code/tool_heavy.jsonl"),
+              "-s", "raw", "-s", "masking", "-s", "mtagent", "--window", "65536", "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    rows = data["results"]
+    assert len(rows) == 6
+    keys = {"file", "format", "strategy", "turns", "cumulative_tokens", "ratio_to_raw", "cached_cost",
+            "peak_tokens", "summary_calls", "violations", "retention"}
+    assert keys <= set(rows[0])
+    raw = next(r for r in rows if r["strategy"] == "raw" and r["format"] == "claude-code")
+    assert raw["ratio_to_raw"] == 1.0 and set(raw["cached_cost"]) == {"anthropic", "openai"}
+    assert raw["recorded_input_tokens"] > raw["cumulative_tokens"]
+
+
+def test_table_output_names_every_strategy(trajectories: Path) -> None:
+    result = runner.invoke(app, ["replay", str(trajectories / SMALL), "-s", "threshold-compact"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "threshold-compact" in result.output and "raw" in result.output
+
+
+def test_unknown_strategy_and_bad_file_are_one_line_errors(tmp_path: Path, trajectories: Path) -> None:
+    bad = runner.invoke(app, ["replay", str(trajectories / SMALL), "-s", "magic"])
+    assert bad.exit_code == 2 and "unknown strategy 'magic'" in bad.output
+    junk = tmp_path / "junk.json"
+    junk.write_text('{"x": 1}')
+    result = runner.invoke(app, ["replay", str(junk)])
+    assert result.exit_code == 2 and "cannot tell the format" in result.output
+    assert "Traceback" not in result.output
+    small = runner.invoke(app, ["replay", str(trajectories / SMALL), "--window", "16384"])
+    assert small.exit_code == 2 and "leaves no room under the summary reserve" in small.output
+
+
+def test_html_report_is_self_contained_with_a_chart_per_session(tmp_path: Path, trajectories: Path) -> None:
+    out = tmp_path / "report.html"
+    result = runner.invoke(app, ["replay", str(trajectories / SMALL), "--window", "2048", "--html", str(out), "--json"], env=TIGHT_ENV)
+    assert result.exit_code == 0, result.output
+    html = out.read_text()
+    assert html.count("<svg") == 2 and "<polyline" in html and "<circle" in html
+    assert not re.search(r"<script|<link|src=\"http|href=\"http", html)
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="headless Chromium not installed at /usr/bin/chromium (apt-get install chromium)")
+def test_html_report_renders_in_headless_chromium(tmp_path: Path, trajectories: Path) -> None:
+    out = tmp_path / "report.html"
+    runner.invoke(app, ["replay", str(trajectories / SMALL), "--window", "2048", "--html", str(out), "--json"], env=TIGHT_ENV)
+    png = tmp_path / "shot.png"
+    cmd = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+           f"--screenshot={png}", "--window-size=1000,900", out.as_uri()]
+    subprocess.run(cmd, capture_output=True, timeout=120, check=False)
+    assert png.exists() and png.stat().st_size > 5_000
