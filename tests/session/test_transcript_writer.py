@@ -214,3 +214,25 @@ def test_for_session_writes_under_the_project_history(tmp_path):
         writer.append(_msg(0))
     assert writer.path == paths.session_transcript_path(tmp_path, "s-1")
     assert read_records(writer.path)[0]["id"] == "m0"
+
+
+def test_invalid_record_as_last_line_is_corrupt_not_torn_and_is_kept(tmp_path):
+    path = tmp_path / "s.jsonl"
+    bad = b'{"type":"microcompact","schema_version":2,"trigger":"time","cleared_ids":5}\n'
+    path.write_bytes(schema.dumps_record(_msg(0)) + bad)
+    with pytest.raises(TranscriptCorrupt) as info:
+        read_records(path)
+    assert info.value.line_no == 2
+    with TranscriptWriter(path):
+        pass
+    assert path.read_bytes().endswith(bad)
+
+
+def test_deeply_nested_torn_tail_is_repaired_without_crashing(tmp_path):
+    path = tmp_path / "s.jsonl"
+    good = schema.dumps_record(_msg(0))
+    path.write_bytes(good + b"[" * 100_000 + b"\n")
+    assert len(read_records(path)) == 1
+    with TranscriptWriter(path):
+        pass
+    assert path.read_bytes() == good

@@ -84,7 +84,7 @@ def _read_pid(fd: int) -> int | None:
 def _line_ok(line: bytes) -> bool:
     try:
         schema.loads_line(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return True
 
@@ -272,9 +272,10 @@ def iter_entries(path: str | os.PathLike[str], *, start: int = 0, skip_corrupt: 
                  on_line: Callable[[int, bytes], None] | None = None) -> Iterator[Entry]:
     """Stream the records of a transcript from byte ``start`` (a line start) to the end.
 
-    The file is opened read-only and never changed. A torn last line is warned about and
-    ignored; a bad line with more lines after it raises :class:`TranscriptCorrupt` (or is
-    skipped with a warning when ``skip_corrupt``). Unknown record types are skipped with one
+    The file is opened read-only and never changed. A torn last line (no newline, or not JSON:
+    what a crash mid-write leaves) is warned about and ignored; any other bad line — not JSON
+    with lines after it, or JSON that is not a valid record — raises :class:`TranscriptCorrupt`
+    (or is skipped with a warning when ``skip_corrupt``). Unknown record types are skipped with one
     warning per type. Warnings go to ``report`` when one is given, else to the log.
     """
     path = Path(path)
@@ -300,9 +301,11 @@ def iter_entries(path: str | os.PathLike[str], *, start: int = 0, skip_corrupt: 
                     pending_bad = None
                 if on_line is not None:
                     on_line(line_offset, line)
-                entry, bad = _decode(line, line_offset, report)
-                if bad is not None:
-                    pending_bad = (line_offset, bad)
+                entry, bad, maybe_torn = _decode(line, line_offset, report)
+                if bad is not None and maybe_torn:
+                    pending_bad = (line_offset, bad)  # torn if it turns out to be the last line
+                elif bad is not None:
+                    _bad_line(path, (line_offset, bad), skip_corrupt, report)
                 elif entry is not None:
                     report.records += 1
                     yield entry
@@ -327,15 +330,16 @@ def _bad_line(path: Path, bad: tuple[int, str], skip: bool, report: ReadReport) 
     report.warn(f"transcript {path}: skipped corrupt line {_line_number(path, offset)}: {reason}")
 
 
-def _decode(line: bytes, offset: int, report: ReadReport) -> tuple[Entry | None, str | None]:
+def _decode(line: bytes, offset: int, report: ReadReport) -> tuple[Entry | None, str | None, bool]:
+    """(entry, why the line is bad, whether it could be a torn write — i.e. is not JSON at all)."""
     if not line.strip():
-        return None, "blank line"
+        return None, "blank line", True
     try:
         obj = schema.loads_line(line)
     except ValueError as exc:
-        return None, f"not valid JSON ({exc.__class__.__name__}: {str(exc)[:120]})"
+        return None, f"not valid JSON ({exc.__class__.__name__}: {str(exc)[:120]})", True
     except RecursionError:
-        return None, "JSON nested too deeply"
+        return None, "JSON nested too deeply", True
     try:
         record = schema.parse_record(obj)
     except schema.UnknownRecord as exc:
@@ -344,10 +348,10 @@ def _decode(line: bytes, offset: int, report: ReadReport) -> tuple[Entry | None,
         if kind not in report._unknown_seen:
             report._unknown_seen.add(kind)
             report.warn(f"skipping record(s) this mtagent cannot read: {exc}; they stay in the file")
-        return None, None
+        return None, None, False
     except schema.RecordError as exc:
-        return None, str(exc)
-    return Entry(offset, record), None
+        return None, str(exc), False
+    return Entry(offset, record), None, False
 
 
 def read_records(path: str | os.PathLike[str], *, start: int = 0, skip_corrupt: bool = False,
