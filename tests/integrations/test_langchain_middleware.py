@@ -197,3 +197,14 @@ def test_explicit_session_id_and_token_limit_override_settings(project):
     assert middleware.token_limit == 50_000
     assert middleware.session(None).session_id == "fixed-session"
     middleware.close()
+
+
+def test_without_a_checkpointer_every_run_of_the_middleware_shares_one_new_session(project, build_agent):
+    middleware = MTContextMiddleware(settings=small_window_settings(), project_root=project)
+    for text in ("first run", "second run"):
+        build_agent(ScriptedChatModel([reply(f"answer to {text}")]), [middleware], None).invoke(
+            {"messages": [HumanMessage(text)]})
+    session_id = middleware.session(None).session_id
+    middleware.close()
+    texts = [r["content"] for r in records_of(project, session_id) if r["type"] == "transcript_message"]
+    assert texts == ["first run", "answer to first run", "second run", "answer to second run"]

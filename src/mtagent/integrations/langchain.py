@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain.agents.middleware.types import (
@@ -237,7 +237,3 @@ class MTContextMiddleware(AgentMiddleware):
                                       *response.result]
         return ExtendedModelResponse(model_response=response, command=Command(update={"messages": rewrite}))
 
-
-def rewrite_state(history: Sequence[BaseMessage]) -> dict[str, list[BaseMessage]]:
-    """A state update replacing the whole message list (what a persistent compaction returns)."""
-    return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *history]}
