@@ -145,7 +145,10 @@ class TranscriptSettings(_Section):
 class ShellSettings(_Section):
     default_timeout_seconds: float = Field(120, gt=0, description="shell tool timeout when none is given")
     max_timeout_seconds: float = Field(600, gt=0, description="largest timeout the model may ask for")
-    max_capture_bytes: int = Field(64 * 1024 * 1024, gt=0, description="output kept in memory, at most")
+    max_capture_bytes: int = Field(
+        16 * 1024 * 1024, gt=0,
+        description="output kept in memory (head + rolling tail), at most; the middle beyond it is dropped",
+    )
     kill_grace_seconds: float = Field(2, ge=0, description="after SIGTERM on timeout, wait this long before SIGKILL")
 
 

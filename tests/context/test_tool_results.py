@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -267,3 +268,39 @@ def test_a_reused_tool_call_id_never_overwrites_an_earlier_artifact(store: Artif
     assert first.artifact["artifact"] == "tool-results/call_0.txt"
     assert second.artifact["artifact"] == "tool-results/call_0-2.txt"
     assert store.read_text("tool-results/call_0.txt") == grep_output(3000)
+
+
+_GAP = re.compile(r"^… lines (\d+)-(\d+) omitted \((\d+) lines\) …$")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    words=st.lists(st.lists(st.sampled_from(["ok", "error:", "ValueError", "FAILED", "warning:", "x" * 40, "",
+                                             "build", "Traceback", "é"]), max_size=6), max_size=300),
+    crlf=st.booleans(), trailing=st.booleans(), max_chars=st.integers(200, 3000), errors=st.booleans(),
+)
+def test_log_preview_is_an_ordered_subset_of_lines_with_exact_gap_notes(
+        words: list[list[str]], crlf: bool, trailing: bool, max_chars: int, errors: bool) -> None:
+    from mtagent.context.previews import _cut_line, log_preview
+
+    content = ("\r\n" if crlf else "\n").join(" ".join(w) for w in words) + ("\n" if trailing and words else "")
+    lines = [line.removesuffix("\r") for line in content.split("\n")]
+    if content.endswith("\n"):
+        lines.pop()
+    if len(lines) <= 2:
+        return
+    preview = log_preview(content, max_chars, keep_errors=errors)
+    if preview == content:
+        return
+    index = 0
+    for out in preview.split("\n"):
+        gap = _GAP.match(out)
+        if gap:
+            first, last, count = (int(g) for g in gap.groups())
+            assert first == index + 1 and count == last - first + 1
+            index = last
+        else:
+            assert out == _cut_line(lines[index]), (index, out)
+            index += 1
+    assert index == len(lines)
+    assert len(preview) <= max_chars + 60 * preview.count("omitted")

@@ -18,7 +18,8 @@ import html
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 PreviewKind = Literal["grep", "shell", "json", "text"]
@@ -31,10 +32,13 @@ SHELL_TOOLS = frozenset({
 
 # Lines a reader of a long log wants even when the middle is cut.
 ERROR_LINE = re.compile(
-    r"\berror\b|\bError\b|ERROR|FAILED|\bFAIL\b|Traceback|\bException\b|\w+Exception\b|\w+Error\b"
+    r"\berror\b|Error\b|ERROR|FAILED|\bFAIL\b|Traceback|Exception\b"
     r"|\bpanic\b|\bfatal\b|\bFatal\b|warning:|Warning:|WARNING|Segmentation fault|undefined reference"
 )
-GREP_MATCH_LINE = re.compile(r"^(?P<path>[^\n]+?):(?P<line>\d+):")
+# Literal parts of ERROR_LINE, for a fast first pass (see _error_lines).
+_ERROR_TOKENS = ("error", "Error", "ERROR", "FAIL", "Traceback", "Exception", "panic", "fatal", "Fatal",
+                 "warning:", "Warning:", "WARNING", "Segmentation fault", "undefined reference")
+GREP_MATCH_LINE = re.compile(r"(?P<path>[^\n]+?):(?P<line>\d+):")
 
 # A single line longer than this is cut in a preview, so one minified blob cannot eat it all.
 PREVIEW_LINE_MAX_CHARS = 500
@@ -80,18 +84,63 @@ def _cut_line(line: str) -> str:
     return f"{line[:PREVIEW_LINE_MAX_CHARS]}… [line cut, {len(line):,} chars]"
 
 
+# ── line access without a line list ─────────────────────────────────────────────────────
+# A 16 MB log split into a list of lines costs ~4x its size in str objects; these helpers walk
+# the string with find/rfind instead, so a preview costs little more than the content itself.
+
+
+@dataclass(slots=True, frozen=True)
+class _Line:
+    index: int  # 0-based line number
+    start: int
+    end: int  # exclusive, before the "\n"
+
+    def text(self, content: str) -> str:
+        line = content[self.start:self.end]
+        return line[:-1] if line.endswith("\r") else line
+
+
+def _line_count(content: str) -> int:
+    return content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+
+
+def _iter_lines(content: str, start_pos: int = 0, start_index: int = 0) -> Iterator[_Line]:
+    pos, index, size = start_pos, start_index, len(content)
+    while pos < size:
+        end = content.find("\n", pos)
+        if end == -1:
+            end = size
+        yield _Line(index, pos, end)
+        pos, index = end + 1, index + 1
+
+
+def _iter_lines_backwards(content: str, total: int, floor_pos: int) -> Iterator[_Line]:
+    end = len(content) - 1 if content.endswith("\n") else len(content)
+    index = total - 1
+    while index >= 0:
+        start = content.rfind("\n", 0, end) + 1
+        if start < floor_pos:
+            return
+        yield _Line(index, start, end)
+        end, index = start - 1, index - 1
+
+
 # ── grep ───────────────────────────────────────────────────────────────────────────────
 
 
 def grep_preview(content: str, max_chars: int) -> str:
     """``Found N matches. Showing first K lines:`` + the busiest files + the first lines."""
-    lines = content.splitlines()
     per_file: Counter[str] = Counter()
-    for line in lines:
-        match = GREP_MATCH_LINE.match(line)
+    non_blank = 0
+    total_lines = 0
+    for line in _iter_lines(content):
+        total_lines += 1
+        match = GREP_MATCH_LINE.match(content, line.start, line.end)
         if match:
             per_file[match.group("path")] += 1
-    total = sum(per_file.values()) or sum(1 for line in lines if line.strip() and line != "--")
+        elif line.end > line.start and content[line.start:line.end] != "--":
+            non_blank += 1
+    total = sum(per_file.values()) or non_blank
     files_line = ""
     if per_file:
         busiest = ", ".join(f"{path} ({n})" for path, n in per_file.most_common(_GREP_FILES_LISTED))
@@ -101,16 +150,16 @@ def grep_preview(content: str, max_chars: int) -> str:
     budget = max_chars - len(files_line) - 60
     shown: list[str] = []
     used = 0
-    for line in lines:
-        cut = _cut_line(line)
+    for line in _iter_lines(content):
+        cut = _cut_line(line.text(content))
         if shown and used + len(cut) + 1 > budget:
             break
         shown.append(cut)
         used += len(cut) + 1
     header = f"Found {total} matches. Showing first {len(shown)} lines:"
     parts = [header, *([files_line] if files_line else []), *shown]
-    if len(shown) < len(lines):
-        parts.append(f"… {len(lines) - len(shown)} more lines omitted …")
+    if len(shown) < total_lines:
+        parts.append(f"… {total_lines - len(shown)} more lines omitted …")
     return "\n".join(parts)
 
 
@@ -123,53 +172,79 @@ def log_preview(content: str, max_chars: int, *, keep_errors: bool) -> str:
     Up to ``_ERROR_SHARE`` of the preview goes to error lines from the middle (from both ends
     of it: the first failure and the final summary); whatever they leave unused goes to the tail.
     """
-    lines = content.splitlines()
-    if len(lines) <= 2:
+    if len(content) <= max_chars:
+        return content
+    total = _line_count(content)
+    if total <= 2:
         return _char_head_tail(content, max_chars)
     error_budget = int(max_chars * _ERROR_SHARE) if keep_errors else 0
     head_budget = int(max_chars * _HEAD_SHARE)
     tail_budget = max_chars - head_budget - error_budget - 80
-    head = _take(range(len(lines)), lines, head_budget)
-    head_end = head[-1] + 1 if head else 0
-    tail = _take(range(len(lines) - 1, head_end - 1, -1), lines, tail_budget)
-    tail_start = min(tail) if tail else len(lines)
-    picked: list[int] = []
+    head = _take(_iter_lines(content), content, head_budget)
+    head_end_pos = head[-1].end + 1 if head else 0
+    tail = _take(_iter_lines_backwards(content, total, head_end_pos), content, tail_budget)
+    picked: list[_Line] = []
     if error_budget:
-        middle = [i for i in range(head_end, tail_start) if ERROR_LINE.search(lines[i])]
-        picked = _spread_pick(middle, lines, error_budget)
-        spare = error_budget - sum(len(_cut_line(lines[i])) + 40 for i in picked)
-        floor = max(picked) + 1 if picked else head_end
-        tail = _take(range(len(lines) - 1, floor - 1, -1), lines, tail_budget + spare)
-    keep = sorted({*head, *picked, *tail})
-    if len(keep) == len(lines):
+        tail_start_pos = tail[-1].start if tail else len(content)
+        middle = _error_lines(content, head_end_pos, tail_start_pos, len(head))
+        picked = _spread_pick(middle, content, error_budget)
+        spare = error_budget - sum(len(_cut_line(line.text(content))) + 40 for line in picked)
+        floor = max(line.end for line in picked) + 1 if picked else head_end_pos
+        tail = _take(_iter_lines_backwards(content, total, floor), content, tail_budget + spare)
+    keep = sorted({line.index: line for line in (*head, *picked, *tail)}.values(), key=lambda line: line.index)
+    if len(keep) == total:
         return content if len(content) <= max_chars else _char_head_tail(content, max_chars)
-    return _render_with_gaps(lines, keep)
+    return _render_with_gaps(content, keep, total)
 
 
-def _take(indices: range, lines: list[str], budget: int) -> list[int]:
-    taken: list[int] = []
+def _error_lines(content: str, lo: int, hi: int, first_index: int) -> list[_Line]:
+    """Error lines between offsets ``lo`` and ``hi`` (line ``first_index`` starts at ``lo``).
+
+    ``str.find`` for each literal token, then :data:`ERROR_LINE` on the candidate lines only:
+    a regex alternation scanned over a multi-megabyte log is ~100x slower.
+    """
+    found: dict[int, _Line] = {}
+    for token in _ERROR_TOKENS:
+        index, counted_to = first_index, lo
+        pos = content.find(token, lo, hi)
+        while pos != -1:
+            index += content.count("\n", counted_to, pos)
+            start = content.rfind("\n", lo, pos) + 1 or lo
+            end = content.find("\n", pos, hi)
+            end = hi if end == -1 else end
+            if index not in found:
+                found[index] = _Line(index, max(start, lo), end)
+            if end >= hi:
+                break
+            counted_to, index = end + 1, index + 1
+            pos = content.find(token, end + 1, hi)
+    return [line for _, line in sorted(found.items()) if ERROR_LINE.search(line.text(content))]
+
+
+def _take(lines: Iterator[_Line], content: str, budget: int) -> list[_Line]:
+    taken: list[_Line] = []
     used = 0
-    for i in indices:
-        cost = len(_cut_line(lines[i])) + 1
+    for line in lines:
+        cost = len(_cut_line(line.text(content))) + 1
         if used + cost > budget:
             break
-        taken.append(i)
+        taken.append(line)
         used += cost
     return taken
 
 
-def _spread_pick(candidates: list[int], lines: list[str], budget: int) -> list[int]:
+def _spread_pick(candidates: list[_Line], content: str, budget: int) -> list[_Line]:
     """Error lines from both ends of the middle: the first failure and the final summary."""
-    picked: list[int] = []
+    picked: list[_Line] = []
     used = 0
     left, right = 0, len(candidates) - 1
     from_left = True
     while left <= right:
-        i = candidates[left] if from_left else candidates[right]
-        cost = len(_cut_line(lines[i])) + 40
+        line = candidates[left] if from_left else candidates[right]
+        cost = len(_cut_line(line.text(content))) + 40
         if used + cost > budget:
             break
-        picked.append(i)
+        picked.append(line)
         used += cost
         if from_left:
             left += 1
@@ -179,16 +254,16 @@ def _spread_pick(candidates: list[int], lines: list[str], budget: int) -> list[i
     return picked
 
 
-def _render_with_gaps(lines: list[str], keep: list[int]) -> str:
+def _render_with_gaps(content: str, keep: list[_Line], total: int) -> str:
     out: list[str] = []
     prev = -1
-    for i in keep:
-        if i - prev > 1:
-            out.append(_gap_note(prev + 1, i - 1))
-        out.append(_cut_line(lines[i]))
-        prev = i
-    if prev < len(lines) - 1:
-        out.append(_gap_note(prev + 1, len(lines) - 1))
+    for line in keep:
+        if line.index - prev > 1:
+            out.append(_gap_note(prev + 1, line.index - 1))
+        out.append(_cut_line(line.text(content)))
+        prev = line.index
+    if prev < total - 1:
+        out.append(_gap_note(prev + 1, total - 1))
     return "\n".join(out)
 
 

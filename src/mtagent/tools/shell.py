@@ -42,6 +42,7 @@ class BoundedCapture:
         self.head_limit = max_bytes // 2
         self.tail_limit = max_bytes - self.head_limit
         self.head = bytearray()
+        self.head_size = 0
         self.tail: deque[bytes] = deque()
         self.tail_size = 0
         self.total = 0
@@ -51,6 +52,7 @@ class BoundedCapture:
         room = self.head_limit - len(self.head)
         if room > 0:
             self.head += data[:room]
+            self.head_size = len(self.head)
             data = data[room:]
         if not data:
             return
@@ -61,16 +63,25 @@ class BoundedCapture:
 
     @property
     def omitted(self) -> int:
-        return self.total - len(self.head) - min(self.tail_size, self.tail_limit)
+        return self.total - self.head_size - min(self.tail_size, self.tail_limit)
 
     def text(self) -> str:
-        tail = b"".join(self.tail)[-self.tail_limit:] if self.tail else b""
+        """The captured text, decoded once; the buffers are released as they are decoded."""
         head = self.head.decode("utf-8", errors="replace")
-        if not self.omitted:
-            return _ANSI.sub("", head + tail.decode("utf-8", errors="replace"))
-        note = (f"\n… [{human_size(self.omitted)} ({self.omitted:,} bytes) omitted from the middle of the "
-                f"output: it exceeded the {human_size(self.head_limit + self.tail_limit)} capture limit] …\n")
-        return _ANSI.sub("", head + note + tail.decode("utf-8", errors="replace"))
+        self.head.clear()
+        joined = b"".join(self.tail)
+        self.tail.clear()
+        tail = str(memoryview(joined)[max(0, len(joined) - self.tail_limit):], "utf-8", "replace")
+        del joined
+        if self.omitted:
+            # ASCII only: one non-ASCII char would make CPython store the whole text at 2+ bytes/char
+            note = (f"\n... [{human_size(self.omitted)} ({self.omitted:,} bytes) omitted from the middle of the "
+                    f"output: it exceeded the {human_size(self.head_limit + self.tail_limit)} capture limit] ...\n")
+        else:
+            note = ""
+        text = head + note + tail
+        del head, tail
+        return _ANSI.sub("", text) if "\x1b" in text else text
 
 
 def _kill_group(proc: subprocess.Popen[bytes], grace: float) -> None:
