@@ -193,3 +193,33 @@ def test_approver_parses_answers_and_denies_on_ctrl_c():
     assert parse_approval_answer("nope") is None
     assert describe_call("shell", {"command": "ls"}) == "shell command `ls`"
     assert describe_call("edit_file", {"file_path": "x.py"}) == "edit_file on x.py"
+
+
+def test_resumed_session_waiting_for_approval_asks_first_and_never_reruns_earlier_tools(project, tmp_path, pipe):
+    from mtagent.agent.session import AgentSession
+    from mtagent.cli.scripted_model import load_scripted_model
+
+    log = project / "log.txt"
+    steps = [{"tool": "shell", "args": {"command": f"echo first >> {log}"}},
+             {"tool": "shell", "args": {"command": f"echo second >> {log}"}}, "both ran"]
+    path = tmp_path / "paused.json"
+    path.write_text(json.dumps(steps), encoding="utf-8")
+    session = AgentSession.create(project, model=load_scripted_model(f"scripted:{path}"))
+    sid = session.session_id
+    first = session.run_turn("log twice", approver=lambda requests: "allow")
+    assert first.status == "done" and log.read_text().count("first") == 1
+    session.close()
+
+    steps2 = [{"tool": "shell", "args": {"command": f"echo third >> {log}"}}, "third ran"]
+    path2 = tmp_path / "paused2.json"
+    path2.write_text(json.dumps(steps2), encoding="utf-8")
+    paused = AgentSession.resume(sid, project, model=load_scripted_model(f"scripted:{path2}"))
+    assert paused.run_turn("once more").status == "approval_required"
+    paused.close()
+
+    repl, console = make_repl(project, tmp_path, ["later"], pipe, answers=["y"], resume=sid)
+    pipe.send_text("/exit\r")
+    repl.run()
+    out = console.export_text()
+    assert "waited for your approval" in out and "[y]es / [n]o / [a]lways" in out
+    assert log.read_text().split() == ["first", "second", "third"]

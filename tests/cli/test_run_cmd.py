@@ -191,3 +191,20 @@ def test_run_in_a_terminal_asks_before_running_a_command(project, tmp_path, mtag
     finally:
         child.close(force=True)
     assert child.exitstatus == 0 and not marker.exists()
+
+
+def test_run_resuming_a_paused_approval_without_a_terminal_denies_it_then_runs_the_task(project, tmp_path):
+    from mtagent.agent.session import AgentSession
+
+    marker = project / "paused.txt"
+    paused_model = load_scripted_model(script(tmp_path, [{"tool": "shell", "args": {"command": f"touch {marker}"}}],
+                                              "paused.json"))
+    session = AgentSession.create(project, model=paused_model)
+    sid = session.session_id
+    assert session.run_turn("touch it").status == "approval_required"
+    session.close()
+    model = script(tmp_path, ["Skipped the touch.", "Next task done."], "next.json")
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--resume", sid, "--model", model, "next"])
+    assert result.exit_code == 0, result.output
+    assert "settling that first" in result.stderr and "no terminal to ask" in result.stderr
+    assert "Next task done." in result.stdout and not marker.exists()

@@ -111,6 +111,7 @@ class Repl:
         self.host.open()
         try:
             self.banner()
+            self.settle_pending_approval()
             self._loop()
         finally:
             self.display.detach()
@@ -134,14 +135,28 @@ class Repl:
             if outcome is Outcome.NOT_A_COMMAND:
                 self.turn(message_text(line))
 
-    def turn(self, text: str) -> Any:
-        """Send one message; every failure ends up as one line and the REPL goes on."""
+    def settle_pending_approval(self) -> Any:
+        """A resumed session stopped while a tool call waited for a yes: ask now, then go on.
+
+        The agent resumes that turn where it paused, so tools that already ran never run again.
+        """
+        session = self.host.session
+        if session is None or not session.pending_approval:
+            return None
+        self.console.print("[yellow]This session stopped while a tool call waited for your approval.[/]")
+        return self.turn(None)
+
+    def turn(self, text: str | None) -> Any:
+        """Send one message (None: answer the pending approval); every failure is one line."""
         session = self.host.session
         assert session is not None
         self.display.take_streamed()
         result = None
         try:
-            result = session.run_turn(text, approver=self.approver)
+            if text is None:
+                result = session.resume_approval(self.approver(session.pending_approval), approver=self.approver)
+            else:
+                result = session.run_turn(text, approver=self.approver)
         except MTAgentError as exc:
             self.display.end_text()
             error_line(self.console, str(exc))

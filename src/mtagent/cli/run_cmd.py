@@ -158,18 +158,32 @@ def run_once(options: SessionOptions, task: str) -> int:
     approver = make_approver(err_console, _read_stdin_line, before=display.end_text) if interactive else None
     try:
         err_console.print(f"[dim]session {escape(session.session_id)} · {escape(session.model_name)}[/]")
+        pending = session.pending_approval
+        if pending:
+            err_console.print("[yellow]this session stopped while a tool call waited for approval; "
+                              "settling that first[/]")
+            answer = approver(pending) if approver is not None else _deny_all(pending)
+            settled = session.resume_approval(answer, approver=approver)
+            if settled.status == "interrupted":
+                return _finish(display, settled, session)
+            display.take_streamed()
+            display.end_text()
         result = session.run_turn(task, approver=approver)
         while result.status == "approval_required":
-            denied = {r.tool_call_id: {"decision": "deny", "reason": "no one to ask (stdin is not a terminal); "
-                                       "rerun with --approval allow to let it run"} for r in result.approvals}
-            for request in result.approvals:
-                err_console.print(f"[yellow]denied[/] {escape(request.tool)}: no terminal to ask "
-                                  "(use --approval allow or deny)")
-            result = session.resume_approval(denied)
+            result = session.resume_approval(_deny_all(result.approvals))
         return _finish(display, result, session)
     finally:
         display.detach()
         session.close()
+
+
+def _deny_all(requests: list[Any]) -> dict[str, Any]:
+    """Without a terminal nobody can say yes: refuse, and tell the model and the user why."""
+    for request in requests:
+        err_console.print(f"[yellow]denied[/] {escape(request.tool)}: no terminal to ask "
+                          "(use --approval allow or deny)")
+    return {r.tool_call_id: {"decision": "deny", "reason": "no one to ask (stdin is not a terminal); "
+                             "rerun with --approval allow to let it run"} for r in requests}
 
 
 def _finish(display: TurnDisplay, result: TurnResult, session: AgentSession) -> int:
