@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from functools import lru_cache
 
 
 class Authority(IntEnum):
@@ -100,8 +101,10 @@ def _subject(text: str) -> frozenset[str]:
     return frozenset(w for w in (_stem(x) for x in words) if w and w not in _STOPWORDS)
 
 
-def directives(text: str) -> list[Directive]:
-    """The do / do-not statements of a text, one per line or sentence."""
+@lru_cache(maxsize=4096)
+def directives(text: str) -> tuple[Directive, ...]:
+    """The do / do-not statements of a text, one per line or sentence (cached: rules and
+    memories are re-checked every turn and rarely change)."""
     out: list[Directive] = []
     for raw in re.split(r"(?:\r?\n)+|(?<=[.!;])\s+", text):
         line = re.sub(r"^[\s>*+#-]*(?:\d+[.)]\s*)?", "", raw).replace("~~", "").strip()
@@ -122,7 +125,7 @@ def directives(text: str) -> list[Directive]:
             continue
         if subject:
             out.append(Directive(polarity, subject, line))
-    return out
+    return tuple(out)
 
 
 def _same_subject(a: frozenset[str], b: frozenset[str]) -> frozenset[str] | None:
@@ -138,29 +141,38 @@ def detect_conflicts(items: Sequence[AuthorityItem]) -> list[Conflict]:
     The item with the higher :class:`Authority` wins; one conflict is recorded per subject
     and winner, listing every lower item that contradicts it.
     """
-    parsed = [(item, directives(item.text)) for item in items]
+    # Two directives share a subject only if one's words contain all of the other's, so the
+    # superset holds the subset's rarest word: looking each directive up by its rarest word
+    # finds every partner (supersets here, subsets when the subset's own turn comes).
+    entries = [(item, d) for item in items for d in directives(item.text)]
+    by_word: dict[str, list[int]] = {}
+    for index, (_, d) in enumerate(entries):
+        for word in d.subject:
+            by_word.setdefault(word, []).append(index)
     found: dict[tuple[str, str], tuple[set[str], list[str]]] = {}
-    for i, (a, a_dirs) in enumerate(parsed):
-        for b, b_dirs in parsed[i + 1:]:
-            if a.authority == b.authority:
+    seen_pairs: set[tuple[int, int]] = set()
+    for i, (a, ad) in enumerate(entries):
+        rarest = min(ad.subject, key=lambda w: (len(by_word[w]), w))
+        for j in by_word[rarest]:
+            pair = (min(i, j), max(i, j))
+            if j == i or pair in seen_pairs:
                 continue
-            high, low = (a, b) if a.authority > b.authority else (b, a)
-            high_dirs, low_dirs = (a_dirs, b_dirs) if high is a else (b_dirs, a_dirs)
-            for hd in high_dirs:
-                for ld in low_dirs:
-                    if hd.polarity == ld.polarity:
-                        continue
-                    shared = _same_subject(hd.subject, ld.subject)
-                    if shared is None:
-                        continue
-                    key = " ".join(sorted(shared))
-                    losers, reasons = found.setdefault((key, high.id), (set(), []))
-                    if low.id not in losers:
-                        losers.add(low.id)
-                        reasons.append(
-                            f"{low.authority.name.lower()} {low.id} says {ld.line!r} but "
-                            f"{high.authority.name.lower()} {high.id} says {hd.line!r}; "
-                            f"{high.authority.name.lower()} wins"
-                        )
+            seen_pairs.add(pair)
+            b, bd = entries[j]
+            if a.authority == b.authority or ad.polarity == bd.polarity:
+                continue
+            shared = _same_subject(ad.subject, bd.subject)
+            if shared is None:
+                continue
+            (high, hd), (low, ld) = ((a, ad), (b, bd)) if a.authority > b.authority else ((b, bd), (a, ad))
+            key = " ".join(sorted(shared))
+            losers, reasons = found.setdefault((key, high.id), (set(), []))
+            if low.id not in losers:
+                losers.add(low.id)
+                reasons.append(
+                    f"{low.authority.name.lower()} {low.id} says {ld.line!r} but "
+                    f"{high.authority.name.lower()} {high.id} says {hd.line!r}; "
+                    f"{high.authority.name.lower()} wins"
+                )
     return [Conflict(key, winner, tuple(sorted(losers)), "; ".join(reasons))
             for (key, winner), (losers, reasons) in found.items()]

@@ -76,6 +76,13 @@ class RuleSet:
 
 def parse_front_matter(text: str) -> tuple[dict[str, Any], str, str | None]:
     """(metadata, body, problem). Bad front matter is a problem to report, and the rule applies always."""
+    meta, body, problem = _parse_front_matter(text)
+    return dict(meta), body, problem
+
+
+@lru_cache(maxsize=512)
+def _parse_front_matter(text: str) -> tuple[dict[str, Any], str, str | None]:
+    """Cached by text: rules are re-read every turn and YAML parsing is the slow part."""
     m = _FRONT_MATTER_RE.match(text)
     if not m:
         return {}, text, None
@@ -157,8 +164,9 @@ def _display(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _include_targets(text: str) -> list[str]:
-    """``@path`` references outside fenced code blocks, in order."""
+@lru_cache(maxsize=512)
+def _include_targets(text: str) -> tuple[str, ...]:
+    """``@path`` references outside fenced code blocks, in order (cached by text)."""
     found: list[str] = []
     in_fence = False
     for line in text.splitlines():
@@ -171,7 +179,7 @@ def _include_targets(text: str) -> list[str]:
             ref = m.group("path").rstrip(".,;:")
             if "/" in ref or re.search(r"\.[A-Za-z0-9]+$", ref):
                 found.append(ref)
-    return found
+    return tuple(found)
 
 
 def _resolve_include(ref: str, base_dir: Path) -> Path:

@@ -189,6 +189,7 @@ class StaticContext:
     os_name: str = field(default_factory=describe_os)
     _touched: dict[str, None] = field(default_factory=dict, init=False, repr=False)
     _warned: set[str] = field(default_factory=set, init=False, repr=False)
+    _conflict_memo: tuple[tuple[Any, ...], list[Conflict]] | None = field(default=None, init=False, repr=False)
 
     def touch(self, paths_: Iterable[str]) -> None:
         for p in paths_:
@@ -213,7 +214,11 @@ class StaticContext:
                          for i, fact in enumerate(memory.memory_file(
                              "project", self.project_root,
                              index_max_lines=self.settings.index_max_lines).active(), 1)]
-        conflicts = detect_conflicts([*rule_items, *memory_items])
+        items = [*rule_items, *memory_items]
+        key = tuple((i.id, i.authority, i.text) for i in items)
+        if self._conflict_memo is None or self._conflict_memo[0] != key:
+            self._conflict_memo = (key, detect_conflicts(items))
+        conflicts = list(self._conflict_memo[1])
         lost_ids = {loser for c in conflicts for loser in c.losers}
         losing = {item.text for item in memory_items if item.id in lost_ids}
         if losing:
