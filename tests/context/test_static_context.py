@@ -106,7 +106,7 @@ def test_directives_polarity_and_subject() -> None:
     assert neg.subject == pos.subject == frozenset({"edit", "test"})
     (label,) = directives("Decision: use Redis for the cache")
     assert label.polarity == 1 and label.subject == frozenset({"use", "redis", "cache"})
-    assert directives("The build takes 3 minutes.") == []
+    assert directives("The build takes 3 minutes.") == ()
 
 
 def test_memory_contradicting_rule_is_a_conflict_and_rule_wins() -> None:
