@@ -10,18 +10,19 @@ read back from the session's transcript — the same source ``mtagent sessions s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.markup import escape
 
+from mtagent.agent.demo import DEFAULT_WINDOW, demo_settings, run_demo
 from mtagent.cli.context_render import WindowUsage, render_context_grid, render_demo_summary
 from mtagent.cli.output import console, user_errors
 from mtagent.cli.session_report import SessionReport, read_session_report
 from mtagent.errors import UsageError
 
-DEFAULT_DEMO_WINDOW = 16_384
-_MIN_WINDOW = 4_096
+# Below this the fixed part of every request (system prompt and tool definitions, about 2.4K
+# tokens) leaves the scaled tail and summary no room, and the demo would only show failures.
+MIN_DEMO_WINDOW = 4_096
 
 
 def default_demo_cwd() -> Path:
@@ -29,13 +30,6 @@ def default_demo_cwd() -> Path:
     import mtagent
 
     return Path(mtagent.__file__).resolve().parent
-
-
-def _transcript_of(result: Any) -> Path:
-    path = getattr(result, "transcript_path", None) or getattr(result, "transcript", None)
-    if path is None:
-        raise UsageError("the demo finished without a transcript path; nothing to report")
-    return Path(path)
 
 
 def window_usage_of(report: SessionReport, window: int, threshold: int) -> WindowUsage:
@@ -48,7 +42,7 @@ def window_usage_of(report: SessionReport, window: int, threshold: int) -> Windo
 
 def demo(
     cwd: Path = typer.Option(None, "--cwd", help="Code base to explore (default: mtagent's own source)."),
-    window: int = typer.Option(DEFAULT_DEMO_WINDOW, "--window", help="Context window in tokens (small, so "
+    window: int = typer.Option(DEFAULT_WINDOW, "--window", help="Context window in tokens (small, so "
                                "compaction happens)."),
 ) -> None:
     """Run the agent on a real code base with a scripted policy in place of a model (no key needed)."""
@@ -57,31 +51,25 @@ def demo(
 
 @user_errors
 def run_demo_command(cwd: Path | None, window: int) -> None:
-    if window < _MIN_WINDOW:
-        raise UsageError(f"--window {window} is too small for the demo; use at least {_MIN_WINDOW}")
+    if window < MIN_DEMO_WINDOW:
+        raise UsageError(f"--window {window} is too small for the demo; use at least {MIN_DEMO_WINDOW}")
     root = (cwd or default_demo_cwd()).expanduser().resolve()
     if not root.is_dir():
         raise UsageError(f"--cwd {root} is not a folder")
-    from mtagent.agent.demo import demo_settings, run_demo
-
     console.print(f"[bold]mtagent demo[/] — a [yellow]scripted policy[/] (not a model) drives the real agent "
                   f"loop over {escape(str(root))} with a {window:,}-token window\n", soft_wrap=True)
     result = run_demo(root, window=window)
-    transcript = _transcript_of(result)
-    report = read_session_report(transcript)
+    report = read_session_report(result.transcript_path)
     threshold = demo_settings(window).auto_compact_threshold_tokens(window)
 
-    kept_out = getattr(result, "persisted_tokens_saved", None)
-    console.print(render_demo_summary(report, tokens_kept_out=kept_out))
-    seconds = getattr(result, "seconds", None)
-    if seconds is not None:
-        console.print(f"Ran in {seconds:.1f} s: {getattr(result, 'model_calls', 0)} calls to the scripted policy, "
-                      f"{getattr(result, 'tool_calls', 0)} tool calls")
+    console.print(render_demo_summary(report, tokens_kept_out=result.persisted_tokens_saved))
+    console.print(f"Ran in {result.seconds:.1f} s: {result.model_calls} calls to the scripted policy, "
+                  f"{result.tool_calls} tool calls")
     console.print()
     console.print(render_context_grid(window_usage_of(report, window, threshold), title="Context after the demo"))
     sid = escape(report.session_id)
     where = escape(str(root))
-    console.print(f"\nsession {sid} · transcript {escape(str(transcript))}", soft_wrap=True)
+    console.print(f"\nsession {sid} · transcript {escape(str(result.transcript_path))}", soft_wrap=True)
     console.print(f"read it back:  [bold]mtagent sessions show {sid} --cwd {where}[/]", soft_wrap=True)
     console.print(f"go on with a real model:  [bold]mtagent --cwd {where} --resume {sid} --model openai:gpt-4o-mini[/]",
                   soft_wrap=True)
