@@ -6,7 +6,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain.agents.middleware.types import ModelRequest
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -15,7 +16,7 @@ from mtagent.agent.scripted import ScriptedChatModel, reply, tool_call
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.invariants import validate_view
 from mtagent.context.view import load_session
-from mtagent.errors import ContextLengthExceeded
+from mtagent.errors import CompactionFailed, ContextLengthExceeded
 from mtagent.integrations.langchain import MTContextMiddleware
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.transcript import read_records
@@ -146,6 +147,28 @@ def test_second_context_length_error_after_the_retry_propagates(project, build_a
     with pytest.raises(ContextLengthExceeded, match="still too long"):
         agent.invoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "twice"}})
     middleware.close()
+
+
+def test_reactive_compaction_that_cannot_shrink_reraises_the_providers_error(project, monkeypatch):
+    middleware = MTContextMiddleware(settings=small_window_settings(), project_root=project, session_id="tiny")
+    manager = middleware.session(None).engine.manager
+
+    def cannot_shrink(*_args, **_kwargs):
+        raise CompactionFailed("nothing to compact: everything is in the recent tail")
+
+    monkeypatch.setattr(manager, "reactive_compact", cannot_shrink)
+    calls = []
+
+    def provider(request):
+        calls.append(request)
+        raise ContextLengthExceeded("prompt is too long: the first message alone")
+
+    request = ModelRequest(model=ScriptedChatModel(), messages=[HumanMessage("go", id="h-1")])
+    with pytest.raises(ContextLengthExceeded, match="the first message alone") as raised:
+        middleware.wrap_model_call(request, provider)
+    middleware.close()
+    assert isinstance(raised.value.__cause__, CompactionFailed)
+    assert len(calls) == 1
 
 
 def test_other_model_errors_are_not_swallowed(project, build_agent):

@@ -47,10 +47,11 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from mtagent.config import Settings
+from mtagent.errors import CompactionFailed
 from mtagent.context.summarize import Summarizer
 from mtagent.events import EventBus, EventType
 from mtagent.integrations.artifact_tool import make_read_tool_result
-from mtagent.integrations.engine import ThreadEngine, ThreadSessions
+from mtagent.integrations.engine import ThreadEngine, ThreadSessions, Turn
 from mtagent.integrations.thread_session import ThreadSession
 
 __all__ = ["MTContextMiddleware"]
@@ -201,9 +202,7 @@ class MTContextMiddleware(AgentMiddleware):
         try:
             response = handler(request.override(messages=turn.messages))
         except Exception as exc:
-            if not engine.is_context_length_error(exc):
-                raise
-            turn = engine.reactive(turn, exc)
+            turn = self._reactive(engine, turn, exc)
             response = handler(request.override(messages=turn.messages))
         return self._finish(engine, turn, response)
 
@@ -217,9 +216,7 @@ class MTContextMiddleware(AgentMiddleware):
         try:
             response = await handler(request.override(messages=turn.messages))
         except Exception as exc:
-            if not engine.is_context_length_error(exc):
-                raise
-            turn = await asyncio.to_thread(engine.reactive, turn, exc)
+            turn = await asyncio.to_thread(self._reactive, engine, turn, exc)
             response = await handler(request.override(messages=turn.messages))
         return self._finish(engine, turn, response)
 
@@ -228,7 +225,18 @@ class MTContextMiddleware(AgentMiddleware):
         return self.session(request.runtime, model_name=name if isinstance(name, str) else None).engine
 
     @staticmethod
-    def _finish(engine: ThreadEngine, turn: Any, response: ModelResponse[Any]) -> Any:
+    def _reactive(engine: ThreadEngine, turn: Turn, error: Exception) -> Turn:
+        """The compacted turn to retry after ``error``; any other error, or a compaction that
+        cannot shrink the history, re-raises the provider's error (the reason is its cause)."""
+        if not engine.is_context_length_error(error):
+            raise error
+        try:
+            return engine.reactive(turn, error)
+        except CompactionFailed as failed:
+            raise error from failed
+
+    @staticmethod
+    def _finish(engine: ThreadEngine, turn: Turn, response: ModelResponse[Any]) -> Any:
         """Record the reply; when the history was compacted, rewrite the state to it."""
         engine.record_response(response.result)
         if turn.new_history is None:
