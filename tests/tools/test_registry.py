@@ -90,3 +90,10 @@ def test_validation_errors_tell_the_model_how_to_fix_the_call(kit: Kit) -> None:
     msg = kit.call("grep", pattern="x", context=-1)
     assert msg.status == "error"
     assert msg.content.startswith("Invalid arguments — context:") and "call the tool again" in msg.content
+
+
+def test_read_tool_result_refuses_paths_outside_the_artifact_folder(kit: Kit) -> None:
+    escaped = kit.call("read_tool_result", path="../../etc/passwd")
+    assert escaped.status == "error" and "escapes the session's artifact folder" in escaped.content
+    missing = kit.call("read_tool_result", path="tool-results/nope.txt")
+    assert missing.status == "error" and "no saved tool result" in missing.content

@@ -126,3 +126,13 @@ def test_ls_lists_dirs_first_with_sizes_and_skips_ignored(tree: Kit) -> None:
     assert lines[1:5] == ["  .hidden/", "  pkg/", "  src/", "  README.md (15 bytes)"]
     assert "  (skipped: .git, node_modules, venv2)" in lines
     assert tree.call("ls", path="src/app.py").status == "error"
+
+
+def test_python_engine_skips_and_reports_files_too_big_to_load(tree: Kit, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_python(monkeypatch)
+    monkeypatch.setattr(search, "PY_GREP_MAX_FILE_BYTES", 60)
+    (tree.root / "src" / "huge.py").write_text("main = 1\n" * 10)
+    msg = tree.call("grep", pattern="main", path="src")
+    assert "src/huge.py" not in msg.content.split("[Skipped")[0]
+    assert "[Skipped 1 file(s) over 60 bytes (e.g. src/huge.py)" in msg.content
+    assert msg.artifact["skipped_large_files"] == ["src/huge.py"]

@@ -14,7 +14,6 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from mtagent.context.tokens import count_text_tokens
-from mtagent.session.artifacts import read_tool_result_artifact
 from mtagent.tools.base import ToolInputError, WorkspaceTool
 from mtagent.tools.read_state import stamp_of
 from mtagent.tools.text_files import (
@@ -158,13 +157,14 @@ class ReadToolResultTool(WorkspaceTool):
         if ctx.artifacts is None:
             raise ToolInputError("this session has no artifact store, so no tool results were saved")
         limits = ctx.settings.read_file
-        text = read_tool_result_artifact(ctx.artifacts, path)
-        lines, _ = split_lines(text.encode("utf-8", errors="replace"))
-        total = len(lines)
+        stored = ctx.artifacts.resolve(path)
+        if not stored.is_file():
+            raise ToolInputError(f"no saved tool result at {path}; use the path from a <persisted-output> tag")
+        count = limit or limits.default_limit_lines
+        sliced = read_slice(stored, offset, count)  # streamed: artifacts can be 64 MB
+        page, total = sliced.lines, sliced.total_lines
         if total and offset > total:
             raise ToolInputError(f"offset {offset} is past the end of {path}, which has {total:,} lines")
-        count = limit or limits.default_limit_lines
-        page = lines[offset - 1: offset - 1 + count]
         body = number_lines(page, offset, limits.max_line_chars) if page else "(empty result)"
         tokens = count_text_tokens(body, ctx.settings.context.encoding)
         if tokens > limits.max_tokens:

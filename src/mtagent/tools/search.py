@@ -27,6 +27,9 @@ from mtagent.tools.text_files import binary_kind, human_size
 from mtagent.tools.workspace import IGNORED_DIRS, Workspace, is_ignored_dir
 
 DEFAULT_MAX_RESULTS = 1000
+# The pure-Python engine reads a file whole; bigger files are skipped (and reported) rather than
+# loaded. ripgrep streams, so it has no such limit.
+PY_GREP_MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_CONTEXT_LINES = 20
 GLOB_MAX_RESULTS = 1000
 LS_MAX_ENTRIES = 1000
@@ -153,20 +156,26 @@ class GrepTool(WorkspaceTool):
         if glob:
             _check_pattern_path(glob)
         rg = ripgrep_path()
+        skipped: list[str] = []
         if rg is not None:
             lines, matches, stopped = _grep_rg(rg, ws, base, pattern, glob, case_insensitive, context, max_results)
             engine = "ripgrep"
         else:
-            lines, matches, stopped = _grep_python(ws, base, regex, glob, context, max_results)
+            lines, matches, stopped = _grep_python(ws, base, regex, glob, context, max_results, skipped)
             engine = "python"
         shown = ws.relative(base)
         result = {"kind": "grep", "pattern": pattern, "path": shown, "num_matches": matches,
                   "num_files": len({_match_path(x) for x in lines if _match_path(x)}),
                   "stopped_early": stopped, "engine": engine}
+        note = ""
+        if skipped:
+            result["skipped_large_files"] = skipped
+            note = (f"\n[Skipped {len(skipped)} file(s) over {human_size(PY_GREP_MAX_FILE_BYTES)} "
+                    f"(e.g. {skipped[0]}); search them with shell, or install ripgrep.]")
         if not matches:
             scope = f"searched: {shown}" + (f", glob: {glob}" if glob else "")
-            return f"No matches for {pattern!r} ({scope}).", result
-        text = "\n".join(lines)
+            return f"No matches for {pattern!r} ({scope}).{note}", result
+        text = "\n".join(lines) + note
         if stopped:
             text += (f"\n[Stopped after {max_results} matches; there may be more. "
                      "Narrow the pattern, path or glob, or raise max_results.]")
@@ -182,7 +191,7 @@ def _match_path(line: str) -> str | None:
 
 
 def _grep_python(ws: Workspace, base: Path, regex: re.Pattern[str], glob: str | None, context: int,
-                 max_results: int) -> tuple[list[str], int, bool]:
+                 max_results: int, skipped: list[str]) -> tuple[list[str], int, bool]:
     glob_re = glob_to_regex(glob) if glob else None
     out: list[str] = []
     matches = 0
@@ -192,6 +201,9 @@ def _grep_python(ws: Workspace, base: Path, regex: re.Pattern[str], glob: str | 
             if not glob_re.match(rel):
                 continue
         try:
+            if file.stat().st_size > PY_GREP_MAX_FILE_BYTES:
+                skipped.append(ws.relative(file))
+                continue
             data = file.read_bytes()
         except OSError:
             continue
