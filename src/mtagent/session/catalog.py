@@ -31,26 +31,29 @@ class SessionInfo:
     model: str | None
 
 
-def count_pattern(path: Path, pattern: re.Pattern[bytes], keep: int = 256) -> int:
-    """Occurrences of a short ``pattern`` in the file, read in chunks.
+def count_patterns(path: Path, patterns: list[re.Pattern[bytes]], keep: int = 256) -> list[int]:
+    """Occurrences of each short pattern in the file, in one chunked pass.
 
     The last ``keep`` bytes of each chunk are carried into the next read, so a match cut by a
     chunk edge is counted once (``keep`` must exceed the longest match).
     """
-    total = 0
+    totals = [0] * len(patterns)
+    skip = [0] * len(patterns)  # per pattern: bytes at the start of ``data`` already inside a counted match
     carry = b""
     with open(path, "rb") as fh:
         while chunk := fh.read(READ_CHUNK_BYTES):
             data = carry + chunk
-            limit = len(data) - keep
-            resume = 0
-            for match in pattern.finditer(data):
-                if match.start() >= limit:
-                    break
-                total += 1
-                resume = match.end()
-            carry = data[max(resume, limit, 0):]
-    return total + len(pattern.findall(carry))
+            cut = max(len(data) - keep, 0)
+            for i, pattern in enumerate(patterns):
+                end = skip[i]
+                for match in pattern.finditer(data, skip[i]):
+                    if match.start() >= cut:
+                        break
+                    totals[i] += 1
+                    end = match.end()
+                skip[i] = max(end - cut, 0)
+            carry = data[cut:]
+    return [totals[i] + len(pattern.findall(carry, skip[i])) for i, pattern in enumerate(patterns)]
 
 
 def _last_timestamp(path: Path) -> datetime | None:
@@ -70,13 +73,14 @@ def session_info(path: Path) -> SessionInfo:
     first = read_first_record(path) or {}
     stat = path.stat()
     last = _last_timestamp(path) or datetime.fromtimestamp(stat.st_mtime, UTC)
+    messages, compactions = count_patterns(path, [MESSAGE_PATTERN, BOUNDARY_PATTERN])
     return SessionInfo(
         session_id=path.stem,
         path=path,
         started=schema.parse_timestamp(first.get("timestamp")),
         last_activity=last,
-        messages=count_pattern(path, MESSAGE_PATTERN),
-        compactions=count_pattern(path, BOUNDARY_PATTERN),
+        messages=messages,
+        compactions=compactions,
         size_bytes=stat.st_size,
         model=first.get("model") if first.get("type") == schema.SESSION_START else None,
     )
