@@ -8,7 +8,7 @@ usage on assistant messages), one manager is warmed on the whole history, then e
 appends one API round (an assistant message with its tool results) and calls ``prepare()`` —
 exact offline token counting of the new round included; the window is large enough that no
 compaction or clearing fires in the timed turns. Also times one full (cold) ``prepare()`` of each
-history for reference.
+history for reference (after a warm-up run that builds the tokenizer).
 
 Prints a table, writes benchmarks/results/window_bench.md, and ends with RESULT lines.
 Targets: median ≤ 1 ms at 10,000 messages and a 10,000/100 ratio ≤ 2 (per-call cost independent
@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=None, help="timed turns per size")
     args = parser.parse_args(argv)
     turns = args.turns or (60 if args.quick else 300)
+    run_size(SIZES[0], 20)  # warm-up: builds the tokenizer, fills caches; not reported
     rows = [run_size(n, turns) for n in SIZES]
     by_n = {int(r["messages"]): r for r in rows}
     ratio = by_n[10_000]["median_ms"] / by_n[100]["median_ms"]

@@ -275,6 +275,21 @@ def test_prepare_only_counts_appended_messages():
     assert len(counted) == len(new)
 
 
+def test_reused_message_list_stays_exact_when_the_caller_changes_it_or_the_system():
+    manager = ContextWindowManager(Settings(), sink=[])
+    sess = SyntheticSession(seed=16)
+    history = list(sess.grow_to(30))
+    system = [SystemMessage("one", id="s")]
+    first = manager.prepare(history, system=system).messages
+    first.append(AIMessage("caller scribble", id="scribble"))
+    history = history + sess.round()
+    second = manager.prepare(history, system=system).messages
+    assert second == [*system, *history]
+    other = [SystemMessage("two", id="s")]
+    third = manager.prepare(history, system=other).messages
+    assert third == [*other, *history]
+
+
 def test_usage_anchor_is_not_taken_from_messages_kept_by_a_compaction():
     settings = small_settings()
     manager = ContextWindowManager(settings, sink=[])

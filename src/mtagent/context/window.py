@@ -27,10 +27,10 @@ manual compaction; a result still at or above the threshold falls back to full c
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -83,6 +83,11 @@ class SessionMemory(Protocol):
 
 @dataclass(slots=True)
 class PreparedContext:
+    """One call's context. ``messages`` is what to send: the manager reuses that list (it extends
+    it in place on the next ``prepare`` when only new messages were appended, so a call costs
+    O(new messages), not O(session)) — copy it if you keep it past the next call. ``history`` is
+    the caller's history, or a new list when this call compacted."""
+
     messages: list[BaseMessage]
     history: list[BaseMessage]
     plan: ContextPlan
@@ -113,6 +118,9 @@ class _ViewCache:
     anchor: int | None = None
     last_ai_ts: float | None = None
     cleared: int = 0
+    sent: list[BaseMessage] | None = None
+    sent_system: list[BaseMessage] = field(default_factory=list)
+    sent_len: int = 0
 
     def matches(self, history: Sequence[BaseMessage]) -> bool:
         n = len(self.view)
@@ -252,7 +260,7 @@ class ContextWindowManager:
             self.stats.last_effective_context_limit = self.token_limit - self.settings.context.summary_reserved_tokens
             self.stats.last_auto_compact_threshold = plan.threshold
             self.stats.last_context_tokens = tokens
-        return PreparedContext([*system, *self._cache.view], history, plan, compaction, cleared_now)
+        return PreparedContext(self._sent_messages(system), history, plan, compaction, cleared_now)
 
     def compact(
         self,
@@ -399,6 +407,7 @@ class ContextWindowManager:
                 compressed.append(CompressedItem(str(message.id), before, after, f"cleared ({result.trigger})"))
         for cid in result.cleared_ids:
             self.cleared[cid] = result.trigger or "size"
+        cache.sent = None
         self._rebuild_prefix()
         # Reported usage before the clearing counted the full results: re-anchor on the next reply.
         self._anchor_floor = len(history)
@@ -466,6 +475,20 @@ class ContextWindowManager:
             if ts is not None:
                 cache.last_ai_ts = ts
 
+    def _sent_messages(self, system: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """System + view, extended in place when the previous list is still exact."""
+        cache = self._cache
+        sent, old_system = cache.sent, cache.sent_system
+        same_system = len(old_system) == len(system) and all(
+            a is b or (a.id == b.id and a.content == b.content) for a, b in zip(old_system, system, strict=True)
+        )
+        if sent is None or not same_system or len(sent) != len(system) + cache.sent_len:
+            sent = [*system, *cache.view]
+        else:
+            sent.extend(cache.view[cache.sent_len:])
+        cache.sent, cache.sent_system, cache.sent_len = sent, list(system), len(cache.view)
+        return sent
+
     def _rebuild_prefix(self) -> None:
         prefix = [0]
         for tokens in self._cache.tokens:
@@ -522,16 +545,3 @@ class ContextWindowManager:
         )
         plan._selector = selector  # noqa: SLF001
         return plan
-
-    def stats_snapshot(self) -> Mapping[str, Any]:
-        """Numbers for ``/context stats``: buckets of the last plan and the threshold."""
-        plan = self.last_plan
-        return {
-            "token_limit": self.token_limit,
-            "threshold": self.threshold,
-            "tokens": plan.tokens if plan else 0,
-            "left_before_compact": plan.left_before_compact if plan else self.threshold,
-            "buckets": plan.buckets.as_dict() if plan else {},
-            "auto_compact_disabled": self.policy.disabled,
-            "cleared_tool_results": len(self.cleared),
-        }
