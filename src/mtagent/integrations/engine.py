@@ -97,8 +97,9 @@ class ThreadEngine:
     def finish_tool_turn(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         """Freeze the last turn's results under the aggregate rule, then record new messages.
 
-        Returns the ToolMessages whose content changed (same ids: the state reducer replaces
-        them in place); the transcript gets the final versions.
+        Returns the turn's ToolMessages as frozen now — some persisted by the aggregate rule,
+        all marked final (same ids: the state reducer replaces them in place). The transcript
+        only ever gets these final versions.
         """
         with self.session.lock:
             history = list(messages)
@@ -126,10 +127,10 @@ class ThreadEngine:
         """The manager's pipeline on a LangChain ``ModelRequest``: meter, microcompact, compact."""
         system = [request.system_message] if request.system_message is not None else []
         history = list(request.messages)
+        tools_tokens = self.tools_tokens(request.tools)
         with self.session.lock:
             self.session.record_new(history)
-            prepared = self.manager.prepare(history, system=system, tools_tokens=self.tools_tokens(request.tools))
-        tools_tokens = self.tools_tokens(request.tools)
+            prepared = self.manager.prepare(history, system=system, tools_tokens=tools_tokens)
         turn = Turn(messages=prepared.messages[len(system):], history=list(prepared.history),
                     system=system, tools_tokens=tools_tokens)
         if prepared.compaction is not None:
@@ -156,7 +157,6 @@ class ThreadEngine:
     @staticmethod
     def is_context_length_error(exc: BaseException) -> bool:
         return is_context_length_error(exc)
-
 
 
 def without_stale_usage(history: Sequence[BaseMessage]) -> list[BaseMessage]:
