@@ -161,3 +161,26 @@ def test_streaming_with_tool_calls_and_a_malformed_call(project):
     assert "".join(tokens).startswith("Let me look.")
     assert third[-1]["role"] == "tool" and "not valid JSON" in third[-1]["content"]
     assert third[-2]["tool_calls"][0]["function"]["name"] == "read_file"
+
+
+def test_a_configured_compact_model_writes_the_summary(project):
+    summary = "## User goal\nKeep going.\n## Current state\nHalf done.\n## Next step\nFinish."
+
+    def responder(body):
+        system = body["messages"][0].get("content") or ""
+        if "hand-off sheet" in system:
+            return {"content": summary}
+        return {"content": "noted: " + "the work goes on " * 40}
+
+    with StubOpenAI(responder=responder) as stub:
+        settings = agent_settings(agent={"compact_model": "openai:gpt-4o-mini", "base_url": stub.base_url},
+                                  context={"compression_preserve_min_tokens": 10,
+                                           "compression_preserve_max_tokens": 200})
+        with AgentSession.create(project, model="openai:gpt-4o", settings=settings,
+                                 environ={"OPENAI_API_KEY": CANARY}) as session:
+            for i in range(4):
+                session.run_turn(f"part {i}: " + "context for the task " * 60)
+            result = session.compact("mention the parts")
+        compact_requests = [b for b in stub.requests if "hand-off sheet" in (b["messages"][0].get("content") or "")]
+    assert len(compact_requests) == 1 and compact_requests[0]["model"] == "gpt-4o-mini"
+    assert result.summary_source == "llm" and "Half done." in result.summary
