@@ -146,3 +146,13 @@ def test_message_offsets_in_writer_memory_follow_the_view_not_the_session(tmp_pa
             writer.append(_msg(i))
         writer.append(schema.boundary_record(summary="s", first_kept_id="m45", boundary_id="cb"))
         assert set(writer._index._offsets) == {f"m{i}" for i in range(45, 50)}
+
+
+def test_index_entry_without_kept_offset_finds_it_by_scanning_back(tmp_path):
+    path = tmp_path / "s.jsonl"
+    offsets = _session(path)
+    body = json.loads(idx.index_path(path).read_text())
+    body["boundaries"][-1]["first_kept_offset"] = None
+    idx.index_path(path).write_text(json.dumps(body))
+    point = idx.locate_resume_point(path)
+    assert (point.source, point.start) == ("index", offsets["m240"])

@@ -254,7 +254,10 @@ def _locate(fd: int, transcript: Path) -> ResumePoint:
         return ResumePoint(kept_offset if kept_offset is not None else offset, offset, str(record["id"]),
                            kept_id, "scan", notes)
     if trusted is not None:
-        start = trusted.first_kept_offset if trusted.first_kept_offset is not None else trusted.offset
+        kept_offset = trusted.first_kept_offset
+        if kept_offset is None and trusted.first_kept_id:
+            kept_offset = scan_message_offset(fd, trusted.offset, trusted.first_kept_id)
+        start = kept_offset if kept_offset is not None else trusted.offset
         return ResumePoint(start, trusted.offset, trusted.id, trusted.first_kept_id, "index", notes)
     return ResumePoint(0, notes=notes)
 
