@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import tempfile
 import time
@@ -309,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
         tight_rows, tight = run_pass(args, TIGHT, Path(tmp) / "tight")
     mode = "quick" if args.quick else "full"
     sections = []
-    for title, p, rs, t in (("Default policy", policy, rows, total), ("Tight policy (stress)", TIGHT, tight_rows, tight)):
+    passes = (("Default policy", policy, rows, total), ("Tight policy (stress)", TIGHT, tight_rows, tight))
+    for title, p, rs, t in passes:
         sections.append(
             f"## {title}: grep {p.grep_max_chars:,}, shell {p.shell_max_chars:,}, default "
             f"{p.default_max_chars:,} chars, aggregate {p.aggregate_max_chars:,} per turn, preview "

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import selectors
@@ -95,10 +96,8 @@ def _kill_group(proc: subprocess.Popen[bytes], grace: float) -> None:
                 proc.wait(timeout=grace)
             except subprocess.TimeoutExpired:
                 continue
-            try:  # the leader is gone; make sure its group is too
+            with contextlib.suppress(ProcessLookupError, PermissionError):  # the leader is gone; the group too
                 os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
             return
 
 
@@ -145,10 +144,8 @@ def run_command(command: str, cwd: str, *, timeout: float, max_capture_bytes: in
         if timed_out or proc.poll() is None:
             _kill_group(proc, kill_grace)
         else:
-            try:  # background children still holding the group
+            with contextlib.suppress(ProcessLookupError, PermissionError):  # background children left behind
                 os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
         proc.stdout.close()
         proc.wait()
     return {
@@ -160,7 +157,7 @@ def run_command(command: str, cwd: str, *, timeout: float, max_capture_bytes: in
 
 class ShellArgs(BaseModel):
     command: str = Field(description="The shell command to run (bash), in the workspace root.")
-    timeout: float | None = Field(None, gt=0, description="Seconds before the command is stopped (default from settings).")
+    timeout: float | None = Field(None, gt=0, description="Seconds before the command is stopped (default: settings).")
 
 
 class ShellTool(WorkspaceTool):
