@@ -68,7 +68,7 @@ def test_repl_sends_messages_runs_slash_commands_and_exits(project, tmp_path, pi
     assert repl.run() == 0
     out = console.export_text()
     assert "Hi there." in out and "Second." in out
-    assert "tokens left before auto compact" in out
+    assert "tokens left before auto compact" in out and "model calls" in out and "tool executions" in out
     assert "Sessions of" in out
     assert user_messages(project) == ["hello", "line one\nline two"]
 

@@ -208,3 +208,13 @@ def test_run_resuming_a_paused_approval_without_a_terminal_denies_it_then_runs_t
     assert result.exit_code == 0, result.output
     assert "settling that first" in result.stderr and "no terminal to ask" in result.stderr
     assert "Next task done." in result.stdout and not marker.exists()
+
+
+def test_a_window_too_small_for_the_reserve_is_warned_about(project, tmp_path):
+    model = script(tmp_path, ["ok"])
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "--window", "12000", "hi"])
+    assert result.exit_code == 0
+    assert "auto compaction will fire on every call" in result.stderr
+    fine = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, ["ok"], "b.json"),
+                               "--window", "64000", "hi"])
+    assert "auto compaction will fire" not in fine.stderr

@@ -25,7 +25,7 @@ from rich.markup import escape
 
 from mtagent import paths
 from mtagent.cli.repl_host import ReplHost
-from mtagent.cli.run_cmd import SessionOptions
+from mtagent.cli.run_cmd import SessionOptions, window_warning
 from mtagent.cli.slash import Outcome, dispatch, error_line
 from mtagent.cli.turn_display import TurnDisplay, make_approver
 from mtagent.errors import MTAgentError
@@ -102,7 +102,8 @@ class Repl:
         resumed = " (resumed)" if len(session.history) else ""
         self.console.print(f"[bold]mtagent[/] · {escape(session.model_name)} · window {session.window:,} tokens")
         self.console.print(f"[dim]session {escape(session.session_id)}{resumed} · {escape(str(self.host.cwd))}[/]")
-        for warning in getattr(session, "resume_warnings", []) or []:
+        warnings = [*(getattr(session, "resume_warnings", []) or []), window_warning(session)]
+        for warning in filter(None, warnings):
             self.console.print(f"[yellow]warning:[/] {escape(str(warning))}", soft_wrap=True)
         self.console.print("[dim]/help for commands · Esc+Enter for a new line · Ctrl-D to exit[/]")
 

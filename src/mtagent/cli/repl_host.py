@@ -26,8 +26,11 @@ from mtagent.events import Event, EventBus, EventType
 if TYPE_CHECKING:
     from mtagent.agent.session import AgentSession
 
-STAT_FIELDS = ("model_calls", "compactions", "microcompactions", "tool_results_persisted",
-               "tool_result_chars_saved", "compression_failure_count")
+# What this process did (the loop's counters), then the engine's session statistics; the
+# compaction history is shown from the transcript, so it is not repeated here.
+RUN_FIELDS = ("model_calls", "tool_executions", "retries", "reactive_compacts")
+STAT_FIELDS = ("microcompactions", "tool_results_persisted", "tool_result_chars_saved",
+               "compression_failure_count")
 
 
 @dataclass
@@ -109,8 +112,11 @@ class ReplHost:
     def stats_counters(self) -> Mapping[str, int]:
         if self.session is None:
             return {}
+        counters = self.session.runtime.counters
         stats = self.session.stats
-        return {name: int(getattr(stats, name)) for name in STAT_FIELDS if hasattr(stats, name)}
+        shown = {name: int(getattr(counters, name)) for name in RUN_FIELDS}
+        shown.update({name: int(getattr(stats, name)) for name in STAT_FIELDS})
+        return shown
 
     def effective_limit(self) -> int | None:
         session = self.session

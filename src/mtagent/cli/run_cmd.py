@@ -91,6 +91,17 @@ class SessionOptions:
         return AgentSession.create(self.root, **common)
 
 
+def window_warning(session: AgentSession) -> str | None:
+    """A window too small for the summary reserve and buffer compacts on every call; say so."""
+    ctx = session.settings.context
+    if session.window > ctx.summary_reserved_tokens + ctx.autocompact_buffer_tokens:
+        return None
+    return (f"a {session.window:,}-token window leaves no room above context.summary_reserved_tokens "
+            f"({ctx.summary_reserved_tokens:,}) + context.autocompact_buffer_tokens "
+            f"({ctx.autocompact_buffer_tokens:,}): auto compaction will fire on every call; "
+            "lower those two settings for a small window")
+
+
 def _recorded_scripted_model(root: Path, session_id: str) -> str | None:
     """A scripted session resumes with its own script when ``--model`` is not given."""
     from mtagent import paths
@@ -158,6 +169,8 @@ def run_once(options: SessionOptions, task: str) -> int:
     approver = make_approver(err_console, _read_stdin_line, before=display.end_text) if interactive else None
     try:
         err_console.print(f"[dim]session {escape(session.session_id)} · {escape(session.model_name)}[/]")
+        if (warning := window_warning(session)) is not None:
+            err_console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
         pending = session.pending_approval
         if pending:
             err_console.print("[yellow]this session stopped while a tool call waited for approval; "
