@@ -128,18 +128,25 @@ def timed_resume(path: Path, repeat: int) -> tuple[float, Any]:
     return best, resumed
 
 
-def append_throughput(folder: Path, count: int, policy: str) -> tuple[float, float]:
-    """Records per second through ``TranscriptWriter.append``: (wall clock, CPU time)."""
+def append_throughput(folder: Path, count: int, policy: str, batches: int = 3) -> tuple[float, float]:
+    """Records per second through ``TranscriptWriter.append``, best batch: (wall clock, CPU time).
+
+    Best of a few batches, because on a shared machine one batch may be starved of CPU.
+    """
     rng = random.Random(3)
     records = [r for n in range(count // 3 + 1) for r in _small_round(rng, n)][:count]
-    path = folder / f"append-{policy}.jsonl"
-    with TranscriptWriter(path, fsync=policy) as writer:  # type: ignore[arg-type]
-        began, cpu = time.perf_counter(), time.process_time()
-        for record in records:
-            writer.append(record)
-        elapsed, cpu_elapsed = time.perf_counter() - began, time.process_time() - cpu
-    path.unlink()
-    return count / elapsed, count / max(cpu_elapsed, 1e-9)
+    best_wall = best_cpu = 0.0
+    for batch in range(batches):
+        path = folder / f"append-{policy}-{batch}.jsonl"
+        with TranscriptWriter(path, fsync=policy) as writer:  # type: ignore[arg-type]
+            began, cpu = time.perf_counter(), time.process_time()
+            for record in records:
+                writer.append(record)
+            elapsed, cpu_elapsed = time.perf_counter() - began, time.process_time() - cpu
+        path.unlink()
+        best_wall = max(best_wall, count / elapsed)
+        best_cpu = max(best_cpu, count / max(cpu_elapsed, 1e-9))
+    return best_wall, best_cpu
 
 
 def _small_round(rng: random.Random, n: int) -> list[dict[str, Any]]:
@@ -169,14 +176,14 @@ def main(argv: list[str]) -> int:
     path = folder / "bench-session.jsonl"
     try:
         gen = generate(path, size_mb * 1024 * 1024)
-        resume_s, resumed = timed_resume(path, repeat=5)
+        resume_s, resumed = timed_resume(path, repeat=10)
         index_path(path).unlink()
-        scan_s, scanned = timed_resume(path, repeat=3)
+        scan_s, scanned = timed_resume(path, repeat=10)
         assert scanned.messages == resumed.messages, "scan and index resumes disagree"
         full_messages, full_s = full_parse_resume(path)
         assert full_messages == len(resumed.messages), "full parse and resume disagree"
         append_never, append_never_cpu = append_throughput(folder, 20_000 if args.quick else 100_000, "never")
-        append_always, _ = append_throughput(folder, 300, "always")
+        append_always, _ = append_throughput(folder, 300, "always", batches=1)
     finally:
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
@@ -188,11 +195,11 @@ def main(argv: list[str]) -> int:
         ("written in (through TranscriptWriter)", f"{gen['seconds']:.1f} s ({gen['records'] / gen['seconds']:,.0f} rec/s)"),
         ("resumed view", f"{len(resumed.messages)} messages, {resumed.stats.bytes_read / 1024:,.0f} KB read "
                          f"from offset {resumed.stats.start_offset:,}"),
-        ("resume via index", f"{resume_s * 1000:.1f} ms"),
-        ("resume via backwards scan (index deleted)", f"{scan_s * 1000:.1f} ms"),
+        ("resume via index (best of 10)", f"{resume_s * 1000:.1f} ms"),
+        ("resume via backwards scan, index deleted (best of 10)", f"{scan_s * 1000:.1f} ms"),
         ("full parse + view", f"{full_s:.2f} s"),
         ("speedup, index / scan", f"{speedup:,.0f}x / {full_s / scan_s:,.0f}x"),
-        ("append, fsync=never (wall clock / per CPU-second)",
+        ("append, fsync=never, best of 3 batches (wall clock / per CPU-second)",
          f"{append_never:,.0f} / {append_never_cpu:,.0f} records/s"),
         ("append, fsync=always", f"{append_always:,.0f} records/s"),
     ]
