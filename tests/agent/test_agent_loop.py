@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from agent_helpers import agent_settings
-from mtagent.agent.scripted import ScriptedChatModel, reply, tool_call, tool_calls
+from mtagent.agent.scripted import ScriptedChatModel, tool_call, tool_calls
 from mtagent.agent.session import AgentSession, latest_session_id
 from mtagent.errors import ModelError
 from mtagent.session.transcript import read_records

@@ -102,7 +102,8 @@ def test_the_api_key_canary_never_reaches_a_payload_or_the_transcript(project, m
     settings = agent_settings(agent={"approval": {"shell": "allow"}})
     script = [
         {"tool_calls": [{"name": "shell", "args": {"command": "env; echo key=$OPENAI_API_KEY"}}]},
-        {"tool_calls": [{"name": "shell", "args": {"command": "python3 -c \"import os; print(os.environ['OPENAI_API_KEY'] * 3000)\""}}]},
+        {"tool_calls": [{"name": "shell", "args": {
+            "command": "python3 -c \"import os; print(os.environ['OPENAI_API_KEY'] * 3000)\""}}]},
         {"content": "done"},
     ]
     with StubOpenAI(script) as stub:

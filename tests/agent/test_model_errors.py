@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import openai
 import pytest
 from langchain_openai import ChatOpenAI
 
@@ -73,7 +74,7 @@ def test_context_length_and_auth_errors_are_not_retried():
     with StubOpenAI([{"error": 401}, {"error": 400, "code": "context_length_exceeded", "message": "too long"}]) as stub:
         client = _client(stub)
         for _ in range(2):
-            with pytest.raises(Exception):
+            with pytest.raises(openai.APIStatusError):
                 call_with_retries(lambda: client.invoke("hi"), RetryPolicy(3, 0.0), sleep=lambda _s: None)
         assert len(stub.requests) == 2
 

@@ -198,8 +198,8 @@ def call_model(rt: AgentRuntime) -> AIMessage:
             rt.on_prepared(prepared)
         try:
             kwargs = {"sleep": rt.sleep} if rt.sleep is not None else {}
-            reply = call_with_retries(lambda: _invoke(rt, list(prepared.messages)), retry,
-                                      on_retry=on_retry, **kwargs)
+            messages = list(prepared.messages)
+            reply = call_with_retries(lambda sent=messages: _invoke(rt, sent), retry, on_retry=on_retry, **kwargs)
             rt.counters.model_calls += 1
             return reply
         except Exception as exc:

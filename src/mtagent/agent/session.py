@@ -46,7 +46,7 @@ from mtagent.context.plan import ContextPlan
 from mtagent.context.tokens import count_text_tokens
 from mtagent.context.view import load_session
 from mtagent.errors import ModelError, SessionNotFound
-from mtagent.events import EventBus, EventType, SessionStats
+from mtagent.events import EventBus, SessionStats
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.catalog import list_sessions
