@@ -218,3 +218,32 @@ def test_a_window_too_small_for_the_reserve_is_warned_about(project, tmp_path):
     fine = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, ["ok"], "b.json"),
                                "--window", "64000", "hi"])
     assert "auto compaction will fire" not in fine.stderr
+
+
+def test_run_against_an_openai_compatible_server_streams_and_uses_tools(project):
+    from stub_openai import StubOpenAI
+
+    steps = [{"content": "", "tool_calls": [{"name": "read_file", "args": {"file_path": "notes.txt"}}]},
+             {"content": "The notes say alpha and beta."}]
+    with StubOpenAI(steps) as stub:
+        result = runner.invoke(app, ["run", "--cwd", str(project), "--model", "openai:stub-model",
+                                     "--base-url", stub.base_url, "summarise notes.txt"],
+                               env={"OPENAI_API_KEY": "sk-test-canary-123456789"})
+        bodies = list(stub.requests)
+    assert result.exit_code == 0, result.output
+    assert "The notes say alpha and beta." in result.stdout
+    assert len(bodies) == 2 and all(b.get("stream") for b in bodies)
+    assert "alpha" in json.dumps(bodies[1]["messages"])
+    assert "sk-test-canary" not in json.dumps(bodies)
+
+
+def test_run_auth_failure_is_one_line_and_exit_one(project):
+    from stub_openai import StubOpenAI
+
+    with StubOpenAI([{"error": 401, "code": "invalid_api_key", "message": "bad key sk-test-canary-123456789"}]) as stub:
+        result = runner.invoke(app, ["run", "--cwd", str(project), "--model", "openai:stub-model",
+                                     "--base-url", stub.base_url, "hi"],
+                               env={"OPENAI_API_KEY": "sk-test-canary-123456789"})
+    assert result.exit_code == 1
+    assert result.stderr.count("error:") == 1 and "check the API key" in result.stderr
+    assert "sk-test-canary" not in result.output
