@@ -14,7 +14,6 @@ from mtagent.context.plan import (
     id_range,
 )
 
-
 CALLS: list[int] = []
 
 

@@ -3,7 +3,11 @@ from __future__ import annotations
 import pytest
 
 from mtagent.config import Settings
-from mtagent.context.policy import AutoCompactPolicy, is_context_length_error, parse_context_length_gap
+from mtagent.context.policy import (
+    AutoCompactPolicy,
+    is_context_length_error,
+    parse_context_length_gap,
+)
 from mtagent.errors import ContextLengthExceeded
 from mtagent.events import EventBus, EventType, SessionStats
 

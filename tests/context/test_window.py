@@ -1,9 +1,16 @@
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from mtagent.config import Settings
 from mtagent.context.boundary import is_summary_message
@@ -137,7 +144,7 @@ def test_auto_compaction_keeps_the_view_valid_and_only_compacts_after_the_newest
     history, prepared = grow(manager, sess, sess.start(), 400)
     compactions = [p.compaction for p in prepared if p.compaction]
     assert len(compactions) >= 3
-    for earlier, later in zip(compactions, compactions[1:], strict=False):
+    for earlier, later in itertools.pairwise(compactions):
         assert earlier.summary_messages[0].id in later.summarized_ids
         assert not set(later.summarized_ids) & {m.id for m in earlier.summary_messages[1:]}
     assert sum(1 for m in history if is_summary_message(m)) == 1

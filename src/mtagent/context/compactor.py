@@ -48,8 +48,8 @@ from mtagent.context.policy import is_context_length_error, parse_context_length
 from mtagent.context.reattach import ReadState, build_reattachment
 from mtagent.context.summarize import (
     ExtractiveSummarizer,
-    SummaryRequestTooLong,
     Summarizer,
+    SummaryRequestTooLong,
     fit_summary,
 )
 from mtagent.context.tokens import MessageTokenCounter, count_text_tokens, message_text
@@ -193,7 +193,7 @@ def summarize_with_retry(
         try:
             text = summarizer.summarize(attempt_msgs, instructions=instructions, previous_summary=prior)
             return SummaryOutcome(text, source, retries)
-        except Exception as exc:  # any model failure falls back; only PTL is retried
+        except Exception as exc:  # noqa: BLE001 - any model failure falls back; only PTL is retried
             too_long = isinstance(exc, SummaryRequestTooLong) or is_context_length_error(exc)
             reason = f"{type(exc).__name__}: {exc}"
             if not too_long or attempt == settings.context.ptl_retry_max:

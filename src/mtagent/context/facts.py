@@ -54,7 +54,7 @@ VERIFY_PATTERN = re.compile(
     re.IGNORECASE,
 )
 ERROR_LINE = re.compile(r"(Traceback|Error|Exception|FAILED|FAIL:|error:|fatal:|panic:)")
-_SUMMARY_BODY = re.compile(r"<conversation_history_summary>\n?(.*?)\n?</conversation_history_summary>", re.S)
+_SUMMARY_BODY = re.compile(r"<conversation_history_summary>\n?(.*?)\n?</conversation_history_summary>", re.DOTALL)
 _HEADING = re.compile(r"^#{1,3}\s*(.+?)\s*:?\s*$")
 
 READ_TOOLS = frozenset({"read_file", "grep", "glob", "ls"})

@@ -23,7 +23,6 @@ Two triggers, both in one batch:
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal

@@ -22,7 +22,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.budget import Bucket, BudgetBuckets
@@ -181,8 +187,8 @@ class ContextPlan:
         """Human-readable account of this call's context, for ``/context explain``."""
         pct = 100 * self.tokens / self.token_limit if self.token_limit else 0.0
         lines = [
-            f"Context plan, call {self.turn}: {self.tokens:,} / {self.token_limit:,} tokens ({pct:.0f}%), "
-            f"auto-compact threshold {self.threshold:,} ({self.left_before_compact:,} left)",
+            (f"Context plan, call {self.turn}: {self.tokens:,} / {self.token_limit:,} tokens ({pct:.0f}%), "
+             f"auto-compact threshold {self.threshold:,} ({self.left_before_compact:,} left)"),
             "Estimate: " + ("anchored on the provider's reported usage of the last call"
                             if self.anchored else "tokenizer count of the whole request"),
             "Buckets:",

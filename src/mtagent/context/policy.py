@@ -37,12 +37,12 @@ _CONTEXT_PATTERNS = re.compile(
 )
 _OPENAI_GAP = re.compile(
     r"maximum context length is (\d[\d,]*) tokens.*?(?:requested|resulted in|you have) (\d[\d,]*) tokens",
-    re.IGNORECASE | re.S,
+    re.IGNORECASE | re.DOTALL,
 )
 _ANTHROPIC_GAP = re.compile(r"(\d[\d,]*) tokens? > (\d[\d,]*)", re.IGNORECASE)
 _GENERIC_GAP = re.compile(
     r"(\d[\d,]*) (?:input )?tokens?.{0,80}?(?:exceeds|greater than|larger than|over).{0,40}?(\d[\d,]*)",
-    re.IGNORECASE | re.S,
+    re.IGNORECASE | re.DOTALL,
 )
 
 

@@ -234,7 +234,7 @@ class ContextWindowManager:
             try:
                 compaction = self._compact(history, trigger="auto", reason=decision.reason, tokens=tokens,
                                            extra=extra, prefer_memory=True)
-            except Exception as exc:  # a failed auto compaction must never fail the turn
+            except Exception as exc:  # noqa: BLE001 - a failed auto compaction must never fail the turn
                 self.policy.record_failure(exc)
                 notes.append(f"auto compaction failed: {exc}")
             else:
@@ -543,5 +543,5 @@ class ContextWindowManager:
             buckets=buckets, anchored=anchored, message_count=len(view), cleared_results=self._cache.cleared,
             compressed=compressed, dropped=dropped, notes=notes, selected_ids=selected,
         )
-        plan._selector = selector  # noqa: SLF001
+        plan._selector = selector
         return plan
