@@ -16,6 +16,7 @@ from mtagent.cli.context_render import (
     USED_GLYPH,
     WindowUsage,
     allocate_cells,
+    grid_counts,
     fmt_tokens,
     render_artifacts,
     render_context_grid,
@@ -200,3 +201,15 @@ def test_demo_summary_names_persisted_results_compactions_and_savings(tmp_path):
     assert "Compactions: 1" in out and "11,000 tokens" in out and "3,000 tokens" in out
     assert "Saved: 8,000 tokens by compaction; 86,000 characters" in out
     json.dumps(report.last_plan)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=50_000), min_size=1, max_size=9),
+       st.integers(min_value=0, max_value=200_000), st.integers(min_value=0, max_value=50_000))
+def test_grid_counts_fill_the_grid_and_show_every_bucket_that_holds_tokens(buckets, free, buffer):
+    counts = grid_counts([*buckets, free, buffer])
+    if sum(buckets) + free + buffer == 0:
+        return
+    assert sum(counts) == GRID_CELLS
+    for amount, count in zip(buckets, counts):
+        assert (count > 0) == (amount > 0)
