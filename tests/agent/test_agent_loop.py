@@ -254,3 +254,20 @@ def test_compact_from_a_message_keeps_that_round_and_what_follows(project):
         kept = session.history
         assert kept[0].content.startswith("<compact_boundary") and pivot.id in [m.id for m in kept]
         assert "question 0" not in " ".join(str(m.content) for m in kept[1:])
+
+
+def test_resume_right_after_a_compaction_does_not_compact_again(project):
+    model = ScriptedChatModel([f"answer {i}" for i in range(5)])
+    settings = agent_settings(context={"compression_preserve_min_tokens": 10, "compression_preserve_max_tokens": 900})
+    with AgentSession.create(project, model=model, settings=settings) as session:
+        for i in range(5):
+            session.run_turn(f"question {i}: " + "long context about the work " * 150)
+        session.compact()
+        sid, path = session.session_id, session.transcript_path
+    with AgentSession.resume(sid, project, model=ScriptedChatModel(["hi again"]), settings=settings) as again:
+        assert not any(m.usage_metadata for m in again.history if isinstance(m, AIMessage))
+        again.run_turn("still there?")
+    records = list(read_records(path))
+    boundary = next(r for r in records if r["type"] == "compact_boundary")
+    first_plan_after = next(r for r in records[records.index(boundary):] if r["type"] == "context_plan")
+    assert first_plan_after["tokens"] < boundary["post_tokens"] + 200 < boundary["pre_tokens"]

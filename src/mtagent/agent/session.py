@@ -177,6 +177,8 @@ class AgentSession:
             raise SessionNotFound(f"no sessions yet for project {root}; start one with `mtagent`")
         settings = settings or load_settings(root)
         resumed = load_session(root, sid, skip_corrupt=skip_corrupt)
+        records = [e.record for e in iter_entries(resumed.path, start=resumed.stats.start_offset,
+                                                  skip_corrupt=True)]
         recorded = (resumed.session_start or {}).get("model")
         if recorded and str(recorded).startswith(SCRIPTED_PREFIX):
             if model is None and not settings.agent.model:
@@ -189,7 +191,8 @@ class AgentSession:
         writer = TranscriptWriter(resumed.path, session_id=sid, fsync=settings.transcript.fsync)
         try:
             session = cls(project_root=root, session_id=sid, settings=settings, model=chat, model_name=name,
-                          writer=writer, history=list(resumed.messages), tools=tools, approval=approval,
+                          writer=writer, history=_without_stale_usage(resumed.messages, records),
+                          tools=tools, approval=approval,
                           events=events, on_token=on_token, secrets=secrets, summarizer_model=summarizer)
         except BaseException:
             writer.close()
@@ -197,16 +200,14 @@ class AgentSession:
         session.resume_warnings = list(resumed.warnings)
         session._settle_interrupted_calls(resumed.view.interrupted_messages())
         if session.parts.session_memory is not None:
-            session.parts.session_memory.restore(
-                [e.record for e in iter_entries(resumed.path, start=resumed.stats.start_offset, skip_corrupt=True)])
+            session.parts.session_memory.restore(records)
         return session
 
     def _settle_interrupted_calls(self, synthetic: list[ToolMessage]) -> None:
         """Tool calls the transcript left without a result (the view filled them in).
 
         Calls of a round paused for approval stay open — :meth:`resume_approval` runs or answers
-        them. Any other
-        was cut off by a crash: its synthetic "interrupted" result is written to the transcript,
+        them. Any other was cut off by a crash: its synthetic "interrupted" result is written to the transcript,
         so the file and the history agree, and the call is never run again.
         """
         waiting: set[str] = set()
@@ -370,6 +371,22 @@ def latest_session_id(project_root: str | os.PathLike[str]) -> str | None:
     """The most recently started session of a project (ids sort by creation time)."""
     sessions = list_sessions(project_root)
     return sessions[-1].session_id if sessions else None
+
+
+def _without_stale_usage(history: Sequence[BaseMessage], records: Sequence[dict[str, Any]]) -> list[BaseMessage]:
+    """The resumed history, minus the usage of assistant messages kept from before the last boundary.
+
+    Their usage describes the longer view before that compaction; anchoring the first estimate on
+    it would compact again at once. Messages written after the boundary keep theirs (the transcript
+    always keeps the original).
+    """
+    last = max((i for i, r in enumerate(records) if r.get("type") == schema.COMPACT_BOUNDARY), default=None)
+    if last is None:
+        return list(history)
+    fresh = {r.get("id") for r in records[last + 1:] if r.get("type") == schema.TRANSCRIPT_MESSAGE}
+    return [m.model_copy(update={"usage_metadata": None})
+            if isinstance(m, AIMessage) and m.usage_metadata and m.id not in fresh else m
+            for m in history]
 
 
 def _with_window(settings: Settings, window: int) -> Settings:
