@@ -59,6 +59,8 @@ class FakeHost:
 
     def compact(self, instructions: str | None) -> CompactOutcome:
         self.calls.append(("compact", instructions))
+        if instructions == "crash":
+            raise ValueError("engine bug")
         return CompactOutcome(9_000, 2_000, "manual", "llm")
 
     def compact_from(self, message_id: str) -> CompactOutcome:
@@ -218,3 +220,8 @@ def test_context_messages_lists_ids_for_compact_from(host):
     dispatch(host, "/context messages")
     out = host.output()
     assert "msg_1" in out and "fix the parser" in out and "/compact from <id>" in out
+
+
+def test_an_unexpected_failure_in_a_command_is_one_line_and_the_repl_goes_on(host):
+    assert dispatch(host, "/compact crash") is Outcome.CONTINUE
+    assert host.output().strip() == "error: /compact failed: ValueError: engine bug"

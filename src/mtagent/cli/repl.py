@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from mtagent.cli.slash import Outcome, dispatch, error_line
 from mtagent.cli.turn_display import TurnDisplay, make_approver
 from mtagent.errors import MTAgentError
 
+log = logging.getLogger(__name__)
 HISTORY_FILE = "repl_history"
 PROMPT = "› "
 CONTINUATION = "· "
@@ -164,6 +166,10 @@ class Repl:
         except KeyboardInterrupt:
             self.display.end_text()
             self.console.print("[yellow]interrupted[/] — the turn stopped; the session is saved")
+        except Exception as exc:  # a provider SDK or tool bug must not end the session
+            log.debug("turn failed", exc_info=True)
+            self.display.end_text()
+            error_line(self.console, f"{type(exc).__name__}: {exc}")
         finally:
             self.display.stop_spinner()
         if result is None:

@@ -9,6 +9,7 @@ REPL goes on; an unknown command gets a "did you mean" suggestion.
 from __future__ import annotations
 
 import difflib
+import logging
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,9 @@ from mtagent.cli.session_report import SessionReport
 from mtagent.context import memory
 from mtagent.context.memory import Scope
 from mtagent.errors import MTAgentError, UsageError
+
+
+log = logging.getLogger(__name__)
 
 
 class Outcome(str, Enum):
@@ -163,6 +167,9 @@ def dispatch(host: SlashHost, line: str) -> Outcome:
         error_line(host.console, str(exc))
     except KeyboardInterrupt:
         error_line(host.console, f"/{command.name} interrupted")
+    except Exception as exc:  # an engine bug must not end the REPL; the session stays usable
+        log.debug("/%s failed", command.name, exc_info=True)
+        error_line(host.console, f"/{command.name} failed: {type(exc).__name__}: {exc}")
     return Outcome.CONTINUE
 
 
