@@ -247,3 +247,22 @@ def test_run_auth_failure_is_one_line_and_exit_one(project):
     assert result.exit_code == 1
     assert result.stderr.count("error:") == 1 and "check the API key" in result.stderr
     assert "sk-test-canary" not in result.output
+
+
+def test_run_interrupted_with_ctrl_c_exits_130_and_says_how_to_resume(project, tmp_path, mtagent_home):
+    import os
+    import sys
+
+    pexpect = pytest.importorskip("pexpect")
+    model = script(tmp_path, [{"tool": "shell", "args": {"command": "sleep 60"}}, "never"])
+    env = {**os.environ, "MTAGENT_HOME": str(mtagent_home), "NO_COLOR": "1"}
+    child = pexpect.spawn(sys.executable, ["-m", "mtagent.cli.app", "run", "--cwd", str(project), "--model", model,
+                                           "--approval", "allow", "wait"], env=env, encoding="utf-8", timeout=90)
+    try:
+        child.expect("⏺ shell")
+        child.sendintr()
+        child.expect("continue with: mtagent --resume", timeout=20)
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 130
