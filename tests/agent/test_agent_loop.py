@@ -271,3 +271,32 @@ def test_resume_right_after_a_compaction_does_not_compact_again(project):
     boundary = next(r for r in records if r["type"] == "compact_boundary")
     first_plan_after = next(r for r in records[records.index(boundary):] if r["type"] == "context_plan")
     assert first_plan_after["tokens"] < boundary["post_tokens"] + 200 < boundary["pre_tokens"]
+
+
+def test_a_second_context_length_error_after_the_reactive_compact_is_one_clear_error(project):
+    class TooLong(Exception):
+        status_code = 400
+
+    too_long = "This model's maximum context length is 10 tokens"
+    model = ScriptedChatModel([TooLong(too_long), TooLong(too_long)])
+    with AgentSession.create(project, model=model, settings=agent_settings()) as session:
+        with pytest.raises(ModelError, match="too long even after compacting"):
+            session.run_turn("hi")
+    assert len(model.calls) == 2
+
+
+def test_a_context_length_error_compacts_reactively_and_retries_once(project):
+    class TooLong(Exception):
+        status_code = 400
+
+    steps = [f"answer {i}" for i in range(4)] + [TooLong("context_length_exceeded"), "after the compact"]
+    model = ScriptedChatModel(steps)
+    settings = agent_settings(context={"compression_preserve_min_tokens": 10, "compression_preserve_max_tokens": 300})
+    with AgentSession.create(project, model=model, settings=settings) as session:
+        for i in range(4):
+            session.run_turn(f"part {i}: " + "notes about the task " * 100)
+        result = session.run_turn("and now?")
+        path = session.transcript_path
+    assert result.reply == "after the compact" and result.model_calls == 1
+    assert [r["trigger"] for r in read_records(path) if r["type"] == "compact_boundary"] == ["reactive"]
+    assert len(model.calls[-1]) < len(model.calls[-2])

@@ -35,6 +35,7 @@ from mtagent.agent.approval import ApprovalPolicy
 from mtagent.agent.model_errors import ErrorKind, RetryPolicy, call_with_retries, classify, to_model_error
 from mtagent.agent.state import INVALID_ARGS_KEY, AgentState, Conversation, PendingCall, ToolDecision
 from mtagent.config import Settings
+from mtagent.errors import CompactionFailed, ModelError
 from mtagent.events import EventBus, EventType
 from mtagent.session.schema import event_record, message_to_record, new_message_id
 
@@ -207,8 +208,14 @@ def call_model(rt: AgentRuntime) -> AIMessage:
             if kind is ErrorKind.CONTEXT_LENGTH and not reactive_used:
                 reactive_used = True
                 rt.counters.reactive_compacts += 1
-                result = rt.engine.reactive_compact(list(rt.conversation.messages), system=system,
-                                                    tools_tokens=rt.tools_tokens)
+                try:
+                    result = rt.engine.reactive_compact(list(rt.conversation.messages), system=system,
+                                                        tools_tokens=rt.tools_tokens)
+                except CompactionFailed as failed:
+                    raise ModelError(
+                        f"{rt.model_name} rejected the request as too long, and nothing could be compacted "
+                        f"({failed}); start a new session, or check agent.model_windows for this model"
+                    ) from exc
                 rt.conversation.replace(result.new_history())
                 continue
             attempts = retry.max_retries + 1 if kind in (ErrorKind.RATE_LIMIT, ErrorKind.SERVER,
