@@ -1,0 +1,261 @@
+"""Context benchmark: every strategy over the shared real trajectories, at two windows.
+
+For each recorded session (Claude Code, mini-swe-agent, SWE-agent, OpenHands, aider) and each
+strategy (raw, mtagent, masking, lc-summarization, lc-clear-tool-uses, threshold-compact) the
+open-loop replay measures: cumulative input tokens, ratio to raw, peak view, summary calls,
+protocol violations, mean fact retention, and cache-aware cost under an Anthropic-style and
+an OpenAI-style prefix cache (input-token equivalents, summary calls included). Files holding
+many sessions (aider's history, OpenHands resolver output) are one row, summed over sessions.
+For Claude Code sessions the tool's own recorded usage is shown too.
+
+    python benchmarks/context_bench.py            # both windows, all files (~5 min on 2 cores)
+    python benchmarks/context_bench.py --quick    # a few files, one window (< 1 min)
+
+Writes benchmarks/results/context_bench.md and ends with ``RESULT name=value`` lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mtagent.config import Settings
+from mtagent.replay.cost import ANTHROPIC
+from mtagent.replay.formats import load_trajectories
+from mtagent.replay.report import replay_session
+from mtagent.replay.strategies import PEERS, STRATEGY_NAMES
+
+ROOT = Path(__file__).resolve().parents[2] / "shared" / "trajectories"
+WINDOWS = (131_072, 65_536)
+QUICK_FILES = (
+    "mini-swe-agent/tests__test_data__github_issue.traj.json",
+    "mini-swe-agent/deepseek_chat_test_1-100__django__django-14730.traj.json",
+    "swe-agent/trajectories__demonstrations__ctf__pwn__warmup.traj",
+    "openhands/multi_swe_bench_example__line1__ponylang__ponyc-4595.json",
+    "claude-code/tool_heavy.jsonl",
+)
+CACHE_MODELS = ("anthropic", "openai")
+
+
+@dataclass(slots=True)
+class Stats:
+    """One strategy's totals over the sessions of one file at one window."""
+
+    sessions: int = 0
+    turns: int = 0
+    cumulative: int = 0
+    peak: int = 0
+    summary_calls: int = 0
+    compactions: int = 0
+    violations: int = 0
+    overflows: int = 0
+    retentions: list[float] = field(default_factory=list)
+    pressured_retentions: list[float] = field(default_factory=list)
+    cost: dict[str, float] = field(default_factory=lambda: {m: 0.0 for m in CACHE_MODELS})
+
+    def add(self, other: Stats) -> None:
+        self.sessions += other.sessions
+        self.turns += other.turns
+        self.cumulative += other.cumulative
+        self.peak = max(self.peak, other.peak)
+        self.summary_calls += other.summary_calls
+        self.compactions += other.compactions
+        self.violations += other.violations
+        self.overflows += other.overflows
+        self.retentions += other.retentions
+        self.pressured_retentions += other.pressured_retentions
+        for k, v in other.cost.items():
+            self.cost[k] = self.cost.get(k, 0.0) + v
+
+    @property
+    def retention(self) -> float | None:
+        return sum(self.retentions) / len(self.retentions) if self.retentions else None
+
+    @property
+    def pressured_retention(self) -> float | None:
+        """Mean retention over the sessions whose raw view reaches the compaction threshold."""
+        values = self.pressured_retentions
+        return sum(values) / len(values) if values else None
+
+
+@dataclass(slots=True)
+class FileResult:
+    rel: str
+    fmt: str
+    window: int
+    stats: dict[str, Stats]
+    recorded_input: int | None = None
+    recorded_cost: float | None = None
+    seconds: float = 0.0
+
+
+def run_file(rel: str, root: str, window: int) -> FileResult:
+    """Replay every session of one file with every strategy (runs in a worker process)."""
+    started = time.perf_counter()
+    sessions = load_trajectories(Path(root) / rel)
+    stats = {name: Stats() for name in STRATEGY_NAMES}
+    recorded_input = 0
+    recorded_cost = 0.0
+    has_recorded = False
+    threshold = Settings().auto_compact_threshold_tokens(window)
+    for i, traj in enumerate(sessions):
+        replay = replay_session(traj, f"{rel}#{i}", STRATEGY_NAMES, window)
+        pressured = replay.raw.peak_tokens >= threshold
+        for name, r in replay.results.items():
+            kept = [r.retention] if r.retention is not None else []
+            s = Stats(sessions=1, turns=len(r.turns), cumulative=r.cumulative_tokens, peak=r.peak_tokens,
+                      summary_calls=r.summary_calls, compactions=r.compactions, violations=r.violations,
+                      overflows=r.overflows, retentions=kept, pressured_retentions=kept if pressured else [],
+                      cost=dict(r.cached_cost))
+            stats[name].add(s)
+        for usage in traj.recorded_usage:
+            if usage is not None:
+                has_recorded = True
+                recorded_input += usage.total_input
+                recorded_cost += (usage.input_tokens + usage.cache_write_tokens * ANTHROPIC.write_ratio
+                                  + usage.cache_read_tokens * ANTHROPIC.read_ratio)
+    return FileResult(rel, sessions[0].format, window, stats,
+                      recorded_input if has_recorded else None, recorded_cost if has_recorded else None,
+                      time.perf_counter() - started)
+
+
+def list_files(root: Path) -> list[str]:
+    return sorted(
+        str(p.relative_to(root)) for p in root.glob("*/*")
+        if p.is_file() and p.name not in ("README.md", "FORMATS.md")
+    )
+
+
+def _fmt_ret(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "–"
+
+
+def file_table(results: list[FileResult], window: int) -> list[str]:
+    lines = [
+        f"### Window {window:,}",
+        "",
+        "| trajectory | strategy | turns | cumulative input | × raw | peak | summaries | violations | overflows"
+        " | retention | cost anthropic | cost openai |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for fr in sorted((r for r in results if r.window == window), key=lambda r: r.rel):
+        raw = fr.stats["raw"].cumulative
+        name = fr.rel if fr.stats["raw"].sessions == 1 else f"{fr.rel} ({fr.stats['raw'].sessions} sessions)"
+        for strategy in STRATEGY_NAMES:
+            s = fr.stats[strategy]
+            lines.append(
+                f"| {name} | {strategy} | {s.turns} | {s.cumulative:,} | {s.cumulative / raw:.3f} | {s.peak:,} | "
+                f"{s.summary_calls} | {s.violations} | {s.overflows} | {_fmt_ret(s.retention)} | "
+                f"{s.cost['anthropic']:,.0f} | {s.cost['openai']:,.0f} |"
+            )
+        if fr.recorded_input is not None:
+            lines.append(
+                f"| {name} | *recorded ({fr.fmt})* | {fr.stats['raw'].turns} | {fr.recorded_input:,} | "
+                f"{fr.recorded_input / raw:.3f} | | | | | | {fr.recorded_cost:,.0f} | |"
+            )
+    return lines
+
+
+def totals(results: list[FileResult], window: int | None) -> dict[str, Stats]:
+    out = {name: Stats() for name in STRATEGY_NAMES}
+    for fr in results:
+        if window is None or fr.window == window:
+            for name, s in fr.stats.items():
+                out[name].add(s)
+    return out
+
+
+def totals_table(tot: dict[str, Stats], label: str) -> list[str]:
+    raw = tot["raw"].cumulative
+    lines = [
+        f"### Totals — {label}",
+        "",
+        "| strategy | sessions | cumulative input | × raw | peak | summaries | violations | overflows | mean retention"
+        " | retention (pressured) | cost anthropic | vs raw | cost openai | vs raw |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in STRATEGY_NAMES:
+        s = tot[name]
+        lines.append(
+            f"| {name} | {s.sessions} | {s.cumulative:,} | {s.cumulative / raw:.3f} | {s.peak:,} | {s.summary_calls} | "
+            f"{s.violations} | {s.overflows} | {_fmt_ret(s.retention)} | {_fmt_ret(s.pressured_retention)} | "
+            f"{s.cost['anthropic']:,.0f} | "
+            f"{s.cost['anthropic'] / tot['raw'].cost['anthropic']:.3f} | {s.cost['openai']:,.0f} | "
+            f"{s.cost['openai'] / tot['raw'].cost['openai']:.3f} |"
+        )
+    return lines
+
+
+def result_lines(results: list[FileResult], windows: tuple[int, ...]) -> list[str]:
+    out: list[str] = []
+    for w in windows:
+        tot = totals(results, w)
+        out.append(f"RESULT mtagent_ratio_to_raw_{w}={tot['mtagent'].cumulative / tot['raw'].cumulative:.4f}")
+        for model in CACHE_MODELS:
+            best = min(tot[p].cost[model] for p in PEERS)
+            out.append(f"RESULT mtagent_cost_vs_best_peer_{model}_{w}={tot['mtagent'].cost[model] / best - 1:+.4f}")
+    tot = totals(results, None)
+    for model in CACHE_MODELS:
+        best_name = min(PEERS, key=lambda p: tot[p].cost[model])
+        out.append(f"RESULT mtagent_cost_vs_best_peer_{model}={tot['mtagent'].cost[model] / tot[best_name].cost[model] - 1:+.4f}")
+    best_peer_ret = max((tot[p].retention or 0.0) for p in PEERS)
+    out.append(f"RESULT mtagent_retention={tot['mtagent'].retention or 0.0:.4f}")
+    out.append(f"RESULT best_peer_retention={best_peer_ret:.4f}")
+    best_pressured = max((tot[p].pressured_retention or 0.0) for p in PEERS)
+    out.append(f"RESULT mtagent_retention_pressured={tot['mtagent'].pressured_retention or 0.0:.4f}")
+    out.append(f"RESULT best_peer_retention_pressured={best_pressured:.4f}")
+    out.append(f"RESULT mtagent_violations={tot['mtagent'].violations}")
+    out.append(f"RESULT mtagent_overflows={tot['mtagent'].overflows}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="a few small files at one window (< 1 minute)")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the shared trajectories folder")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "context_bench.md")
+    args = parser.parse_args(argv)
+    if not args.root.is_dir():
+        print(f"trajectories not found at {args.root}; pass --root", file=sys.stderr)
+        return 2
+    files = list(QUICK_FILES) if args.quick else list_files(args.root)
+    windows = (65_536,) if args.quick else WINDOWS
+    jobs = sorted(((f, w) for f in files for w in windows), key=lambda j: -(args.root / j[0]).stat().st_size)
+    started = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(run_file, f, str(args.root), w) for f, w in jobs]
+        results = [fut.result() for fut in futures]
+    elapsed = time.perf_counter() - started
+    lines = ["# Context benchmark", "",
+             f"Open-loop replay of {len(files)} files at windows {', '.join(f'{w:,}' for w in windows)}; "
+             f"{elapsed:.0f} s with {args.jobs} worker(s). Reproduce: `python benchmarks/context_bench.py"
+             f"{' --quick' if args.quick else ''}`.",
+             "Cost = input-token equivalents (uncached input = 1; Anthropic-style cache read 0.1 / write 1.25, "
+             "OpenAI-style cached 0.1 from 1,024 tokens; summary calls: input 1, output 5 (Anthropic) / 4 (OpenAI)).",
+             "Retention = mean share of probe facts visible in the view (per-session mean, then mean over sessions); "
+             "*pressured* = only the sessions whose raw view reaches the compaction threshold at that window.",
+             ""]
+    for w in windows:
+        lines += totals_table(totals(results, w), f"window {w:,}") + [""]
+    if len(windows) > 1:
+        lines += totals_table(totals(results, None), "both windows") + [""]
+    for w in windows:
+        lines += file_table(results, w) + [""]
+    results_text = result_lines(results, windows)
+    report = "\n".join(lines)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join([report, "```", *results_text, "```"]) + "\n", encoding="utf-8")
+    print(report)
+    for line in results_text:
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
