@@ -57,9 +57,10 @@ ERROR_LINE = re.compile(r"(Traceback|Error|Exception|FAILED|FAIL:|error:|fatal:|
 _SUMMARY_BODY = re.compile(r"<conversation_history_summary>\n?(.*?)\n?</conversation_history_summary>", re.DOTALL)
 _HEADING = re.compile(r"^#{1,3}\s*(.+?)\s*:?\s*$")
 
-READ_TOOLS = frozenset({"read_file", "grep", "glob", "ls"})
-WRITE_TOOLS = frozenset({"edit_file", "write_file"})
-SHELL_TOOLS = frozenset({"shell", "bash", "run_shell"})
+# Tool names compared lowercased, so recorded sessions of other agents (Read, Edit, Bash …) count too.
+READ_FILE_TOOLS = frozenset({"read_file", "read", "view"})
+WRITE_TOOLS = frozenset({"edit_file", "write_file", "edit", "write", "multiedit", "str_replace_editor", "apply_patch"})
+SHELL_TOOLS = frozenset({"shell", "bash", "run_shell", "execute_command", "run_command"})
 PATH_KEYS = ("file_path", "path", "filename", "file", "directory", "dir")
 MAX_LINE_CHARS = 600
 MAX_GOAL_CHARS = 2_000
@@ -158,7 +159,7 @@ def call_path(args: dict[str, Any]) -> str:
 
 
 def _describe_call(name: str, args: dict[str, Any]) -> str:
-    if name in SHELL_TOOLS:
+    if name.lower() in SHELL_TOOLS:
         return f"{name}: {clip(str(args.get('command', args.get('cmd', ''))), MAX_FACT_CHARS)}"
     path = call_path(args)
     pattern = args.get("pattern")
@@ -231,14 +232,15 @@ def extract_facts(messages: Sequence[BaseMessage], previous_summary: str | None 
                 name, args = call["name"], dict(call.get("args") or {})
                 calls[str(call.get("id"))] = (name, args, _first_line(said))
                 path = call_path(args)
-                if name in WRITE_TOOLS and path:
+                kind = name.lower()
+                if kind in WRITE_TOOLS and path:
                     facts.files_changed.pop(path, None)
                     facts.files_changed[path] = clip(_first_line(said), MAX_FACT_CHARS)
-                elif name in READ_TOOLS and path and name == "read_file":
+                elif kind in READ_FILE_TOOLS and path:
                     if path in facts.files_read:
                         facts.files_read.remove(path)
                     facts.files_read.append(path)
-                elif name in SHELL_TOOLS:
+                elif kind in SHELL_TOOLS:
                     _add_unique(facts.commands, _describe_call(name, args))
         elif isinstance(message, ToolMessage):
             _read_result(facts, message, calls.get(message.tool_call_id))
@@ -254,14 +256,14 @@ def _read_result(facts: SessionFacts, message: ToolMessage, call: tuple[str, dic
         error = _error_line(text)
         facts.errors.append(f"{described}: {error}")
         facts.failed_attempts.append(f"{described} → {error}")
-    elif name in SHELL_TOOLS and ERROR_LINE.search(text):
+    elif name.lower() in SHELL_TOOLS and ERROR_LINE.search(text):
         facts.errors.append(f"{described}: {_error_line(text)}")
     else:
         line = _first_line(text)
         if line:
             facts.facts.append(f"{line} (source: {described})")
     command = str(args.get("command", args.get("cmd", "")))
-    if name in SHELL_TOOLS and VERIFY_PATTERN.search(command):
+    if name.lower() in SHELL_TOOLS and VERIFY_PATTERN.search(command):
         facts.latest_verification = f"`{clip(command, MAX_FACT_CHARS)}` {_outcome(message)}"
 
 
