@@ -19,6 +19,7 @@ in a new process after :meth:`AgentSession.resume`. Ctrl-C during a turn returns
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -120,7 +121,8 @@ class AgentSession:
         self.engine = parts.engine
         self.tools = {t.name: t for t in parts.tools}
         self.static = parts.static
-        tools_tokens = sum(count_text_tokens(str(convert_to_openai_tool(t))) for t in parts.tools)
+        tools_tokens = sum(count_text_tokens(json.dumps(convert_to_openai_tool(t), sort_keys=True))
+                           for t in parts.tools)
         self.conversation = Conversation()
         self.conversation.replace(history)
         self.runtime = AgentRuntime(
