@@ -144,7 +144,8 @@ def test_retries_are_bounded_then_one_clear_error(project):
             assert len(stub.requests) == 2
 
 
-def test_streaming_with_tool_calls_and_a_malformed_call(project):
+@pytest.mark.parametrize("streaming", [True, False])
+def test_tool_calls_and_a_malformed_call_streamed_or_not(project, streaming):
     tokens: list[str] = []
     settings = agent_settings()
     script = [
@@ -154,12 +155,12 @@ def test_streaming_with_tool_calls_and_a_malformed_call(project):
     ]
     with StubOpenAI(script) as stub:
         with AgentSession.create(project, model=_model(stub, settings), settings=settings,
-                                 on_token=tokens.append) as session:
+                                 on_token=tokens.append if streaming else None) as session:
             result = session.run_turn("what does the app do?")
-        assert all(b.get("stream") for b in stub.requests)
+        assert all(bool(b.get("stream")) is streaming for b in stub.requests)
         third = stub.requests[2]["messages"]
     assert result.reply == "The app returns the working directory."
-    assert "".join(tokens).startswith("Let me look.")
+    assert "".join(tokens).startswith("Let me look.") is streaming
     assert third[-1]["role"] == "tool" and "not valid JSON" in third[-1]["content"]
     assert third[-2]["tool_calls"][0]["function"]["name"] == "read_file"
 
