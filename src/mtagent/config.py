@@ -36,6 +36,9 @@ class ContextSettings(_Section):
     token_limit: int = Field(131_072, gt=0, description="model context window, tokens")
     summary_reserved_tokens: int = Field(20_000, ge=0, description="kept free for the summary output")
     autocompact_buffer_tokens: int = Field(13_000, ge=0, description="safety buffer below the effective limit")
+    min_threshold_fraction: float = Field(
+        0.45, ge=0, le=1, description="the default threshold never falls below this share of the window (small models)"
+    )
     auto_compact_threshold: int | float | None = Field(
         None,
         description="override: tokens (int > 1) or a fraction of token_limit (0 < x <= 1); "
@@ -189,7 +192,9 @@ class Settings(_Section):
         window = token_limit or ctx.token_limit
         override = ctx.auto_compact_threshold
         if override is None:
-            return auto_compact_threshold(window, ctx.summary_reserved_tokens, ctx.autocompact_buffer_tokens)
+            return auto_compact_threshold(
+                window, ctx.summary_reserved_tokens, ctx.autocompact_buffer_tokens, ctx.min_threshold_fraction
+            )
         if isinstance(override, float):
             return int(window * override)
         return override

@@ -62,3 +62,15 @@ def test_drop_order_covers_every_bucket_and_keeps_system_last():
     assert set(DROP_ORDER) == set(Bucket)
     assert DROP_ORDER[-1] is Bucket.SYSTEM
     assert DROP_ORDER.index(Bucket.TOOL_RESULTS) < DROP_ORDER.index(Bucket.SUMMARY)
+
+
+def test_small_windows_keep_a_usable_threshold_instead_of_compacting_every_call():
+    assert auto_compact_threshold(16384) == int(16384 * 0.45)
+    assert auto_compact_threshold(32768) == int(32768 * 0.45)
+    assert auto_compact_threshold(200_000) == 167_000
+
+
+def test_threshold_floor_can_be_turned_off():
+    assert auto_compact_threshold(16384, min_fraction=0.0) == 1
+    s = Settings.model_validate({"context": {"min_threshold_fraction": 0.0}})
+    assert s.auto_compact_threshold_tokens(16384) == 1

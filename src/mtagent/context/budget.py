@@ -12,6 +12,7 @@ from enum import Enum
 
 DEFAULT_RESERVED_SUMMARY_TOKENS = 20_000
 DEFAULT_BUFFER_TOKENS = 13_000
+DEFAULT_MIN_THRESHOLD_FRACTION = 0.45
 
 
 def effective_context_limit(token_limit: int, reserved_summary_tokens: int = DEFAULT_RESERVED_SUMMARY_TOKENS) -> int:
@@ -25,9 +26,17 @@ def auto_compact_threshold(
     token_limit: int,
     reserved_summary_tokens: int = DEFAULT_RESERVED_SUMMARY_TOKENS,
     buffer_tokens: int = DEFAULT_BUFFER_TOKENS,
+    min_fraction: float = DEFAULT_MIN_THRESHOLD_FRACTION,
 ) -> int:
-    """Context size at which auto compaction fires."""
-    return max(1, effective_context_limit(token_limit, reserved_summary_tokens) - buffer_tokens)
+    """Context size at which auto compaction fires: ``limit - reserved - buffer``.
+
+    The spec's fixed reserve and buffer (33K together) would leave a small local model's window
+    (below ~34K) a threshold of zero — compacting on every call — so the threshold never drops
+    below ``min_fraction`` of the window. The floor does not touch the spec's figures
+    (131072 → 98072, 65536 → 32536).
+    """
+    formula = effective_context_limit(token_limit, reserved_summary_tokens) - buffer_tokens
+    return max(1, formula, int(token_limit * min_fraction))
 
 
 class Bucket(str, Enum):
