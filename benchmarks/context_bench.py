@@ -139,8 +139,8 @@ def file_table(results: list[FileResult], window: int) -> list[str]:
     lines = [
         f"### Window {window:,}",
         "",
-        "| trajectory | strategy | turns | cumulative input | × raw | peak | summaries | violations | overflows"
-        " | retention | cost anthropic | cost openai |",
+        ("| trajectory | strategy | turns | cumulative input | × raw | peak | summaries | violations | overflows"
+         " | retention | cost anthropic | cost openai |"),
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for fr in sorted((r for r in results if r.window == window), key=lambda r: r.rel):
@@ -175,8 +175,8 @@ def totals_table(tot: dict[str, Stats], label: str) -> list[str]:
     lines = [
         f"### Totals — {label}",
         "",
-        "| strategy | sessions | cumulative input | × raw | peak | summaries | violations | overflows | mean retention"
-        " | retention (pressured) | cost anthropic | vs raw | cost openai | vs raw |",
+        ("| strategy | sessions | cumulative input | × raw | peak | summaries | violations | overflows | mean retention"
+         " | retention (pressured) | cost anthropic | vs raw | cost openai | vs raw |"),
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name in STRATEGY_NAMES:
@@ -232,15 +232,18 @@ def main(argv: list[str] | None = None) -> int:
         futures = [pool.submit(run_file, f, str(args.root), w) for f, w in jobs]
         results = [fut.result() for fut in futures]
     elapsed = time.perf_counter() - started
-    lines = ["# Context benchmark", "",
-             f"Open-loop replay of {len(files)} files at windows {', '.join(f'{w:,}' for w in windows)}; "
-             f"{elapsed:.0f} s with {args.jobs} worker(s). Reproduce: `python benchmarks/context_bench.py"
-             f"{' --quick' if args.quick else ''}`.",
-             "Cost = input-token equivalents (uncached input = 1; Anthropic-style cache read 0.1 / write 1.25, "
-             "OpenAI-style cached 0.1 from 1,024 tokens; summary calls: input 1, output 5 (Anthropic) / 4 (OpenAI)).",
-             "Retention = mean share of probe facts visible in the view (per-session mean, then mean over sessions); "
-             "*pressured* = only the sessions whose raw view reaches the compaction threshold at that window.",
-             ""]
+    lines = [
+        "# Context benchmark",
+        "",
+        (f"Open-loop replay of {len(files)} files at windows {', '.join(f'{w:,}' for w in windows)}; "
+         f"{elapsed:.0f} s with {args.jobs} worker(s). Reproduce: `python benchmarks/context_bench.py"
+         f"{' --quick' if args.quick else ''}`."),
+        ("Cost = input-token equivalents (uncached input = 1; Anthropic-style cache read 0.1 / write 1.25, "
+         "OpenAI-style cached 0.1 from 1,024 tokens; summary calls: input 1, output 5 (Anthropic) / 4 (OpenAI))."),
+        ("Retention = mean share of probe facts visible in the view (per-session mean, then mean over sessions); "
+         "*pressured* = only the sessions whose raw view reaches the compaction threshold at that window."),
+        "",
+    ]
     for w in windows:
         lines += totals_table(totals(results, w), f"window {w:,}") + [""]
     if len(windows) > 1:

@@ -9,7 +9,13 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from mtagent.context.tokens import MessageTokenCounter
 from mtagent.replay.cost import ANTHROPIC, OPENAI, PrefixCache, price, summary_call_cost
 from mtagent.replay.formats import load_trajectory
-from mtagent.replay.probes import build_probes, changed_files, constraint_sentences, latest_error_line, task_identifiers
+from mtagent.replay.probes import (
+    build_probes,
+    changed_files,
+    constraint_sentences,
+    latest_error_line,
+    task_identifiers,
+)
 from mtagent.replay.trajectory import Trajectory
 
 

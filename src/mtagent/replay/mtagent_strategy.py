@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
 from mtagent.config import Settings
 from mtagent.context.tool_results import ToolResultBudgeter, ToolResultPolicy
@@ -129,7 +129,3 @@ class MTAgentStrategy:
         if turn:
             out.extend(self._budgeter.budget_turn(turn))
         return out
-
-    @staticmethod
-    def is_response(message: BaseMessage) -> bool:
-        return isinstance(message, AIMessage)

@@ -46,8 +46,8 @@ _ERROR = re.compile(
     r"(\b\w+(?:Error|Exception)\b|\b(?:Error|Exception)\b:|Traceback|\bFAILED\b|\bFAIL:|\berror[:\[]"
     r"|\bfatal:|\bpanic:|\bSegmentation fault)"
 )
-_CONSTRAINT = re.compile(r"\b(must|never|do not|don't|dont|always|only|make sure|should not|shouldn't|avoid)\b", re.I)
-_EDIT_TOOL = re.compile(r"(edit|write|str_replace|create|insert|patch|multiedit)", re.I)
+_CONSTRAINT = re.compile(r"\b(must|never|do not|don't|dont|always|only|make sure|should not|shouldn't|avoid)\b", re.IGNORECASE)
+_EDIT_TOOL = re.compile(r"(edit|write|str_replace|create|insert|patch|multiedit)", re.IGNORECASE)
 _PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path")
 _SHELL_WRITE = re.compile(r"(?:(?<![|=\-<>])>>?|\btee(?:\s+-a)?)\s*['\"]?([\w./-]+\.\w{1,6})\b|\bsed\s+-i[^\n|;&]*?\s['\"]?([\w./-]+\.\w{1,6})['\"]?\s*(?:$|[;&|\n])")
 _INJECTED_PREFIXES = (

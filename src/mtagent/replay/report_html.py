@@ -112,9 +112,9 @@ def render_report(sessions: Sequence[SessionReplay], strategies: Sequence[str]) 
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>mtagent replay report</title>",
         f"<style>{_CSS}</style></head><body><h1>mtagent replay report</h1>",
-        "<p>Open-loop replay: at every recorded model call, the view each strategy would have sent. "
-        "Costs are input-token equivalents under a prefix-cache model (summary calls included). "
-        "Dots mark compactions; the dashed line is the window.</p>",
+        ("<p>Open-loop replay: at every recorded model call, the view each strategy would have sent. "
+         "Costs are input-token equivalents under a prefix-cache model (summary calls included). "
+         "Dots mark compactions; the dashed line is the window.</p>"),
         f'<p class="legend">{legend}</p>',
     ]
     for session in sessions:

@@ -22,7 +22,12 @@ from langchain_core.messages import SystemMessage
 
 from mtagent.config import Settings
 from mtagent.context.tokens import MessageTokenCounter, count_text_tokens
-from mtagent.replay.cost import DEFAULT_CACHE_MODELS, CacheModel, PrefixCache, summary_call_cost
+from mtagent.replay.cost import (
+    DEFAULT_CACHE_MODELS,
+    CacheModel,
+    PrefixCache,
+    summary_call_cost,
+)
 from mtagent.replay.probes import ProbeSet, build_probes
 from mtagent.replay.strategies import StrategyContext, make_strategy
 from mtagent.replay.trajectory import Trajectory, pairing_violations

@@ -26,7 +26,15 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from mtagent.errors import ReplayFormatError
-from mtagent.replay.trajectory import RecordedUsage, Trajectory, ai, finish, human, text_of, tool
+from mtagent.replay.trajectory import (
+    RecordedUsage,
+    Trajectory,
+    ai,
+    finish,
+    human,
+    text_of,
+    tool,
+)
 
 FORMAT = "claude-code"
 _CONTEXT_TYPES = {"user", "assistant"}

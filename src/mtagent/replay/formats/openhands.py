@@ -20,7 +20,16 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from mtagent.errors import ReplayFormatError
-from mtagent.replay.trajectory import Trajectory, ai, finish, human, parse_arguments, system, text_of, tool
+from mtagent.replay.trajectory import (
+    Trajectory,
+    ai,
+    finish,
+    human,
+    parse_arguments,
+    system,
+    text_of,
+    tool,
+)
 
 FORMAT = "openhands"
 FORMAT_RESOLVER = "openhands-resolver"
@@ -62,9 +71,8 @@ def load_events(path: Path, data: Any) -> list[Trajectory]:
             call = call_of_action.get(cause) if isinstance(cause, int) else None
             call_id = tcm.get("tool_call_id") or (call[0] if call else None)
             if call_id is None:
-                if e.get("observation") in ("error", "user_rejected", "agent_state_changed"):
-                    if e.get("observation") != "agent_state_changed" and text_of(e.get("content")).strip():
-                        messages.append(human(text_of(e.get("content")), mid, ts))
+                if e.get("observation") in ("error", "user_rejected") and text_of(e.get("content")).strip():
+                    messages.append(human(text_of(e.get("content")), mid, ts))
                 continue
             name = tcm.get("function_name") or (call[1] if call else None)
             messages.append(tool(text_of(e.get("content")), mid, str(call_id), name, timestamp=ts))
