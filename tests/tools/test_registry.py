@@ -97,3 +97,9 @@ def test_read_tool_result_refuses_paths_outside_the_artifact_folder(kit: Kit) ->
     assert escaped.status == "error" and "escapes the session's artifact folder" in escaped.content
     missing = kit.call("read_tool_result", path="tool-results/nope.txt")
     assert missing.status == "error" and "no saved tool result" in missing.content
+
+
+def test_a_plain_string_input_fills_the_first_argument(kit: Kit) -> None:
+    (kit.root / "notes.md").write_text("# hi\n")
+    assert kit.tools["read_file"].invoke("notes.md") == "     1\t# hi"
+    assert "notes.md" in kit.tools["ls"].invoke(".")

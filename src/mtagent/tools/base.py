@@ -102,6 +102,8 @@ class WorkspaceTool(BaseTool):
     def _run(self, *args: Any, **kwargs: Any) -> tuple[str, dict[str, Any]]:
         call_id = kwargs.pop("_call_id", None) or f"{self.name}-{uuid.uuid4().hex[:12]}"
         kwargs.pop("run_manager", None)
+        if args:  # a plain string input fills the schema's first field (LangChain convention)
+            kwargs[next(iter(self.args_schema.model_fields))] = args[0]
         try:
             return self.execute(call_id, **kwargs)
         except (ToolInputError, MTAgentError) as exc:
