@@ -191,3 +191,27 @@ def test_model_pages_through_a_persisted_result_with_the_registered_tool(project
     assert "[Showing lines 600-604 of 700" in page.content
     assert page.artifact["artifact"] is None
     assert bad.status == "error" and "escapes" in bad.content
+
+
+def test_idle_gap_clears_old_results_by_time_even_after_a_resume_in_a_new_process(project, build_agent):
+    settings = small_window_settings(token_limit=400_000)
+    saver = InMemorySaver()
+    config = {"configurable": {"thread_id": "idle"}, "recursion_limit": 200}
+    clock = {"now": 1_000_000.0}
+    first = MTContextMiddleware(settings=settings, project_root=project, session_id="idle")
+    first.session(None).engine.manager.clock = lambda: clock["now"]
+    build_agent(ScriptedChatModel(script(8)), [first], saver).invoke({"messages": [HumanMessage("go")]}, config)
+    first.close()
+
+    clock["now"] += (settings.microcompact.gap_threshold_minutes + 1) * 60
+    model = ScriptedChatModel([reply("back after lunch")])
+    second = MTContextMiddleware(settings=settings, project_root=project, session_id="idle")
+    second.session(None).engine.manager.clock = lambda: clock["now"]
+    build_agent(model, [second], saver).invoke({"messages": [HumanMessage("continue")]}, config)
+    second.close()
+
+    sent = tool_results(model.calls[0])
+    cleared = [m for m in sent if m.content == CLEARED_PLACEHOLDER]
+    assert len(cleared) == len(sent) - settings.microcompact.keep_recent
+    time_records = [r for r in records(project, "idle") if r["type"] == "microcompact" and r["trigger"] == "time"]
+    assert [r["cleared_ids"] for r in time_records] == [[m.id for m in cleared]]

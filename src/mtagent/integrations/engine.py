@@ -152,6 +152,17 @@ class ThreadEngine:
                     new_history=without_stale_usage(prepared.history), compactions=compactions)
 
     def record_response(self, messages: Sequence[BaseMessage]) -> None:
+        """Stamp the reply with the time it arrived, then record it.
+
+        The stamp (``response_metadata["mtagent"]["ts"]``) travels with the message into the
+        checkpoint, so time-based microcompact still sees the idle gap when a thread is resumed
+        later, in another process.
+        """
+        now = self.manager.clock()
+        for message in messages:
+            if isinstance(message, AIMessage):
+                metadata = message.response_metadata
+                metadata["mtagent"] = {**(metadata.get("mtagent") or {}), "ts": now}
         self.session.record_new(messages)
 
     @staticmethod
