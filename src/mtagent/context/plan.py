@@ -30,6 +30,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from mtagent.context.authority import Conflict
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.budget import Bucket, BudgetBuckets
 from mtagent.session.schema import context_plan_record
@@ -117,17 +118,6 @@ class DroppedItem:
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "reason": self.reason}
-
-
-@dataclass(slots=True, frozen=True)
-class Conflict:
-    key: str
-    winner: str
-    losers: tuple[str, ...]
-    reason: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "winner": self.winner, "losers": list(self.losers), "reason": self.reason}
 
 
 def id_range(ids: Sequence[str]) -> str:

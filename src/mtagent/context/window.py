@@ -43,6 +43,7 @@ from mtagent.context.microcompact import (
     maybe_size_based_microcompact,
     maybe_time_based_microcompact,
 )
+from mtagent.context.authority import Conflict
 from mtagent.context.plan import (
     CompressedItem,
     ContextItem,
@@ -193,8 +194,13 @@ class ContextWindowManager:
         system: Sequence[BaseMessage] = (),
         tools_tokens: int = 0,
         query_source: str = "user",
+        conflicts: Sequence[Conflict] = (),
     ) -> PreparedContext:
-        """Build this call's view of ``history`` (see module docstring)."""
+        """Build this call's view of ``history`` (see module docstring).
+
+        ``conflicts`` are the authority conflicts the static context resolved this turn
+        (a memory or summary contradicting a rule); they are recorded in the plan.
+        """
         self._turn += 1
         now = self.clock()
         self._sync(history)
@@ -250,6 +256,7 @@ class ContextWindowManager:
             notes.append("auto compaction is disabled after repeated failures; run /compact")
 
         plan = self._plan(tokens, anchored, extra, tools_tokens, system, compressed, dropped, notes)
+        plan.conflicts = list(conflicts)
         self._last_call_ts = now
         self.last_plan = plan
         if self.sink is not None:
