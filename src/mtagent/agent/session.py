@@ -94,7 +94,7 @@ class AgentSession:
 
     def __init__(self, *, project_root: Path, session_id: str, settings: Settings, model: BaseChatModel,
                  model_name: str, writer: TranscriptWriter, history: list[BaseMessage],
-                 tools: Sequence[Any] | None, approval: str, events: EventBus | None,
+                 tools: engine_factory.ToolsSpec, approval: str, events: EventBus | None,
                  on_token: Callable[[str], None] | None, secrets: tuple[str, ...],
                  summarizer_model: BaseChatModel | None) -> None:
         self.project_root = project_root
@@ -146,7 +146,7 @@ class AgentSession:
     @classmethod
     def create(cls, project_root: str | os.PathLike[str] = ".", *, model: str | BaseChatModel | None = None,
                settings: Settings | None = None, base_url: str | None = None, api_key: str | None = None,
-               approval: str = "ask", tools: Sequence[Any] | None = None, session_id: str | None = None,
+               approval: str = "ask", tools: engine_factory.ToolsSpec = None, session_id: str | None = None,
                events: EventBus | None = None, on_token: Callable[[str], None] | None = None,
                environ: dict[str, str] | None = None) -> AgentSession:
         """A new session in ``project_root``; writes its ``session_start`` record."""
@@ -169,7 +169,7 @@ class AgentSession:
     def resume(cls, session_id: str | None = None, project_root: str | os.PathLike[str] = ".", *,
                model: str | BaseChatModel | None = None, settings: Settings | None = None,
                base_url: str | None = None, api_key: str | None = None, approval: str = "ask",
-               tools: Sequence[Any] | None = None, events: EventBus | None = None,
+               tools: engine_factory.ToolsSpec = None, events: EventBus | None = None,
                on_token: Callable[[str], None] | None = None, environ: dict[str, str] | None = None,
                skip_corrupt: bool = False) -> AgentSession:
         """Continue a session (``None`` = the latest of this project): summary + recent tail."""
