@@ -177,3 +177,19 @@ def test_recent_reads_are_oldest_first_one_per_file(kit: Kit) -> None:
     assert [r.path.rsplit("/", 1)[1] for r in state.recent_reads()] == ["b.txt", "c.txt", "a.txt"]
     assert [r.path.rsplit("/", 1)[1] for r in state.recent_reads(limit=2)] == ["c.txt", "a.txt"]
     assert all(r.still_current for r in state.recent_reads())
+
+
+def test_reads_cleared_by_microcompact_or_a_compaction_are_returned_in_full_again(make_kit) -> None:
+    from mtagent.events import EventBus, EventType
+
+    bus = EventBus()
+    kit = make_kit(events=bus)
+    (kit.root / "f.txt").write_text("hello\n")
+    first = kit.call("read_file", file_path="f.txt")
+    assert kit.call("read_file", file_path="f.txt").content.startswith("file_unchanged")
+    bus.emit(EventType.MICRO_COMPACTED, trigger="time", cleared_ids=[first.id])
+    second = kit.call("read_file", file_path="f.txt")
+    assert second.content == "     1\thello"
+    assert kit.call("read_file", file_path="f.txt").content.startswith("file_unchanged")
+    bus.emit(EventType.COMPACT_BOUNDARY, id="b1", trigger="auto")
+    assert kit.call("read_file", file_path="f.txt").content == "     1\thello"

@@ -74,8 +74,10 @@ class ToolContext:
             policy=ToolResultPolicy.from_settings(settings.tool_results),
             artifacts=session.artifacts, sink=session.sink, events=session.events, stats=session.stats,
         )
-        return cls(workspace, settings, budgeter, read_state or ReadState(), session.artifacts,
-                   session.events, approval)
+        state = read_state or ReadState()
+        if session.events is not None:
+            state.follow(session.events)
+        return cls(workspace, settings, budgeter, state, session.artifacts, session.events, approval)
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -134,4 +136,5 @@ class WorkspaceTool(BaseTool):
         if output.status == "error" and output.artifact is None:
             output.artifact = {"kind": "error"}
         message = self.context.budgeter.budget(output)
+        self.context.read_state.bind_message(message.tool_call_id, message.id)
         return message if given else message.content

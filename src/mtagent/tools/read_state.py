@@ -21,9 +21,12 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
+
+from mtagent.events import EventBus, EventType
 
 # Hashing is how quick successive writes are told apart; beyond this size mtime+size suffice.
 DIGEST_MAX_BYTES = 16 * 1024 * 1024
@@ -66,6 +69,7 @@ class ReadRecord:
     num_lines: int
     stale: bool = False  # a write by the agent came after it
     forgotten: bool = False  # its content is no longer in the model's view
+    message_id: str | None = None  # the ToolMessage that carried it (microcompact names those)
 
 
 class RecentRead(NamedTuple):
@@ -155,15 +159,43 @@ class ReadState:
             chosen = chosen[-limit:] if limit else []
         return [RecentRead(r.path, r.tool_call_id, r.stamp.mtime, self._still_current(r)) for r in chosen]
 
-    def forget(self, tool_call_ids: set[str] | None = None) -> int:
-        """The model no longer sees these reads (all when None): re-reads return content again."""
+    def bind_message(self, tool_call_id: str, message_id: str | None) -> None:
+        """Remember which ToolMessage carried a read, so it can be forgotten by message id."""
+        with self._lock:
+            for r in self._reads:
+                if r.tool_call_id == tool_call_id:
+                    r.message_id = message_id
+
+    def forget(self, tool_call_ids: set[str] | None = None, *, message_ids: set[str] | None = None) -> int:
+        """The model no longer sees these reads (all when both are None): re-reads return content.
+
+        Give ``tool_call_ids`` or ``message_ids`` (what a microcompact record names)."""
+        everything = tool_call_ids is None and message_ids is None
         with self._lock:
             count = 0
             for r in self._reads:
-                if (tool_call_ids is None or r.tool_call_id in tool_call_ids) and not r.forgotten:
+                hit = everything or (tool_call_ids is not None and r.tool_call_id in tool_call_ids) or (
+                    message_ids is not None and r.message_id in message_ids)
+                if hit and not r.forgotten:
                     r.forgotten = True
                     count += 1
         return count
+
+    def follow(self, bus: EventBus) -> Callable[[], None]:
+        """Forget reads the engine takes out of the view: those a microcompact clears, and all of
+        them at a compact boundary (re-attachment brings back the files that matter). Returns
+        an unsubscribe function."""
+        undo_micro = bus.subscribe(
+            lambda event: self.forget(message_ids=set(event.data.get("cleared_ids") or ())),
+            EventType.MICRO_COMPACTED,
+        )
+        undo_boundary = bus.subscribe(lambda event: self.forget(), EventType.COMPACT_BOUNDARY)
+
+        def undo() -> None:
+            undo_micro()
+            undo_boundary()
+
+        return undo
 
     @staticmethod
     def _still_current(record: ReadRecord) -> bool:
