@@ -254,9 +254,11 @@ def test_budgeted_content_is_bounded_and_budgeting_is_idempotent(tmp_path: Path,
     budgeter = ToolResultBudgeter(policy, artifacts=ArtifactStore(tmp_path / "h"))
     content = "\n".join(lines)
     [out] = budgeter.budget_turn([tool_msg(content, tool, "h1")])
-    if tool != "read_file":
-        assert len(out.content) <= max(len(content), 2_000) if len(content) <= 2_000 else \
-            len(out.content) <= 500 + PREVIEW_OVERHEAD
+    if tool == "read_file" or len(content) <= 2_000:
+        assert out.content == content
+    else:
+        assert len(out.content) <= 500 + PREVIEW_OVERHEAD
+        assert ArtifactStore(tmp_path / "h").read_text(out.artifact["artifact"]) == content
     [again] = budgeter.budget_turn([out])
     assert again is out
 
