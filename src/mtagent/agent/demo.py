@@ -40,7 +40,9 @@ DEMO_MODEL_NAME = "scripted:demo-policy"
 # How far the policy goes: files it reads at most, and model calls it makes at most.
 MAX_FILES_READ = 24
 MAX_STEPS = 80
-_PY_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.py)\b")
+_SOURCE_PATH = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:py|md|txt|rst|toml|ya?ml|json|js|ts|tsx|go|rs|java|c|h|cc|cpp|rb|sh))\b"
+)
 _LIMIT_HINT = re.compile(r"limit=(\d+)")
 _NUMBERED = re.compile(r"^\s*\d+\t(.*)$")
 
@@ -114,12 +116,17 @@ class DemoPolicy:
             self.stage = "glob"
             return self._call("ls", {"path": "."}, "Start by looking at the top of the code base.")
         if self.stage == "glob":
-            self.stage = "grep"
+            self.stage = "glob_any"
             return self._call("glob", {"pattern": "**/*.py"}, "List every Python file to choose what to read.")
+        if self.stage == "glob_any":
+            self.files = self._largest_first(_SOURCE_PATH.findall(text))
+            self.stage = "grep"
+            if not self.files:
+                return self._call("glob", {"pattern": "**/*"}, "No Python here; list every file instead.")
         if self.stage == "grep":
-            self.files = self._largest_first(_PY_PATH.findall(text))
+            self.files = self.files or self._largest_first(_SOURCE_PATH.findall(text))
             self.stage = "shell"
-            return self._call("grep", {"pattern": r"^\s*(def|class) ", "glob": "*.py", "max_results": 5_000},
+            return self._call("grep", {"pattern": r"^\s*(def|class|function|fn|func) ", "max_results": 5_000},
                               "Map every function and class definition (a large result: expect it offloaded).")
         if self.stage == "shell":
             self.stage = "python"
