@@ -306,3 +306,13 @@ def test_log_preview_is_an_ordered_subset_of_lines_with_exact_gap_notes(
             index += 1
     assert index == len(lines)
     assert len(preview) <= max_chars + 60 * preview.count("omitted")
+
+
+def test_artifact_cap_is_recorded_and_told_to_the_model(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path / "capped", max_bytes=5_000)
+    sink: list[dict] = []
+    [out] = ToolResultBudgeter(artifacts=store, sink=sink).finalize_turn([tool_msg(grep_output(3000), "grep", "cap")])
+    assert out.artifact["artifact_truncated"] is True
+    assert "cut at the artifact size cap" in out.content
+    assert len(store.read_text("tool-results/cap.txt").encode()) <= 5_000
+    assert sink[0]["type"] == "tool_result_artifact" and sink[0]["truncated"] is True
