@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from mtagent.config import Settings
-from mtagent.errors import UsageError
 from mtagent.replay.formats import load_trajectories
 from mtagent.replay.probes import build_probes
 from mtagent.replay.simulate import DEFAULT_WINDOW, ReplayResult, simulate
@@ -39,17 +38,6 @@ def session_label(path: Path, index: int, count: int) -> str:
     return f"{path.name}#{index}" if count > 1 else path.name
 
 
-def check_window(window: int, settings: Settings) -> None:
-    """A window must leave room above the summary reserve and buffer, or every call compacts."""
-    if settings.auto_compact_threshold_tokens(window) <= 1:
-        ctx = settings.context
-        raise UsageError(
-            f"a {window:,}-token window leaves no room under the summary reserve "
-            f"({ctx.summary_reserved_tokens:,}) and buffer ({ctx.autocompact_buffer_tokens:,}); use a larger "
-            "--window or lower context.summary_reserved_tokens / context.autocompact_buffer_tokens"
-        )
-
-
 def replay_session(
     traj: Trajectory,
     label: str,
@@ -58,7 +46,6 @@ def replay_session(
     settings: Settings | None = None,
 ) -> SessionReplay:
     settings = settings or Settings()
-    check_window(window, settings)
     probes = build_probes(traj)
     names = ["raw", *[s for s in strategies if s != "raw"]]
     results = {
@@ -75,7 +62,6 @@ def replay_files(
     settings: Settings | None = None,
 ) -> list[SessionReplay]:
     settings = settings or Settings()
-    check_window(window, settings)
     out: list[SessionReplay] = []
     for path in map(Path, paths):
         sessions = load_trajectories(path, fmt)
