@@ -165,3 +165,26 @@ def test_repair_drops_unanswered_calls_and_orphan_results() -> None:
     assert pairing_violations(fixed) == (0, 0)
     assert repairs["dropped_unanswered_calls"] == 1 and repairs["dropped_orphan_results"] == 1
     assert pairing_violations(msgs) == (1, 1)
+
+
+def test_mtagent_transcript_replays_its_full_history_with_boundaries_marked(tmp_path: Path) -> None:
+    from mtagent.session.schema import boundary_record, dumps_record, message_to_record, session_start_record
+
+    msgs = [
+        HumanMessage("Fix src/app.py", id="u1"),
+        AIMessage("", id="a1", tool_calls=[{"id": "c1", "name": "read_file", "args": {"path": "src/app.py"}}],
+                  usage_metadata={"input_tokens": 120, "output_tokens": 8, "total_tokens": 128}),
+        ToolMessage("print('hi')", id="t1", tool_call_id="c1", name="read_file"),
+        AIMessage("done", id="a2"),
+    ]
+    records = [session_start_record("s1", str(tmp_path), "m", "0")]
+    records += [message_to_record(m) for m in msgs[:3]]
+    records.append(boundary_record(summary="so far", first_kept_id="t1"))
+    records.append(message_to_record(msgs[3]))
+    path = tmp_path / "s1.jsonl"
+    path.write_bytes(b"".join(dumps_record(r) for r in records))
+    assert detect_format(path) == "mtagent"
+    traj = load_trajectory(path)
+    assert [m.id for m in traj.messages] == ["u1", "a1", "t1", "a2"]
+    assert traj.meta["compact_boundaries"] == [3]
+    assert traj.recorded_usage[0] is not None and traj.recorded_usage[0].input_tokens == 120
