@@ -66,14 +66,13 @@ def test_backwards_lines_match_forward_split_for_any_block_size(tmp_path_factory
 def test_index_points_at_last_boundary_and_its_first_kept_message(tmp_path):
     path = tmp_path / "s.jsonl"
     offsets = _session(path)
-    body = json.loads(idx.index_path(path).read_text())
-    assert [b["id"] for b in body["boundaries"]] == ["cb100", "cb250"]
+    assert [e.id for e in idx.load_index(path)] == ["cb100", "cb250"]
     point = idx.locate_resume_point(path)
     assert (point.source, point.boundary_id, point.start) == ("index", "cb250", offsets["m240"])
     assert point.boundary_offset == offsets["cb250"]
 
 
-@pytest.mark.parametrize("damage", ["delete", "garbage", "wrong_offsets", "stale"])
+@pytest.mark.parametrize("damage", ["delete", "garbage", "wrong_offsets", "torn", "stale"])
 def test_lost_or_wrong_index_falls_back_to_scan_with_same_answer(tmp_path, damage):
     path = tmp_path / "s.jsonl"
     offsets = _session(path)
@@ -83,20 +82,21 @@ def test_lost_or_wrong_index_falls_back_to_scan_with_same_answer(tmp_path, damag
     elif damage == "garbage":
         index_file.write_bytes(b"\x00{not json")
     elif damage == "wrong_offsets":
-        body = json.loads(index_file.read_text())
-        body["boundaries"][-1]["offset"] += 7
-        index_file.write_text(json.dumps(body))
+        lines = index_file.read_text().splitlines()
+        last = json.loads(lines[-1])
+        last["offset"] += 7
+        index_file.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+    elif damage == "torn":  # the writer died while appending the entry
+        index_file.write_bytes(index_file.read_bytes()[:-9])
     else:  # the writer died between the boundary line and the index update
-        body = json.loads(index_file.read_text())
-        body["boundaries"] = body["boundaries"][:1]
-        index_file.write_text(json.dumps(body))
+        index_file.write_text(index_file.read_text().splitlines()[0] + "\n")
     point = idx.locate_resume_point(path)
     assert (point.boundary_id, point.start) == ("cb250", offsets["m240"])
     assert point.source == "scan"
     with TranscriptWriter(path):  # the next writer rebuilds the index
         pass
     assert idx.locate_resume_point(path).source == "index"
-    assert [b["id"] for b in json.loads(index_file.read_text())["boundaries"]] == ["cb100", "cb250"]
+    assert [e.id for e in idx.load_index(path)] == ["cb100", "cb250"]
 
 
 def test_boundary_text_inside_message_content_does_not_fool_the_scan(tmp_path):
@@ -151,8 +151,8 @@ def test_message_offsets_in_writer_memory_follow_the_view_not_the_session(tmp_pa
 def test_index_entry_without_kept_offset_finds_it_by_scanning_back(tmp_path):
     path = tmp_path / "s.jsonl"
     offsets = _session(path)
-    body = json.loads(idx.index_path(path).read_text())
-    body["boundaries"][-1]["first_kept_offset"] = None
-    idx.index_path(path).write_text(json.dumps(body))
+    lines = idx.index_path(path).read_text().splitlines()
+    last = {**json.loads(lines[-1]), "first_kept_offset": None}
+    idx.index_path(path).write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
     point = idx.locate_resume_point(path)
     assert (point.source, point.start) == ("index", offsets["m240"])

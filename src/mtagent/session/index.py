@@ -3,8 +3,9 @@
 Resume needs two offsets: the last ``compact_boundary`` line and the line of its first kept
 message. Two ways to get them, the second the fallback of the first:
 
-* the **sidecar index** ``<session>.idx`` (JSON, written by the writer after each boundary,
-  atomically): every boundary's offset and its first kept message's offset;
+* the **sidecar index** ``<session>.idx`` (JSONL, one line appended by the writer after each
+  boundary; resume reads only its last line): the boundary's offset and its first kept
+  message's offset;
 * a **backwards scan** of the file in blocks for the byte pattern ``"type":"compact_boundary"``;
   only matching lines are parsed, so the cost is the bytes after the boundary, not the file.
 
@@ -30,6 +31,7 @@ from mtagent.session import schema
 log = logging.getLogger(__name__)
 
 INDEX_VERSION = 1
+INDEX_TAIL_BYTES = 4096  # an entry is ~150 bytes; resume reads only the index's tail
 SCAN_BLOCK_BYTES = 1024 * 1024
 BOUNDARY_PATTERN = re.compile(rb'"type"\s*:\s*"compact_boundary"')
 MESSAGE_PATTERN = re.compile(rb'"type"\s*:\s*"transcript_message"')
@@ -177,31 +179,66 @@ def scan_message_offset(fd: int, end: int, message_id: str) -> int | None:
 # ── the sidecar ─────────────────────────────────────────────────────────────────────────
 
 
+def _entry_from(line: bytes) -> BoundaryEntry:
+    e = json.loads(line)
+    if e.get("v") != INDEX_VERSION:
+        raise ValueError(f"index line version {e.get('v')!r}")
+    kept = e.get("first_kept_offset")
+    return BoundaryEntry(int(e["offset"]), str(e["id"]), e.get("first_kept_id"), None if kept is None else int(kept))
+
+
+def _entry_line(entry: BoundaryEntry) -> bytes:
+    return json.dumps({"v": INDEX_VERSION, **asdict(entry)}, separators=(",", ":")).encode() + b"\n"
+
+
+_INDEX_ERRORS = (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError)
+
+
 def load_index(transcript: Path) -> list[BoundaryEntry] | None:
-    """The index's boundary entries, or None when it is missing or unreadable."""
+    """Every entry of the index, or None when it is missing or has a bad line before its end."""
     try:
-        data = json.loads(index_path(transcript).read_bytes())
-        if data.get("version") != INDEX_VERSION:
-            return None
-        return [BoundaryEntry(int(e["offset"]), str(e["id"]), e.get("first_kept_id"),
-                              None if e.get("first_kept_offset") is None else int(e["first_kept_offset"]))
-                for e in data["boundaries"]]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        lines = index_path(transcript).read_bytes().split(b"\n")
+        return [_entry_from(line) for line in lines[:-1]]  # a torn last piece is dropped
+    except _INDEX_ERRORS:
         return None
 
 
-def save_index(transcript: Path, entries: list[BoundaryEntry], size: int) -> None:
-    """Write the index atomically; failure only costs a scan later, so it is logged, not raised."""
+def last_index_entry(transcript: Path) -> BoundaryEntry | None:
+    """The index's last complete entry, reading only its tail (None: missing, empty or unreadable)."""
+    try:
+        with open(index_path(transcript), "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - INDEX_TAIL_BYTES))
+            tail = fh.read()
+        lines = tail.split(b"\n")[:-1]
+        return _entry_from(lines[-1]) if lines else None
+    except _INDEX_ERRORS:
+        return None
+
+
+def save_index(transcript: Path, entries: list[BoundaryEntry]) -> None:
+    """Rewrite the index atomically; failure only costs a scan later, so it is logged, not raised."""
     target = index_path(transcript)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    body = {"version": INDEX_VERSION, "size": size, "boundaries": [asdict(e) for e in entries]}
     try:
-        tmp.write_text(json.dumps(body, separators=(",", ":")))
+        tmp.write_bytes(b"".join(_entry_line(e) for e in entries))
         os.replace(tmp, target)
     except OSError as exc:
         log.warning("could not write transcript index %s (%s); resume will scan instead", target, exc)
         with contextlib.suppress(OSError):
             tmp.unlink()
+
+
+def append_index(transcript: Path, entry: BoundaryEntry) -> None:
+    """Add one boundary's entry with a single append (a torn entry is ignored by readers)."""
+    try:
+        fd = os.open(index_path(transcript), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, _entry_line(entry))
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        log.warning("could not update transcript index for %s (%s); resume will scan instead", transcript, exc)
 
 
 def _entry_valid(fd: int, entry: BoundaryEntry, end: int) -> bool:
@@ -233,16 +270,15 @@ def locate_resume_point(transcript: str | os.PathLike[str]) -> ResumePoint:
 def _locate(fd: int, transcript: Path) -> ResumePoint:
     end = clean_end(fd)
     notes: list[str] = []
-    entries = load_index(transcript)
+    last = last_index_entry(transcript)
     trusted: BoundaryEntry | None = None
-    if entries is None:
-        if index_path(transcript).exists():
-            notes.append("transcript index unreadable; scanned instead")
-    elif entries:
-        if _entry_valid(fd, entries[-1], end):
-            trusted = entries[-1]
+    if last is not None:
+        if _entry_valid(fd, last, end):
+            trusted = last
         else:
             notes.append("transcript index does not match the file; scanned instead")
+    elif index_path(transcript).exists() and index_path(transcript).stat().st_size:
+        notes.append("transcript index unreadable; scanned instead")
     floor = trusted.offset + 1 if trusted else 0
     found = scan_last_boundary(fd, end, floor)
     if found is not None:
@@ -287,14 +323,13 @@ class WriterIndex:
         from mtagent.session.transcript import ReadReport, iter_entries
 
         if size == 0:
-            index = cls(transcript, [], {})
-            save_index(transcript, [], 0)
-            return index
+            save_index(transcript, [])
+            return cls(transcript, [], {})
         fd = os.open(transcript, os.O_RDONLY | os.O_CLOEXEC)
         try:
             point = _locate(fd, transcript)
             entries = load_index(transcript)
-            if entries is None or point.notes or (entries and entries[-1].offset > size):
+            if entries is None or point.notes or (entries and entries[-1].offset >= size):
                 entries = [BoundaryEntry(o, str(r["id"]), r.get("first_kept_id"),
                                          scan_message_offset(fd, o, r["first_kept_id"])
                                          if r.get("first_kept_id") else None)
@@ -303,19 +338,20 @@ class WriterIndex:
             os.close(fd)
         index = cls(transcript, [e for e in entries if e.offset < point.start], {})
         for entry in iter_entries(transcript, start=point.start, skip_corrupt=True, report=ReadReport()):
-            index.observe(entry.record, entry.offset, size, save=False)
-        save_index(transcript, index.entries, size)
+            index.observe(entry.record, entry.offset, save=False)
+        save_index(transcript, index.entries)
         return index
 
-    def observe(self, record: dict[str, Any], offset: int, size: int, *, save: bool = True) -> None:
+    def observe(self, record: dict[str, Any], offset: int, *, save: bool = True) -> None:
         kind = record.get("type")
         if kind == schema.TRANSCRIPT_MESSAGE and isinstance(record.get("id"), str):
             self._offsets[record["id"]] = offset
         elif kind == schema.COMPACT_BOUNDARY:
             kept_id = record.get("first_kept_id")
             kept_offset = self._offsets.get(kept_id) if isinstance(kept_id, str) else None
-            self.entries.append(BoundaryEntry(offset, str(record.get("id")), kept_id, kept_offset))
+            entry = BoundaryEntry(offset, str(record.get("id")), kept_id, kept_offset)
+            self.entries.append(entry)
             floor = kept_offset if kept_offset is not None else offset
             self._offsets = {k: v for k, v in self._offsets.items() if v >= floor}
             if save:
-                save_index(self.transcript, self.entries, size)
+                append_index(self.transcript, entry)

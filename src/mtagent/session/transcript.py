@@ -186,7 +186,7 @@ class TranscriptWriter:
             if self.fsync_policy == "always":
                 os.fsync(self._fd)
             if self._index is not None:
-                self._index.observe(record, offset, self._size)
+                self._index.observe(record, offset)
         return offset
 
     def end_turn(self) -> None:
