@@ -129,7 +129,7 @@ def test_window_option_sets_the_session_window(project, tmp_path):
     result = runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "--window", "50000", "hi"])
     assert result.exit_code == 0
     plans = [r for r in records(project) if r["type"] == "context_plan"]
-    assert plans and plans[-1]["threshold"] == 50_000 - 20_000 - 13_000
+    assert plans and plans[-1]["threshold"] == max(50_000 - 20_000 - 13_000, int(50_000 * 0.45))
 
 
 def test_root_options_before_a_subcommand_are_refused(project):
@@ -214,10 +214,18 @@ def test_a_window_too_small_for_the_reserve_is_warned_about(project, tmp_path):
     model = script(tmp_path, ["ok"])
     result = runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "--window", "12000", "hi"])
     assert result.exit_code == 0
-    assert "auto compaction will fire on every call" in result.stderr
+    assert "auto compaction fires at 5,400 tokens (45% of the window)" in result.stderr
     fine = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, ["ok"], "b.json"),
                                "--window", "64000", "hi"])
-    assert "auto compaction will fire" not in fine.stderr
+    assert "auto compaction" not in fine.stderr
+
+
+def test_a_small_window_without_the_threshold_floor_is_warned_to_compact_every_call(project, tmp_path, monkeypatch):
+    monkeypatch.setenv("MTAGENT_CONTEXT__MIN_THRESHOLD_FRACTION", "0")
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, ["ok"]),
+                                 "--window", "12000", "hi"])
+    assert result.exit_code == 0
+    assert "auto compaction will fire on every call" in result.stderr
 
 
 def test_run_against_an_openai_compatible_server_streams_and_uses_tools(project):

@@ -24,7 +24,7 @@ FILLER = "lorem ipsum dolor sit amet consectetur " * 60
 
 def _settings(**session_memory: Any) -> Settings:
     # size-triggered microcompact off: this test is about compaction, not clearing
-    return Settings(context={"token_limit": 48_000}, microcompact={"size_trigger_fraction": 1.0},
+    return Settings(context={"token_limit": 48_000, "auto_compact_threshold": 15_000}, microcompact={"size_trigger_fraction": 1.0},
                     session_memory=session_memory)
 
 

@@ -92,14 +92,23 @@ class SessionOptions:
 
 
 def window_warning(session: AgentSession) -> str | None:
-    """A window too small for the summary reserve and buffer compacts on every call; say so."""
+    """Say so when a window is too small for the spec's summary reserve and buffer.
+
+    Then the threshold comes from ``context.min_threshold_fraction`` (or, with that at 0,
+    is 1 token: compaction on every call).
+    """
     ctx = session.settings.context
     if session.window > ctx.summary_reserved_tokens + ctx.autocompact_buffer_tokens:
         return None
-    return (f"a {session.window:,}-token window leaves no room above context.summary_reserved_tokens "
-            f"({ctx.summary_reserved_tokens:,}) + context.autocompact_buffer_tokens "
-            f"({ctx.autocompact_buffer_tokens:,}): auto compaction will fire on every call; "
-            "lower those two settings for a small window")
+    threshold = session.settings.auto_compact_threshold_tokens(session.window)
+    reserve = (f"context.summary_reserved_tokens ({ctx.summary_reserved_tokens:,}) + "
+               f"context.autocompact_buffer_tokens ({ctx.autocompact_buffer_tokens:,})")
+    if threshold <= 1:
+        return (f"a {session.window:,}-token window leaves no room above {reserve}: auto compaction will "
+                "fire on every call; set context.auto_compact_threshold (e.g. 0.75) or lower those two settings")
+    return (f"a {session.window:,}-token window is smaller than {reserve}; auto compaction fires at "
+            f"{threshold:,} tokens ({threshold / session.window:.0%} of the window); "
+            "set context.auto_compact_threshold to choose another point")
 
 
 def _recorded_scripted_model(root: Path, session_id: str) -> str | None:
