@@ -114,6 +114,9 @@ def test_remembered_approval_allows_the_same_call_later_without_asking(project, 
         session.run_turn("one", approver=approver)
         session.run_turn("two", approver=approver)
     assert counter.runs == ["1", "2"] and len(asked) == 1
+    started = [r["data"] for r in read_records(session.transcript_path)
+               if r["type"] == "event" and r["event"] == "tool_started"]
+    assert [d["approved_by"] for d in started] == ["allowed by the user for this session"] * 2
 
 
 def test_a_new_message_while_approval_waits_answers_the_waiting_calls(project, counter):

@@ -68,3 +68,11 @@ def test_bad_rules_are_config_errors():
         ApprovalPolicy.from_rules({}, "sometimes")
     with pytest.raises(ConfigError, match="empty command pattern"):
         ApprovalPolicy.from_rules({"shell:": "allow"})
+
+
+def test_remembered_shell_command_is_allowed_exactly_and_labelled():
+    policy = ApprovalPolicy.from_rules({})
+    policy.remember("shell", {"command": "make test"})
+    verdict = policy.decide("shell", {"command": "make test"})
+    assert (verdict.decision, verdict.rule) == ("allow", "allowed by the user for this session")
+    assert policy.decide("shell", {"command": "make deploy"}).decision == "ask"

@@ -49,6 +49,7 @@ class ApprovalPolicy:
     shell_rules: list[tuple[str, Decision]] = field(default_factory=list)
     mode: Mode = "ask"
     ask_tools: frozenset[str] = DEFAULT_ASK_TOOLS
+    remembered: set[str] = field(default_factory=set)
 
     @classmethod
     def from_rules(cls, rules: Mapping[str, str], mode: str = "ask") -> ApprovalPolicy:
@@ -71,6 +72,20 @@ class ApprovalPolicy:
                 policy.tool_rules[key] = decision  # type: ignore[assignment]
         return policy
 
+    def remember(self, tool: str, args: Mapping[str, Any] | None = None) -> None:
+        """The user said "always" for this call: allow the tool (for shell: this exact command)
+        for the rest of the session."""
+        if tool == SHELL_TOOL:
+            command = str((args or {}).get("command", "")).strip()
+            self.shell_rules.append((command, "allow"))
+            self.remembered.add(f"{_SHELL_PREFIX}{command}")
+        else:
+            self.tool_rules[tool] = "allow"
+            self.remembered.add(tool)
+
+    def _label(self, key: str) -> str:
+        return "allowed by the user for this session" if key in self.remembered else f"approval rule {key!r}"
+
     def decide(self, tool: str, args: Mapping[str, Any] | None = None) -> Verdict:
         """The verdict for one tool call."""
         if tool == SHELL_TOOL:
@@ -79,7 +94,7 @@ class ApprovalPolicy:
             if verdict is not None:
                 return self._apply_mode(verdict)
         if tool in self.tool_rules:
-            return self._apply_mode(Verdict(self.tool_rules[tool], f"approval rule {tool!r}"))
+            return self._apply_mode(Verdict(self.tool_rules[tool], self._label(tool)))
         default: Decision = "ask" if tool in self.ask_tools else "allow"
         return self._apply_mode(Verdict(default, f"default for {tool}"))
 
@@ -108,7 +123,7 @@ class ApprovalPolicy:
             if fnmatch.fnmatchcase(part, pattern):
                 rank = (len(pattern), 1 if decision == "deny" else 0)
                 if best is None or rank > best[:2]:
-                    best = (*rank, Verdict(decision, f"approval rule 'shell:{pattern}'"))
+                    best = (*rank, Verdict(decision, self._label(f"{_SHELL_PREFIX}{pattern}")))
         return best[2] if best else None
 
     def _apply_mode(self, verdict: Verdict) -> Verdict:

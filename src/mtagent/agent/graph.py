@@ -341,7 +341,8 @@ def make_tools(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
                 rt.add(decided)
                 continue
             rt.conversation.started.add(call["id"])
-            rt.record_event(EventType.TOOL_STARTED, tool_call_id=call["id"], tool=call["name"])
+            rt.record_event(EventType.TOOL_STARTED, tool_call_id=call["id"], tool=call["name"],
+                            approved_by=decisions.get(call["id"], {}).get("rule", ""))
             try:
                 result = run_tool(rt, call)
             except KeyboardInterrupt:

@@ -273,10 +273,7 @@ class AgentSession:
         for request in self.pending_approval:
             decision = answer.get(request.tool_call_id)
             if isinstance(decision, dict) and decision.get("remember") and decision.get("decision") == "allow":
-                if request.tool == "shell":
-                    self.policy.shell_rules.append((str(request.args.get("command", "")), "allow"))
-                else:
-                    self.policy.tool_rules[request.tool] = "allow"
+                self.policy.remember(request.tool, request.args)
 
     def _drive(self, payload: Any, approver: Approver | None) -> TurnResult:
         counters = self.runtime.counters
