@@ -1,7 +1,7 @@
 """Context benchmark: every strategy over the shared real trajectories, at two windows.
 
 For each recorded session (Claude Code, mini-swe-agent, SWE-agent, OpenHands, aider) and each
-strategy (raw, mtagent, masking, lc-summarization, lc-clear-tool-uses, threshold-compact) the
+strategy (raw, mtagent, mtagent-sm, masking, lc-summarization, lc-clear-tool-uses, threshold-compact) the
 open-loop replay measures: cumulative input tokens, ratio to raw, peak view, summary calls,
 protocol violations, mean fact retention, and cache-aware cost under an Anthropic-style and
 an OpenAI-style prefix cache (input-token equivalents, summary calls included). Files holding
@@ -203,6 +203,9 @@ def result_lines(results: list[FileResult], windows: tuple[int, ...]) -> list[st
     for model in CACHE_MODELS:
         best_name = min(PEERS, key=lambda p: tot[p].cost[model])
         out.append(f"RESULT mtagent_cost_vs_best_peer_{model}={tot['mtagent'].cost[model] / tot[best_name].cost[model] - 1:+.4f}")
+    for model in CACHE_MODELS:
+        best = min(tot[p].cost[model] for p in PEERS)
+        out.append(f"RESULT mtagent_sm_cost_vs_best_peer_{model}={tot['mtagent-sm'].cost[model] / best - 1:+.4f}")
     best_peer_ret = max((tot[p].retention or 0.0) for p in PEERS)
     out.append(f"RESULT mtagent_retention={tot['mtagent'].retention or 0.0:.4f}")
     out.append(f"RESULT best_peer_retention={best_peer_ret:.4f}")

@@ -168,7 +168,12 @@ def test_repair_drops_unanswered_calls_and_orphan_results() -> None:
 
 
 def test_mtagent_transcript_replays_its_full_history_with_boundaries_marked(tmp_path: Path) -> None:
-    from mtagent.session.schema import boundary_record, dumps_record, message_to_record, session_start_record
+    from mtagent.session.schema import (
+        boundary_record,
+        dumps_record,
+        message_to_record,
+        session_start_record,
+    )
 
     msgs = [
         HumanMessage("Fix src/app.py", id="u1"),

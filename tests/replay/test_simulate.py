@@ -74,7 +74,7 @@ def test_every_strategy_gives_protocol_valid_views_on_a_real_session(trajectorie
     assert 0 <= (result.retention or 0) <= 1
 
 
-@pytest.mark.parametrize("name", ["mtagent", "lc-summarization", "threshold-compact"])
+@pytest.mark.parametrize("name", ["mtagent", "mtagent-sm", "lc-summarization", "threshold-compact"])
 def test_summarizing_strategies_summarize_when_the_window_is_small_and_pay_for_it(trajectories: Path, name: str) -> None:
     traj = load_trajectory(trajectories / SMALL)
     raw = simulate(traj, "raw", window=SMALL_WINDOW, settings=TIGHT)
@@ -119,3 +119,13 @@ def test_claude_code_replay_reports_the_recorded_usage(trajectories: Path) -> No
     traj = load_trajectory(trajectories / "claude-code/tool_heavy.jsonl")
     result = simulate(traj, "raw")
     assert result.recorded_input is not None and result.recorded_input > result.cumulative_tokens
+
+
+def test_session_memory_updates_are_priced_as_model_calls(trajectories: Path) -> None:
+    traj = load_trajectory(trajectories / SMALL)
+    notes_early = TIGHT.model_copy(update={"session_memory": TIGHT.session_memory.model_copy(
+        update={"init_tokens": 2_000, "update_min_tokens": 1_000})})
+    plain = simulate(traj, "mtagent", window=SMALL_WINDOW, settings=notes_early)
+    with_notes = simulate(traj, "mtagent-sm", window=SMALL_WINDOW, settings=notes_early)
+    assert with_notes.summary_calls > plain.summary_calls
+    assert with_notes.violations == 0

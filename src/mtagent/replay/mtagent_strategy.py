@@ -11,7 +11,11 @@
 * Recorded agents name their tools differently (``Bash``, ``execute_bash``, ``Read``, …). The
   engine is *configured* for those names — the alias gets the limit and compactability of the
   mtagent tool it stands for — and no message is renamed.
-* Session memory is off: its note updates are model calls the replay does not price.
+* ``mtagent`` runs without session memory; ``mtagent-sm`` adds it (as the agent wires it when
+  ``session_memory.enabled``), so auto-compaction tries the notes first. Like every summary in a
+  replay, note updates are priced as if a model wrote them: :class:`NotesModelMeter` stands in for the notes model,
+  records the exact update request the engine builds (input) and declines to answer, so the
+  engine writes the notes with its extractive updater; their size is the priced output.
 """
 
 from __future__ import annotations
@@ -19,14 +23,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from mtagent.config import Settings
+from mtagent.context.session_memory import SessionMemoryManager
+from mtagent.context.tokens import message_text
 from mtagent.context.tool_results import ToolResultBudgeter, ToolResultPolicy
 from mtagent.context.window import ContextWindowManager
 from mtagent.replay.strategies import StepResult, StrategyContext
-from mtagent.replay.summarizer import MeteredSummarizer
+from mtagent.replay.summarizer import MeteredSummarizer, SummaryCall
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.schema import parse_timestamp
 
@@ -75,9 +82,32 @@ def message_time(message: BaseMessage) -> float | None:
 
 
 @dataclass(slots=True)
+class NotesModelMeter:
+    """The session-memory "model": prices each update request, answers nothing.
+
+    Also the memory's record sink: the ``session_memory_update`` record that follows a request
+    carries the tokens of the notes written, which is the output a model would have produced.
+    """
+
+    count: Any
+    summarizer: MeteredSummarizer
+    _pending: int | None = None
+
+    def invoke(self, request: Sequence[BaseMessage], *args: Any, **kwargs: Any) -> AIMessage:
+        self._pending = sum(self.count(message_text(m)) for m in request)
+        return AIMessage(content="")
+
+    def append(self, record: dict[str, Any]) -> None:
+        if self._pending is not None:
+            self.summarizer.calls.append(SummaryCall(self._pending, int(record.get("tokens") or 0)))
+            self._pending = None
+
+
+@dataclass(slots=True)
 class MTAgentStrategy:
     ctx: StrategyContext
     name: str = "mtagent"
+    session_memory: bool = False
     _history: list[BaseMessage] = field(default_factory=list)
     _manager: ContextWindowManager | None = None
     _budgeter: ToolResultBudgeter | None = None
@@ -90,10 +120,18 @@ class MTAgentStrategy:
         root = self.ctx.workdir
         store = ArtifactStore(root / "artifacts", settings.tool_results.artifact_max_bytes) if root else None
         self._budgeter = ToolResultBudgeter(policy=ToolResultPolicy.from_settings(settings.tool_results), artifacts=store)
+        memory = None
+        if self.session_memory and store is not None:
+            meter = NotesModelMeter(self.ctx.counter._count, self._summarizer)
+            memory = SessionMemoryManager(
+                path=store.session_memory_path, settings=settings, model=meter, sink=meter,
+                counter=self.ctx.counter, token_limit=self.ctx.window,
+            )
         self._manager = ContextWindowManager(
             settings,
             summarizer=self._summarizer,
             counter=self.ctx.counter,
+            session_memory=memory,
             clock=lambda: self._now,
             token_limit=self.ctx.window,
         )

@@ -15,6 +15,7 @@ from mtagent.replay.report import SessionReplay, row
 COLORS = {
     "raw": "#888888",
     "mtagent": "#d62728",
+    "mtagent-sm": "#e377c2",
     "masking": "#1f77b4",
     "lc-summarization": "#2ca02c",
     "lc-clear-tool-uses": "#9467bd",

@@ -15,7 +15,8 @@ history keep their own state, exactly like the agent they imitate.
   twice that, whole API rounds) becomes one summary.
 * ``lc-summarization`` / ``lc-clear-tool-uses`` — LangChain v1's own middleware classes
   (:mod:`mtagent.replay.lc_strategies`).
-* ``mtagent`` — the engine (:mod:`mtagent.replay.mtagent_strategy`).
+* ``mtagent`` — the engine (:mod:`mtagent.replay.mtagent_strategy`); ``mtagent-sm`` — the engine
+  with session memory, its note updates priced as model calls.
 
 Every threshold-triggered strategy fires at the same token count, mtagent's auto-compact
 threshold for the window (``window − 20K − 13K``), so the policies differ, not the trigger.
@@ -169,7 +170,9 @@ class ThresholdCompactStrategy:
         return True
 
 
-STRATEGY_NAMES = ("raw", "mtagent", "masking", "lc-summarization", "lc-clear-tool-uses", "threshold-compact")
+STRATEGY_NAMES = (
+    "raw", "mtagent", "mtagent-sm", "masking", "lc-summarization", "lc-clear-tool-uses", "threshold-compact",
+)
 PEERS = ("masking", "lc-summarization", "lc-clear-tool-uses", "threshold-compact")
 
 
@@ -185,10 +188,10 @@ def make_strategy(name: str, ctx: StrategyContext) -> Strategy:
         from mtagent.replay import lc_strategies
 
         return lc_strategies.make(name, ctx)
-    if name == "mtagent":
+    if name in ("mtagent", "mtagent-sm"):
         from mtagent.replay.mtagent_strategy import MTAgentStrategy
 
-        return MTAgentStrategy(ctx)
+        return MTAgentStrategy(ctx, name=name, session_memory=name == "mtagent-sm")
     from mtagent.errors import UsageError
 
     raise UsageError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGY_NAMES)}")
