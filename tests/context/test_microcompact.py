@@ -103,3 +103,18 @@ def test_size_clearing_keeps_results_the_model_referred_to_later():
     assert "t0" not in result.cleared_ids and "t1" not in result.cleared_ids
     assert "t2" in result.cleared_ids
     assert not {f"t{i}" for i in range(15, 20)} & set(result.cleared_ids)
+
+
+def test_a_cleared_result_keeps_its_last_error_lines_and_nothing_else():
+    from langchain_core.messages import ToolMessage
+
+    from mtagent.context.microcompact import CLEARED_PLACEHOLDER, cleared_copy, cleared_content
+
+    log = "\n".join(["compiling kernel.c"] * 500 + ["kernel.c:42: error: 'tmp' undeclared",
+                                                      "make: *** [all] Error 1", "done"])
+    cleared = cleared_copy(ToolMessage(log, tool_call_id="c1", id="t1", name="shell"), "size")
+    assert cleared.content.startswith(CLEARED_PLACEHOLDER)
+    assert "kernel.c:42: error: 'tmp' undeclared" in cleared.content and "make: *** [all] Error 1" in cleared.content
+    assert "compiling kernel.c" not in cleared.content
+    assert cleared_content("all 12 tests passed") == CLEARED_PLACEHOLDER
+    assert cleared_content(log) == cleared.content  # deterministic: resume rebuilds the same bytes

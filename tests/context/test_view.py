@@ -233,3 +233,20 @@ def test_artifact_paths_resolve_on_resume_and_traversal_is_refused(tmp_path):
     for bad in ("../../../etc/passwd", "/etc/passwd", "tool-results/../../x"):
         with pytest.raises(ArtifactPathError):
             resumed.artifact_text(bad)
+
+
+def test_resume_clears_a_result_to_the_same_bytes_as_live_clearing():
+    from mtagent.context.microcompact import cleared_copy
+    from mtagent.context.view import build_resume_messages
+    from mtagent.session import schema
+
+    call = AIMessage("", id="a1", tool_calls=[{"id": "c1", "name": "shell", "args": {"command": "make"}}])
+    result = ToolMessage("cc kernel.c\nkernel.c:9: error: boom\nmake: *** Error 1", tool_call_id="c1", id="t1",
+                         name="shell")
+    records = [schema.message_to_record(HumanMessage("build it", id="h1")), schema.message_to_record(call),
+               schema.message_to_record(result),
+               {"type": "microcompact", "schema_version": 2, "timestamp": "2026-11-29T00:00:00Z",
+                "trigger": "size", "cleared_ids": ["t1"]}]
+    resumed = {m.id: m for m in build_resume_messages(records)}
+    assert resumed["t1"].content == cleared_copy(result, "size").content
+    assert "kernel.c:9: error: boom" in resumed["t1"].content

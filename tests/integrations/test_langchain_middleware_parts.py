@@ -45,10 +45,10 @@ def test_microcompact_clears_results_on_the_request_only_and_records_it(project,
     out = run(build_agent, model, middleware, "micro")
     middleware.close()
 
-    cleared_in_requests = {m.id for sent in model.calls for m in tool_results(sent) if m.content == CLEARED_PLACEHOLDER}
+    cleared_in_requests = {m.id for sent in model.calls for m in tool_results(sent) if m.content.startswith(CLEARED_PLACEHOLDER)}
     assert cleared_in_requests
     state_results = {m.id: m for m in tool_results(out["messages"])}
-    assert all(state_results[i].content != CLEARED_PLACEHOLDER for i in cleared_in_requests if i in state_results)
+    assert all(not state_results[i].content.startswith(CLEARED_PLACEHOLDER) for i in cleared_in_requests if i in state_results)
     recorded = {i for r in records(project, "micro") if r["type"] == "microcompact" for i in r["cleared_ids"]}
     assert recorded == cleared_in_requests
     assert not any(r["type"] == "compact_boundary" for r in records(project, "micro"))
@@ -211,7 +211,7 @@ def test_idle_gap_clears_old_results_by_time_even_after_a_resume_in_a_new_proces
     second.close()
 
     sent = tool_results(model.calls[0])
-    cleared = [m for m in sent if m.content == CLEARED_PLACEHOLDER]
+    cleared = [m for m in sent if m.content.startswith(CLEARED_PLACEHOLDER)]
     assert len(cleared) == len(sent) - settings.microcompact.keep_recent
     time_records = [r for r in records(project, "idle") if r["type"] == "microcompact" and r["trigger"] == "time"]
     assert [r["cleared_ids"] for r in time_records] == [[m.id for m in cleared]]

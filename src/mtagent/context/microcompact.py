@@ -1,7 +1,9 @@
 """Microcompact: clear old tool results in the *view* (spec 000 M7, plus size-triggered clearing).
 
 Clearing replaces a ``ToolMessage``'s content with :data:`CLEARED_PLACEHOLDER` in a copy; the
-history, the transcript and the artifact keep the full result. The copy is marked
+history, the transcript and the artifact keep the full result. A result that held error lines
+keeps its last ones after the placeholder (:func:`cleared_content`): the latest failure is what a
+model most needs to see, and on real sessions a plain placeholder hid it. The copy is marked
 ``response_metadata["mtagent"]["cleared"] = <trigger>``, so clearing twice is harmless, and the
 cleared ids are returned so the window manager records one ``microcompact`` record and keeps
 them cleared on every later turn.
@@ -30,11 +32,13 @@ from typing import Literal
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from mtagent.config import MicrocompactSettings
-from mtagent.context.facts import PATH_KEYS, call_path
+from mtagent.context.facts import ERROR_LINE, PATH_KEYS, call_path
 from mtagent.context.tokens import message_text
 
 CLEARED_PLACEHOLDER = "[Old tool result content cleared. Full result is available in the session transcript artifact.]"
 Trigger = Literal["time", "size"]
+KEPT_ERROR_LINES = 2
+KEPT_ERROR_LINE_CHARS = 300
 
 
 @dataclass(slots=True)
@@ -52,13 +56,25 @@ def is_cleared(message: BaseMessage) -> bool:
     return bool(meta.get("cleared"))
 
 
+def cleared_content(content: object) -> str:
+    """The placeholder, plus the result's last error lines when it had any.
+
+    Deterministic in the original content, so live clearing and resume produce the same bytes.
+    """
+    text = content if isinstance(content, str) else message_text(ToolMessage(content=content, tool_call_id="x"))
+    errors = [line.strip()[:KEPT_ERROR_LINE_CHARS] for line in text.splitlines() if ERROR_LINE.search(line)]
+    if not errors:
+        return CLEARED_PLACEHOLDER
+    return CLEARED_PLACEHOLDER + "\nIts last error lines:\n" + "\n".join(errors[-KEPT_ERROR_LINES:])
+
+
 def cleared_copy(message: ToolMessage, trigger: str) -> ToolMessage:
-    """``message`` with its content replaced by the placeholder (the original is untouched)."""
+    """``message`` with its content replaced by :func:`cleared_content` (the original is untouched)."""
     if is_cleared(message):
         return message
     meta = dict(message.response_metadata or {})
     meta["mtagent"] = {**(meta.get("mtagent") or {}), "cleared": trigger}
-    return message.model_copy(update={"content": CLEARED_PLACEHOLDER, "response_metadata": meta})
+    return message.model_copy(update={"content": cleared_content(message.content), "response_metadata": meta})
 
 
 def apply_cleared(messages: Sequence[BaseMessage], cleared: Mapping[str, str]) -> list[BaseMessage]:

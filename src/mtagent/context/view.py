@@ -29,6 +29,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from mtagent import paths
 from mtagent.context.boundary import summary_message_from_record
+from mtagent.context.microcompact import CLEARED_PLACEHOLDER, cleared_copy
 from mtagent.errors import SessionNotFound
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
@@ -37,9 +38,7 @@ from mtagent.session.transcript import ReadReport, iter_entries, read_first_reco
 
 log = logging.getLogger(__name__)
 
-CLEARED_TOOL_RESULT = (
-    "[Old tool result content cleared. Full result is available in the session transcript artifact.]"
-)
+CLEARED_TOOL_RESULT = CLEARED_PLACEHOLDER
 INTERRUPTED_TOOL_RESULT = "interrupted: the session ended before this tool returned"
 SESSION_MEMORY_MESSAGE_ID = "session-memory"
 
@@ -155,9 +154,7 @@ def _apply_microcompact(messages: list[BaseMessage], records: Sequence[dict[str,
     for message in messages:
         trigger = triggers.get(message.id or "")
         if trigger is not None and isinstance(message, ToolMessage):
-            meta = dict(message.response_metadata or {})
-            meta["mtagent"] = {**_marks(message), "cleared": trigger}
-            message = message.model_copy(update={"content": CLEARED_TOOL_RESULT, "response_metadata": meta})
+            message = cleared_copy(message, trigger)
             view.cleared_ids.append(message.id or "")
         out.append(message)
     return out
