@@ -44,8 +44,9 @@ from mtagent.agent.state import Conversation, initial_state
 from mtagent.config import Settings, load_settings
 from mtagent.context.compactor import CompactionResult
 from mtagent.context.plan import ContextPlan
+from mtagent.context.session_memory import session_memory_for_resume
 from mtagent.context.tokens import count_text_tokens
-from mtagent.context.view import load_session
+from mtagent.context.view import ResumedSession, build_resume_view, load_session
 from mtagent.errors import ModelError, SessionNotFound
 from mtagent.events import EventBus, SessionStats
 from mtagent.session import schema
@@ -181,6 +182,7 @@ class AgentSession:
         resumed = load_session(root, sid, skip_corrupt=skip_corrupt)
         records = [e.record for e in iter_entries(resumed.path, start=resumed.stats.start_offset,
                                                   skip_corrupt=True)]
+        _add_session_memory(resumed, records, settings)
         recorded = (resumed.session_start or {}).get("model")
         if recorded and str(recorded).startswith(SCRIPTED_PREFIX):
             if model is None and not settings.agent.model:
@@ -370,6 +372,20 @@ def latest_session_id(project_root: str | os.PathLike[str]) -> str | None:
     """The most recently started session of a project (ids sort by creation time)."""
     sessions = list_sessions(project_root)
     return sessions[-1].session_id if sessions else None
+
+
+def _add_session_memory(resumed: ResumedSession, records: Sequence[dict[str, Any]], settings: Settings) -> None:
+    """Put the session-memory notes beside the last summary when they say more than it does.
+
+    The notes cover what happened after the last boundary too; a session-memory compaction whose
+    notes did not change since already *is* the summary, so they are not sent twice
+    (:func:`~mtagent.context.session_memory.session_memory_for_resume` decides).
+    """
+    if not settings.session_memory.enabled:
+        return
+    notes = session_memory_for_resume(resumed.artifacts.session_memory_path, records)
+    if notes:
+        resumed.view = build_resume_view(records, session_memory=notes)
 
 
 def _without_stale_usage(history: Sequence[BaseMessage], records: Sequence[dict[str, Any]]) -> list[BaseMessage]:

@@ -1,0 +1,62 @@
+"""The agent wired to the engine's optional parts: session memory on resume, static-context
+conflicts in the plan, end-of-turn memory extraction, and the session statistics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent_helpers import agent_settings
+from mtagent.agent.scripted import ScriptedChatModel
+from mtagent.agent.session import AgentSession
+from mtagent.context.tokens import message_text
+from mtagent.session.transcript import read_records
+
+_WATCHED = ("compact_boundary", "session_memory_update")
+
+
+def _memory_settings():
+    return agent_settings(context={"token_limit": 48_000, "auto_compact_threshold": 15_000},
+                          microcompact={"size_trigger_fraction": 1.0}, session_memory={"enabled": True})
+
+
+def _run_until(project: Path, last_two: list[str]) -> tuple[str, Path, str]:
+    """Turns until the last compaction/notes records are ``last_two``; (session id, transcript, last ask)."""
+    settings = _memory_settings()
+    model = ScriptedChatModel([], policy=lambda sent: "noted: " + "the kernel plan goes on " * 40)
+    with AgentSession.create(project, model=model, settings=settings) as session:
+        for i in range(20):
+            ask = f"step {i}: keep the GEMM kernel bit-exact. " + "details of the work " * 300
+            session.run_turn(ask)
+            seen = [r["type"] for r in read_records(session.transcript_path) if r["type"] in _WATCHED]
+            if "compact_boundary" in seen and seen[-2:] == last_two:
+                return session.session_id, session.transcript_path, f"step {i}:"
+    raise AssertionError(f"the records never ended with {last_two}")
+
+
+def test_resume_sends_session_memory_updated_after_the_last_boundary_with_the_recent_tail(project):
+    sid, path, last_ask = _run_until(project, ["compact_boundary", "session_memory_update"])
+    boundary = [r for r in read_records(path) if r["type"] == "compact_boundary"][-1]
+    assert boundary["summary_source"] == "session_memory"
+    notes = (path.parent / "artifacts" / sid / "session-memory" / "summary.md").read_text()
+    model = ScriptedChatModel(["welcome back"])
+    with AgentSession.resume(sid, project, model=model, settings=_memory_settings()) as again:
+        again.run_turn("where were we?")
+    sent = [message_text(m) for m in model.calls[0]]
+    memory = [t for t in sent if t.startswith("<session_memory>")]
+    assert len(memory) == 1 and notes.strip() in memory[0]
+    assert any("<compact_boundary" in t or "conversation_history_summary" in t for t in sent)
+    assert any(t.startswith(last_ask) for t in sent)
+    assert sent[-1] == "where were we?"
+
+
+def test_resume_right_after_a_session_memory_compaction_does_not_send_the_notes_twice(project):
+    sid, path, last_ask = _run_until(project, ["session_memory_update", "compact_boundary"])
+    notes = (path.parent / "artifacts" / sid / "session-memory" / "summary.md").read_text()
+    model = ScriptedChatModel(["welcome back"])
+    with AgentSession.resume(sid, project, model=model, settings=_memory_settings()) as again:
+        again.run_turn("where were we?")
+    sent = "\n".join(message_text(m) for m in model.calls[0])
+    assert "<session_memory>" not in sent
+    first_section = notes.strip().splitlines()[0]
+    assert sent.count(first_section) == 1
+    assert last_ask in sent
