@@ -60,3 +60,30 @@ def test_resume_right_after_a_session_memory_compaction_does_not_send_the_notes_
     first_section = notes.strip().splitlines()[0]
     assert sent.count(first_section) == 1
     assert last_ask in sent
+
+
+def test_a_memory_contradicting_a_project_rule_is_in_the_plan_and_in_context_explain(project):
+    from rich.console import Console
+
+    from mtagent import paths
+    from mtagent.cli.repl_host import ReplHost
+    from mtagent.cli.run_cmd import SessionOptions
+    from mtagent.cli.slash import dispatch
+
+    (project / "CONTEXT.md").write_text("# Rules\nNever edit files under tests/.\n")
+    paths.global_context_path().parent.mkdir(parents=True, exist_ok=True)
+    paths.global_context_path().write_text("# Global\n\n## Agent Memories\n\n- always edit tests when they fail\n")
+    model = ScriptedChatModel(["ok"])
+    console = Console(record=True, width=200, force_terminal=False)
+    with AgentSession.create(project, model=model, settings=agent_settings()) as session:
+        session.run_turn("fix the failing test")
+        plans = [r for r in read_records(session.transcript_path) if r["type"] == "context_plan"]
+        host = ReplHost(console=console, options=SessionOptions(cwd=project), session=session)
+        dispatch(host, "/context explain")
+        host.session = None
+    conflicts = plans[-1]["conflicts"]
+    assert len(conflicts) == 1
+    assert conflicts[0]["winner"].startswith("rule") and conflicts[0]["losers"]
+    assert "always edit tests" not in "\n".join(message_text(m) for m in model.calls[0])
+    out = console.export_text()
+    assert "Conflicts" in out and conflicts[0]["winner"] in out

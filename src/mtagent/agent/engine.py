@@ -21,7 +21,7 @@ from langchain_core.tools import BaseTool
 from mtagent.config import Settings
 from mtagent.context.rules import touched_paths
 from mtagent.context.session_memory import SessionMemoryManager
-from mtagent.context.static import RuntimeContext, StaticContext
+from mtagent.context.static import RuntimeContext, StaticContext, StaticParts
 from mtagent.context.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from mtagent.context.tool_results import ToolResultBudgeter
 from mtagent.context.window import ContextWindowManager
@@ -76,10 +76,15 @@ def build(*, project_root: Path, settings: Settings, sink: Any, events: EventBus
     return EngineParts(engine, tool_list, static, context, context.budgeter, memory, summarizer)
 
 
+def static_parts(static: StaticContext, tools: Iterable[BaseTool], project_root: Path) -> StaticParts:
+    """This call's system prompt, ``<session_context>`` and the authority conflicts resolved in
+    them (re-read, so hand edits apply)."""
+    return static.build(list(tools), RuntimeContext(working_directory=str(project_root)))
+
+
 def static_messages(static: StaticContext, tools: Iterable[BaseTool], project_root: Path) -> list[BaseMessage]:
-    """This call's system prompt and ``<session_context>`` (re-read, so hand edits apply)."""
-    parts = static.build(list(tools), RuntimeContext(working_directory=str(project_root)))
-    return list(parts.messages)
+    """This call's system prompt and ``<session_context>`` (see :func:`static_parts`)."""
+    return list(static_parts(static, tools, project_root).messages)
 
 
 def touch_paths(static: StaticContext, message: BaseMessage, project_root: Path) -> None:

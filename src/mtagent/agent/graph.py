@@ -51,7 +51,7 @@ class ContextEngine(Protocol):
     """What the loop needs from :class:`mtagent.context.window.ContextWindowManager`."""
 
     def prepare(self, history: list[BaseMessage], *, system: Sequence[BaseMessage] = (),
-                tools_tokens: int = 0, query_source: str = "user") -> Any: ...
+                tools_tokens: int = 0, query_source: str = "user", conflicts: Sequence[Any] = ()) -> Any: ...
 
     def reactive_compact(self, history: list[BaseMessage], *, system: Sequence[BaseMessage] | None = None,
                          tools_tokens: int = 0) -> Any: ...
@@ -84,6 +84,8 @@ class AgentRuntime:
     sink: RecordSink
     events: EventBus
     system: Callable[[], list[BaseMessage]] = list
+    # The authority conflicts the last ``system()`` build resolved (recorded in the plan).
+    conflicts: Callable[[], Sequence[Any]] = tuple
     tools_tokens: int = 0
     redact: Callable[[str], str] = str
     on_token: Callable[[str], None] | None = None
@@ -193,7 +195,7 @@ def call_model(rt: AgentRuntime) -> AIMessage:
     while True:
         system = rt.system()
         prepared = rt.engine.prepare(list(rt.conversation.messages), system=system,
-                                     tools_tokens=rt.tools_tokens)
+                                     tools_tokens=rt.tools_tokens, conflicts=rt.conflicts())
         rt.conversation.replace(prepared.history)
         if rt.on_prepared is not None:
             rt.on_prepared(prepared)

@@ -113,6 +113,7 @@ class AgentSession:
         self.policy = ApprovalPolicy.from_rules(self.settings.agent.approval, approval)
         self.last_prepared: Any = None
         self.resume_warnings: list[str] = []
+        self._static_conflicts: list[Any] = []
         self._turn = sum(1 for m in history if isinstance(m, HumanMessage))
         parts = engine_factory.build(
             project_root=project_root, settings=self.settings, sink=self.sink, events=self.events,
@@ -130,7 +131,8 @@ class AgentSession:
             model=model.bind_tools(list(parts.tools)) if parts.tools else model,
             model_name=model_name, engine=self.engine, tools=self.tools, policy=self.policy,
             conversation=self.conversation, settings=self.settings, sink=self.sink, events=self.events,
-            system=self._system_messages, tools_tokens=tools_tokens, redact=self.redactor.text,
+            system=self._system_messages, conflicts=lambda: self._static_conflicts, tools_tokens=tools_tokens,
+            redact=self.redactor.text,
             on_token=on_token, on_prepared=self._remember_prepared, secrets=secrets,
             on_message=lambda m: engine_factory.touch_paths(self.static, m, project_root),
             budget=lambda earlier, new: engine_factory.budget_in_turn(parts.budgeter, earlier, new),
@@ -314,7 +316,9 @@ class AgentSession:
 
     # engine passthroughs ----------------------------------------------------------------
     def _system_messages(self) -> list[BaseMessage]:
-        return engine_factory.static_messages(self.static, self.tools.values(), self.project_root)
+        parts = engine_factory.static_parts(self.static, self.tools.values(), self.project_root)
+        self._static_conflicts = list(parts.conflicts)
+        return list(parts.messages)
 
     def _remember_prepared(self, prepared: Any) -> None:
         self.last_prepared = prepared
