@@ -87,3 +87,40 @@ def test_a_memory_contradicting_a_project_rule_is_in_the_plan_and_in_context_exp
     assert "always edit tests" not in "\n".join(message_text(m) for m in model.calls[0])
     out = console.export_text()
     assert "Conflicts" in out and conflicts[0]["winner"] in out
+
+
+def _memory_file_facts(project):
+    from mtagent.context import memory
+
+    return memory.memory_file("project", project).active()
+
+
+def test_auto_extract_writes_a_proposed_fact_to_project_memory_after_a_turn_without_tools(project):
+    model = ScriptedChatModel(["Tests pass now.", "- Tests run with `make check`."])
+    settings = agent_settings(memory={"auto_extract": True})
+    with AgentSession.create(project, model=model, settings=settings) as session:
+        result = session.run_turn("how do I run the tests? make check, right?")
+        path = session.transcript_path
+    assert result.reply == "Tests pass now."
+    assert len(model.calls) == 2 and "Already remembered" in message_text(model.calls[1][-1])
+    assert _memory_file_facts(project) == ["Tests run with `make check`."]
+    events = [r for r in read_records(path) if r["type"] == "event" and r["event"] == "memory_extracted"]
+    assert events and events[0]["data"]["added"] == ["Tests run with `make check`."]
+
+
+def test_auto_extract_off_writes_nothing_and_makes_no_extra_model_call(project):
+    model = ScriptedChatModel(["Tests pass now.", "- Tests run with `make check`."])
+    with AgentSession.create(project, model=model, settings=agent_settings()) as session:
+        session.run_turn("how do I run the tests?")
+    assert len(model.calls) == 1
+    assert _memory_file_facts(project) == []
+
+
+def test_a_failing_extraction_call_does_not_fail_the_turn(project):
+    model = ScriptedChatModel(["Done.", RuntimeError("provider down")])
+    settings = agent_settings(memory={"auto_extract": True})
+    with AgentSession.create(project, model=model, settings=settings) as session:
+        result = session.run_turn("hi")
+        path = session.transcript_path
+    assert result.status == "done" and result.reply == "Done."
+    assert any(r["type"] == "event" and r["event"] == "memory_extract_failed" for r in read_records(path))

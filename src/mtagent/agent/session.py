@@ -20,6 +20,7 @@ in a new process after :meth:`AgentSession.resume`. Ctrl-C during a turn returns
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -43,6 +44,7 @@ from mtagent.agent.redaction import Redactor, RedactingSink, collect_secrets
 from mtagent.agent.state import Conversation, initial_state
 from mtagent.config import Settings, load_settings
 from mtagent.context.compactor import CompactionResult
+from mtagent.context.memory_extract import MemoryExtractor
 from mtagent.context.plan import ContextPlan
 from mtagent.context.session_memory import session_memory_for_resume
 from mtagent.context.tokens import count_text_tokens
@@ -53,6 +55,8 @@ from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.catalog import list_sessions
 from mtagent.session.transcript import TranscriptWriter, iter_entries
+
+log = logging.getLogger(__name__)
 
 TurnStatus = Literal["done", "approval_required", "interrupted", "max_steps"]
 Approver = Callable[[list["ApprovalRequest"]], Any]
@@ -139,6 +143,9 @@ class AgentSession:
         )
         for message in history:
             engine_factory.touch_paths(self.static, message, project_root)
+        # End-of-turn memory extraction (memory.auto_extract): the compaction model when set, else the main one.
+        self.memory_extractor = (MemoryExtractor(summarizer_model or model, project_root, self.settings)
+                                 if self.settings.memory.auto_extract else None)
         db = paths.ensure_dir(self.artifacts.root) / CHECKPOINT_FILE
         self._db = sqlite3.connect(str(db), check_same_thread=False)
         self.checkpointer = SqliteSaver(self._db)
@@ -304,6 +311,8 @@ class AgentSession:
         values = self.graph.get_state(self._config).values or {}
         if status == "done" and values.get("status") == "max_steps":
             status = "max_steps"
+        if status == "done":
+            self._extract_memories()
         new = self.conversation.messages[size_before:] if len(self.conversation.messages) >= size_before else []
         reply = next((m.text if isinstance(m.text, str) else m.text() for m in reversed(self.conversation.messages)
                       if isinstance(m, AIMessage) and not m.tool_calls), "") if status == "done" else ""
@@ -313,6 +322,21 @@ class AgentSession:
             model_calls=counters.model_calls - before[0], tool_executions=counters.tool_executions - before[1],
             executed_tool_call_ids=list(counters.executed[before[2]:]), messages=list(new),
         )
+
+    def _extract_memories(self) -> None:
+        """``memory.auto_extract``: propose project memories after a turn that ended without tool
+        calls. A failure is recorded and logged, never the turn's failure — the answer is already given."""
+        if self.memory_extractor is None:
+            return
+        try:
+            result = self.memory_extractor.maybe_extract(self.conversation.messages)
+        except Exception as exc:  # a flaky extraction call must not cost the user the turn
+            log.warning("memory extraction failed: %s", exc)
+            self.runtime.record_event("memory_extract_failed", error=self.redactor.text(str(exc))[:300])
+        else:
+            if result.ran:
+                self.runtime.record_event("memory_extracted", added=result.added, skipped=len(result.skipped))
+        self._writer.end_turn()
 
     # engine passthroughs ----------------------------------------------------------------
     def _system_messages(self) -> list[BaseMessage]:
