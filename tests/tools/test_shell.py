@@ -135,3 +135,24 @@ def test_bounded_capture_keeps_head_and_rolling_tail() -> None:
 def test_ansi_colour_codes_are_stripped(tmp_path: Path, colour: str) -> None:
     run = run_command(f"printf '{colour}'", str(tmp_path), timeout=5, max_capture_bytes=1000, kill_grace=0.1)
     assert run["output"] == "red"
+
+
+def test_quick_commands_without_output_all_report_exit_zero(kit: Kit) -> None:
+    (kit.root / "a").write_text("x")
+    codes = [kit.call("shell", command=f"mkdir -p d{i} && cp a d{i}/b").artifact["exit_code"] for i in range(50)]
+    assert codes == [0] * 50
+
+
+def test_a_command_that_closes_its_output_early_is_waited_for_not_killed(tmp_path: Path) -> None:
+    run = run_command("exec >&- 2>&-; sleep 0.3; exit 3", str(tmp_path), timeout=10,
+                      max_capture_bytes=1000, kill_grace=0.5)
+    assert (run["exit_code"], run["timed_out"]) == (3, False)
+
+
+def test_a_command_that_closes_its_output_and_hangs_still_times_out(tmp_path: Path) -> None:
+    started = time.monotonic()
+    run = run_command("exec >&- 2>&-; sleep 30 & echo $! > child.pid; sleep 30", str(tmp_path), timeout=1,
+                      max_capture_bytes=1000, kill_grace=0.3)
+    assert time.monotonic() - started < 5
+    assert run["timed_out"] is True and run["exit_code"] == -15
+    assert _gone(int((tmp_path / "child.pid").read_text()))

@@ -101,6 +101,20 @@ def _kill_group(proc: subprocess.Popen[bytes], grace: float) -> None:
             return
 
 
+def _reaped(proc: subprocess.Popen[bytes], deadline: float) -> bool:
+    """After EOF on the pipe: wait (until the deadline) for the command to exit.
+
+    The pipe closes as the command exits, a moment before the process can be reaped; killing
+    it in that moment would report a clean, silent command (``mkdir -p x && cp a b``) as -15.
+    A command that closed its output but keeps running is still running: it meets the timeout.
+    """
+    try:
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
 def run_command(command: str, cwd: str, *, timeout: float, max_capture_bytes: int,
                 kill_grace: float, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``command``; return exit code, captured text, byte counts, duration and timeout flag."""
@@ -119,6 +133,7 @@ def run_command(command: str, cwd: str, *, timeout: float, max_capture_bytes: in
     selector.register(fd, selectors.EVENT_READ)
     deadline = started + timeout
     drain_until: float | None = None
+    eof = False
     try:
         while True:
             now = time.monotonic()
@@ -137,8 +152,11 @@ def run_command(command: str, cwd: str, *, timeout: float, max_capture_bytes: in
             except BlockingIOError:
                 continue
             if not chunk:
+                eof = True
                 break
             capture.feed(chunk)
+        if eof and not timed_out:
+            timed_out = not _reaped(proc, deadline)
     finally:
         selector.close()
         if timed_out or proc.poll() is None:
