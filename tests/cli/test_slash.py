@@ -225,3 +225,19 @@ def test_context_messages_lists_ids_for_compact_from(host):
 def test_an_unexpected_failure_in_a_command_is_one_line_and_the_repl_goes_on(host):
     assert dispatch(host, "/compact crash") is Outcome.CONTINUE
     assert host.output().strip() == "error: /compact failed: ValueError: engine bug"
+
+
+def test_memory_remove_obsolete_keeps_the_line_struck_through_and_unused(host):
+    from mtagent.context import memory
+
+    dispatch(host, "/memory add --project builds use make")
+    dispatch(host, "/memory add --project tests use pytest")
+    dispatch(host, "/memory remove --obsolete --project 1")
+    assert "marked obsolete (project): builds use make" in host.output()
+    entries = memory.list_memories("project", host.cwd)
+    assert [(e.text, e.obsolete) for e in entries] == [("builds use make", True), ("tests use pytest", False)]
+    assert memory.memory_file("project", host.cwd).active() == ["tests use pytest"]
+    dispatch(host, "/memory list --project")
+    assert "(obsolete)" in host.output()
+    dispatch(host, "/memory add --obsolete something")
+    assert "--obsolete goes with remove" in host.output()

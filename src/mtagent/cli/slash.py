@@ -282,23 +282,29 @@ def cmd_context(host: SlashHost, command: SlashCommand) -> Outcome:
     return Outcome.CONTINUE
 
 
-def _memory_scope(words: list[str]) -> tuple[Scope | None, list[str]]:
+def _memory_scope(words: list[str]) -> tuple[Scope | None, bool, list[str]]:
+    """(scope, ``--obsolete`` given, the other words) — the flags of ``mtagent memory``."""
     scope: Scope | None = None
+    obsolete = False
     rest: list[str] = []
     for word in words:
         if word == "--project":
             scope = "project"
         elif word == "--global":
             scope = "global"
+        elif word == "--obsolete":
+            obsolete = True
         else:
             rest.append(word)
-    return scope, rest
+    return scope, obsolete, rest
 
 
 def cmd_memory(host: SlashHost, command: SlashCommand) -> Outcome:
     words = command.words
     action = words[0].lower() if words else "list"
-    scope, args = _memory_scope(words[1:])
+    scope, obsolete, args = _memory_scope(words[1:])
+    if obsolete and action not in ("remove", "rm"):
+        raise UsageError("--obsolete goes with remove: /memory remove --obsolete [--project] <number or text>")
     console = host.console
     if action == "list":
         for i, each in enumerate(["global", "project"] if scope is None else [scope]):
@@ -323,10 +329,15 @@ def cmd_memory(host: SlashHost, command: SlashCommand) -> Outcome:
         return Outcome.CONTINUE
     if action in ("remove", "rm"):
         if not args:
-            raise UsageError("usage: /memory remove [--project] <number or text> (numbers from /memory list)")
+            raise UsageError("usage: /memory remove [--obsolete] [--project] <number or text> "
+                             "(numbers from /memory list)")
         chosen = scope or "global"
-        entry = memory.remove_memory(" ".join(args), chosen, host.cwd)
-        console.print(f"removed ({chosen}): {escape(entry.text)}", soft_wrap=True)
+        if obsolete:
+            entry = memory.mark_memory_obsolete(" ".join(args), chosen, host.cwd)
+            console.print(f"marked obsolete ({chosen}): {escape(entry.text)}", soft_wrap=True)
+        else:
+            entry = memory.remove_memory(" ".join(args), chosen, host.cwd)
+            console.print(f"removed ({chosen}): {escape(entry.text)}", soft_wrap=True)
         return Outcome.CONTINUE
     hint = suggest(action, ["list", "add", "remove"])
     raise UsageError(f"unknown /memory action {action!r}" + (f"; did you mean {hint}?" if hint else "")
@@ -378,7 +389,8 @@ COMMANDS: dict[str, CommandSpec] = {spec.name: spec for spec in (
                  "/context messages   the messages in the window, with the ids /compact from takes")),
     CommandSpec("memory", "/memory list|add|remove", "Long-term memory (--project for this project's).",
                 cmd_memory, ("/memory list [--project|--global]", "/memory add [--project] <fact>",
-                             "/memory remove [--project] <number or text>")),
+                             "/memory remove [--project] <number or text>",
+                             "/memory remove --obsolete [--project] <number or text>   keep it struck through, unused")),
     CommandSpec("resume", "/resume [ID]", "Switch to a saved session (default: the latest other one).",
                 cmd_resume),
     CommandSpec("sessions", "/sessions", "List this project's saved sessions.", cmd_sessions),
