@@ -110,7 +110,11 @@ class MicrocompactSettings(_Section):
         default_factory=lambda: ["read_file", "grep", "glob", "ls", "edit_file", "write_file", "shell"],
         description="tools whose old results may be cleared",
     )
-    size_trigger_fraction: float = Field(0.5, gt=0, le=1, description="view share of the window that triggers clearing")
+    size_trigger_fraction: float = Field(
+        1.0, gt=0, le=1,
+        description="view share of the window that triggers size clearing; at 1.0 only a safety net when "
+        "auto compaction is off or failing (earlier clearing cost more under prompt caching on real sessions)",
+    )
     size_target_fraction: float = Field(0.25, gt=0, le=1, description="clear down to this share of the window")
 
 

@@ -59,7 +59,8 @@ def small_window_settings(token_limit: int = 24_000, *, size_microcompact: bool 
     Size-triggered microcompact would otherwise keep this session under the threshold on its own;
     it is switched off (trigger above the threshold) unless asked for.
     """
-    microcompact = {} if size_microcompact else {"size_trigger_fraction": 1.0, "size_target_fraction": 0.9}
+    microcompact = ({"size_trigger_fraction": 0.5} if size_microcompact
+                    else {"size_trigger_fraction": 1.0, "size_target_fraction": 0.9})
     return Settings.model_validate({
         "context": {
             "token_limit": token_limit,

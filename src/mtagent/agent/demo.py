@@ -66,7 +66,7 @@ def demo_settings(window: int = DEFAULT_WINDOW, scratch: Path | None = None) -> 
         "tool_results": {"grep_max_chars": 4_000, "shell_max_chars": 4_000, "default_max_chars": 6_000,
                          "aggregate_max_chars": 12_000, "preview_chars": 1_200},
         "read_file": {"max_tokens": window // 5},
-        "microcompact": {"keep_recent": 3},
+        "microcompact": {"keep_recent": 3, "size_trigger_fraction": 0.5},  # show clearing, off by default
         "session_memory": {"init_tokens": window // 3, "update_min_tokens": window // 8,
                            "section_max_tokens": window // 40, "total_max_tokens": window // 8},
         "agent": {"max_steps": MAX_STEPS, "workspace_extra_roots": [str(scratch)] if scratch else [],

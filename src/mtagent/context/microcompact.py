@@ -20,6 +20,10 @@ Two triggers, both in one batch:
   a later assistant message). Why one batch: a sliding window that clears "everything older than
   N" on every call changes the prompt prefix on every call, and a changed prefix is a prompt-cache
   miss for the whole request. Clearing rarely and deeply keeps the prefix stable for many turns.
+  Even so, replaying real sessions (``benchmarks/context_bench.py``) showed any size clearing
+  below the auto-compact threshold cost more than it saved — each batch still rewrites the cache
+  from the oldest cleared result on, and it postpones the compaction that saves more — so the
+  default trigger is the whole window: a safety net for when auto compaction is off or failing.
 """
 
 from __future__ import annotations
