@@ -3,6 +3,7 @@ conflicts in the plan, end-of-turn memory extraction, and the session statistics
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from agent_helpers import agent_settings
@@ -124,3 +125,25 @@ def test_a_failing_extraction_call_does_not_fail_the_turn(project):
         path = session.transcript_path
     assert result.status == "done" and result.reply == "Done."
     assert any(r["type"] == "event" and r["event"] == "memory_extract_failed" for r in read_records(path))
+
+
+def test_session_stats_count_model_calls_and_context_stats_shows_them(project):
+    from rich.console import Console
+
+    from mtagent.agent.scripted import tool_call
+    from mtagent.cli.repl_host import ReplHost
+    from mtagent.cli.run_cmd import SessionOptions
+    from mtagent.cli.slash import dispatch
+
+    model = ScriptedChatModel([tool_call("ls", {"path": "."}), "listed", "second answer"])
+    console = Console(record=True, width=200, force_terminal=False)
+    with AgentSession.create(project, model=model, settings=agent_settings()) as session:
+        session.run_turn("what is here?")
+        session.run_turn("and now?")
+        assert session.stats.model_calls == 3 == len(model.calls)
+        session.runtime.counters.model_calls = 0  # the view must read the session's statistics
+        host = ReplHost(console=console, options=SessionOptions(cwd=project), session=session)
+        assert host.stats_counters()["model_calls"] == 3
+        dispatch(host, "/context stats")
+        host.session = None
+    assert re.search(r"model calls\s+3\b", console.export_text())

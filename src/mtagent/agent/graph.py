@@ -36,7 +36,7 @@ from mtagent.agent.model_errors import ErrorKind, RetryPolicy, call_with_retries
 from mtagent.agent.state import INVALID_ARGS_KEY, AgentState, Conversation, PendingCall, ToolDecision
 from mtagent.config import Settings
 from mtagent.errors import CompactionFailed, ModelError
-from mtagent.events import EventBus, EventType
+from mtagent.events import EventBus, EventType, SessionStats
 from mtagent.session.schema import event_record, message_to_record, new_message_id
 
 APPROVAL_KIND = "tool_approval"
@@ -96,6 +96,7 @@ class AgentRuntime:
     secrets: tuple[str, ...] = ()
     clock: Callable[[], float] = time.time
     counters: RunCounters = field(default_factory=RunCounters)
+    stats: SessionStats | None = None  # the session's statistics (``/context stats``), shared with the engine
 
     def add(self, message: BaseMessage) -> None:
         """Append to the live history and the transcript (a crash loses only the call in flight)."""
@@ -204,6 +205,8 @@ def call_model(rt: AgentRuntime) -> AIMessage:
             messages = list(prepared.messages)
             reply = call_with_retries(lambda sent=messages: _invoke(rt, sent), retry, on_retry=on_retry, **kwargs)
             rt.counters.model_calls += 1
+            if rt.stats is not None:
+                rt.stats.model_calls += 1
             return reply
         except Exception as exc:
             kind = classify(exc)

@@ -136,7 +136,7 @@ class AgentSession:
             model_name=model_name, engine=self.engine, tools=self.tools, policy=self.policy,
             conversation=self.conversation, settings=self.settings, sink=self.sink, events=self.events,
             system=self._system_messages, conflicts=lambda: self._static_conflicts, tools_tokens=tools_tokens,
-            redact=self.redactor.text,
+            redact=self.redactor.text, stats=self.stats,
             on_token=on_token, on_prepared=self._remember_prepared, secrets=secrets,
             on_message=lambda m: engine_factory.touch_paths(self.static, m, project_root),
             budget=lambda earlier, new: engine_factory.budget_in_turn(parts.budgeter, earlier, new),

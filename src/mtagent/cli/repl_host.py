@@ -26,11 +26,12 @@ from mtagent.events import Event, EventBus, EventType
 if TYPE_CHECKING:
     from mtagent.agent.session import AgentSession
 
-# What this process did (the loop's counters), then the engine's session statistics; the
-# compaction history is shown from the transcript, so it is not repeated here.
-RUN_FIELDS = ("model_calls", "tool_executions", "retries", "reactive_compacts")
-STAT_FIELDS = ("microcompactions", "tool_results_persisted", "tool_result_chars_saved",
+# What only the loop counts, and the session's statistics (model calls, the engine's work);
+# shown in SHOWN_FIELDS order. The compaction history is shown from the transcript, not here.
+RUN_FIELDS = ("tool_executions", "retries", "reactive_compacts")
+STAT_FIELDS = ("model_calls", "microcompactions", "tool_results_persisted", "tool_result_chars_saved",
                "compression_failure_count")
+SHOWN_FIELDS = ("model_calls", *RUN_FIELDS, *STAT_FIELDS[1:])
 
 
 @dataclass
@@ -114,9 +115,9 @@ class ReplHost:
             return {}
         counters = self.session.runtime.counters
         stats = self.session.stats
-        shown = {name: int(getattr(counters, name)) for name in RUN_FIELDS}
-        shown.update({name: int(getattr(stats, name)) for name in STAT_FIELDS})
-        return shown
+        values = {**{name: getattr(counters, name) for name in RUN_FIELDS},
+                  **{name: getattr(stats, name) for name in STAT_FIELDS}}
+        return {name: int(values[name]) for name in SHOWN_FIELDS}
 
     def effective_limit(self) -> int | None:
         session = self.session
