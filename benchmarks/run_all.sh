@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Run every benchmark (pass --quick for the under-a-minute versions) and collect their figures.
+# Each script writes its own table to benchmarks/results/<name>.md; this prints every RESULT line
+# and writes them, per script, to benchmarks/results/summary.md.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=benchmarks/results/summary.md
+mkdir -p benchmarks/results
+{ echo "# Benchmark figures"; echo; echo "Produced by \`bash benchmarks/run_all.sh $*\` on $(date -u +%Y-%m-%d)."; } > "$out"
+status=0
+for script in benchmarks/*_bench.py; do
+  name=$(basename "$script" .py)
+  echo "== $name"
+  log=$(mktemp)
+  if python "$script" "$@" > "$log" 2>&1; then
+    { echo; echo "## $name"; echo; echo '```'; grep '^RESULT ' "$log"; echo '```'; } >> "$out"
+    grep '^RESULT ' "$log"
+  else
+    status=1
+    echo "$name failed; its output:" >&2
+    tail -20 "$log" >&2
+  fi
+  rm -f "$log"
+done
+echo "figures written to $out"
+exit $status
