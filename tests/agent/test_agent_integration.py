@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from agent_helpers import agent_settings
+
 from mtagent.agent.scripted import ScriptedChatModel
 from mtagent.agent.session import AgentSession
 from mtagent.context.tokens import message_text

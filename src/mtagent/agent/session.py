@@ -330,7 +330,7 @@ class AgentSession:
             return
         try:
             result = self.memory_extractor.maybe_extract(self.conversation.messages)
-        except Exception as exc:  # a flaky extraction call must not cost the user the turn
+        except Exception as exc:  # noqa: BLE001 - a flaky extraction call must not cost the user the turn
             log.warning("memory extraction failed: %s", exc)
             self.runtime.record_event("memory_extract_failed", error=self.redactor.text(str(exc))[:300])
         else:
