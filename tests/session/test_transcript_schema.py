@@ -129,12 +129,28 @@ json_values = st.recursive(
 )
 
 
+tool_use_results = st.fixed_dictionaries(
+    {"kind": st.sampled_from(["text", "json", "image"])},
+    optional={"artifact": st.none() | st.text(max_size=30), "original_chars": st.integers(0, 10**9),
+              "preview_chars": st.integers(0, 10**6), "truncated": st.booleans(),
+              "artifact_truncated": st.booleans(), "exit_code": st.integers(-1, 255), "extra": json_values},
+)
+
+
 @settings(max_examples=60, deadline=None)
 @given(content=st.text(max_size=200), args=st.dictionaries(st.text(max_size=10), json_values, max_size=4),
-       artifact=st.dictionaries(st.text(max_size=10), json_values, max_size=4),
-       status=st.sampled_from(["success", "error"]))
+       artifact=tool_use_results, status=st.sampled_from(["success", "error"]))
 def test_round_trip_holds_for_arbitrary_content(content, args, artifact, status):
     ai = AIMessage(content, id="a", tool_calls=[{"id": "c", "name": "tool", "args": args}])
     tool = ToolMessage(content, tool_call_id="c", id="t", status=status, artifact=artifact, name="tool")
     assert _roundtrip(ai) == ai
     assert _roundtrip(tool) == tool
+
+
+@pytest.mark.parametrize("artifact", [{"kind": None}, {"original_chars": "many"}, ["a", 1], "text", object()])
+def test_non_conforming_tool_artifacts_are_wrapped_not_refused(artifact):
+    record = schema.message_to_record(ToolMessage("x", tool_call_id="c", id="t", artifact=artifact))
+    assert schema.parse_record(json.loads(schema.dumps_record(record))) is not None
+    assert record["toolUseResult"]["kind"] == "opaque"
+    value = record["toolUseResult"]["value"]
+    assert value == artifact or (isinstance(value, str) and "object" in value)

@@ -313,13 +313,34 @@ def message_to_record(msg: BaseMessage, **extra: Any) -> dict[str, Any]:
         rec["tool_call_id"] = msg.tool_call_id
         rec["status"] = msg.status
         if msg.artifact is not None:
-            rec["toolUseResult"] = msg.artifact
+            rec["toolUseResult"] = tool_use_result(msg.artifact)
     if msg.response_metadata:
         rec["response_metadata"] = msg.response_metadata
     if msg.additional_kwargs:
         rec["additional_kwargs"] = msg.additional_kwargs
     rec.update(extra)
     return rec
+
+
+def tool_use_result(artifact: Any) -> dict[str, Any]:
+    """A ToolMessage's ``artifact`` as a valid ``toolUseResult``.
+
+    Our tools produce the documented dict and it is kept as is. Anything else (a third-party
+    tool's own artifact, a dict with mistyped fields) is wrapped as ``{"kind": "opaque",
+    "value": …}`` rather than refused, so one odd tool can never stop a transcript write.
+    """
+    if isinstance(artifact, dict):
+        try:
+            ToolUseResult.model_validate(artifact)
+            return artifact
+        except ValidationError:
+            pass
+    try:
+        json.dumps(artifact, default=_json_default)
+        value = artifact
+    except (TypeError, ValueError):
+        value = repr(artifact)
+    return {"kind": "opaque", "value": value}
 
 
 def record_to_message(rec: Mapping[str, Any]) -> BaseMessage:
