@@ -148,3 +148,26 @@ def test_session_stats_count_model_calls_and_context_stats_shows_them(project):
         dispatch(host, "/context stats")
         host.session = None
     assert re.search(r"model calls\s+3\b", console.export_text())
+
+
+def test_ctrl_c_while_a_tool_start_is_announced_records_the_call_as_interrupted(project):
+    from langchain_core.messages import ToolMessage
+
+    from mtagent.agent.scripted import tool_call
+    from mtagent.events import EventBus, EventType
+
+    bus = EventBus()
+    pressed: list[str] = []
+
+    def ctrl_c_once(event):
+        if not pressed:
+            pressed.append(event.data["tool_call_id"])
+            raise KeyboardInterrupt
+
+    bus.subscribe(ctrl_c_once, EventType.TOOL_STARTED)
+    model = ScriptedChatModel([tool_call("ls", {"path": "."}, id="c1"), "after the stop"])
+    with AgentSession.create(project, model=model, settings=agent_settings(), events=bus) as session:
+        assert session.run_turn("list").status == "interrupted"
+        result = [m for m in session.history if isinstance(m, ToolMessage)]
+        assert len(result) == 1 and "Ctrl-C" in result[0].content
+        assert session.run_turn("go on").reply == "after the stop"

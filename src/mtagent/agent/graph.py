@@ -346,9 +346,9 @@ def make_tools(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
                 rt.add(decided)
                 continue
             rt.conversation.started.add(call["id"])
-            rt.record_event(EventType.TOOL_STARTED, tool_call_id=call["id"], tool=call["name"],
-                            approved_by=decisions.get(call["id"], {}).get("rule", ""))
-            try:
+            try:  # Ctrl-C while the start is announced stops this call as much as one during it
+                rt.record_event(EventType.TOOL_STARTED, tool_call_id=call["id"], tool=call["name"],
+                                approved_by=decisions.get(call["id"], {}).get("rule", ""))
                 result = run_tool(rt, call)
             except KeyboardInterrupt:
                 rt.add(_tool_message(rt, call, prompts.interrupted_result(call["name"], call["args"])))
