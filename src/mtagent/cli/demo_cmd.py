@@ -14,7 +14,6 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from mtagent.agent.demo import DEFAULT_WINDOW, demo_settings, run_demo
 from mtagent.cli.context_render import WindowUsage, render_context_grid, render_demo_summary
 from mtagent.cli.output import console, user_errors
 from mtagent.cli.session_report import SessionReport, read_session_report
@@ -42,15 +41,18 @@ def window_usage_of(report: SessionReport, window: int, threshold: int) -> Windo
 
 def demo(
     cwd: Path = typer.Option(None, "--cwd", help="Code base to explore (default: mtagent's own source)."),
-    window: int = typer.Option(DEFAULT_WINDOW, "--window", help="Context window in tokens (small, so "
-                               "compaction happens)."),
+    window: int = typer.Option(None, "--window", show_default=False,
+                               help="Context window in tokens (default 16,384: small, so compaction happens)."),
 ) -> None:
     """Run the agent on a real code base with a scripted policy in place of a model (no key needed)."""
     run_demo_command(cwd, window)
 
 
 @user_errors
-def run_demo_command(cwd: Path | None, window: int) -> None:
+def run_demo_command(cwd: Path | None, window: int | None) -> None:
+    from mtagent.agent.demo import DEFAULT_WINDOW, demo_settings, run_demo  # the agent stack loads only here
+
+    window = window or DEFAULT_WINDOW
     if window < MIN_DEMO_WINDOW:
         raise UsageError(f"--window {window} is too small for the demo; use at least {MIN_DEMO_WINDOW}")
     root = (cwd or default_demo_cwd()).expanduser().resolve()

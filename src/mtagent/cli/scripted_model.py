@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage
-
-from mtagent.agent.scripted import ScriptedChatModel, tool_call, tool_calls
 from mtagent.errors import UsageError
+
+if TYPE_CHECKING:  # the agent stack is imported only when a script is loaded (keeps `mtagent --help` quick)
+    from langchain_core.messages import AIMessage
+
+    from mtagent.agent.scripted import ScriptedChatModel
 
 PREFIX = "scripted:"
 
@@ -30,6 +32,8 @@ def is_scripted(spec: str | None) -> bool:
 
 
 def _step(item: Any, where: str) -> AIMessage | str:
+    from mtagent.agent.scripted import tool_call, tool_calls
+
     if isinstance(item, str):
         return item
     if not isinstance(item, dict):
@@ -52,6 +56,8 @@ def _step(item: Any, where: str) -> AIMessage | str:
 
 def load_scripted_model(spec: str) -> ScriptedChatModel:
     """The model for ``scripted:FILE``; its name keeps the absolute path so a resume finds it."""
+    from mtagent.agent.scripted import ScriptedChatModel
+
     raw = spec[len(PREFIX):]
     if not raw:
         raise UsageError("--model scripted: needs a file, e.g. --model scripted:script.json")
