@@ -17,10 +17,7 @@ from rich.table import Table
 from mtagent.cli.output import console, user_errors
 from mtagent.config import load_settings
 from mtagent.errors import UsageError
-from mtagent.replay.formats import FORMATS
-from mtagent.replay.report import replay_files, rows
-from mtagent.replay.simulate import DEFAULT_WINDOW
-from mtagent.replay.strategies import STRATEGY_NAMES
+from mtagent.replay.names import DEFAULT_WINDOW, FORMAT_NAMES, STRATEGY_NAMES
 
 DEFAULT_STRATEGIES = list(STRATEGY_NAMES)
 
@@ -31,7 +28,7 @@ def replay(
         DEFAULT_STRATEGIES, "--strategy", "-s", help=f"Strategy to replay (repeat): {', '.join(STRATEGY_NAMES)}."
     ),
     window: int = typer.Option(DEFAULT_WINDOW, "--window", "-w", min=1024, help="Context window in tokens."),
-    fmt: str | None = typer.Option(None, "--format", "-f", help=f"Input format (default: detect): {', '.join(FORMATS)}."),
+    fmt: str | None = typer.Option(None, "--format", "-f", help=f"Input format (default: detect): {', '.join(FORMAT_NAMES)}."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object {\"results\": [...]} instead of a table."),
     html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML report to this file."),
 ) -> None:
@@ -46,8 +43,10 @@ def run_replay(
     unknown = [s for s in strategies if s not in STRATEGY_NAMES]
     if unknown:
         raise UsageError(f"unknown strategy {unknown[0]!r}; choose from {', '.join(STRATEGY_NAMES)}")
-    if fmt is not None and fmt not in FORMATS:
-        raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    if fmt is not None and fmt not in FORMAT_NAMES:
+        raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMAT_NAMES)}")
+    from mtagent.replay.report import replay_files, rows  # loads the engine and LangChain only here
+
     names = list(dict.fromkeys(strategies))
     sessions = replay_files(files, names, window, fmt, load_settings(Path.cwd()))
     table_rows = rows(sessions, names)

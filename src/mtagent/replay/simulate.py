@@ -20,6 +20,7 @@ from pathlib import Path
 
 from langchain_core.messages import SystemMessage
 
+from mtagent.replay.names import DEFAULT_WINDOW
 from mtagent.config import Settings
 from mtagent.context.tokens import MessageTokenCounter, count_text_tokens
 from mtagent.replay.cost import (
@@ -32,7 +33,6 @@ from mtagent.replay.probes import ProbeSet, build_probes
 from mtagent.replay.strategies import StrategyContext, make_strategy
 from mtagent.replay.trajectory import Trajectory, pairing_violations
 
-DEFAULT_WINDOW = 131_072
 
 
 @dataclass(slots=True)

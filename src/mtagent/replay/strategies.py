@@ -37,6 +37,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from mtagent.replay.names import PEERS, STRATEGY_NAMES  # noqa: F401 - re-exported
 from mtagent.config import Settings
 from mtagent.context.invariants import find_safe_split_index
 from mtagent.context.tokens import MessageTokenCounter, message_text
@@ -170,10 +171,6 @@ class ThresholdCompactStrategy:
         return True
 
 
-STRATEGY_NAMES = (
-    "raw", "mtagent", "mtagent-sm", "masking", "lc-summarization", "lc-clear-tool-uses", "threshold-compact",
-)
-PEERS = ("masking", "lc-summarization", "lc-clear-tool-uses", "threshold-compact")
 
 
 def make_strategy(name: str, ctx: StrategyContext) -> Strategy:

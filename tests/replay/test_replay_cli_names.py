@@ -1,0 +1,18 @@
+"""The replay command's choices (kept light for `mtagent --help`) match the real implementations."""
+
+from mtagent.replay import names
+from mtagent.replay.formats import FORMATS
+from mtagent.replay.strategies import make_strategy
+
+
+def test_format_names_match_the_converters():
+    assert names.FORMAT_NAMES == FORMATS
+
+
+def test_every_strategy_name_builds_a_strategy_and_peers_are_strategies():
+    assert set(names.PEERS) <= set(names.STRATEGY_NAMES)
+    import inspect
+
+    source = inspect.getsource(make_strategy)
+    for name in names.STRATEGY_NAMES:
+        assert f'"{name}"' in source, name
