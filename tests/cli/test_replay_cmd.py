@@ -74,3 +74,12 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path, trajectories: 
            f"--screenshot={png}", "--window-size=1000,900", out.as_uri()]
     subprocess.run(cmd, capture_output=True, timeout=120, check=False)
     assert png.exists() and png.stat().st_size > 5_000
+
+
+def test_table_stays_readable_in_an_80_column_terminal(trajectories: Path) -> None:
+    result = runner.invoke(app, ["replay", str(trajectories / SMALL)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert all(len(line) <= 80 for line in result.output.splitlines())
+    for name in ("lc-clear-tool-uses", "threshold-compact", "mtagent-sm"):
+        assert re.search(rf"^ {re.escape(name)}\s", result.output, flags=re.M), name
+    assert "…" not in result.output

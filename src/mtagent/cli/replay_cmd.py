@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import typer
+from rich import box
 from rich.table import Table
 
 from mtagent.cli.output import console, user_errors
@@ -63,20 +64,35 @@ def run_replay(
 
 
 def _print_table(table_rows: list[dict], window: int) -> None:
-    table = Table(title=f"replay at a {window:,}-token window (cost: input-token equivalents)")
-    for col in ("session", "strategy", "turns", "tokens sent", "× raw", "cost anthropic", "cost openai",
-                "peak", "summaries", "violations", "retention"):
-        table.add_column(col, justify="left" if col in ("session", "strategy") else "right")
+    """One compact table per session, so strategy names and numbers stay readable at 80 columns."""
+    both_costs = console.width >= 100
+    console.print(f"replay at a {window:,}-token window · cost in input-token equivalents "
+                  + ("(A: Anthropic-style cache, O: OpenAI-style)" if both_costs
+                     else "with an Anthropic-style cache (--json or a wider terminal adds OpenAI-style)"))
+    sessions: dict[str, list[dict]] = {}
     for r in table_rows:
-        costs = r["cached_cost"]
-        table.add_row(
-            r["file"], r["strategy"], str(r["turns"]), f"{r['cumulative_tokens']:,}",
-            f"{r['ratio_to_raw']:.3f}" if r["ratio_to_raw"] is not None else "-",
-            f"{costs.get('anthropic', 0):,.0f}", f"{costs.get('openai', 0):,.0f}",
-            f"{r['peak_tokens']:,}" + (" ⚠" if r["overflows"] else ""), str(r["summary_calls"]),
-            str(r["violations"]), f"{r['retention']:.3f}" if r["retention"] is not None else "-",
-        )
-    console.print(table)
+        sessions.setdefault(str(r["file"]), []).append(r)
+    for name, group in sessions.items():
+        table = Table(title=name, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        table.add_column("strategy", no_wrap=True)
+        columns = ("turns", "tokens", "× raw", "cost A", "cost O", "peak", "sum.", "viol.", "ret.")
+        for col in columns if both_costs else [c for c in columns if c != "cost O"]:
+            table.add_column(col, justify="right", no_wrap=True)
+        for r in group:
+            costs = r["cached_cost"]
+            cells = [
+                r["strategy"], str(r["turns"]), f"{r['cumulative_tokens']:,}",
+                f"{r['ratio_to_raw']:.3f}" if r["ratio_to_raw"] is not None else "-",
+                f"{costs.get('anthropic', 0):,.0f}", f"{costs.get('openai', 0):,.0f}",
+                f"{r['peak_tokens']:,}" + (" ⚠" if r["overflows"] else ""), str(r["summary_calls"]),
+                str(r["violations"]), f"{r['retention']:.3f}" if r["retention"] is not None else "-",
+            ]
+            if not both_costs:
+                del cells[5]
+            table.add_row(*cells)
+        console.print(table)
+    console.print("sum.: summary calls · viol.: tool-pairing violations · ret.: fact retention · "
+                  "⚠: over the window")
 
 
 def register(app: typer.Typer) -> None:
