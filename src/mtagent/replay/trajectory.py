@@ -11,8 +11,9 @@ history is a valid request at every model call. Repairs are counted in ``meta["r
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import (
@@ -95,6 +96,25 @@ def tool(
         status="error" if error else "success",
         response_metadata=mt_meta(timestamp),
     )
+
+
+def jsonl_objects(path: Path, expected: str, required_key: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every non-blank line of a JSONL file.
+
+    A line that is not JSON, or not an object with ``required_key``, is a ``ReplayFormatError``
+    naming the file, the line and ``expected`` (the format the converter wanted).
+    """
+    with path.open(encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                raise ReplayFormatError(f"{path}:{line_no} is not JSON; expected {expected}") from exc
+            if not isinstance(record, dict) or required_key not in record:
+                raise ReplayFormatError(f"{path}:{line_no} has no '{required_key}'; expected {expected}")
+            yield line_no, record
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:

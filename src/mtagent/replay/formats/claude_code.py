@@ -32,6 +32,7 @@ from mtagent.replay.trajectory import (
     ai,
     finish,
     human,
+    jsonl_objects,
     text_of,
     tool,
 )
@@ -55,23 +56,8 @@ def sniff(path: Path, head: str) -> bool:
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise ReplayFormatError(
-                    f"{path}:{line_no} is not JSON; expected a Claude Code session JSONL (one record a line)"
-                ) from exc
-            if not isinstance(record, dict) or "type" not in record:
-                raise ReplayFormatError(
-                    f"{path}:{line_no} has no 'type'; expected a Claude Code session JSONL record"
-                )
-            records.append(record)
-    return records
+    expected = "a Claude Code session JSONL (one record a line, each with a 'type')"
+    return [record for _, record in jsonl_objects(path, expected, "type")]
 
 
 def load(path: Path) -> list[Trajectory]:

@@ -15,8 +15,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from mtagent.errors import ReplayFormatError
-from mtagent.replay.trajectory import RecordedUsage, Trajectory, finish
+from mtagent.replay.trajectory import RecordedUsage, Trajectory, finish, jsonl_objects
 
 FORMAT = "mtagent"
 
@@ -40,31 +39,22 @@ def load(path: Path) -> list[Trajectory]:
     boundaries: list[int] = []
     usage: dict[str, RecordedUsage] = {}
     session: dict[str, Any] = {}
-    with path.open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise ReplayFormatError(f"{path}:{line_no} is not JSON; expected an mtagent transcript record") from exc
-            kind = record.get("type") if isinstance(record, dict) else None
-            if kind is None:
-                raise ReplayFormatError(f"{path}:{line_no} has no 'type'; expected an mtagent transcript record")
-            if kind == "session_start":
-                session = record
-            elif kind == "compact_boundary":
-                boundaries.append(len(messages))
-            elif kind == "transcript_message":
-                message = record_to_message(record)
-                stamp = record.get("timestamp")
-                if stamp:
-                    meta = dict(message.response_metadata or {})
-                    meta["mtagent"] = {**(meta.get("mtagent") or {}), "timestamp": stamp}
-                    message.response_metadata = meta
-                messages.append(message)
-                u = record.get("usage")
-                if isinstance(message, AIMessage) and isinstance(u, dict):
-                    usage[str(message.id)] = RecordedUsage(int(u.get("input_tokens") or 0), int(u.get("output_tokens") or 0))
+    for _line_no, record in jsonl_objects(path, "an mtagent transcript record", "type"):
+        kind = record["type"]
+        if kind == "session_start":
+            session = record
+        elif kind == "compact_boundary":
+            boundaries.append(len(messages))
+        elif kind == "transcript_message":
+            message = record_to_message(record)
+            stamp = record.get("timestamp")
+            if stamp:
+                meta = dict(message.response_metadata or {})
+                meta["mtagent"] = {**(meta.get("mtagent") or {}), "timestamp": stamp}
+                message.response_metadata = meta
+            messages.append(message)
+            u = record.get("usage")
+            if isinstance(message, AIMessage) and isinstance(u, dict):
+                usage[str(message.id)] = RecordedUsage(int(u.get("input_tokens") or 0), int(u.get("output_tokens") or 0))
     meta = {"source": str(path), "session_id": session.get("session_id"), "model": session.get("model"), "compact_boundaries": boundaries}
     return [finish(messages, FORMAT, recorded_usage=usage, meta=meta)]

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from mtagent.replay.trajectory import (
     ai,
     finish,
     human,
+    jsonl_objects,
     parse_arguments,
     system,
     text_of,
@@ -134,14 +134,8 @@ def total_calls(tcm: dict[str, Any]) -> int:
 
 def load_resolver(path: Path) -> list[Trajectory]:
     out: list[Trajectory] = []
-    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError as exc:
-            raise ReplayFormatError(f"{path}:{line_no} is not JSON; expected an OpenHands resolver output.jsonl") from exc
-        history = record.get("history") if isinstance(record, dict) else None
+    for line_no, record in jsonl_objects(path, "an OpenHands resolver output.jsonl record", "history"):
+        history = record["history"]
         if not isinstance(history, list):
             raise ReplayFormatError(f"{path}:{line_no} has no 'history' list; expected an OpenHands resolver record")
         out.append(_resolver_record(path, line_no, record, history))
