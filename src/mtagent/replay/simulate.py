@@ -20,7 +20,6 @@ from pathlib import Path
 
 from langchain_core.messages import SystemMessage
 
-from mtagent.replay.names import DEFAULT_WINDOW
 from mtagent.config import Settings
 from mtagent.context.tokens import MessageTokenCounter, count_text_tokens
 from mtagent.replay.cost import (
@@ -29,10 +28,10 @@ from mtagent.replay.cost import (
     PrefixCache,
     summary_call_cost,
 )
+from mtagent.replay.names import DEFAULT_WINDOW
 from mtagent.replay.probes import ProbeSet, build_probes
 from mtagent.replay.strategies import StrategyContext, make_strategy
 from mtagent.replay.trajectory import Trajectory, pairing_violations
-
 
 
 @dataclass(slots=True)

@@ -37,10 +37,10 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from mtagent.replay.names import PEERS, STRATEGY_NAMES  # noqa: F401 - re-exported
 from mtagent.config import Settings
 from mtagent.context.invariants import find_safe_split_index
 from mtagent.context.tokens import MessageTokenCounter, message_text
+from mtagent.replay.names import PEERS, STRATEGY_NAMES  # noqa: F401 - re-exported
 from mtagent.replay.summarizer import MeteredSummarizer, SummaryCall
 
 MASK_KEEP_TURNS = 10
