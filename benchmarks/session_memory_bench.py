@@ -32,7 +32,7 @@ from typing import Any
 
 from mtagent.config import Settings
 from mtagent.context.session_memory import SessionMemoryManager
-from mtagent.context.tokens import MessageTokenCounter, message_text
+from mtagent.context.tokens import MessageTokenCounter
 from mtagent.replay.formats import load_trajectory
 from mtagent.replay.mtagent_strategy import MTAgentStrategy
 from mtagent.replay.probes import build_probes
