@@ -250,3 +250,30 @@ def test_resume_clears_a_result_to_the_same_bytes_as_live_clearing():
     resumed = {m.id: m for m in build_resume_messages(records)}
     assert resumed["t1"].content == cleared_copy(result, "size").content
     assert "kernel.c:9: error: boom" in resumed["t1"].content
+
+
+def test_resume_after_a_partial_compact_that_kept_the_head_matches_the_live_history():
+    from mtagent.config import Settings
+    from mtagent.context.compactor import compact_from
+    from mtagent.context.tokens import MessageTokenCounter
+    from mtagent.context.view import build_resume_messages
+    from mtagent.session import schema
+
+    history = []
+    for i in range(6):
+        history += [HumanMessage(f"step {i}: look at mod_{i}.py", id=f"h{i}"),
+                    AIMessage("", id=f"a{i}", tool_calls=[{"id": f"c{i}", "name": "read_file",
+                                                          "args": {"file_path": f"mod_{i}.py"}}]),
+                    ToolMessage(f"contents of mod_{i}.py\n" * 20, tool_call_id=f"c{i}", id=f"t{i}", name="read_file")]
+    records = [schema.message_to_record(m) for m in history]
+    result = compact_from(history, "h3", None, direction="from", settings=Settings(),
+                          counter=MessageTokenCounter())
+    records.append(result.boundary_record)
+    later = HumanMessage("and now?", id="h9")
+    records.append(schema.message_to_record(later))
+
+    resumed = build_resume_messages(records)
+    live = [*result.new_history(), later]
+    assert [m.id for m in resumed] == [m.id for m in live]
+    assert [m.content for m in resumed] == [m.content for m in live]
+    assert not any(m.id in {"h3", "a4", "t5"} for m in resumed)  # summarized, not kept

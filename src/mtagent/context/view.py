@@ -107,6 +107,17 @@ def build_resume_view(records: Iterable[dict[str, Any]], *, session_memory: str 
     at = _last_compaction(records)
     if at is None:
         body = _messages(records, record_offset)
+    elif records[at]["type"] == schema.COMPACT_BOUNDARY and records[at].get("direction") == "from":
+        # A partial compact that kept the head: kept messages up to the pivot, then the summary.
+        view.boundary = records[at]
+        kept = _kept_before(records, at, view, record_offset)
+        pivot = records[at].get("pivot_id")
+        cut = next((i for i, m in enumerate(kept) if m.id == pivot), len(kept))
+        summary = summary_message_from_record(records[at])
+        meta = dict(summary.response_metadata)
+        meta["mtagent"] = {**meta.get("mtagent", {}), "direction": "from", "pivot_id": pivot}
+        body = [*kept[:cut], summary.model_copy(update={"response_metadata": meta}),
+                *_messages(records[at + 1:], record_offset + at + 1)]
     elif records[at]["type"] == schema.COMPACT_BOUNDARY:
         view.boundary = records[at]
         head.append(summary_message_from_record(records[at]))
