@@ -222,6 +222,15 @@ def test_context_messages_lists_ids_for_compact_from(host):
     assert "msg_1" in out and "fix the parser" in out and "/compact from <id>" in out
 
 
+def test_context_messages_shows_whole_ids_in_a_narrow_terminal(host):
+    long_id = "msg-8d977058ad3d46fc9cf4ee3596478217"
+    host.console = Console(record=True, width=100)
+    host.history_rows = lambda: [(long_id, "human", "read a.py please " * 10)]
+    dispatch(host, "/context messages")
+    out = host.output()
+    assert long_id in out and "human" in out
+
+
 def test_an_unexpected_failure_in_a_command_is_one_line_and_the_repl_goes_on(host):
     assert dispatch(host, "/compact crash") is Outcome.CONTINUE
     assert host.output().strip() == "error: /compact failed: ValueError: engine bug"

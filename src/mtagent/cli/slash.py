@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from mtagent.cli import context_render as render
 from mtagent.cli.context_render import WindowUsage
@@ -250,11 +251,11 @@ def cmd_context(host: SlashHost, command: SlashCommand) -> Outcome:
             host.console.print("[dim]No messages yet.[/]")
             return Outcome.CONTINUE
         table = Table(title=f"Messages the engine plans from ({len(rows)})", title_justify="left")
-        table.add_column("id", no_wrap=True)
-        table.add_column("role")
-        table.add_column("text", overflow="ellipsis", no_wrap=True, max_width=80)
+        table.add_column("id", no_wrap=True, min_width=max(len(row[0]) for row in rows))
+        table.add_column("role", no_wrap=True, min_width=max(len(row[1]) for row in rows))
+        table.add_column("text", max_width=80)
         for message_id, role, text in rows:
-            table.add_row(message_id, role, escape(text))
+            table.add_row(message_id, role, Text(text, no_wrap=True, overflow="ellipsis"))
         host.console.print(table)
         host.console.print("[dim]/compact from <id> summarises everything before that message.[/]")
         return Outcome.CONTINUE
