@@ -194,6 +194,13 @@ def test_explain_lists_compressed_and_dropped_with_reasons(tmp_path):
     assert "send a message first" in text_of(render_plan_explain(None))
 
 
+def test_explain_counts_selected_messages_not_id_ranges():
+    plan = {"turn": 4, "tokens": 4_637, "threshold": 98_072,
+            "selected": ["system:2", "msg-a..msg-g (7)", "msg-h"], "compressed": [], "dropped": []}
+    out = text_of(render_plan_explain(plan))
+    assert "10 selected, 0 compressed, 0 dropped" in out
+
+
 def test_demo_summary_names_persisted_results_compactions_and_savings(tmp_path):
     report = read_session_report(_sample_transcript(tmp_path))
     out = text_of(render_demo_summary(report))

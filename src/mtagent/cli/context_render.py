@@ -15,6 +15,7 @@ auto-compact buffer (the window above the threshold: reserved summary output + s
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -282,6 +283,19 @@ def render_artifacts(report: SessionReport, artifact_root: str | None = None) ->
     return table
 
 
+def _selected_count(selected: list[Any]) -> int:
+    """Messages named by a plan's ``selected`` entries: ``id``, ``first..last (n)`` or ``system:n``."""
+    total = 0
+    for entry in map(str, selected):
+        if (ranged := re.search(r"\((\d+)\)$", entry)) is not None:
+            total += int(ranged.group(1))
+        elif entry.startswith("system:") and entry[len("system:"):].isdigit():
+            total += int(entry[len("system:"):])
+        else:
+            total += 1
+    return total
+
+
 def render_plan_explain(plan: Mapping[str, Any] | None, explanation: str | None = None) -> RenderableType:
     """``/context explain``: the last plan's selected, compressed and dropped items, and why.
 
@@ -303,7 +317,7 @@ def render_plan_explain(plan: Mapping[str, Any] | None, explanation: str | None 
         head.append(f": {int(plan.get('tokens') or 0):,} tokens")
         if plan.get("threshold"):
             head.append(f", threshold {int(plan['threshold']):,}")
-        head.append(f" — {len(selected)} selected, {len(compressed)} compressed, {len(dropped)} dropped")
+        head.append(f" — {_selected_count(selected)} selected, {len(compressed)} compressed, {len(dropped)} dropped")
         parts.append(head)
         if compressed:
             table = Table(title="Compressed", title_justify="left")
