@@ -174,6 +174,18 @@ def test_turn_display_shows_compaction_tools_and_persisted_results():
     assert "2 old tool result(s) cleared" in out and "after-detach" not in out
 
 
+def test_turn_display_leaves_the_manual_compaction_line_to_slash_compact():
+    console = Console(record=True, width=120)
+    display = TurnDisplay(console=console, activity=console)
+    bus = EventBus()
+    display.attach(bus)
+    bus.emit(EventType.COMPACT_STARTED, trigger="manual", tokens=4_644)
+    bus.emit(EventType.COMPACT_BOUNDARY, id="b1", trigger="manual", pre_tokens=4_644, post_tokens=2_000,
+             summary_source="extractive")
+    display.detach()
+    assert "compacted" not in console.export_text()
+
+
 def test_approver_parses_answers_and_denies_on_ctrl_c():
     console = Console(record=True)
     requests = [SimpleNamespace(tool_call_id="c1", tool="shell", args={"command": "rm -rf build"}),

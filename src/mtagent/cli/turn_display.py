@@ -111,6 +111,9 @@ class TurnDisplay:
             self.activity.print(f"[dim]{escape(what)}[/]")
 
     def _compact_done(self, event: Event) -> None:
+        if event.data.get("trigger") == "manual":  # /compact prints its own line, with the saving
+            self.stop_spinner()
+            return
         pre = int(event.data.get("pre_tokens") or 0)
         post = int(event.data.get("post_tokens") or 0)
         source = event.data.get("summary_source")
