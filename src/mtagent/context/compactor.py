@@ -367,7 +367,7 @@ def _pivot(messages: Sequence[BaseMessage], message_id: str) -> int:
                     "pick a message after the last summary (see /context)"
                 )
             return pivot
-    raise UsageError(f"no message with id {message_id!r} in the current history; list ids with /context")
+    raise UsageError(f"no message with id {message_id!r} in the current history; list ids with /context messages")
 
 
 def compact_from(
