@@ -76,3 +76,8 @@ def test_demo_rejects_a_tiny_window_and_a_missing_folder(tmp_path):
     assert small.exit_code == 2 and "too small for the demo" in small.stderr
     missing = runner.invoke(app, ["demo", "--cwd", str(tmp_path / "nope")])
     assert missing.exit_code == 2 and "is not a folder" in missing.stderr
+
+
+def test_demo_rejects_a_zero_window_instead_of_using_the_default():
+    zero = runner.invoke(app, ["demo", "--window", "0"])
+    assert zero.exit_code == 2 and "--window 0 is too small for the demo" in zero.stderr

@@ -52,7 +52,7 @@ def demo(
 def run_demo_command(cwd: Path | None, window: int | None) -> None:
     from mtagent.agent.demo import DEFAULT_WINDOW, demo_settings, run_demo  # the agent stack loads only here
 
-    window = window or DEFAULT_WINDOW
+    window = DEFAULT_WINDOW if window is None else window
     if window < MIN_DEMO_WINDOW:
         raise UsageError(f"--window {window} is too small for the demo; use at least {MIN_DEMO_WINDOW}")
     root = (cwd or default_demo_cwd()).expanduser().resolve()
