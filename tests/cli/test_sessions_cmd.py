@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
 
 from mtagent import paths
+from mtagent.cli import sessions_cmd
 from mtagent.cli.app import app
 from mtagent.session import schema
 
@@ -105,6 +107,29 @@ def test_export_markdown_to_a_file(project, tmp_path):
     text = target.read_text()
     assert text.startswith("# session golden-v2") and "## assistant" in text and "## compaction (manual)" in text
     assert "- tool call `grep` (call_grep_1)" in text
+
+
+def test_export_to_a_missing_folder_says_it_cannot_write_there(project, tmp_path):
+    target = tmp_path / "no-such-dir" / "out.md"
+    result = run("export", "v2_every_record", "--format", "md", "-o", str(target), "--cwd", str(project))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: cannot write {target}:") and ".tmp" not in result.stderr
+
+
+def test_export_to_a_closed_pipe_stops_quietly(project, monkeypatch):
+    class ClosedPipe:
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def fileno(self) -> int:
+            raise OSError("no file descriptor")
+
+    monkeypatch.setattr(sessions_cmd, "sys", SimpleNamespace(stdout=ClosedPipe()))
+    result = run("export", "v2_every_record", "--cwd", str(project))
+    assert result.exit_code == 0 and "error" not in result.stderr
 
 
 @pytest.mark.parametrize("args", [

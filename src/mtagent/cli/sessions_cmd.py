@@ -239,9 +239,13 @@ def export_cmd(
     records = (e.record for e in iter_entries(path, skip_corrupt=skip_corrupt, report=report))
     chunks = (schema.dumps_record(r).decode() for r in records) if fmt == "jsonl" else _markdown(records)
     if output is None:
-        for chunk in chunks:
-            sys.stdout.write(chunk)
-        sys.stdout.flush()
+        try:
+            for chunk in chunks:
+                sys.stdout.write(chunk)
+            sys.stdout.flush()
+        except BrokenPipeError:  # the reader stopped (`| head`): no more to write, nothing to report
+            _silence_stdout()
+            return
     else:
         tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
         try:
@@ -249,10 +253,23 @@ def export_cmd(
                 for chunk in chunks:
                     fh.write(chunk)
             os.replace(tmp, output)
+        except OSError as exc:
+            if exc.filename not in (str(tmp), str(output)):
+                raise
+            raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
         finally:
             tmp.unlink(missing_ok=True)
         err_console.print(f"wrote {escape(str(output))}")
     _print_warnings(report)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush does not hit the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def register(app: typer.Typer) -> None:
