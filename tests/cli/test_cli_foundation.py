@@ -65,3 +65,11 @@ def test_config_show_prints_merged_values(tmp_path):
     (tmp_path / ".mtagent" / "config.toml").write_text("[context]\ntoken_limit = 65536\n")
     result = runner.invoke(app, ["config", "show", "--json", "--cwd", str(tmp_path)])
     assert result.exit_code == 0 and '"token_limit": 65536' in result.output
+
+
+def test_config_show_text_names_each_section_in_brackets(tmp_path):
+    result = runner.invoke(app, ["config", "show", "--cwd", str(tmp_path)])
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert "[context]" in lines and "[agent]" in lines
+    assert lines[lines.index("[context]") + 1] == "token_limit = 131072"

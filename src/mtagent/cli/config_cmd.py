@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from mtagent import paths
 from mtagent.cli.output import console, user_errors
@@ -27,7 +28,7 @@ def show(
         console.print_json(json.dumps(data))
         return
     for section, body in data.items():
-        console.print(f"[bold][{section}][/]")
+        console.print(f"[bold]{escape(f'[{section}]')}[/]")
         for key, value in body.items():
             console.print(f"{key} = {json.dumps(value)}", markup=False)
         console.print()
