@@ -274,3 +274,16 @@ def test_run_interrupted_with_ctrl_c_exits_130_and_says_how_to_resume(project, t
     finally:
         child.close(force=True)
     assert child.exitstatus == 130
+
+
+def test_resuming_a_demo_session_without_a_model_asks_for_one(project, tmp_path):
+    model = script(tmp_path, ["Hello."])
+    assert runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "hi"]).exit_code == 0
+    session = list_sessions(project)[0]
+    lines = session.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    first = json.loads(lines[0])
+    first["model"] = "scripted:demo-policy"
+    session.path.write_text(json.dumps(first) + "\n" + "".join(lines[1:]), encoding="utf-8")
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--resume", session.session_id, "go on"])
+    assert result.exit_code == 2, result.output
+    assert "demo" in result.stderr and "--model" in result.stderr and "no such script file" not in result.stderr

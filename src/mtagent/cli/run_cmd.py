@@ -119,6 +119,11 @@ def _recorded_scripted_model(root: Path, session_id: str) -> str | None:
     path = paths.session_transcript_path(root, session_id)
     first = read_first_record(path) if path.exists() else None
     recorded = (first or {}).get("model")
+    from mtagent.agent.demo import DEMO_MODEL_NAME
+
+    if recorded == DEMO_MODEL_NAME:
+        raise UsageError(f"session {session_id} was run by the demo's scripted policy, which cannot go on; "
+                         "pass a model, e.g. --model openai:gpt-4o-mini")
     return recorded if scripted_model.is_scripted(recorded) else None
 
 
