@@ -231,6 +231,13 @@ def test_context_messages_shows_whole_ids_in_a_narrow_terminal(host):
     assert long_id in out and "human" in out
 
 
+def test_compact_that_grows_the_context_says_so_instead_of_a_negative_saving(host):
+    host.compact = lambda instructions: CompactOutcome(2_546, 2_706, "manual", "extractive")
+    dispatch(host, "/compact")
+    out = host.output()
+    assert "2,546 → 2,706 tokens" in out and "-160" not in out and "160 more" in out
+
+
 def test_an_unexpected_failure_in_a_command_is_one_line_and_the_repl_goes_on(host):
     assert dispatch(host, "/compact crash") is Outcome.CONTINUE
     assert host.output().strip() == "error: /compact failed: ValueError: engine bug"

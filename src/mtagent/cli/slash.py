@@ -221,8 +221,9 @@ def cmd_exit(host: SlashHost, command: SlashCommand) -> Outcome:
 def _print_compaction(console: Console, outcome: CompactOutcome) -> None:
     saved = outcome.pre_tokens - outcome.post_tokens
     source = f", summary from {outcome.summary_source}" if outcome.summary_source else ""
+    effect = f"{saved:,} saved" if saved >= 0 else f"{-saved:,} more: the summary outweighs the little it replaced"
     console.print(f"compacted ({outcome.trigger}{source}): {outcome.pre_tokens:,} → "
-                  f"{outcome.post_tokens:,} tokens ({saved:,} saved)")
+                  f"{outcome.post_tokens:,} tokens ({effect})")
 
 
 def cmd_compact(host: SlashHost, command: SlashCommand) -> Outcome:
