@@ -112,6 +112,17 @@ def test_repl_denied_command_is_not_run_and_the_model_hears_why(project, tmp_pat
     assert "Not run" in str(tool[0]["content"])
 
 
+def test_resumed_context_grid_uses_this_window_s_threshold_not_the_recorded_one(project, tmp_path, pipe):
+    first, _ = make_repl(project, tmp_path, ["Hi."], pipe, window=20_000)
+    pipe.send_text("hello\r/exit\r")
+    first.run()
+    repl, console = make_repl(project, tmp_path, [], pipe, continue_=True)
+    pipe.send_text("/context\r/exit\r")
+    repl.run()
+    out = console.export_text()
+    assert "/131.1k tokens" in out and "auto-compact at 98.1k" in out
+
+
 def test_repl_model_error_is_one_line_and_the_repl_goes_on(project, tmp_path, pipe):
     repl, console = make_repl(project, tmp_path, [], pipe)
     pipe.send_text("hello\r/help\r/exit\r")

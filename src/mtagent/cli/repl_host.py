@@ -98,7 +98,8 @@ class ReplHost:
         report = self.session_report()
         if report is None or report.last_plan is None:
             return None
-        return WindowUsage.from_plan_record(report.last_plan, session.window, session.model_name)
+        recorded = WindowUsage.from_plan_record(report.last_plan, session.window, session.model_name)
+        return replace(recorded, threshold=session.threshold)  # the record's threshold is of its own window
 
     def artifact_root(self) -> str | None:
         return str(self.session.artifacts.root) if self.session else None
