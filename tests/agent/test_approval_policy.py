@@ -61,6 +61,12 @@ def test_modes_shift_only_what_would_be_asked():
     assert decide("git status", mode="never") == "allow"
 
 
+def test_mode_verdicts_name_the_cli_flag_the_user_typed():
+    allowed = ApprovalPolicy.from_rules({}, "auto").decide("shell", {"command": "make test"})
+    denied = ApprovalPolicy.from_rules({}, "never").decide("shell", {"command": "make test"})
+    assert "--approval allow" in allowed.rule and "--approval deny" in denied.rule
+
+
 def test_bad_rules_are_config_errors():
     with pytest.raises(ConfigError, match="is not one of"):
         ApprovalPolicy.from_rules({"shell": "maybe"})

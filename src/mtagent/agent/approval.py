@@ -130,6 +130,6 @@ class ApprovalPolicy:
         if verdict.decision != "ask" or self.mode == "ask":
             return verdict
         if self.mode == "auto":
-            return Verdict("allow", f"{verdict.rule}; --approval auto")
-        return Verdict("deny", f"{verdict.rule}; --approval never (no one to ask)")
+            return Verdict("allow", f"{verdict.rule}; --approval allow")
+        return Verdict("deny", f"{verdict.rule}; --approval deny (no one to ask)")
 
