@@ -35,7 +35,8 @@ class TranscriptCorrupt(MTAgentError):
         self.reason = reason
         super().__init__(
             f"transcript {path} is corrupt at line {line_no}: {reason}. "
-            "The file was not modified; rerun with --skip-corrupt to skip unreadable lines."
+            "The file was not modified; `mtagent sessions show|export ID --skip-corrupt` reads past "
+            "unreadable lines (to resume, repair or delete that line)."
         )
 
 

@@ -287,3 +287,15 @@ def test_resuming_a_demo_session_without_a_model_asks_for_one(project, tmp_path)
     result = runner.invoke(app, ["run", "--cwd", str(project), "--resume", session.session_id, "go on"])
     assert result.exit_code == 2, result.output
     assert "demo" in result.stderr and "--model" in result.stderr and "no such script file" not in result.stderr
+
+
+def test_resuming_a_corrupt_session_does_not_suggest_a_flag_run_lacks(project, tmp_path):
+    model = script(tmp_path, ["Hello.", "Again."])
+    assert runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "hi"]).exit_code == 0
+    session = list_sessions(project)[0]
+    lines = session.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[1] = "{garbage\n"
+    session.path.write_text("".join(lines), encoding="utf-8")
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--resume", session.session_id, "go on"])
+    assert result.exit_code == 1 and "corrupt at line 2" in result.stderr
+    assert "rerun with --skip-corrupt" not in result.stderr and "sessions show" in result.stderr
