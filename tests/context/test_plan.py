@@ -87,3 +87,14 @@ def test_id_range_names_runs_compactly():
     assert id_range([]) == ""
     assert id_range(["a"]) == "a"
     assert id_range(["a", "b", "c"]) == "a..c (3)"
+
+
+def test_the_session_context_message_counts_as_session_context_not_conversation():
+    import datetime
+
+    from mtagent.context.static import build_session_context
+
+    message = build_session_context("/proj", today=datetime.date(2026, 1, 2), os_name="Linux",
+                                    project_sections=[("CONTEXT.md", "Never push to main.")])
+    assert bucket_of(message) == Bucket.SESSION_CONTEXT
+    assert context_item(message, 40, 1).kind == "instruction"

@@ -47,7 +47,7 @@ def bucket_of(message: BaseMessage) -> Bucket:
 
     System messages name their bucket in ``response_metadata["mtagent"]["bucket"]``
     (``rules``, ``session_context``, ``memory``; default ``system``) — the static-context
-    loader sets it.
+    loader sets it, also on its ``<session_context>`` human message.
     """
     if isinstance(message, SystemMessage):
         return SYSTEM_BUCKETS.get(str(_mark(message).get("bucket", "system")), Bucket.SYSTEM)
@@ -56,8 +56,9 @@ def bucket_of(message: BaseMessage) -> Bucket:
     kind = _mark(message).get("kind")
     if kind == "reattached":
         return Bucket.REATTACHED
-    if kind in SYSTEM_BUCKETS:
-        return SYSTEM_BUCKETS[kind]
+    named = _mark(message).get("bucket", kind)
+    if named in SYSTEM_BUCKETS:
+        return SYSTEM_BUCKETS[named]
     if isinstance(message, ToolMessage):
         return Bucket.TOOL_RESULTS
     return Bucket.MESSAGES

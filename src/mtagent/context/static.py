@@ -155,7 +155,7 @@ def build_session_context(
     return HumanMessage(
         content="\n".join(lines),
         id=SESSION_CONTEXT_ID,
-        response_metadata={"mtagent": {"kind": STATIC_KIND, "part": "session_context"}},
+        response_metadata={"mtagent": {"kind": STATIC_KIND, "part": "session_context", "bucket": "session_context"}},
     )
 
 
