@@ -193,3 +193,9 @@ def test_reads_cleared_by_microcompact_or_a_compaction_are_returned_in_full_agai
     assert kit.call("read_file", file_path="f.txt").content.startswith("file_unchanged")
     bus.emit(EventType.COMPACT_BOUNDARY, id="b1", trigger="auto")
     assert kit.call("read_file", file_path="f.txt").content == "     1\thello"
+
+
+def test_read_file_refuses_a_named_pipe_instead_of_blocking(kit: Kit) -> None:
+    os.mkfifo(kit.root / "pipe")
+    msg = kit.call("read_file", file_path="pipe")
+    assert msg.status == "error" and "not a regular file" in msg.content

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from mtagent.tools import search
@@ -136,3 +138,15 @@ def test_python_engine_skips_and_reports_files_too_big_to_load(tree: Kit, monkey
     assert "src/huge.py" not in msg.content.split("[Skipped")[0]
     assert "[Skipped 1 file(s) over 60 bytes (e.g. src/huge.py)" in msg.content
     assert msg.artifact["skipped_large_files"] == ["src/huge.py"]
+
+
+def test_grep_answers_patterns_ripgrep_refuses_instead_of_reporting_no_matches(kit: Kit) -> None:
+    (kit.root / "a.txt").write_text("aa\nfoobar\nab\n")
+    assert "a.txt:1:aa" in kit.call("grep", pattern=r"(a)\1").content
+    assert "a.txt:2:foobar" in kit.call("grep", pattern=r"(?<=foo)bar").content
+
+
+def test_grep_refuses_a_named_pipe_instead_of_blocking(kit: Kit) -> None:
+    os.mkfifo(kit.root / "pipe")
+    msg = kit.call("grep", pattern="x", path="pipe")
+    assert msg.status == "error" and "not a regular file" in msg.content

@@ -73,6 +73,9 @@ class ReadFileTool(WorkspaceTool):
             raise ToolInputError(not_found_message(path, shown))
         if path.is_dir():
             raise ToolInputError(f"{shown} is a folder, not a file; use ls to list it")
+        if not path.is_file():
+            raise ToolInputError(f"{shown} is not a regular file (a pipe, socket or device), so reading it could "
+                                 "block forever; inspect it with shell (e.g. `ls -l`, `file`) instead")
         stamp = stamp_of(path)
         prior = ctx.read_state.unchanged_read(path, offset, limit, stamp)
         if prior is not None:

@@ -148,6 +148,9 @@ class GrepTool(WorkspaceTool):
         base = ws.resolve(path)
         if not base.exists():
             raise ToolInputError(f"{path} does not exist; use ls or glob to find the right folder")
+        if not base.is_dir() and not base.is_file():
+            raise ToolInputError(f"{path} is not a regular file or folder (a pipe, socket or device), so searching "
+                                 "it could block forever; grep a folder or a regular file instead")
         try:
             regex = re.compile(pattern, re.IGNORECASE if case_insensitive else 0)
         except re.error as exc:
@@ -157,12 +160,15 @@ class GrepTool(WorkspaceTool):
             _check_pattern_path(glob)
         rg = ripgrep_path()
         skipped: list[str] = []
+        found, engine = None, "ripgrep"
         if rg is not None:
-            lines, matches, stopped = _grep_rg(rg, ws, base, pattern, glob, case_insensitive, context, max_results)
-            engine = "ripgrep"
-        else:
-            lines, matches, stopped = _grep_python(ws, base, regex, glob, context, max_results, skipped)
-            engine = "python"
+            try:
+                found = _grep_rg(rg, ws, base, pattern, glob, case_insensitive, context, max_results)
+            except _RipgrepRefused:
+                found = None
+        if found is None:
+            found, engine = _grep_python(ws, base, regex, glob, context, max_results, skipped), "python"
+        lines, matches, stopped = found
         shown = ws.relative(base)
         result = {"kind": "grep", "pattern": pattern, "path": shown, "num_matches": matches,
                   "num_files": len({_match_path(x) for x in lines if _match_path(x)}),
@@ -251,6 +257,10 @@ def _has_more(ws: Workspace, base: Path, after: Path, regex: re.Pattern[str], gl
     return False
 
 
+class _RipgrepRefused(Exception):
+    """ripgrep rejected a pattern Python's ``re`` accepts (backreferences, look-around)."""
+
+
 def _grep_rg(rg: str, ws: Workspace, base: Path, pattern: str, glob: str | None, case_insensitive: bool,
              context: int, max_results: int) -> tuple[list[str], int, bool]:
     """Run ripgrep with ``--null`` (path, NUL, ``N:text`` or ``N-text``) and render our format."""
@@ -266,7 +276,7 @@ def _grep_rg(rg: str, ws: Workspace, base: Path, pattern: str, glob: str | None,
     if glob:
         cmd += ["--glob", glob]
     cmd += ["--regexp", pattern, "--", target]
-    proc = subprocess.Popen(cmd, cwd=ws.root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    proc = subprocess.Popen(cmd, cwd=ws.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL)
     rows: list[tuple[str, int, bool, str] | None] = []  # None is a "--" group separator
     matches = 0
@@ -294,7 +304,10 @@ def _grep_rg(rg: str, ws: Workspace, base: Path, pattern: str, glob: str | None,
         if stopped:
             proc.kill()
         proc.stdout.close()
+        errors = proc.stderr.read() if proc.stderr is not None else b""
         proc.wait()
+    if proc.returncode == 2 and not rows and b"regex parse error" in errors:
+        raise _RipgrepRefused
     if stopped:
         rows = _trim_after_last_match(rows, context)
     while rows and rows[-1] is None:
