@@ -197,6 +197,11 @@ def test_memory_add_list_remove_through_slash(host):
     assert "close the quote" in host.output()
 
 
+def test_memory_add_keeps_an_apostrophe_in_the_fact(host):
+    dispatch(host, "/memory add don't push to main")
+    assert "remembered (global, #1): don't push to main" in host.output()
+
+
 def test_resume_and_sessions(host):
     dispatch(host, "/resume")
     dispatch(host, "/resume s-old")

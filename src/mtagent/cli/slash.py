@@ -46,9 +46,14 @@ class SlashCommand:
 
     @property
     def words(self) -> list[str]:
-        """``rest`` split like a shell would (quotes group words)."""
+        """``rest`` split like a shell would, except that only double quotes group words: an
+        apostrophe (``don't``) is part of its word, as facts for ``/memory add`` need."""
+        lexer = shlex.shlex(self.rest, posix=True)
+        lexer.whitespace_split = True
+        lexer.quotes = '"'
+        lexer.commenters = ""
         try:
-            return shlex.split(self.rest)
+            return list(lexer)
         except ValueError as exc:
             raise UsageError(f"/{self.name}: {exc} (close the quote)") from None
 
