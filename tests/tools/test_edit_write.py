@@ -113,3 +113,10 @@ def test_write_marks_reads_stale_for_the_compactor(kit: Kit) -> None:
     kit.call("write_file", file_path="r.txt", content="v2\n")
     state = kit.ctx.read_state
     assert [(r.tool_call_id, r.still_current) for r in state.recent_reads()] == [(first.tool_call_id, False)]
+
+
+def test_write_under_a_path_that_is_a_file_names_the_blocking_file(kit: Kit) -> None:
+    (kit.root / "notes").write_text("x")
+    msg = kit.call("write_file", file_path="notes/sub/a.txt", content="y")
+    assert msg.status == "error"
+    assert "notes is a file, so it cannot hold notes/sub/a.txt" in msg.content

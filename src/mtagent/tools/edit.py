@@ -38,6 +38,11 @@ class EditFileArgs(BaseModel):
 
 
 def _write(tool: WorkspaceTool, path: Path, text: str) -> list[str]:
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        shown = tool.context.workspace.relative(blocking)
+        raise ToolInputError(f"{shown} is a file, so it cannot hold {tool.context.workspace.relative(path)}; "
+                             "choose another path, or move that file first")
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8", newline="") as fh:
         fh.write(text)
