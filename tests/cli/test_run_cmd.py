@@ -299,3 +299,22 @@ def test_resuming_a_corrupt_session_does_not_suggest_a_flag_run_lacks(project, t
     result = runner.invoke(app, ["run", "--cwd", str(project), "--resume", session.session_id, "go on"])
     assert result.exit_code == 1 and "corrupt at line 2" in result.stderr
     assert "rerun with --skip-corrupt" not in result.stderr and "sessions show" in result.stderr
+
+
+@pytest.mark.parametrize("flag, runs", [("allow", True), ("deny", False)])
+def test_run_settles_a_paused_approval_by_the_approval_flag(project, tmp_path, flag, runs):
+    from mtagent.agent.session import AgentSession
+
+    marker = project / "paused.txt"
+    paused_model = load_scripted_model(script(tmp_path, [{"tool": "shell", "args": {"command": f"touch {marker}"}}],
+                                              "paused.json"))
+    session = AgentSession.create(project, model=paused_model)
+    sid = session.session_id
+    assert session.run_turn("touch it").status == "approval_required"
+    session.close()
+    model = script(tmp_path, ["Settled.", "Next task done."], "next.json")
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--resume", sid, "--model", model,
+                                 "--approval", flag, "next"])
+    assert result.exit_code == 0, result.output
+    assert "no terminal to ask" not in result.stderr
+    assert marker.exists() is runs

@@ -189,7 +189,7 @@ def run_once(options: SessionOptions, task: str) -> int:
         if pending:
             err_console.print("[yellow]this session stopped while a tool call waited for approval; "
                               "settling that first[/]")
-            answer = approver(pending) if approver is not None else _deny_all(pending)
+            answer = approver(pending) if approver is not None else _settle_unattended(pending, options.approval)
             settled = session.resume_approval(answer, approver=approver)
             if settled.status == "interrupted":
                 return _finish(display, settled, session)
@@ -202,6 +202,16 @@ def run_once(options: SessionOptions, task: str) -> int:
     finally:
         display.detach()
         session.close()
+
+
+def _settle_unattended(requests: list[Any], approval: str) -> dict[str, Any]:
+    """A call paused under ``ask``, resumed with no terminal: ``--approval allow|deny`` decides it."""
+    mode = APPROVAL_MODES[approval]
+    if mode == "auto":
+        return {r.tool_call_id: "allow" for r in requests}
+    if mode == "never":
+        return {r.tool_call_id: {"decision": "deny", "reason": "denied by --approval deny"} for r in requests}
+    return _deny_all(requests)
 
 
 def _deny_all(requests: list[Any]) -> dict[str, Any]:
