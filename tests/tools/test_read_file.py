@@ -199,3 +199,17 @@ def test_read_file_refuses_a_named_pipe_instead_of_blocking(kit: Kit) -> None:
     os.mkfifo(kit.root / "pipe")
     msg = kit.call("read_file", file_path="pipe")
     assert msg.status == "error" and "not a regular file" in msg.content
+
+
+def test_an_unreadable_file_reports_the_real_reason(kit: Kit, monkeypatch) -> None:
+    (kit.root / "secret.txt").write_text("x\n")
+    real = Path.read_bytes
+
+    def denied(self: Path) -> bytes:
+        if self.name == "secret.txt":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", denied)
+    msg = kit.call("read_file", file_path="secret.txt")
+    assert msg.status == "error" and "Permission denied" in msg.content and "()" not in msg.content

@@ -111,7 +111,8 @@ class WorkspaceTool(BaseTool):
         except (ToolInputError, MTAgentError) as exc:
             raise ToolException(f"Error: {exc}") from exc
         except OSError as exc:
-            raise ToolException(f"Error: {exc.strerror or exc} ({getattr(exc, 'filename', '') or ''})") from exc
+            where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+            raise ToolException(f"Error: {exc.strerror or exc}{where}") from exc
         except Exception as exc:  # a tool must never raise through the agent loop
             raise ToolException(f"Error: {self.name} failed unexpectedly: {type(exc).__name__}: {exc}") from exc
 

@@ -19,7 +19,6 @@ one filesystem clock tick.
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,16 +45,9 @@ class FileStamp:
 def file_stamp(path: Path) -> FileStamp | None:
     """The stamp of ``path`` now, or None if it is gone."""
     try:
-        st = path.stat()
+        return stamp_of(path)
     except OSError:
         return None
-    digest = None
-    if st.st_size <= DIGEST_MAX_BYTES:
-        try:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError:
-            return None
-    return FileStamp(st.st_mtime_ns, st.st_size, digest)
 
 
 @dataclass(slots=True)
@@ -205,8 +197,8 @@ class ReadState:
 
 
 def stamp_of(path: Path) -> FileStamp:
-    """Like :func:`file_stamp` for a file known to exist (raises the OSError otherwise)."""
-    stamp = file_stamp(path)
-    if stamp is None:
-        raise FileNotFoundError(os.fspath(path))
-    return stamp
+    """Like :func:`file_stamp` for a file known to exist; raises the OSError (its real reason, such as
+    permission denied) otherwise."""
+    st = path.stat()
+    digest = hashlib.sha256(path.read_bytes()).hexdigest() if st.st_size <= DIGEST_MAX_BYTES else None
+    return FileStamp(st.st_mtime_ns, st.st_size, digest)
