@@ -150,3 +150,11 @@ def test_grep_refuses_a_named_pipe_instead_of_blocking(kit: Kit) -> None:
     os.mkfifo(kit.root / "pipe")
     msg = kit.call("grep", pattern="x", path="pipe")
     assert msg.status == "error" and "not a regular file" in msg.content
+
+
+def test_python_grep_stops_a_catastrophic_regex_with_a_clear_error(kit: Kit, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(search, "ripgrep_path", lambda: None)
+    monkeypatch.setattr(search, "PY_GREP_TIMEOUT_SECONDS", 0.5)
+    (kit.root / "evil.txt").write_text("a" * 40 + "b\n")
+    msg = kit.call("grep", pattern="(a|aa)+$", path="evil.txt")
+    assert msg.status == "error" and "catastrophic backtracking" in msg.content

@@ -15,11 +15,13 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import regex as bounded_re
 from pydantic import BaseModel, Field
 
 from mtagent.tools.base import ToolInputError, WorkspaceTool
@@ -31,6 +33,9 @@ DEFAULT_MAX_RESULTS = 1000
 # loaded. ripgrep streams, so it has no such limit.
 PY_GREP_MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_CONTEXT_LINES = 20
+# The pure-Python engine backtracks: a pattern like (a|aa)+$ on a long line takes hours. All its
+# searches of one call share this deadline (ripgrep's engine is linear-time and needs none).
+PY_GREP_TIMEOUT_SECONDS = 30.0
 GLOB_MAX_RESULTS = 1000
 LS_MAX_ENTRIES = 1000
 _SNIFF = 8192
@@ -167,7 +172,14 @@ class GrepTool(WorkspaceTool):
             except _RipgrepRefused:
                 found = None
         if found is None:
-            found, engine = _grep_python(ws, base, regex, glob, context, max_results, skipped), "python"
+            timed = _TimedPattern(pattern, case_insensitive, PY_GREP_TIMEOUT_SECONDS)
+            try:
+                found, engine = _grep_python(ws, base, timed, glob, context, max_results, skipped), "python"
+            except TimeoutError:
+                raise ToolInputError(
+                    f"the regular expression {pattern!r} took over {PY_GREP_TIMEOUT_SECONDS:g}s (catastrophic "
+                    "backtracking, e.g. nested repeats like (a+)+ or (a|aa)+); simplify it or narrow the path"
+                ) from None
         lines, matches, stopped = found
         shown = ws.relative(base)
         result = {"kind": "grep", "pattern": pattern, "path": shown, "num_matches": matches,
@@ -196,7 +208,18 @@ def _match_path(line: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _grep_python(ws: Workspace, base: Path, regex: re.Pattern[str], glob: str | None, context: int,
+class _TimedPattern:
+    """A pattern whose searches share one deadline, so no pattern can hang the agent."""
+
+    def __init__(self, pattern: str, case_insensitive: bool, seconds: float) -> None:
+        self._pattern = bounded_re.compile(pattern, bounded_re.IGNORECASE if case_insensitive else 0)
+        self._deadline = time.monotonic() + seconds
+
+    def search(self, text: str) -> Any:
+        return self._pattern.search(text, timeout=max(0.001, self._deadline - time.monotonic()))
+
+
+def _grep_python(ws: Workspace, base: Path, regex: _TimedPattern, glob: str | None, context: int,
                  max_results: int, skipped: list[str]) -> tuple[list[str], int, bool]:
     glob_re = glob_to_regex(glob) if glob else None
     out: list[str] = []
@@ -239,7 +262,7 @@ def _grep_python(ws: Workspace, base: Path, regex: re.Pattern[str], glob: str | 
     return out, matches, False
 
 
-def _has_more(ws: Workspace, base: Path, after: Path, regex: re.Pattern[str], glob_re: re.Pattern[str] | None) -> bool:
+def _has_more(ws: Workspace, base: Path, after: Path, regex: _TimedPattern, glob_re: re.Pattern[str] | None) -> bool:
     """Whether any file after ``after`` also matches (so 'stopped early' is not a false alarm)."""
     seen = False
     for file in walk_files(ws, base):
