@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import typer
+from typer.exceptions import TyperException
 
 from mtagent import __version__
 from mtagent.cli import config_cmd, tokens_cmd
@@ -18,7 +19,7 @@ from mtagent.cli import demo_cmd
 from mtagent.cli import run_cmd
 from mtagent.cli import sessions_cmd
 from mtagent.cli import replay_cmd
-from mtagent.cli.output import fail
+from mtagent.cli.output import print_error
 from mtagent.errors import MTAgentError
 
 app = typer.Typer(
@@ -64,13 +65,26 @@ replay_cmd.register(app)
 
 
 def main() -> None:
+    """Run the app; every error a user can cause is one line on stderr with a meaningful exit code.
+
+    Typer's own usage errors (a missing argument, a bad option value, an unknown command) would
+    otherwise print a multi-line box, so the app runs without its standalone handling and they
+    are printed here like any other error.
+    """
     try:
-        app(standalone_mode=True)
+        code = app(standalone_mode=False)
+    except TyperException as exc:
+        where = getattr(getattr(exc, "ctx", None), "command_path", None) or "mtagent"
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        print_error(f"{message} (see `{where} --help`)")
+        sys.exit(int(getattr(exc, "exit_code", 2) or 2))
     except MTAgentError as exc:  # raised outside a command's own handling
-        fail(str(exc), exc.exit_code)
-    except KeyboardInterrupt:
+        print_error(str(exc))
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
         sys.stderr.write("interrupted\n")
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

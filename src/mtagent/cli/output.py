@@ -18,9 +18,14 @@ err_console = Console(stderr=True, highlight=False)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def fail(message: str, code: int = 1) -> NoReturn:
-    """Print ``error: message`` on one line to stderr and exit with ``code``."""
+def print_error(message: str) -> None:
+    """``error: message`` on one line of stderr."""
     err_console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """Print ``error: message`` on one line to stderr and exit with ``code`` (inside a command)."""
+    print_error(message)
     raise typer.Exit(code)
 
 
