@@ -64,6 +64,23 @@ def bucket_of(message: BaseMessage) -> Bucket:
     return Bucket.MESSAGES
 
 
+def add_static_tokens(buckets: BudgetBuckets, message: BaseMessage, tokens: int) -> None:
+    """Count a static-context message, split as its loader measured it.
+
+    The system prompt carries the global rules and Agent Memories, the ``<session_context>``
+    the project rules and memory; their loader records those parts' token counts in
+    ``response_metadata["mtagent"]["split"]``, so ``/context`` shows rules and memory as their
+    own buckets and the rest stays with the message's own bucket.
+    """
+    left = tokens
+    for name, count in (_mark(message).get("split") or {}).items():
+        part = min(max(int(count), 0), left)
+        if part and name in SYSTEM_BUCKETS:
+            buckets.add(SYSTEM_BUCKETS[name], part)
+            left -= part
+    buckets.add(bucket_of(message), left)
+
+
 @dataclass(slots=True, frozen=True)
 class ContextItem:
     """One candidate piece of context with its governance labels (spec 003 §九)."""

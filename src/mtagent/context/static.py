@@ -36,6 +36,7 @@ from mtagent.config import MemorySettings
 from mtagent.context import memory
 from mtagent.context.authority import Authority, AuthorityItem, Conflict, detect_conflicts
 from mtagent.context.rules import RuleSet, load_rules
+from mtagent.context.tokens import count_text_tokens
 
 log = logging.getLogger(__name__)
 
@@ -227,13 +228,21 @@ class StaticContext:
 
         sections = [(r.source, r.text) for r in active_rules]
         sections.append((f"{memory.PROJECT_INDEX_NAME} (project memory)", project_memory))
+        global_rules = _without_memories(global_text)
         system = SystemMessage(
             content=build_system_prompt(tools, global_text, runtime),
             id=SYSTEM_PROMPT_ID,
-            response_metadata={"mtagent": {"kind": STATIC_KIND, "part": "system"}},
+            response_metadata={"mtagent": {"kind": STATIC_KIND, "part": "system", "split": {
+                "rules": count_text_tokens(global_rules),
+                "memory": count_text_tokens(global_text) - count_text_tokens(global_rules),
+            }}},
         )
         session = build_session_context(self.project_root, today=self.today, os_name=self.os_name,
                                          project_sections=sections)
+        session.response_metadata["mtagent"]["split"] = {
+            "rules": sum(count_text_tokens(r.text) for r in active_rules),
+            "memory": count_text_tokens(project_memory),
+        }
         warnings = list(rules.warnings) + [f"memory contradicts a rule and is not used: {c.reason}"
                                            for c in conflicts]
         for w in warnings:

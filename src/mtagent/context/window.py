@@ -49,6 +49,7 @@ from mtagent.context.plan import (
     ContextItem,
     ContextPlan,
     DroppedItem,
+    add_static_tokens,
     bucket_of,
     context_item,
     id_range,
@@ -524,7 +525,7 @@ class ContextWindowManager:
     ) -> ContextPlan:
         buckets = BudgetBuckets(self.token_limit, self.threshold)
         for message in system:
-            buckets.add(bucket_of(message), self.counter.message_tokens(message))
+            add_static_tokens(buckets, message, self.counter.message_tokens(message))
         buckets.add(Bucket.TOOLS, tools_tokens)
         for bucket, count in self._cache.buckets.items():
             buckets.add(bucket, count)
