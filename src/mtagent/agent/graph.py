@@ -32,12 +32,25 @@ from langgraph.types import interrupt
 
 from mtagent.agent import prompts
 from mtagent.agent.approval import ApprovalPolicy
-from mtagent.agent.model_errors import ErrorKind, RetryPolicy, call_with_retries, classify, to_model_error
-from mtagent.agent.state import INVALID_ARGS_KEY, AgentState, Conversation, PendingCall, ToolDecision
+from mtagent.agent.model_errors import (
+    ErrorKind,
+    RetryPolicy,
+    call_with_retries,
+    classify,
+    to_model_error,
+)
+from mtagent.agent.state import (
+    INVALID_ARGS_KEY,
+    AgentState,
+    Conversation,
+    PendingCall,
+    ToolDecision,
+)
 from mtagent.config import Settings
 from mtagent.errors import CompactionFailed, ModelError
 from mtagent.events import EventBus, EventType, SessionStats
 from mtagent.session.schema import event_record, message_to_record, new_message_id
+from mtagent.session.transcript import RecordSink
 
 APPROVAL_KIND = "tool_approval"
 
@@ -55,10 +68,6 @@ class ContextEngine(Protocol):
 
     def reactive_compact(self, history: list[BaseMessage], *, system: Sequence[BaseMessage] | None = None,
                          tools_tokens: int = 0) -> Any: ...
-
-
-class RecordSink(Protocol):
-    def append(self, record: dict[str, Any]) -> object: ...
 
 
 @dataclass(slots=True)

@@ -18,12 +18,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from mtagent.config import Settings
 from mtagent.errors import ContextLengthExceeded
 from mtagent.events import EventBus, EventType, SessionStats
 from mtagent.session.schema import event_record
+from mtagent.session.transcript import RecordSink
 
 # Query sources that are themselves compaction work: compacting them would recurse.
 SKIP_QUERY_SOURCES: tuple[str, ...] = ("compact", "session_memory")
@@ -44,10 +45,6 @@ _GENERIC_GAP = re.compile(
     r"(\d[\d,]*) (?:input )?tokens?.{0,80}?(?:exceeds|greater than|larger than|over).{0,40}?(\d[\d,]*)",
     re.IGNORECASE | re.DOTALL,
 )
-
-
-class RecordSink(Protocol):
-    def append(self, record: dict[str, Any]) -> None: ...
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

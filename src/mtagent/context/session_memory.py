@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
@@ -38,13 +38,21 @@ from mtagent.context.compactor import (
     region_start,
     tail_bounds,
 )
-from mtagent.context.invariants import adjust_index_to_preserve_message_groups, find_last_compact_boundary
+from mtagent.context.invariants import (
+    adjust_index_to_preserve_message_groups,
+    find_last_compact_boundary,
+)
 from mtagent.context.session_memory_notes import DEFAULT_SESSION_MEMORY_TEMPLATE, Notes
 from mtagent.context.summarize import ChatModel
 from mtagent.context.tokens import MessageTokenCounter, count_text_tokens, message_text
 from mtagent.events import EventBus, EventType
 from mtagent.session.artifacts import SESSION_MEMORY_DIR
-from mtagent.session.schema import COMPACT_BOUNDARY, SESSION_MEMORY_UPDATE, session_memory_update_record
+from mtagent.session.schema import (
+    COMPACT_BOUNDARY,
+    SESSION_MEMORY_UPDATE,
+    session_memory_update_record,
+)
+from mtagent.session.transcript import RecordSink
 
 __all__ = [
     "DEFAULT_SESSION_MEMORY_TEMPLATE",
@@ -56,10 +64,6 @@ __all__ = [
 ]
 
 SESSION_MEMORY_RELATIVE_PATH = f"{SESSION_MEMORY_DIR}/summary.md"
-
-
-class RecordSink(Protocol):
-    def append(self, record: dict[str, Any]) -> None: ...
 
 
 @dataclass(slots=True, frozen=True)

@@ -23,7 +23,7 @@ import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
@@ -32,18 +32,13 @@ from mtagent.context import previews
 from mtagent.errors import ConfigError
 from mtagent.events import EventBus, EventType, SessionStats
 from mtagent.session.artifacts import ArtifactMeta, ArtifactStore, get_tool_result_path
+from mtagent.session.transcript import RecordSink
 
 _DEFAULTS = ToolResultSettings()
 BUDGET_KEY = "budget"
 STAGE_TOOL = "tool"  # the per-tool limit was applied; the turn's aggregate may still persist it
 STAGE_TURN = "turn"  # final: the aggregate rule ran too; never touched again
 _REDUCER_KEYS = frozenset({"path", "keep_last", "keep_first", "keep_fields", "drop_fields"})
-
-
-class RecordSink(Protocol):
-    """Where transcript records go (``mtagent.session.transcript`` writers, or a list in tests)."""
-
-    def append(self, record: dict[str, Any]) -> None: ...
 
 
 @dataclass(slots=True)
