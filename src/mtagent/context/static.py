@@ -21,6 +21,7 @@ contradicts a rule is recorded as a conflict and left out of the prompt — the 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import logging
 import os
 import platform
@@ -233,15 +234,15 @@ class StaticContext:
             content=build_system_prompt(tools, global_text, runtime),
             id=SYSTEM_PROMPT_ID,
             response_metadata={"mtagent": {"kind": STATIC_KIND, "part": "system", "split": {
-                "rules": count_text_tokens(global_rules),
-                "memory": count_text_tokens(global_text) - count_text_tokens(global_rules),
+                "rules": _tokens(global_rules),
+                "memory": _tokens(global_text) - _tokens(global_rules),
             }}},
         )
         session = build_session_context(self.project_root, today=self.today, os_name=self.os_name,
                                          project_sections=sections)
         session.response_metadata["mtagent"]["split"] = {
-            "rules": sum(count_text_tokens(r.text) for r in active_rules),
-            "memory": count_text_tokens(project_memory),
+            "rules": sum(_tokens(r.text) for r in active_rules),
+            "memory": _tokens(project_memory),
         }
         warnings = list(rules.warnings) + [f"memory contradicts a rule and is not used: {c.reason}"
                                            for c in conflicts]
@@ -257,6 +258,12 @@ class StaticContext:
                            rules_max_chars=self.settings.rules_max_chars)
         return [AuthorityItem(f"rule:{r.source}", Authority.PROJECT_RULES, r.text)
                 for r in rules.active(self._touched)]
+
+
+@functools.lru_cache(maxsize=256)
+def _tokens(text: str) -> int:
+    """Token count of a rules or memory text; they rarely change between turns, so memoized."""
+    return count_text_tokens(text)
 
 
 def _without_memories(global_text: str) -> str:
