@@ -40,7 +40,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from mtagent.agent.scripted import ScriptedChatModel, reply, tool_call
 from mtagent.config import Settings
 from mtagent.context.invariants import InvalidView, validate_view
-from mtagent.context.microcompact import CLEARED_PLACEHOLDER
+from mtagent.context.compaction.microcompact import CLEARED_PLACEHOLDER
 from mtagent.context.tokens import MessageTokenCounter
 from mtagent.errors import ContextLengthExceeded
 from mtagent.integrations.langchain import MTContextMiddleware

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mtagent.config import Settings
-from mtagent.context.session_memory import SessionMemoryManager
+from mtagent.context.session_memory.manager import SessionMemoryManager
 from mtagent.context.tokens import MessageTokenCounter
 from mtagent.replay.formats import load_trajectory
 from mtagent.replay.mtagent_strategy import MTAgentStrategy

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from langchain_core.messages import ToolMessage
 
-from mtagent.context import previews
-from mtagent.context.tool_results import ToolResultBudgeter, ToolResultPolicy
+from mtagent.context.tool_results import previews
+from mtagent.context.tool_results.budgeter import ToolResultBudgeter, ToolResultPolicy
 from mtagent.session.artifacts import ArtifactStore
 
 HERE = Path(__file__).resolve().parent

@@ -3,7 +3,7 @@
     python benchmarks/window_bench.py [--quick] [--turns N]
 
 For synthetic coding-agent sessions of 100, 1,000 and 10,000 messages
-(:mod:`mtagent.context.synthetic`: tool rounds with results, errors, user follow-ups, provider
+(:mod:`mtagent.testing.synthetic`: tool rounds with results, errors, user follow-ups, provider
 usage on assistant messages), one manager is warmed on the whole history, then each timed turn
 appends one API round (an assistant message with its tool results) and calls ``prepare()`` —
 exact offline token counting of the new round included; the window is large enough that no
@@ -27,7 +27,7 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from mtagent.config import Settings
-from mtagent.context.synthetic import SyntheticSession
+from mtagent.testing.synthetic import SyntheticSession
 from mtagent.context.window import ContextWindowManager
 
 HERE = Path(__file__).resolve().parent

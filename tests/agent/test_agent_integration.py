@@ -92,7 +92,7 @@ def test_a_memory_contradicting_a_project_rule_is_in_the_plan_and_in_context_exp
 
 
 def _memory_file_facts(project):
-    from mtagent.context import memory
+    from mtagent.context.static import memory
 
     return memory.memory_file("project", project).active()
 

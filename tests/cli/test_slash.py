@@ -249,7 +249,7 @@ def test_an_unexpected_failure_in_a_command_is_one_line_and_the_repl_goes_on(hos
 
 
 def test_memory_remove_obsolete_keeps_the_line_struck_through_and_unused(host):
-    from mtagent.context import memory
+    from mtagent.context.static import memory
 
     dispatch(host, "/memory add --project builds use make")
     dispatch(host, "/memory add --project tests use pytest")

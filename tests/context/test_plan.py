@@ -92,7 +92,7 @@ def test_id_range_names_runs_compactly():
 def test_the_session_context_message_counts_as_session_context_not_conversation():
     import datetime
 
-    from mtagent.context.static import build_session_context
+    from mtagent.context.static.tiers import build_session_context
 
     message = build_session_context("/proj", today=datetime.date(2026, 1, 2), os_name="Linux",
                                     project_sections=[("CONTEXT.md", "Never push to main.")])

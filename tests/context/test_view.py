@@ -236,7 +236,7 @@ def test_artifact_paths_resolve_on_resume_and_traversal_is_refused(tmp_path):
 
 
 def test_resume_clears_a_result_to_the_same_bytes_as_live_clearing():
-    from mtagent.context.microcompact import cleared_copy
+    from mtagent.context.compaction.microcompact import cleared_copy
     from mtagent.context.view import build_resume_messages
     from mtagent.session import schema
 
@@ -254,7 +254,7 @@ def test_resume_clears_a_result_to_the_same_bytes_as_live_clearing():
 
 def test_resume_after_a_partial_compact_that_kept_the_head_matches_the_live_history():
     from mtagent.config import Settings
-    from mtagent.context.compactor import compact_from
+    from mtagent.context.compaction.compactor import compact_from
     from mtagent.context.tokens import MessageTokenCounter
     from mtagent.context.view import build_resume_messages
     from mtagent.session import schema

@@ -14,12 +14,12 @@ from langchain_core.messages import (
 
 from mtagent.config import Settings
 from mtagent.context.boundary import is_summary_message
-from mtagent.context.compactor import build_compaction_result
+from mtagent.context.compaction.compactor import build_compaction_result
 from mtagent.context.invariants import find_safe_split_index, validate_view
-from mtagent.context.microcompact import CLEARED_PLACEHOLDER
-from mtagent.context.policy import is_context_length_error
-from mtagent.context.summarize import LLMSummarizer
-from mtagent.context.synthetic import SyntheticSession
+from mtagent.context.compaction.microcompact import CLEARED_PLACEHOLDER
+from mtagent.context.compaction.policy import is_context_length_error
+from mtagent.context.compaction.summarize import LLMSummarizer
+from mtagent.testing.synthetic import SyntheticSession
 from mtagent.context.tokens import MessageTokenCounter, count_text_tokens
 from mtagent.context.window import ContextWindowManager
 from mtagent.errors import CompactionFailed

@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage
 
 from mtagent.config import Settings
-from mtagent.context.authority import Authority, AuthorityItem, detect_conflicts
+from mtagent.context.static.authority import Authority, AuthorityItem, detect_conflicts
 from mtagent.context.window import ContextWindowManager
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mtagent.config import Settings
-from mtagent.context import facts as F
+from mtagent.context.compaction import facts as F
 from mtagent.context.invariants import validate_view
 from mtagent.context.window import ContextWindowManager
 from mtagent.replay.formats import load_trajectory

@@ -15,7 +15,7 @@ from mtagent.agent.scripted import ScriptedChatModel, reply, tool_call, tool_cal
 from mtagent.cli.app import app
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.invariants import validate_view
-from mtagent.context.microcompact import CLEARED_PLACEHOLDER
+from mtagent.context.compaction.microcompact import CLEARED_PLACEHOLDER
 from mtagent.events import EventBus, EventType
 from mtagent.integrations.langchain import MTContextMiddleware
 from mtagent.replay.formats import detect_format, load_trajectory

@@ -19,11 +19,11 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
 from mtagent.config import Settings
-from mtagent.context.rules import touched_paths
-from mtagent.context.session_memory import SessionMemoryManager
-from mtagent.context.static import RuntimeContext, StaticContext, StaticParts
-from mtagent.context.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from mtagent.context.tool_results import ToolResultBudgeter
+from mtagent.context.static.rules import touched_paths
+from mtagent.context.session_memory.manager import SessionMemoryManager
+from mtagent.context.static.tiers import RuntimeContext, StaticContext, StaticParts
+from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from mtagent.context.tool_results.budgeter import ToolResultBudgeter
 from mtagent.context.window import ContextWindowManager
 from mtagent.events import EventBus, SessionStats
 from mtagent.session.artifacts import ArtifactStore

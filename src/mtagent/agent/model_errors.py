@@ -22,7 +22,7 @@ from typing import TypeVar
 
 from langchain_core import exceptions as lc_errors
 
-from mtagent.context.policy import is_context_length_error as engine_is_context_length_error
+from mtagent.context.compaction.policy import is_context_length_error as engine_is_context_length_error
 from mtagent.errors import ModelError
 
 T = TypeVar("T")

@@ -1,6 +1,6 @@
 """The texts the agent itself writes into the conversation.
 
-The system prompt and ``<session_context>`` are built by :mod:`mtagent.context.static`; what
+The system prompt and ``<session_context>`` are built by :mod:`mtagent.context.static.tiers`; what
 lives here are the tool results the agent writes *instead of* running a tool — so the model
 learns why, and what to do next, rather than retrying blindly.
 """

@@ -43,10 +43,10 @@ from mtagent.agent.models import context_window, create_chat_model
 from mtagent.agent.redaction import Redactor, RedactingSink, collect_secrets
 from mtagent.agent.state import Conversation, initial_state
 from mtagent.config import Settings, load_settings
-from mtagent.context.compactor import CompactionResult
-from mtagent.context.memory_extract import MemoryExtractor
+from mtagent.context.compaction.compactor import CompactionResult
+from mtagent.context.static.memory_extract import MemoryExtractor
 from mtagent.context.plan import ContextPlan
-from mtagent.context.session_memory import session_memory_for_resume
+from mtagent.context.session_memory.manager import session_memory_for_resume
 from mtagent.context.tokens import count_text_tokens
 from mtagent.context.view import ResumedSession, build_resume_view, load_session
 from mtagent.errors import ModelError, SessionNotFound
@@ -407,7 +407,7 @@ def _add_session_memory(resumed: ResumedSession, records: Sequence[dict[str, Any
 
     The notes cover what happened after the last boundary too; a session-memory compaction whose
     notes did not change since already *is* the summary, so they are not sent twice
-    (:func:`~mtagent.context.session_memory.session_memory_for_resume` decides).
+    (:func:`~mtagent.context.session_memory.manager.session_memory_for_resume` decides).
     """
     if not settings.session_memory.enabled:
         return

@@ -12,8 +12,8 @@ import typer
 from rich.markup import escape
 
 from mtagent.cli.output import console, user_errors
-from mtagent.context import memory
-from mtagent.context.memory import Scope
+from mtagent.context.static import memory
+from mtagent.context.static.memory import Scope
 
 memory_app = typer.Typer(help="List, add and remove long-term memories (global or per project).",
                          no_args_is_help=True)

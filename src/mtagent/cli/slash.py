@@ -25,8 +25,8 @@ from rich.text import Text
 from mtagent.cli import context_render as render
 from mtagent.cli.context_render import WindowUsage
 from mtagent.cli.session_report import SessionReport
-from mtagent.context import memory
-from mtagent.context.memory import Scope
+from mtagent.context.static import memory
+from mtagent.context.static.memory import Scope
 from mtagent.errors import MTAgentError, UsageError
 
 

@@ -8,7 +8,7 @@ starts with one human message::
     …
     </conversation_history_summary>
 
-followed by the kept recent tail. Both :mod:`mtagent.context.compactor` (live) and
+followed by the kept recent tail. Both :mod:`mtagent.context.compaction.compactor` (live) and
 :mod:`mtagent.context.view` (resume) build it here, so the prompt prefix is byte-identical.
 """
 

@@ -30,7 +30,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from mtagent.context.authority import Conflict
+from mtagent.context.static.authority import Conflict
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.budget import Bucket, BudgetBuckets
 from mtagent.session.schema import context_plan_record

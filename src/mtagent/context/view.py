@@ -29,7 +29,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from mtagent import paths
 from mtagent.context.boundary import summary_message_from_record
-from mtagent.context.microcompact import CLEARED_PLACEHOLDER, cleared_copy
+from mtagent.context.compaction.microcompact import CLEARED_PLACEHOLDER, cleared_copy
 from mtagent.errors import SessionNotFound
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore

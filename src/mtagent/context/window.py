@@ -36,14 +36,14 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from mtagent.config import Settings
 from mtagent.context.budget import Bucket, BudgetBuckets
-from mtagent.context.compactor import CompactionResult, compact, compact_from
-from mtagent.context.microcompact import (
+from mtagent.context.compaction.compactor import CompactionResult, compact, compact_from
+from mtagent.context.compaction.microcompact import (
     MicrocompactResult,
     cleared_copy,
     maybe_size_based_microcompact,
     maybe_time_based_microcompact,
 )
-from mtagent.context.authority import Conflict
+from mtagent.context.static.authority import Conflict
 from mtagent.context.plan import (
     CompressedItem,
     ContextItem,
@@ -54,9 +54,9 @@ from mtagent.context.plan import (
     context_item,
     id_range,
 )
-from mtagent.context.policy import AutoCompactPolicy, RecordSink
-from mtagent.context.reattach import ReadState
-from mtagent.context.summarize import Summarizer
+from mtagent.context.compaction.policy import AutoCompactPolicy, RecordSink
+from mtagent.context.compaction.reattach import ReadState
+from mtagent.context.compaction.summarize import Summarizer
 from mtagent.context.tokens import MessageTokenCounter, reported_context_tokens
 from mtagent.errors import CompactionFailed
 from mtagent.events import EventBus, EventType, SessionStats
@@ -64,7 +64,7 @@ from mtagent.session.schema import microcompact_record, parse_timestamp
 
 
 class SessionMemory(Protocol):
-    """What the window manager needs from session memory (``context/session_memory.py``)."""
+    """What the window manager needs from session memory (``context/session_memory/manager.py``)."""
 
     def maybe_update(self, history: Sequence[BaseMessage], *, tokens: int) -> None:
         """Called on every ``prepare``; extract/update summary.md when its triggers are met."""
@@ -79,7 +79,7 @@ class SessionMemory(Protocol):
         extra_tokens: int,
     ) -> CompactionResult | None:
         """A session-memory compaction of ``history`` (``summary_source="session_memory"``,
-        built with :func:`mtagent.context.compactor.build_compaction_result`), or None when
+        built with :func:`mtagent.context.compaction.compactor.build_compaction_result`), or None when
         there is no usable memory yet."""
 
 
@@ -300,7 +300,7 @@ class ContextWindowManager:
         tools_tokens: int = 0,
     ) -> CompactionResult:
         """``/compact from <id>``: partial compaction around a message (see
-        :func:`mtagent.context.compactor.compact_from`)."""
+        :func:`mtagent.context.compaction.compactor.compact_from`)."""
         extra = self._extra(system, tools_tokens)
         self._sync(history)
         tokens, _ = self._measure(extra)

@@ -1,7 +1,7 @@
 """The context engine bound to one thread's session: what the LangChain hooks call.
 
 :class:`ThreadEngine` is the glue between LangChain's request/state shapes and mtagent's engine
-(:class:`~mtagent.context.window.ContextWindowManager`, :class:`~mtagent.context.tool_results.
+(:class:`~mtagent.context.window.ContextWindowManager`, :class:`~mtagent.context.tool_results.budgeter.
 ToolResultBudgeter`) and the thread's transcript. Every method is synchronous and safe to call
 from the tool threads LangGraph runs in parallel; the async hooks run them in a worker thread.
 """
@@ -21,11 +21,11 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from mtagent.config import Settings, load_settings
-from mtagent.context.policy import is_context_length_error
-from mtagent.context.session_memory import SessionMemoryManager
-from mtagent.context.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from mtagent.context.compaction.policy import is_context_length_error
+from mtagent.context.session_memory.manager import SessionMemoryManager
+from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from mtagent.context.tokens import count_text_tokens
-from mtagent.context.tool_results import ToolResultBudgeter, ToolResultPolicy
+from mtagent.context.tool_results.budgeter import ToolResultBudgeter, ToolResultPolicy
 from mtagent.context.window import ContextWindowManager
 from mtagent.events import EventBus, EventType
 from mtagent.integrations.thread_session import ThreadSession, session_id_for_thread, thread_id_of

@@ -31,7 +31,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from mtagent.config import Settings
-from mtagent.context.summarize import Summarizer
+from mtagent.context.compaction.summarize import Summarizer
 from mtagent.events import EventBus, EventType
 from mtagent.integrations.engine import ThreadSessions, Turn
 from mtagent.integrations.thread_session import ThreadSession

@@ -48,7 +48,7 @@ from langgraph.types import Command
 
 from mtagent.config import Settings
 from mtagent.errors import CompactionFailed
-from mtagent.context.summarize import Summarizer
+from mtagent.context.compaction.summarize import Summarizer
 from mtagent.events import EventBus, EventType
 from mtagent.integrations.artifact_tool import make_read_tool_result
 from mtagent.integrations.engine import ThreadEngine, ThreadSessions, Turn
@@ -70,7 +70,7 @@ class MTContextMiddleware(AgentMiddleware):
             ``thread_id``.
         summarizer_model: a chat model that writes hand-off summaries (a cheaper one is fine);
             without it, summaries are extractive (no model call).
-        summarizer: any :class:`~mtagent.context.summarize.Summarizer`; wins over
+        summarizer: any :class:`~mtagent.context.compaction.summarize.Summarizer`; wins over
             ``summarizer_model``.
         events: an :class:`~mtagent.events.EventBus` to watch the engine (tool results persisted,
             microcompact, compaction, retries); every event is also in the transcript.

@@ -31,7 +31,7 @@ from langchain_core.messages import BaseMessage
 from mtagent import __version__, paths
 from mtagent.config import Settings
 from mtagent.context.boundary import is_summary_message
-from mtagent.context.reattach import REATTACHED_KIND
+from mtagent.context.compaction.reattach import REATTACHED_KIND
 from mtagent.events import EventBus, EventType, SessionStats
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore

@@ -1,6 +1,6 @@
 """The ``mtagent`` strategy: the real engine, fed a recording one model call at a time.
 
-* Each tool result goes through :class:`~mtagent.context.tool_results.ToolResultBudgeter` as it
+* Each tool result goes through :class:`~mtagent.context.tool_results.budgeter.ToolResultBudgeter` as it
   is produced (per assistant turn, so the aggregate rule applies); oversized results are
   written to a throw-away artifact store and the history keeps the ``<persisted-output>``
   preview, exactly as in a live session.
@@ -28,9 +28,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from mtagent.config import Settings
-from mtagent.context.session_memory import SessionMemoryManager
+from mtagent.context.session_memory.manager import SessionMemoryManager
 from mtagent.context.tokens import message_text
-from mtagent.context.tool_results import ToolResultBudgeter, ToolResultPolicy
+from mtagent.context.tool_results.budgeter import ToolResultBudgeter, ToolResultPolicy
 from mtagent.context.window import ContextWindowManager
 from mtagent.replay.strategies import StepResult, StrategyContext
 from mtagent.replay.summarizer import MeteredSummarizer, SummaryCall

@@ -2,13 +2,13 @@
 
 Comparing context *policies* means holding the summarizing model fixed: every strategy that
 summarizes (``mtagent``, ``lc-summarization``, ``threshold-compact``) gets the same
-:class:`~mtagent.context.summarize.ExtractiveSummarizer`, reached through
+:class:`~mtagent.context.compaction.summarize.ExtractiveSummarizer`, reached through
 :class:`ExtractiveChatModel` — a small LangChain chat model whose answer to a list of messages
 is their extractive hand-off sheet — so LangChain's middleware can drive it as a model too.
 
 Each call is metered as if a real model had been asked: its input is the request that
 strategy would send to a summarizing model (mtagent and threshold-compact: the hand-off prompt
-plus the rendered transcript, as :class:`~mtagent.context.summarize.LLMSummarizer` builds it;
+plus the rendered transcript, as :class:`~mtagent.context.compaction.summarize.LLMSummarizer` builds it;
 LangChain: its own summary prompt around the XML-formatted messages), its output is the summary.
 """
 
@@ -23,7 +23,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from mtagent.context.summarize import ExtractiveSummarizer, LLMSummarizer
+from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer
 from mtagent.context.tokens import count_text_tokens, message_text
 
 

@@ -1,7 +1,7 @@
 """Workspace tools: read_file, write_file, edit_file, grep, glob, ls, shell, read_tool_result.
 
 Each is a LangChain ``BaseTool`` confined to the workspace roots; results pass through the
-tool-result budget (:mod:`mtagent.context.tool_results`) the moment they are produced.
+tool-result budget (:mod:`mtagent.context.tool_results.budgeter`) the moment they are produced.
 """
 
 from mtagent.tools.base import ApprovalDecision, ApprovalHook, ToolContext, ToolInputError, ToolSession

@@ -5,7 +5,7 @@ returns ``(content, tool_use_result)`` or raises :class:`ToolInputError` (or any
 :class:`~mtagent.errors.MTAgentError`/``OSError``) with a message the model can act on.
 :class:`WorkspaceTool` turns that into a ``ToolMessage`` — ``status="error"`` for failures,
 never an exception through the agent loop — and passes every result through the session's
-:class:`~mtagent.context.tool_results.ToolResultBudgeter` the moment it is produced.
+:class:`~mtagent.context.tool_results.budgeter.ToolResultBudgeter` the moment it is produced.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import ConfigDict, Field, SkipValidation, ValidationError
 
 from mtagent.config import Settings
-from mtagent.context.tool_results import RecordSink, ToolResultBudgeter, ToolResultPolicy
+from mtagent.context.tool_results.budgeter import RecordSink, ToolResultBudgeter, ToolResultPolicy
 from mtagent.errors import MTAgentError
 from mtagent.events import EventBus, SessionStats
 from mtagent.session.artifacts import ArtifactStore

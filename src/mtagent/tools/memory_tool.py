@@ -13,7 +13,7 @@ from typing import Literal
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from mtagent.context import memory
+from mtagent.context.static import memory
 from mtagent.errors import MTAgentError
 
 SAVE_MEMORY_DESCRIPTION = (

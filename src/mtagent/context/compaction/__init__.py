@@ -1,0 +1,1 @@
+"""mtagent.context.compaction"""

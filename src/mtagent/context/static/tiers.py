@@ -1,0 +1,286 @@
+"""Static context: what is injected at the start of every request, built fresh each turn.
+
+Spec 001's two tiers:
+
+* **Tier 1** — the global ``~/.mtagent/CONTEXT.md`` (rules, preferences, its
+  ``## Agent Memories``) goes into the system prompt, every turn.
+* **Tier 2** — the project's ``CONTEXT.md`` (with ``CONTEXT.local.md``, the rules of
+  ``.mtagent/rules/`` that apply, and the project's ``MEMORY.md`` index) goes into a
+  ``<session_context>`` human message together with today's date, the OS and the working
+  directory. It sits where the first turn's context sits: right after the system prompt.
+
+Neither is ever part of the persistent history, so no compaction can summarize a rule away:
+:class:`StaticContext` re-reads the files (hand edits apply on the next turn) and the agent
+prepends its two messages to whatever view the context engine prepared. The session's date is
+fixed when the session starts, so the prefix stays byte-identical for prompt caching.
+
+Authority (spec 003) lives in :mod:`mtagent.context.static.authority`; a long-term memory that
+contradicts a rule is recorded as a conflict and left out of the prompt — the rule wins.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import logging
+import os
+import platform
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from mtagent import paths
+from mtagent.config import MemorySettings
+from mtagent.context.static import memory
+from mtagent.context.static.authority import Authority, AuthorityItem, Conflict, detect_conflicts
+from mtagent.context.static.rules import RuleSet, load_rules
+from mtagent.context.tokens import count_text_tokens
+
+log = logging.getLogger(__name__)
+
+SESSION_CONTEXT_ID = "session-context"
+SYSTEM_PROMPT_ID = "system-prompt"
+STATIC_KIND = "static_context"
+
+SYSTEM_PROMPT_TEMPLATE = """\
+You are mtagent, a coding agent that works in the user's project through tools.
+
+Working principles:
+- Read before you change: look at the relevant code, tests and rules first.
+- Make the smallest change that does the job, then verify it (build, tests, or a run).
+- Report what you did and what you saw; never claim a result you did not observe.
+- Large tool results are stored in full; you see a preview and can read the rest by path.
+- Earlier parts of a long session may be replaced by a summary; trust files and fresh tool
+  results over the summary when they disagree.
+- Answer in the language the user writes in.
+
+Rules take precedence in this order: system and safety rules, then project rules, then the
+user's current instruction, then task state, then verified tool results, then remembered facts,
+then summaries of earlier conversation.
+
+Use save_memory only for durable facts worth knowing in a future session (a user preference,
+a project convention, a lesson learned the hard way) — not for task progress.
+{tool_section}{global_context_section}{runtime_context_section}"""
+
+
+@dataclass(slots=True, frozen=True)
+class RuntimeContext:
+    """Per-turn fields of the agent state that the system prompt shows when set."""
+
+    optimization_mode: str | None = None
+    source_file: str | None = None
+    working_directory: str | None = None
+
+
+def _tool_name_and_description(tool: Any) -> tuple[str, str]:
+    if isinstance(tool, dict):
+        fn = tool.get("function", tool)
+        return str(fn.get("name", "")), str(fn.get("description", "") or "")
+    return str(getattr(tool, "name", "")), str(getattr(tool, "description", "") or "")
+
+
+def render_tool_section(tools: Sequence[Any]) -> str:
+    """``## Tools`` with one ``- name: first line of description`` per tool; empty without tools."""
+    rows = []
+    for tool in tools:
+        name, description = _tool_name_and_description(tool)
+        if name:
+            first = description.strip().splitlines()[0] if description.strip() else ""
+            rows.append(f"- {name}: {first}" if first else f"- {name}")
+    return "\n## Tools\n" + "\n".join(rows) + "\n" if rows else ""
+
+
+def render_global_context_section(global_context: str) -> str:
+    text = global_context.strip()
+    return f"\n## Global context (~/.mtagent/CONTEXT.md)\n{text}\n" if text else ""
+
+
+def render_runtime_context_section(runtime: RuntimeContext | None) -> str:
+    if runtime is None:
+        return ""
+    rows = [f"- {label}: {value}" for label, value in (
+        ("Optimization mode", runtime.optimization_mode),
+        ("Source file", runtime.source_file),
+        ("Working directory", runtime.working_directory),
+    ) if value]
+    return "\n## Runtime context\n" + "\n".join(rows) + "\n" if rows else ""
+
+
+def build_system_prompt(tools: Sequence[Any], global_context: str, runtime: RuntimeContext | None) -> str:
+    """The system prompt: the fixed template plus its three sections (each omitted when empty)."""
+    return SYSTEM_PROMPT_TEMPLATE.format(
+        tool_section=render_tool_section(tools),
+        global_context_section=render_global_context_section(global_context),
+        runtime_context_section=render_runtime_context_section(runtime),
+    ).rstrip() + "\n"
+
+
+def load_global_context(path: Path | None = None) -> str:
+    """Tier 1 text as injected: the global CONTEXT.md without obsolete memories ('' if absent)."""
+    target = path or paths.global_context_path()
+    try:
+        text = target.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+    return memory.strip_obsolete_memories(text)
+
+
+def describe_os() -> str:
+    return f"{platform.system() or os.name} {platform.release()} ({platform.machine() or 'unknown arch'})".strip()
+
+
+def build_session_context(
+    working_directory: str | os.PathLike[str],
+    *,
+    today: _dt.date,
+    os_name: str,
+    project_sections: Sequence[tuple[str, str]] = (),
+) -> HumanMessage:
+    """The ``<session_context>`` message: date, OS, working directory, then Tier 2 sections.
+
+    ``project_sections`` are ``(source label, text)`` pairs: project CONTEXT.md, local rules,
+    path-scoped rules that apply, and the project memory index.
+    """
+    lines = [
+        "<session_context>",
+        f"Today's date: {today.isoformat()}",
+        f"OS: {os_name}",
+        f"Working directory: {Path(working_directory)}",
+    ]
+    for source, text in project_sections:
+        if text.strip():
+            lines += ["", f'<project_context source="{source}">', text.strip(), "</project_context>"]
+    lines.append("</session_context>")
+    return HumanMessage(
+        content="\n".join(lines),
+        id=SESSION_CONTEXT_ID,
+        response_metadata={"mtagent": {"kind": STATIC_KIND, "part": "session_context", "bucket": "session_context"}},
+    )
+
+
+@dataclass(slots=True)
+class StaticParts:
+    """One turn's static context and what building it found."""
+
+    system: SystemMessage
+    session_context: HumanMessage
+    rules: RuleSet
+    conflicts: list[Conflict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def messages(self) -> list[SystemMessage | HumanMessage]:
+        """Prepend these to the engine's view: system prompt, then ``<session_context>``."""
+        return [self.system, self.session_context]
+
+
+@dataclass
+class StaticContext:
+    """The static context of one session. Cheap to rebuild every turn (a few small files).
+
+    ``touched`` paths (see :func:`mtagent.context.static.rules.touched_paths`) switch on the
+    path-scoped rules; once a file was touched its rules stay for the rest of the session.
+    """
+
+    project_root: Path
+    settings: MemorySettings = field(default_factory=MemorySettings)
+    today: _dt.date = field(default_factory=_dt.date.today)
+    os_name: str = field(default_factory=describe_os)
+    _touched: dict[str, None] = field(default_factory=dict, init=False, repr=False)
+    _warned: set[str] = field(default_factory=set, init=False, repr=False)
+    _conflict_memo: tuple[tuple[Any, ...], list[Conflict]] | None = field(default=None, init=False, repr=False)
+
+    def touch(self, paths_: Iterable[str]) -> None:
+        for p in paths_:
+            self._touched.setdefault(p, None)
+
+    def build(self, tools: Sequence[Any] = (), runtime: RuntimeContext | None = None,
+              touched: Iterable[str] = ()) -> StaticParts:
+        """Read Tier 1, rules and memories from disk and render this turn's two messages."""
+        self.touch(touched)
+        rules = load_rules(self.project_root, include_max_depth=self.settings.include_max_depth,
+                           rules_max_chars=self.settings.rules_max_chars)
+        active_rules = rules.active(self._touched)
+        global_text = load_global_context()
+        project_memory = memory.load_project_memory(self.project_root, self.settings.index_max_lines)
+
+        rule_items = [AuthorityItem(f"rule:{r.source}", Authority.PROJECT_RULES, r.text) for r in active_rules]
+        rule_items.append(AuthorityItem("rule:~/.mtagent/CONTEXT.md", Authority.PROJECT_RULES,
+                                        _without_memories(global_text)))
+        memory_items = [AuthorityItem(f"memory:global:{i}", Authority.LONG_TERM_MEMORY, fact)
+                        for i, fact in enumerate(memory.memory_file("global").active(), 1)]
+        memory_items += [AuthorityItem(f"memory:project:{i}", Authority.LONG_TERM_MEMORY, fact)
+                         for i, fact in enumerate(memory.memory_file(
+                             "project", self.project_root,
+                             index_max_lines=self.settings.index_max_lines).active(), 1)]
+        items = [*rule_items, *memory_items]
+        key = tuple((i.id, i.authority, i.text) for i in items)
+        if self._conflict_memo is None or self._conflict_memo[0] != key:
+            self._conflict_memo = (key, detect_conflicts(items))
+        conflicts = list(self._conflict_memo[1])
+        lost_ids = {loser for c in conflicts for loser in c.losers}
+        losing = {item.text for item in memory_items if item.id in lost_ids}
+        if losing:
+            global_text = _drop_facts(global_text, losing)
+            project_memory = _drop_facts(project_memory, losing)
+
+        sections = [(r.source, r.text) for r in active_rules]
+        sections.append((f"{memory.PROJECT_INDEX_NAME} (project memory)", project_memory))
+        global_rules = _without_memories(global_text)
+        system = SystemMessage(
+            content=build_system_prompt(tools, global_text, runtime),
+            id=SYSTEM_PROMPT_ID,
+            response_metadata={"mtagent": {"kind": STATIC_KIND, "part": "system", "split": {
+                "rules": _tokens(global_rules),
+                "memory": _tokens(global_text) - _tokens(global_rules),
+            }}},
+        )
+        session = build_session_context(self.project_root, today=self.today, os_name=self.os_name,
+                                         project_sections=sections)
+        session.response_metadata["mtagent"]["split"] = {
+            "rules": sum(_tokens(r.text) for r in active_rules),
+            "memory": _tokens(project_memory),
+        }
+        warnings = list(rules.warnings) + [f"memory contradicts a rule and is not used: {c.reason}"
+                                           for c in conflicts]
+        for w in warnings:
+            if w not in self._warned:
+                self._warned.add(w)
+                log.warning("%s", w)
+        return StaticParts(system, session, rules, conflicts, warnings)
+
+    def rule_items(self) -> list[AuthorityItem]:
+        """The rules in force, as authority items — for checking a summary against them."""
+        rules = load_rules(self.project_root, include_max_depth=self.settings.include_max_depth,
+                           rules_max_chars=self.settings.rules_max_chars)
+        return [AuthorityItem(f"rule:{r.source}", Authority.PROJECT_RULES, r.text)
+                for r in rules.active(self._touched)]
+
+
+@functools.lru_cache(maxsize=256)
+def _tokens(text: str) -> int:
+    """Token count of a rules or memory text; they rarely change between turns, so memoized."""
+    return count_text_tokens(text)
+
+
+def _without_memories(global_text: str) -> str:
+    """The global CONTEXT.md minus its Agent Memories list (those are memories, not rules)."""
+    lines = global_text.splitlines(keepends=True)
+    span = memory.section_span(lines, memory.AGENT_MEMORIES_HEADING)
+    if span is None:
+        return global_text
+    return "".join(lines[:span[0] - 1] + lines[span[1]:])
+
+
+def _drop_facts(text: str, facts: set[str]) -> str:
+    keys = {memory.normalize_fact(f) for f in facts}
+    kept = []
+    for line in text.splitlines(keepends=True):
+        parsed = memory.parse_item(line)
+        if parsed and memory.normalize_fact(parsed[0]) in keys:
+            continue
+        kept.append(line)
+    return "".join(kept)

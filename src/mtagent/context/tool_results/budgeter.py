@@ -1,0 +1,386 @@
+"""Tool results on a budget (spec 000 M2): decided once, when a result is produced.
+
+A result over its tool's limit (grep 20,000 chars, shell 30,000, default 50,000; read_file
+bounds itself) is written in full to the session's artifact store, and the model sees
+``<persisted-output tool=… path=… original_chars=…>`` with a tool-aware preview
+(:mod:`mtagent.context.tool_results.previews`). When the results of one assistant turn together exceed
+200,000 chars, the largest are persisted until the rest fits.
+
+The decision is *frozen*: it is written into the ToolMessage's ``artifact`` (the transcript's
+``toolUseResult``) with a ``budget`` marker. Budgeting a message that carries the marker is a
+no-op, and a resumed session reads the recorded content as-is, so the prompt prefix is
+byte-identical across resumes.
+
+Three copies of a result (DESIGN principle 2): raw in the artifact file, structured
+``toolUseResult`` in the transcript, and the bounded preview the model sees.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage, ToolMessage
+
+from mtagent.config import ToolResultSettings
+from mtagent.context.tool_results import previews
+from mtagent.errors import ConfigError
+from mtagent.events import EventBus, EventType, SessionStats
+from mtagent.session.artifacts import ArtifactMeta, ArtifactStore, get_tool_result_path
+from mtagent.session.transcript import RecordSink
+
+_DEFAULTS = ToolResultSettings()
+BUDGET_KEY = "budget"
+STAGE_TOOL = "tool"  # the per-tool limit was applied; the turn's aggregate may still persist it
+STAGE_TURN = "turn"  # final: the aggregate rule ran too; never touched again
+_REDUCER_KEYS = frozenset({"path", "keep_last", "keep_first", "keep_fields", "drop_fields"})
+
+
+@dataclass(slots=True)
+class ToolResultPolicy:
+    """Per-tool limits, the per-turn aggregate, the preview size and reducers."""
+
+    grep_max_chars: int = _DEFAULTS.grep_max_chars
+    shell_max_chars: int = _DEFAULTS.shell_max_chars
+    default_max_chars: int = _DEFAULTS.default_max_chars
+    aggregate_max_chars: int = _DEFAULTS.aggregate_max_chars
+    preview_chars: int = _DEFAULTS.preview_chars
+    per_tool_max_chars: dict[str, int] = field(default_factory=dict)
+    self_limiting_tools: frozenset[str] = frozenset(_DEFAULTS.self_limiting_tools)
+    reducers: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for tool, spec in self.reducers.items():
+            validate_reducer(tool, spec)
+
+    @classmethod
+    def from_settings(cls, settings: ToolResultSettings | None = None) -> ToolResultPolicy:
+        s = settings or ToolResultSettings()
+        return cls(
+            grep_max_chars=s.grep_max_chars,
+            shell_max_chars=s.shell_max_chars,
+            default_max_chars=s.default_max_chars,
+            aggregate_max_chars=s.aggregate_max_chars,
+            preview_chars=s.preview_chars,
+            per_tool_max_chars=dict(s.per_tool_max_chars),
+            self_limiting_tools=frozenset(s.self_limiting_tools),
+            reducers={k: dict(v) for k, v in s.reducers.items()},
+        )
+
+    def limit_for(self, tool_name: str | None) -> int | None:
+        """The tool's threshold in chars, or None for a tool that bounds its own output."""
+        name = tool_name or ""
+        if name in self.per_tool_max_chars:
+            return self.per_tool_max_chars[name]
+        if name in self.self_limiting_tools:
+            return None
+        lowered = name.lower()
+        if lowered in previews.GREP_TOOLS:
+            return self.grep_max_chars
+        if lowered in previews.SHELL_TOOLS:
+            return self.shell_max_chars
+        return self.default_max_chars
+
+
+# ── reducers: user-declared data slimming for structured output ────────────────────────
+
+
+def validate_reducer(tool: str, spec: Mapping[str, Any]) -> None:
+    unknown = set(spec) - _REDUCER_KEYS
+    if unknown:
+        raise ConfigError(
+            f"tool_results.reducers.{tool} has unknown keys {sorted(unknown)}; "
+            f"use {sorted(_REDUCER_KEYS)}"
+        )
+    for key in ("keep_last", "keep_first"):
+        if key in spec and (not isinstance(spec[key], int) or isinstance(spec[key], bool) or spec[key] < 0):
+            raise ConfigError(f"tool_results.reducers.{tool}.{key} must be a whole number >= 0")
+    for key in ("keep_fields", "drop_fields"):
+        if key in spec and not (isinstance(spec[key], list) and all(isinstance(f, str) for f in spec[key])):
+            raise ConfigError(f"tool_results.reducers.{tool}.{key} must be a list of field names")
+    if "path" in spec and not isinstance(spec["path"], str):
+        raise ConfigError(f"tool_results.reducers.{tool}.path must be a dotted path like 'data.items'")
+
+
+def _slim(value: Any, spec: Mapping[str, Any], notes: list[str], where: str) -> Any:
+    if isinstance(value, list):
+        total = len(value)
+        if "keep_first" in spec and total > spec["keep_first"]:
+            value = value[: spec["keep_first"]]
+            notes.append(f"{where}: kept first {spec['keep_first']} of {total} items")
+        if "keep_last" in spec and len(value) > spec["keep_last"]:
+            kept = spec["keep_last"]
+            value = value[len(value) - kept:] if kept else []
+            notes.append(f"{where}: kept last {kept} of {total} items")
+        return [_slim_fields(item, spec) for item in value]
+    return _slim_fields(value, spec)
+
+
+def _slim_fields(value: Any, spec: Mapping[str, Any]) -> Any:
+    if not isinstance(value, dict):
+        return value
+    if "keep_fields" in spec:
+        value = {k: v for k, v in value.items() if k in spec["keep_fields"]}
+    if "drop_fields" in spec:
+        value = {k: v for k, v in value.items() if k not in spec["drop_fields"]}
+    return value
+
+
+def apply_reducer(data: Any, spec: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    """Slim ``data`` by ``spec``; returns the new value and what was dropped (for the note)."""
+    notes: list[str] = []
+    where = spec.get("path") or "result"
+    if "keep_fields" in spec:
+        notes.append(f"{where}: kept only fields {', '.join(spec['keep_fields'])}")
+    if "drop_fields" in spec:
+        notes.append(f"{where}: dropped fields {', '.join(spec['drop_fields'])}")
+    path = [p for p in str(spec.get("path", "")).split(".") if p]
+    if not path:
+        return _slim(data, spec, notes, "result"), notes
+    data = copy.deepcopy(data)
+    parent = data
+    for part in path[:-1]:
+        if not isinstance(parent, dict) or part not in parent:
+            return data, [f"path {spec['path']!r} not found; nothing reduced"]
+        parent = parent[part]
+    leaf = path[-1]
+    if not isinstance(parent, dict) or leaf not in parent:
+        return data, [f"path {spec['path']!r} not found; nothing reduced"]
+    parent[leaf] = _slim(parent[leaf], spec, notes, spec["path"])
+    return data, notes
+
+
+# ── the budgeter ─────────────────────────────────────────────────────────────────────────
+
+
+def map_tool_result_for_llm(
+    tool_name: str,
+    content: str,
+    artifact_meta: ArtifactMeta | Mapping[str, Any] | None,
+    *,
+    preview_chars: int = _DEFAULTS.preview_chars,
+) -> str:
+    """What the model sees for a result: ``content`` itself, or the persisted-output preview."""
+    if artifact_meta is None:
+        return content
+    kind = previews.preview_kind(tool_name, content)
+    preview = previews.make_preview(kind, content, preview_chars)
+    return previews.persisted_output(tool_name, content, artifact_meta, preview)
+
+
+def is_budgeted(message: BaseMessage, stage: str | None = None) -> bool:
+    """True once the budgeter decided this result (optionally: reached ``stage``)."""
+    artifact = getattr(message, "artifact", None)
+    marker = artifact.get(BUDGET_KEY) if isinstance(artifact, dict) else None
+    if not isinstance(marker, dict):
+        return False
+    return stage is None or marker.get("stage") == stage
+
+
+def _text_of(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+            else:
+                return None  # images and other blocks are not ours to cut
+        return "\n".join(parts)
+    return None
+
+
+def _base_result(message: ToolMessage) -> dict[str, Any]:
+    artifact = message.artifact
+    if isinstance(artifact, dict):
+        return copy.deepcopy(artifact)
+    result: dict[str, Any] = {"kind": "text"}
+    if artifact is not None:
+        result["tool_artifact_type"] = type(artifact).__name__
+    return result
+
+
+@dataclass
+class ToolResultBudgeter:
+    """Applies :class:`ToolResultPolicy` to ToolMessages, once, and records what it did.
+
+    ``budget`` runs per result as it is produced (the tools call it); ``budget_turn`` runs on
+    all results of one assistant turn (the aggregate rule) and freezes the decisions;
+    ``finalize_turn`` also appends each result as a ``transcript_message`` to the sink.
+    Safe to call from tools running in parallel threads.
+    """
+
+    policy: ToolResultPolicy = field(default_factory=ToolResultPolicy)
+    artifacts: ArtifactStore | None = None
+    sink: RecordSink | None = None
+    events: EventBus | None = None
+    stats: SessionStats | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def budget(self, message: ToolMessage) -> ToolMessage:
+        """Apply the reducer and the tool's own limit; a budgeted message comes back unchanged."""
+        if not isinstance(message, ToolMessage) or is_budgeted(message):
+            return message
+        tool = message.name or ""
+        result = _base_result(message)
+        text = _text_of(message.content)
+        if text is None:
+            result[BUDGET_KEY] = {"stage": STAGE_TOOL, "decision": "not_text"}
+            return self._rebuild(message, message.content, result)
+        raw = text
+        reducer = self.policy.reducers.get(tool)
+        reduced_note = ""
+        if reducer is not None:
+            parsed = previews._parse_json(text)
+            if parsed is not None:
+                slimmed, notes = apply_reducer(parsed, reducer)
+                if slimmed != parsed:
+                    text = json.dumps(slimmed, ensure_ascii=False)
+                    result["reducer"] = {"spec": dict(reducer), "notes": notes,
+                                         "original_chars": len(raw), "reduced_chars": len(text)}
+                    reduced_note = "; ".join(notes)
+        result.setdefault("kind", "text")
+        result["original_chars"] = len(raw)
+        if self.stats is not None:
+            self.stats.last_tool_result_chars = len(raw)
+        limit = self.policy.limit_for(tool)
+        decision, reason = "inline", None
+        if limit is not None and len(text) > limit:
+            content, decision = self._persist(message, tool, raw, text, result, reason="tool_limit", limit=limit)
+            reason = "tool_limit"
+        elif reduced_note:
+            meta = self._store(message, tool, raw, result)
+            where = f"; full data saved to {meta.path}" if meta else ""
+            content = f"[reduced by the '{tool}' reducer: {reduced_note}{where}]\n{text}"
+            result.update(truncated=True)
+            decision = "reduced"
+        else:
+            content = message.content
+            result.setdefault("artifact", None)
+            result.setdefault("truncated", False)
+            result.setdefault("artifact_truncated", False)
+        result["preview_chars"] = len(_text_of(content) or "")
+        result[BUDGET_KEY] = {"stage": STAGE_TOOL, "decision": decision, "limit": limit,
+                              **({"reason": reason} if reason else {})}
+        return self._rebuild(message, content, result)
+
+    def budget_turn(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """Budget every result of one assistant turn, then persist the largest until the turn fits.
+
+        Messages already frozen (``stage == "turn"``) are returned as the same objects, so
+        re-budgeting a resumed history changes nothing. Non-tool messages pass through.
+        """
+        out = [self.budget(m) if isinstance(m, ToolMessage) else m for m in messages]
+        open_idx = [i for i, m in enumerate(out) if isinstance(m, ToolMessage) and not is_budgeted(m, STAGE_TURN)]
+        if not open_idx:
+            return out
+        total = sum(len(_text_of(m.content) or "") for m in out if isinstance(m, ToolMessage))
+        candidates = [
+            i for i in open_idx
+            if out[i].artifact[BUDGET_KEY].get("decision") == "inline"
+            and self.policy.limit_for(out[i].name) is not None
+            and _text_of(out[i].content) is not None
+        ]
+        candidates.sort(key=lambda i: len(_text_of(out[i].content) or ""), reverse=True)
+        for i in candidates:
+            if total <= self.policy.aggregate_max_chars:
+                break
+            message = out[i]
+            text = _text_of(message.content) or ""
+            result = copy.deepcopy(message.artifact)
+            content, decision = self._persist(message, message.name or "", text, text, result,
+                                              reason="aggregate", limit=self.policy.aggregate_max_chars)
+            result["preview_chars"] = len(content)
+            result[BUDGET_KEY] = {**result[BUDGET_KEY], "decision": decision, "reason": "aggregate"}
+            out[i] = self._rebuild(message, content, result)
+            total -= len(text) - len(content)
+        for i in open_idx:
+            message = out[i]
+            result = copy.deepcopy(message.artifact)
+            result[BUDGET_KEY] = {**result[BUDGET_KEY], "stage": STAGE_TURN}
+            out[i] = self._rebuild(message, message.content, result)
+        return out
+
+    def finalize_turn(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """``budget_turn``, then append each tool result of the turn to the sink as a record."""
+        out = self.budget_turn(messages)
+        if self.sink is not None:
+            from mtagent.session.schema import message_to_record
+
+            for message in out:
+                if isinstance(message, ToolMessage):
+                    self.sink.append(message_to_record(message))
+        return out
+
+    # ── internals ──
+
+    def _store(self, message: ToolMessage, tool: str, raw: str, result: dict[str, Any]) -> ArtifactMeta | None:
+        if self.artifacts is None:
+            result.update(artifact=None, artifact_truncated=False)
+            return None
+        with self._lock:  # a reused tool_call_id (some local models repeat them) must not overwrite
+            relative = get_tool_result_path(message.tool_call_id)
+            suffix = 1
+            while self.artifacts.exists(relative):
+                suffix += 1
+                relative = get_tool_result_path(f"{message.tool_call_id}-{suffix}")
+            meta = self.artifacts.write_text(relative, raw)
+        result.update(artifact=meta.path, artifact_truncated=meta.truncated)
+        if self.sink is not None:
+            from mtagent.session.schema import tool_result_artifact_record
+
+            self.sink.append(tool_result_artifact_record(
+                message.tool_call_id, tool, meta.path, original_chars=meta.original_chars,
+                stored_bytes=meta.stored_bytes, truncated=meta.truncated, sha256=meta.sha256,
+            ))
+        return meta
+
+    def _persist(self, message: ToolMessage, tool: str, raw: str, text: str, result: dict[str, Any],
+                 *, reason: str, limit: int) -> tuple[str, str]:
+        """Write the raw result to the store; return (what the model sees instead, decision)."""
+        meta = self._store(message, tool, raw, result)
+        kind = previews.preview_kind(tool, text)
+        preview = previews.make_preview(kind, text, self.policy.preview_chars)
+        if meta is not None:
+            content = previews.persisted_output(tool, raw, meta, preview)
+            decision = "persisted"
+        else:
+            content = previews.truncated_output(tool, raw, preview)
+            decision = "truncated"
+        result.update(truncated=True, preview_kind=kind)
+        with self._lock:
+            if self.stats is not None and meta is not None:
+                self.stats.tool_results_persisted += 1
+                self.stats.tool_result_chars_saved += max(0, len(raw) - len(content))
+        if self.events is not None:
+            self.events.emit(
+                EventType.TOOL_RESULT_PERSISTED, tool=tool, tool_call_id=message.tool_call_id,
+                path=meta.path if meta else None, original_chars=len(raw), preview_chars=len(content),
+                reason=reason, limit=limit,
+            )
+        return content, decision
+
+    @staticmethod
+    def _rebuild(message: ToolMessage, content: Any, result: dict[str, Any]) -> ToolMessage:
+        metadata = dict(message.response_metadata or {})
+        marks = dict(metadata.get("mtagent") or {})
+        marks["tool_result"] = result[BUDGET_KEY]["decision"]
+        metadata["mtagent"] = marks
+        return ToolMessage(
+            content=content,
+            tool_call_id=message.tool_call_id,
+            name=message.name,
+            status=message.status,
+            id=message.id or f"msg-{uuid.uuid4().hex}",
+            artifact=result,
+            response_metadata=metadata,
+            additional_kwargs=dict(message.additional_kwargs or {}),
+        )

@@ -1,0 +1,1 @@
+"""Test helpers that ship with the package: synthetic sessions for tests and benchmarks."""

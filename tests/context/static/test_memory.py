@@ -1,0 +1,124 @@
+"""Long-term memory: the Agent Memories section, the project MEMORY.md, duplicates, obsolete facts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mtagent import paths
+from mtagent.context.static import memory
+from mtagent.errors import UsageError
+
+
+def test_global_fact_creates_section_and_keeps_rest_of_file_byte_identical() -> None:
+    ctx = paths.global_context_path()
+    ctx.parent.mkdir(parents=True, exist_ok=True)
+    original = "# My rules\r\n\r\n- answer in English\r\nno trailing newline"
+    ctx.write_bytes(original.encode())
+    memory.save_memory("prefers uv over pip", "global")
+    data = ctx.read_bytes().decode()
+    assert data.startswith(original)
+    assert data.endswith("## Agent Memories\r\n\r\n- prefers uv over pip\r\n")
+    assert [e.text for e in memory.list_memories("global")] == ["prefers uv over pip"]
+
+
+def test_global_fact_goes_after_last_item_of_existing_section() -> None:
+    ctx = paths.global_context_path()
+    ctx.parent.mkdir(parents=True, exist_ok=True)
+    ctx.write_text("# Rules\n\n## Agent Memories\n\n- one\n- two\n\n## Later\n\n- not a memory\n")
+    memory.save_memory("three")
+    assert ctx.read_text() == "# Rules\n\n## Agent Memories\n\n- one\n- two\n- three\n\n## Later\n\n- not a memory\n"
+    assert [e.text for e in memory.list_memories("global")] == ["one", "two", "three"]
+
+
+def test_duplicate_fact_is_stored_once_ignoring_case_and_spacing() -> None:
+    first = memory.save_memory("Tests run with  uv run pytest", "global")
+    again = memory.save_memory("tests run with uv run pytest.", "global")
+    assert first.added and not again.added
+    assert len(memory.list_memories("global")) == 1
+
+
+def test_project_memory_lives_in_memory_index(tmp_path: Path) -> None:
+    memory.save_memory("build with make -j8", "project", tmp_path)
+    index = paths.project_memory_dir(tmp_path) / "MEMORY.md"
+    assert index.is_file()
+    assert "- build with make -j8\n" in index.read_text()
+    assert memory.list_memories("global") == []
+    assert memory.load_project_memory(tmp_path, 200).endswith("- build with make -j8")
+
+
+def test_remove_by_number_and_by_text(tmp_path: Path) -> None:
+    for fact in ("alpha fact", "beta fact", "gamma fact"):
+        memory.save_memory(fact, "project", tmp_path)
+    assert memory.remove_memory(2, "project", tmp_path).text == "beta fact"
+    assert memory.remove_memory("GAMMA fact", "project", tmp_path).text == "gamma fact"
+    assert [e.text for e in memory.list_memories("project", tmp_path)] == ["alpha fact"]
+
+
+def test_ambiguous_or_missing_selector_is_a_usage_error() -> None:
+    memory.save_memory("use ruff for lint")
+    memory.save_memory("use ruff for format")
+    with pytest.raises(UsageError, match="remove by number"):
+        memory.remove_memory("use ruff")
+    with pytest.raises(UsageError, match="no global memory number 9"):
+        memory.remove_memory(9)
+    with pytest.raises(UsageError, match="no global memory matches"):
+        memory.remove_memory("something else")
+
+
+def test_obsolete_fact_is_listed_but_not_injected(tmp_path: Path) -> None:
+    memory.save_memory("db is postgres 14", "global")
+    memory.save_memory("db is postgres 16", "global")
+    memory.mark_memory_obsolete(1, "global")
+    text = paths.global_context_path().read_text()
+    assert "- ~~db is postgres 14~~ (obsolete)\n" in text
+    assert memory.memory_file("global").active() == ["db is postgres 16"]
+    assert "postgres 14" not in memory.strip_obsolete_memories(text)
+    assert "postgres 16" in memory.strip_obsolete_memories(text)
+
+
+def test_adding_an_obsolete_fact_again_reactivates_it() -> None:
+    memory.save_memory("ci uses github actions")
+    memory.mark_memory_obsolete("ci uses github actions")
+    result = memory.save_memory("CI uses GitHub Actions")
+    assert result.reactivated and not result.added
+    assert memory.memory_file("global").active() == ["ci uses github actions"]
+
+
+def test_hand_edits_are_respected_and_untouched_lines_keep_their_bytes(tmp_path: Path) -> None:
+    memory.save_memory("first", "project", tmp_path)
+    index = paths.project_memory_dir(tmp_path) / "MEMORY.md"
+    edited = index.read_text() + "*   hand written  fact \n\nSome prose a person added.\n"
+    index.write_text(edited)
+    assert [e.text for e in memory.list_memories("project", tmp_path)] == ["first", "hand written  fact"]
+    memory.save_memory("second", "project", tmp_path)
+    after = index.read_text()
+    assert "*   hand written  fact \n" in after
+    assert after.endswith("- second\n\nSome prose a person added.\n")
+
+
+def test_project_index_beyond_line_limit_is_not_loaded(tmp_path: Path) -> None:
+    for i in range(12):
+        memory.save_memory(f"fact number {i}", "project", tmp_path)
+    loaded = memory.load_project_memory(tmp_path, index_max_lines=8)
+    assert "fact number 0" in loaded and "fact number 11" not in loaded
+    assert len(memory.memory_file("project", tmp_path, index_max_lines=8).active()) < 12
+
+
+def test_empty_fact_is_refused() -> None:
+    with pytest.raises(UsageError, match="non-empty fact"):
+        memory.save_memory("   \n ")
+
+
+def test_multiline_fact_becomes_one_line() -> None:
+    memory.save_memory("line one\nline two")
+    assert memory.list_memories("global")[0].text == "line one line two"
+
+
+def test_injected_project_memory_omits_the_generated_header(tmp_path: Path) -> None:
+    memory.save_memory("fact one", "project", tmp_path)
+    index = paths.project_memory_dir(tmp_path) / "MEMORY.md"
+    index.write_text(index.read_text() + "See [testing](testing.md) for test notes.\n")
+    loaded = memory.load_project_memory(tmp_path, 200)
+    assert loaded == "- fact one\nSee [testing](testing.md) for test notes."
