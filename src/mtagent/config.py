@@ -6,7 +6,7 @@ Sources, later ones win::
              ← environment (MTAGENT_<SECTION>__<KEY>) ← explicit arguments
 
 An unknown key or a wrong type is a :class:`~mtagent.errors.ConfigError` naming the key and
-where it came from. ``mtagent config show`` prints the merged result; the README's reference
+where it came from. ``mtagent config show`` prints the merged result; docs/configuration.md's reference
 table is checked against these models by a test.
 """
 
@@ -314,7 +314,7 @@ def load_settings(
 
 
 def settings_reference() -> list[tuple[str, str, str]]:
-    """(key, default, description) for every setting, in declaration order (README reference)."""
+    """(key, default, description) for every setting, in declaration order (docs/configuration.md)."""
     rows: list[tuple[str, str, str]] = []
     for section, model in SECTIONS.items():
         instance = model()

@@ -42,7 +42,7 @@ def path(cwd: Path = typer.Option(Path("."), "--cwd", help="Project folder.")) -
 
 
 def reference_markdown() -> str:
-    """The settings reference table, as the README shows it (a test keeps them equal)."""
+    """The settings reference table, as docs/configuration.md shows it (a test keeps them equal)."""
     lines = ["| setting | default | meaning |", "|---|---|---|"]
     for key, default, description in settings_reference():
         lines.append(f"| `{key}` | `{default}` | {description.replace('|', '/')} |")
