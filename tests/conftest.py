@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from browser import chromium_page  # noqa: F401  (the shared headless-Chromium fixture, tests/browser.py)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 TRAJECTORIES = SHARED / "trajectories"
