@@ -179,6 +179,7 @@ class ContextPlan:
         return {
             "turn": self.turn,
             "tokens": self.tokens,
+            "token_limit": self.token_limit,
             "threshold": self.threshold,
             "buckets": self.buckets.as_dict(),
             "selected": list(self.selected_ids),
