@@ -254,7 +254,7 @@ def test_resume_clears_a_result_to_the_same_bytes_as_live_clearing():
 
 def test_resume_after_a_partial_compact_that_kept_the_head_matches_the_live_history():
     from mtagent.config import Settings
-    from mtagent.context.compaction.compactor import compact_from
+    from mtagent.context.compaction.compactor import CompactionOptions, compact_from
     from mtagent.context.tokens import MessageTokenCounter
     from mtagent.context.view import build_resume_messages
     from mtagent.session import schema
@@ -266,8 +266,8 @@ def test_resume_after_a_partial_compact_that_kept_the_head_matches_the_live_hist
                                                           "args": {"file_path": f"mod_{i}.py"}}]),
                     ToolMessage(f"contents of mod_{i}.py\n" * 20, tool_call_id=f"c{i}", id=f"t{i}", name="read_file")]
     records = [schema.message_to_record(m) for m in history]
-    result = compact_from(history, "h3", None, direction="from", settings=Settings(),
-                          counter=MessageTokenCounter())
+    result = compact_from(history, "h3", None, CompactionOptions(settings=Settings(),
+                          counter=MessageTokenCounter(), trigger="manual"), direction="from")
     records.append(result.boundary_record)
     later = HumanMessage("and now?", id="h9")
     records.append(schema.message_to_record(later))

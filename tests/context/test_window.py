@@ -14,7 +14,7 @@ from langchain_core.messages import (
 
 from mtagent.config import Settings
 from mtagent.context.boundary import is_summary_message
-from mtagent.context.compaction.compactor import build_compaction_result
+from mtagent.context.compaction.compactor import CompactionOptions, SummaryOutcome, build_compaction_result
 from mtagent.context.invariants import find_safe_split_index, validate_view
 from mtagent.context.compaction.microcompact import CLEARED_PLACEHOLDER
 from mtagent.context.compaction.policy import is_context_length_error
@@ -223,10 +223,9 @@ class FakeMemory:
         self.compacts += 1
         split = find_safe_split_index(history, token_of=self.counter.message_tokens, min_tokens=1_500,
                                       max_tokens=4_000)
-        return build_compaction_result(history, split_index=split, summary=self.summary,
-                                       summary_source="session_memory", settings=self.settings,
-                                       counter=self.counter, trigger=trigger, pre_tokens=tokens,
-                                       extra_tokens=extra_tokens)
+        options = CompactionOptions(settings=self.settings, counter=self.counter, trigger=trigger,
+                                    pre_tokens=tokens, extra_tokens=extra_tokens)
+        return build_compaction_result(history, split, SummaryOutcome(self.summary, "session_memory"), options)
 
 
 def test_session_memory_is_tried_first_for_auto_and_plain_manual_compaction():

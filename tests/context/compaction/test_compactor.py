@@ -8,7 +8,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from mtagent.config import Settings
 from mtagent.context.compaction import facts as F
 from mtagent.context.boundary import is_summary_message, summary_message_from_record
-from mtagent.context.compaction.compactor import compact, compact_from, truncate_head_for_ptl_retry
+from mtagent.context.compaction.compactor import (
+    CompactionOptions,
+    compact,
+    compact_from,
+    truncate_head_for_ptl_retry,
+)
 from mtagent.context.invariants import find_last_compact_boundary, validate_view
 from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer
 from mtagent.testing.synthetic import SyntheticSession
@@ -59,7 +64,7 @@ class ForgetfulModel:
 def test_compaction_keeps_a_valid_tail_within_bounds():
     settings, counter = small_settings(), MessageTokenCounter()
     history = session(120)
-    result = compact(history, None, settings=settings, counter=counter, trigger="auto")
+    result = compact(history, None, CompactionOptions(settings=settings, counter=counter, trigger="auto"))
     view = result.new_history()
     validate_view(view)
     assert is_summary_message(view[0])
@@ -71,7 +76,7 @@ def test_compaction_keeps_a_valid_tail_within_bounds():
 
 
 def test_boundary_record_matches_the_summary_message():
-    result = compact(session(120), None, settings=small_settings(), counter=MessageTokenCounter(), trigger="manual")
+    result = compact(session(120), None, CompactionOptions(settings=small_settings(), counter=MessageTokenCounter(), trigger="manual"))
     record = result.boundary_record
     assert record["type"] == "compact_boundary" and record["schema_version"] == 2
     assert record["trigger"] == "manual" and record["summary_source"] == "extractive"
@@ -85,11 +90,11 @@ def test_repeated_compactions_only_compact_before_the_newest_boundary():
     settings, counter = small_settings(), MessageTokenCounter()
     sess = SyntheticSession(seed=3, constraint=CONSTRAINT)
     history = list(sess.grow_to(120))
-    first = compact(history, None, settings=settings, counter=counter)
+    first = compact(history, None, CompactionOptions(settings=settings, counter=counter))
     history = first.new_history()
     for _ in range(40):
         history += sess.round()
-    second = compact(history, None, settings=settings, counter=counter)
+    second = compact(history, None, CompactionOptions(settings=settings, counter=counter))
     view = second.new_history()
     validate_view(view)
     assert find_last_compact_boundary(view) == 0
@@ -100,16 +105,16 @@ def test_repeated_compactions_only_compact_before_the_newest_boundary():
 
 def test_compact_with_nothing_new_since_the_boundary_fails_clearly():
     settings, counter = small_settings(), MessageTokenCounter()
-    first = compact(session(120), None, settings=settings, counter=counter)
+    first = compact(session(120), None, CompactionOptions(settings=settings, counter=counter))
     with pytest.raises(CompactionFailed, match="nothing to compact"):
-        compact(first.summary_messages, None, settings=settings, counter=counter)
+        compact(first.summary_messages, None, CompactionOptions(settings=settings, counter=counter))
     with pytest.raises(CompactionFailed, match="nothing to compact"):
-        compact([], None, settings=settings, counter=counter)
+        compact([], None, CompactionOptions(settings=settings, counter=counter))
 
 
 def test_a_short_history_still_summarizes_its_oldest_round():
     history = session(3)
-    result = compact(history, None, settings=small_settings(), counter=MessageTokenCounter())
+    result = compact(history, None, CompactionOptions(settings=small_settings(), counter=MessageTokenCounter()))
     assert result.summarized_ids == [history[0].id]
 
 
@@ -118,7 +123,7 @@ def test_ptl_retry_compacts_a_history_three_times_the_window():
     history = session(400, result_chars=2_000)
     assert counter.estimate(history) > 3 * settings.context.token_limit
     model = ProviderLike(limit=settings.context.token_limit)
-    result = compact(history, LLMSummarizer(model), settings=settings, counter=counter, trigger="manual")
+    result = compact(history, LLMSummarizer(model), CompactionOptions(settings=settings, counter=counter, trigger="manual"))
     assert result.summary_source == "llm"
     assert 1 <= result.ptl_retries <= settings.context.ptl_retry_max
     assert CONSTRAINT in result.summary  # dropped rounds' constraint carried by the verifier
@@ -133,7 +138,7 @@ def test_ptl_without_gap_drops_a_fifth_per_retry_then_falls_back_to_extractive()
 
     settings = small_settings()
     model = NoGap(limit=0)
-    result = compact(session(200), LLMSummarizer(model), settings=settings, counter=MessageTokenCounter())
+    result = compact(session(200), LLMSummarizer(model), CompactionOptions(settings=settings, counter=MessageTokenCounter()))
     assert model.calls == settings.context.ptl_retry_max + 1
     assert result.summary_source == "extractive"
     assert result.fallback_reason and "prompt is too long" in result.fallback_reason
@@ -155,7 +160,7 @@ def test_model_failure_falls_back_to_extractive():
         def invoke(self, *a, **k):
             raise ConnectionError("provider down")
 
-    result = compact(session(120), LLMSummarizer(Down()), settings=small_settings(), counter=MessageTokenCounter())
+    result = compact(session(120), LLMSummarizer(Down()), CompactionOptions(settings=small_settings(), counter=MessageTokenCounter()))
     assert result.summary_source == "extractive" and "provider down" in (result.fallback_reason or "")
 
 
@@ -166,7 +171,7 @@ def test_user_constraint_survives_five_compactions(summarizer):
     sess = SyntheticSession(seed=7, constraint=CONSTRAINT)
     history = list(sess.grow_to(100))
     for _ in range(5):
-        result = compact(history, chosen, settings=settings, counter=counter)
+        result = compact(history, chosen, CompactionOptions(settings=settings, counter=counter))
         assert CONSTRAINT in result.summary
         history = result.new_history()
         for _ in range(30):
@@ -196,7 +201,7 @@ def test_recently_read_unchanged_files_are_reattached(tmp_path):
     history += read_round(1, str(fresh), m_fresh) + read_round(2, str(stale), m_stale)
     history += session(120)[1:]
     os.utime(stale, (m_stale + 10, m_stale + 10))
-    result = compact(history, None, settings=small_settings(), counter=MessageTokenCounter())
+    result = compact(history, None, CompactionOptions(settings=small_settings(), counter=MessageTokenCounter()))
     assert len(result.attachments) == 1
     text = result.attachments[0].content
     assert "fresh.py" in text and "print('fresh')" in text and "stale.py" not in text
@@ -210,10 +215,10 @@ def test_reattachment_respects_file_and_token_limits(tmp_path):
         history += read_round(i, str(path), write(path, f"x{i} = 1\n" * 50))
     history += session(120)[1:]
     settings = small_settings(reattach_max_files=5)
-    result = compact(history, None, settings=settings, counter=MessageTokenCounter())
+    result = compact(history, None, CompactionOptions(settings=settings, counter=MessageTokenCounter()))
     assert result.attachments[0].content.count("<reattached_file") == 5
     assert "f7.py" in result.attachments[0].content  # newest first
-    tight = compact(history, None, settings=small_settings(reattach_max_tokens=120), counter=MessageTokenCounter())
+    tight = compact(history, None, CompactionOptions(settings=small_settings(reattach_max_tokens=120), counter=MessageTokenCounter()))
     assert not tight.attachments or count_text_tokens(tight.attachments[0].content) <= 200
 
 
@@ -225,8 +230,8 @@ def test_reattachment_uses_the_read_state_when_given(tmp_path):
         def recent_reads(self):
             return [{"file_path": str(path), "mtime": mtime}]
 
-    result = compact(session(120), None, settings=small_settings(), counter=MessageTokenCounter(),
-                     read_state=ReadState())
+    result = compact(session(120), None, CompactionOptions(settings=small_settings(), counter=MessageTokenCounter(),
+                     read_state=ReadState()))
     assert "state = True" in result.attachments[0].content
 
 
@@ -234,7 +239,7 @@ def test_partial_compact_up_to_keeps_the_message_and_after():
     settings, counter = small_settings(), MessageTokenCounter()
     history = session(80)
     pivot = next(m for m in history[40:] if isinstance(m, ToolMessage))
-    result = compact_from(history, pivot.id, None, settings=settings, counter=counter)
+    result = compact_from(history, pivot.id, None, CompactionOptions(settings=settings, counter=counter, trigger="manual"))
     view = result.new_history()
     validate_view(view)
     kept_ids = [m.id for m in result.messages_to_keep]
@@ -246,7 +251,7 @@ def test_partial_compact_from_keeps_the_prefix_and_summarizes_the_rest():
     settings, counter = small_settings(), MessageTokenCounter()
     history = session(80)
     pivot = history[40]
-    result = compact_from(history, pivot.id, None, direction="from", settings=settings, counter=counter)
+    result = compact_from(history, pivot.id, None, CompactionOptions(settings=settings, counter=counter, trigger="manual"), direction="from")
     view = result.new_history()
     validate_view(view)
     assert view[: len(result.kept_prefix)] == result.kept_prefix
@@ -259,7 +264,7 @@ def test_partial_compact_rejects_unknown_or_pre_boundary_ids():
     settings, counter = small_settings(), MessageTokenCounter()
     history = session(120)
     with pytest.raises(UsageError, match="no message"):
-        compact_from(history, "nope", None, settings=settings, counter=counter)
-    first = compact(history, None, settings=settings, counter=counter)
+        compact_from(history, "nope", None, CompactionOptions(settings=settings, counter=counter, trigger="manual"))
+    first = compact(history, None, CompactionOptions(settings=settings, counter=counter))
     with pytest.raises(UsageError, match="before the last compact boundary"):
-        compact_from(first.new_history(), first.summary_messages[0].id, None, settings=settings, counter=counter)
+        compact_from(first.new_history(), first.summary_messages[0].id, None, CompactionOptions(settings=settings, counter=counter, trigger="manual"))

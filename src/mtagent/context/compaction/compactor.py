@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -102,10 +102,34 @@ class CompactionResult:
 
 @dataclass(slots=True, frozen=True)
 class SummaryOutcome:
+    """A summary text and how it was obtained (``source``: ``llm``, ``extractive``, ``session_memory``)."""
+
     text: str
     source: str
     ptl_retries: int = 0
     fallback_reason: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class CompactionOptions:
+    """How one compaction runs and what its record says.
+
+    ``extra_tokens`` is what the view adds around the history (system prompt, tool schemas), so
+    ``pre_tokens``/``post_tokens`` describe whole requests; ``pre_tokens`` defaults to a count.
+    ``instructions`` (``/compact <instructions>``) go into the summary prompt.
+    """
+
+    settings: Settings
+    counter: MessageTokenCounter
+    trigger: str = "auto"
+    reason: str | None = None
+    instructions: str | None = None
+    read_state: ReadState | None = None
+    pre_tokens: int | None = None
+    extra_tokens: int = 0
+    token_limit: int | None = None
+    root: Path | None = None
+    boundary_id: str | None = None
 
 
 def _token_fn(counter: MessageTokenCounter) -> Callable[[BaseMessage], int]:
@@ -230,29 +254,19 @@ def new_boundary_id() -> str:
 
 def build_compaction_result(
     messages: Sequence[BaseMessage],
-    *,
     split_index: int,
-    summary: str,
-    summary_source: str,
-    settings: Settings,
-    counter: MessageTokenCounter,
-    trigger: str = "auto",
-    reason: str | None = None,
-    pre_tokens: int | None = None,
-    extra_tokens: int = 0,
-    token_limit: int | None = None,
-    read_state: ReadState | None = None,
-    root: Path | None = None,
-    boundary_id: str | None = None,
+    outcome: SummaryOutcome,
+    options: CompactionOptions,
+    *,
     previous_summary: str | None = None,
-    ptl_retries: int = 0,
-    fallback_reason: str | None = None,
 ) -> CompactionResult:
     """Summary + tail + re-attachments + ``compact_boundary`` record for a chosen split.
 
     ``messages[region_start:split_index]`` is what ``summary`` stands for; ``messages[split_index:]``
     is kept. The summary is verified (missing facts carried) and trimmed to fit.
     """
+    settings, counter, trigger = options.settings, options.counter, options.trigger
+    extra_tokens, token_limit, pre_tokens = options.extra_tokens, options.token_limit, options.pre_tokens
     start = region_start(messages)
     if not start <= split_index <= len(messages):
         raise CompactionFailed(f"split index {split_index} is outside the compactable region [{start}, {len(messages)}]")
@@ -260,17 +274,17 @@ def build_compaction_result(
     kept = list(messages[split_index:])
     if previous_summary is None:
         previous_summary = previous_summaries(summarized)
-    check = verify_handoff(summary, summarized, previous_summary=previous_summary)
+    check = verify_handoff(outcome.text, summarized, previous_summary=previous_summary)
     count = _text_counter(settings)
     available = available_tokens(settings, token_limit, extra_tokens)
     kept_tokens = counter.estimate(kept)
     summary_cap = max(1, min(settings.context.summary_reserved_tokens, available - kept_tokens))
     text = fit_summary(check.summary, summary_cap, count)
-    boundary_id = boundary_id or new_boundary_id()
+    boundary_id = options.boundary_id or new_boundary_id()
     reattach_budget = min(settings.context.reattach_max_tokens, available - kept_tokens - count(text))
     attachment = build_reattachment(
         summarized, kept, message_id=f"reattach-{boundary_id}", max_files=settings.context.reattach_max_files,
-        max_tokens=reattach_budget, count=count, read_state=read_state, root=root,
+        max_tokens=reattach_budget, count=count, read_state=options.read_state, root=options.root,
     )
     attachments = [attachment] if attachment is not None else []
     if pre_tokens is None:
@@ -280,63 +294,38 @@ def build_compaction_result(
     final = summary_message(boundary_id, text, pre_tokens=pre_tokens, post_tokens=post_tokens, reason=trigger)
     record = make_boundary_record(
         summary=text, first_kept_id=kept[0].id if kept else None, trigger=trigger,
-        reason=reason or trigger, pre_tokens=pre_tokens, post_tokens=post_tokens,
-        summary_source=summary_source, boundary_id=boundary_id,
+        reason=options.reason or trigger, pre_tokens=pre_tokens, post_tokens=post_tokens,
+        summary_source=outcome.source, boundary_id=boundary_id,
     )
     return CompactionResult(
         boundary_record=record, summary_messages=[final], attachments=attachments, messages_to_keep=kept,
-        pre_tokens=pre_tokens, post_tokens=post_tokens, summary_source=summary_source, trigger=trigger,
-        summarized_ids=[str(m.id) for m in summarized if m.id], ptl_retries=ptl_retries,
-        handoff_missing=list(check.missing), fallback_reason=fallback_reason,
+        pre_tokens=pre_tokens, post_tokens=post_tokens, summary_source=outcome.source, trigger=trigger,
+        summarized_ids=[str(m.id) for m in summarized if m.id], ptl_retries=outcome.ptl_retries,
+        handoff_missing=list(check.missing), fallback_reason=outcome.fallback_reason,
         kept_prefix=list(messages[:_system_prefix_end(messages[:start])]),
     )
 
 
 def compact(
-    messages: Sequence[BaseMessage],
-    summarizer: Summarizer | None,
-    *,
-    settings: Settings,
-    counter: MessageTokenCounter,
-    trigger: str = "auto",
-    reason: str | None = None,
-    instructions: str | None = None,
-    read_state: ReadState | None = None,
-    pre_tokens: int | None = None,
-    extra_tokens: int = 0,
-    token_limit: int | None = None,
-    root: Path | None = None,
-    boundary_id: str | None = None,
+    messages: Sequence[BaseMessage], summarizer: Summarizer | None, options: CompactionOptions
 ) -> CompactionResult:
     """Full compaction of ``messages`` (a history: summary, if any, then conversation).
 
-    ``extra_tokens`` is what the view adds around the history (system prompt, tool schemas), so
-    ``pre_tokens``/``post_tokens`` describe whole requests. Raises :class:`CompactionFailed`
-    only when there is nothing before the recent tail to summarize.
+    Raises :class:`CompactionFailed` only when there is nothing before the recent tail to summarize.
     """
+    settings, counter = options.settings, options.counter
     start = region_start(messages)
-    available = available_tokens(settings, token_limit, extra_tokens)
+    available = available_tokens(settings, options.token_limit, options.extra_tokens)
     tail_min, tail_max = tail_bounds(settings, available)
     split = find_safe_split_index(
         messages, token_of=counter.message_tokens, min_tokens=tail_min, max_tokens=tail_max,
         floor=find_last_compact_boundary(messages),
     )
-    return _compact_range(
-        messages, start, split, summarizer, settings=settings, counter=counter, trigger=trigger, reason=reason,
-        instructions=instructions, read_state=read_state, pre_tokens=pre_tokens, extra_tokens=extra_tokens,
-        token_limit=token_limit, root=root, boundary_id=boundary_id,
-    )
+    return _compact_range(messages, start, split, summarizer, options)
 
 
 def _compact_range(
-    messages: Sequence[BaseMessage],
-    start: int,
-    split: int,
-    summarizer: Summarizer | None,
-    *,
-    settings: Settings,
-    counter: MessageTokenCounter,
-    **kwargs: Any,
+    messages: Sequence[BaseMessage], start: int, split: int, summarizer: Summarizer | None, options: CompactionOptions
 ) -> CompactionResult:
     new_messages = [m for m in messages[start:split] if not is_summary_message(m)]
     if not new_messages:
@@ -346,15 +335,10 @@ def _compact_range(
         )
     previous = previous_summaries(messages[start:split])
     outcome = summarize_with_retry(
-        summarizer or ExtractiveSummarizer(), messages[start:split], settings=settings, counter=counter,
-        instructions=kwargs.get("instructions"), previous_summary=previous,
+        summarizer or ExtractiveSummarizer(), messages[start:split], settings=options.settings,
+        counter=options.counter, instructions=options.instructions, previous_summary=previous,
     )
-    kwargs.pop("instructions", None)
-    return build_compaction_result(
-        messages, split_index=split, summary=outcome.text, summary_source=outcome.source, settings=settings,
-        counter=counter, previous_summary=previous, ptl_retries=outcome.ptl_retries,
-        fallback_reason=outcome.fallback_reason, **kwargs,
-    )
+    return build_compaction_result(messages, split, outcome, options, previous_summary=previous)
 
 
 def _pivot(messages: Sequence[BaseMessage], message_id: str) -> int:
@@ -374,12 +358,9 @@ def compact_from(
     messages: Sequence[BaseMessage],
     message_id: str,
     summarizer: Summarizer | None,
+    options: CompactionOptions,
     *,
     direction: Literal["from", "up_to"] = "up_to",
-    settings: Settings,
-    counter: MessageTokenCounter,
-    trigger: str = "manual",
-    **kwargs: Any,
 ) -> CompactionResult:
     """Partial compact around ``message_id`` without breaking an API round.
 
@@ -391,20 +372,17 @@ def compact_from(
     """
     pivot = _pivot(messages, message_id)
     if direction == "up_to":
-        return _compact_range(messages, region_start(messages), pivot, summarizer, settings=settings,
-                              counter=counter, trigger=trigger, **kwargs)
+        return _compact_range(messages, region_start(messages), pivot, summarizer, options)
     tail = list(messages[pivot:])
     if not tail:
         raise CompactionFailed(f"nothing to compact after message {message_id!r}")
     outcome = summarize_with_retry(
-        summarizer or ExtractiveSummarizer(), tail, settings=settings, counter=counter,
-        instructions=kwargs.pop("instructions", None),
+        summarizer or ExtractiveSummarizer(), tail, settings=options.settings, counter=options.counter,
+        instructions=options.instructions,
     )
     head = list(messages[:pivot])
     result = build_compaction_result(
-        tail, split_index=len(tail), summary=outcome.text, summary_source=outcome.source, settings=settings,
-        counter=counter, trigger=trigger, ptl_retries=outcome.ptl_retries, fallback_reason=outcome.fallback_reason,
-        extra_tokens=kwargs.pop("extra_tokens", 0) + counter.estimate(head), **kwargs,
+        tail, len(tail), outcome, replace(options, extra_tokens=options.extra_tokens + options.counter.estimate(head)),
     )
     summary_msg = result.summary_messages[0]
     meta = dict(summary_msg.response_metadata)

@@ -33,7 +33,9 @@ from mtagent.config import Settings
 from mtagent.context.session_memory import notes as N
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.compaction.compactor import (
+    CompactionOptions,
     CompactionResult,
+    SummaryOutcome,
     build_compaction_result,
     region_start,
     tail_bounds,
@@ -422,11 +424,12 @@ class SessionMemoryManager:
         split = self._split_index(messages, available=max(1, threshold - extra_tokens))
         if split is None:
             return None
-        result = build_compaction_result(
-            messages, split_index=split, summary=text, summary_source="session_memory", settings=self.settings,
-            counter=self.counter, trigger=trigger, reason=f"{trigger}: session memory", pre_tokens=pre_tokens,  # type: ignore[arg-type]
-            extra_tokens=extra_tokens, token_limit=token_limit,
+        options = CompactionOptions(
+            settings=self.settings, counter=self.counter, trigger=trigger,  # type: ignore[arg-type]
+            reason=f"{trigger}: session memory", pre_tokens=pre_tokens, extra_tokens=extra_tokens,
+            token_limit=token_limit,
         )
+        result = build_compaction_result(messages, split, SummaryOutcome(text, "session_memory"), options)
         if result.post_tokens >= threshold:
             return None
         result.boundary_record["last_summarized_message_id"] = self.last_summarized_message_id
