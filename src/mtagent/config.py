@@ -149,6 +149,16 @@ class TranscriptSettings(_Section):
     fsync: Literal["always", "turn", "never"] = Field("turn", description="when the transcript is fsynced")
 
 
+class StorageSettings(_Section):
+    """Where sessions, artifacts, memory and the audit trail live (files, or PostgreSQL for fleets)."""
+
+    backend: Literal["files", "postgres"] = Field("files", description="files under MTAGENT_HOME, or postgres")
+    dsn: str | None = Field(None, description="PostgreSQL connection string when backend = postgres")
+    tenant: str = Field("default", description="tenant id written on every row; row-level security keeps tenants apart")
+    pool_max_size: int = Field(4, ge=1, description="PostgreSQL connections per process, at most")
+    connect_timeout_seconds: float = Field(10, gt=0, description="give up reaching PostgreSQL after this long")
+
+
 class ShellSettings(_Section):
     default_timeout_seconds: float = Field(120, gt=0, description="shell tool timeout when none is given")
     max_timeout_seconds: float = Field(600, gt=0, description="largest timeout the model may ask for")
@@ -185,6 +195,7 @@ class Settings(_Section):
     session_memory: SessionMemorySettings = Field(default_factory=SessionMemorySettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     transcript: TranscriptSettings = Field(default_factory=TranscriptSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
     shell: ShellSettings = Field(default_factory=ShellSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
 

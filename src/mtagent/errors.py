@@ -43,14 +43,20 @@ class TranscriptCorrupt(MTAgentError):
 class SessionLocked(MTAgentError):
     """Another process holds the session's writer lock."""
 
-    def __init__(self, session_id: str, pid: int | None) -> None:
+    def __init__(self, session_id: str, pid: int | None, host: str | None = None) -> None:
         self.session_id = session_id
         self.pid = pid
+        self.host = host
         who = f"pid {pid}" if pid else "another process"
+        who += f" on {host}" if host else ""
         super().__init__(
             f"session {session_id} is in use by {who}; close that mtagent first, "
             "or start a new session."
         )
+
+
+class StorageError(MTAgentError):
+    """The configured store (e.g. PostgreSQL at storage.dsn) cannot be reached or used."""
 
 
 class SessionNotFound(MTAgentError):

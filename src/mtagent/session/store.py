@@ -1,0 +1,182 @@
+"""The storage seam: everything the engine keeps, behind one small Protocol.
+
+Two backends implement :class:`Store`: files under ``$MTAGENT_HOME`` (the embedded default,
+:mod:`mtagent.session.files_store`) and PostgreSQL (:mod:`mtagent.session.postgres`) for fleets
+of workers that must resume any session, keep tenants apart and leave an audit trail.
+
+Both give the same guarantees, and one conformance suite checks them on both:
+
+* the transcript is append-only; each record is whole or absent after a crash;
+* one writer per session — a second gets :class:`~mtagent.errors.SessionLocked` naming the holder;
+* resume reads only what follows the last compact boundary (its first kept message), found
+  through an index, never by reading the session from the start;
+* an artifact is cut at ``max_artifact_bytes`` (64 MB by default) and marked truncated.
+
+Sessions are addressed by ``(project, session_id)`` where ``project`` is
+:func:`mtagent.paths.project_hash` of the project folder, so the same key means the same
+session in every backend (``mtagent sessions migrate`` relies on that). Positions returned by
+:meth:`TranscriptAppender.append` are increasing integers whose meaning is the backend's own
+(a byte offset in a file, a sequence number in PostgreSQL): pass them back, never compute them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from mtagent.errors import ConfigError, UsageError
+from mtagent.session.artifacts import ArtifactMeta
+from mtagent.session.audit import AuditSink
+from mtagent.session.transcript import Entry
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+__all__ = [
+    "Document", "Entry", "ResumeRead", "Store", "TranscriptAppender", "open_store", "validate_name",
+    "validate_tenant",
+]
+
+
+def validate_name(kind: str, value: str) -> str:
+    """Project keys, memory names and collection names become file names or keys: a safe alphabet only."""
+    if not isinstance(value, str) or not _NAME_RE.match(value) or ".." in value:
+        raise UsageError(f"invalid {kind} {value!r}: use letters, digits, '.', '_' or '-' (at most 128)")
+    return value
+
+
+def validate_tenant(tenant: str) -> str:
+    if not isinstance(tenant, str) or not _TENANT_RE.match(tenant):
+        raise ConfigError(f"invalid storage.tenant {tenant!r}: use letters, digits, '.', '_' or '-' (at most 64)")
+    return tenant
+
+
+@dataclass(slots=True)
+class ResumeRead:
+    """What resume needs: the records from the last boundary's first kept message on."""
+
+    entries: list[Entry]
+    boundary_id: str | None = None
+    boundary_position: int | None = None
+    start: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return [e.record for e in self.entries]
+
+
+@dataclass(slots=True, frozen=True)
+class Document:
+    """One row of a keyed-document table (the recall index's rows, any collection).
+
+    ``acl`` lists the principals allowed to retrieve it; empty means everyone in the tenant.
+    """
+
+    collection: str
+    key: str
+    text: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    acl: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class TranscriptAppender(Protocol):
+    """The one writer of a session (a :class:`~mtagent.session.transcript.RecordSink`)."""
+
+    session_id: str
+
+    def append(self, record: dict[str, Any]) -> int: ...
+
+    def end_turn(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> TranscriptAppender: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+@runtime_checkable
+class Store(Protocol):
+    """What the engine stores, for one tenant. Methods raise typed ``MTAgentError``s."""
+
+    backend: str
+    tenant: str
+    max_artifact_bytes: int
+    audit: AuditSink
+
+    # transcripts
+    def open_writer(self, project: str, session_id: str) -> TranscriptAppender: ...
+
+    def projects(self) -> list[str]: ...
+
+    def sessions(self, project: str) -> list[str]: ...
+
+    def read_entries(self, project: str, session_id: str, *, start: int = 0) -> list[Entry]: ...
+
+    def read_since_boundary(self, project: str, session_id: str) -> ResumeRead: ...
+
+    def record_count(self, project: str, session_id: str) -> int: ...
+
+    # artifacts and session memory
+    def write_artifact(self, project: str, session_id: str, relative: str, text: str) -> ArtifactMeta: ...
+
+    def read_artifact(self, project: str, session_id: str, relative: str) -> str: ...
+
+    def list_artifacts(self, project: str, session_id: str) -> list[str]: ...
+
+    def read_session_memory(self, project: str, session_id: str) -> str | None: ...
+
+    def write_session_memory(self, project: str, session_id: str, text: str) -> None: ...
+
+    # long-term memory
+    def read_memory(self, project: str, name: str) -> str | None: ...
+
+    def write_memory(self, project: str, name: str, text: str) -> None: ...
+
+    def list_memory(self, project: str) -> list[str]: ...
+
+    # keyed documents (recall index rows), retrieved by tenant and ACL
+    def put_document(self, doc: Document) -> None: ...
+
+    def delete_document(self, collection: str, key: str) -> None: ...
+
+    def list_documents(self, collection: str, *, principals: Sequence[str] = ()) -> list[Document]: ...
+
+    def search_documents(self, collection: str, query: str, *, principals: Sequence[str] = (),
+                         limit: int = 20) -> list[Document]: ...
+
+    def close(self) -> None: ...
+
+
+def visible(acl: Sequence[str], principals: Sequence[str]) -> bool:
+    """Permission-aware retrieval: an empty ACL is tenant-wide, else one principal must match."""
+    return not acl or bool(set(acl) & set(principals))
+
+
+def query_terms(query: str) -> list[str]:
+    """A search matches documents containing every term (case-insensitive), in both backends."""
+    return [t.lower() for t in query.split() if t.strip()][:16]
+
+
+def open_store(settings: Any, *, migrate: bool = True) -> Store:
+    """The store ``settings.storage`` names (``files`` by default; ``postgres`` needs ``storage.dsn``)."""
+    storage = settings.storage
+    max_bytes = settings.tool_results.artifact_max_bytes
+    tenant = validate_tenant(storage.tenant)
+    if storage.backend == "postgres":
+        if not storage.dsn:
+            raise ConfigError("storage.backend is postgres but storage.dsn is not set; set it in "
+                              "~/.mtagent/config.toml or MTAGENT_STORAGE__DSN=postgresql://user@host/db")
+        from mtagent.session.postgres.store import PostgresStore
+
+        return PostgresStore(storage.dsn, tenant=tenant, max_artifact_bytes=max_bytes,
+                             pool_max_size=storage.pool_max_size,
+                             connect_timeout=storage.connect_timeout_seconds, migrate=migrate,
+                             fsync=settings.transcript.fsync)
+    from mtagent.session.files_store import FilesStore
+
+    return FilesStore(tenant=tenant, max_artifact_bytes=max_bytes, fsync=settings.transcript.fsync)
