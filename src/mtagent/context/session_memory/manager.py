@@ -13,47 +13,48 @@ first once the context reaches ``init_tokens`` (10K); after that when ``update_m
 (5K) were added since the last update **and** either ``update_min_tool_calls`` (3) tool calls
 happened since, or the last assistant turn made no tool call (a natural pause).
 
-Updates are sequential with a trailing run: one update at a time; a request that arrives while
-one runs is parked (merged with any other parked request) and runs once right after, so no
+Updates are sequential with a trailing run (:mod:`~mtagent.context.session_memory.serial`): no
 message is ever skipped and two updates never write the file at once.
+
+The manager composes one-job pieces: :mod:`.store` (the notes file), :mod:`.triggers` (when to
+update), :mod:`.serial` (threading), :mod:`.updater` (what an update writes) and :mod:`.split`
+(where a session-memory compaction cuts).
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from mtagent.config import Settings
-from mtagent.context.session_memory import notes as N
-from mtagent.context.boundary import is_summary_message
 from mtagent.context.compaction.compactor import (
     CompactionOptions,
     CompactionResult,
     SummaryOutcome,
     build_compaction_result,
-    region_start,
-    tail_bounds,
 )
-from mtagent.context.invariants import (
-    adjust_index_to_preserve_message_groups,
-    find_last_compact_boundary,
-)
-from mtagent.context.session_memory.notes import DEFAULT_SESSION_MEMORY_TEMPLATE, Notes
 from mtagent.context.compaction.summarize import ChatModel
-from mtagent.context.tokens import MessageTokenCounter, count_text_tokens, message_text
-from mtagent.events import EventBus, EventType
-from mtagent.session.artifacts import SESSION_MEMORY_DIR
-from mtagent.session.schema import (
-    COMPACT_BOUNDARY,
-    SESSION_MEMORY_UPDATE,
-    session_memory_update_record,
+from mtagent.context.session_memory import notes as N
+from mtagent.context.session_memory.notes import DEFAULT_SESSION_MEMORY_TEMPLATE, Notes
+from mtagent.context.session_memory.serial import SerialUpdates
+from mtagent.context.session_memory.split import memory_split_index
+from mtagent.context.session_memory.store import (
+    SESSION_MEMORY_RELATIVE_PATH,
+    load_session_memory,
+    read_notes,
+    session_memory_for_resume,
+    write_notes,
 )
+from mtagent.context.session_memory.triggers import Coverage, last_turn_had_tool_calls, notes_due
+from mtagent.context.session_memory.updater import fold_into_notes
+from mtagent.context.tokens import MessageTokenCounter, count_text_tokens
+from mtagent.events import EventBus, EventType
+from mtagent.session.schema import COMPACT_BOUNDARY, SESSION_MEMORY_UPDATE, session_memory_update_record
 from mtagent.session.transcript import RecordSink
 
 __all__ = [
@@ -61,11 +62,10 @@ __all__ = [
     "SESSION_MEMORY_RELATIVE_PATH",
     "SessionMemoryManager",
     "SessionMemoryUpdate",
+    "last_turn_had_tool_calls",
     "load_session_memory",
     "session_memory_for_resume",
 ]
-
-SESSION_MEMORY_RELATIVE_PATH = f"{SESSION_MEMORY_DIR}/summary.md"
 
 
 @dataclass(slots=True, frozen=True)
@@ -86,53 +86,6 @@ class SessionMemoryUpdate:
         )
 
 
-def load_session_memory(path: Path) -> str | None:
-    """The notes for resume (``None`` when missing or still the empty template)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return None
-    return None if N.parse_notes(text).is_empty() else text
-
-
-def session_memory_for_resume(path: Path, records: Sequence[dict[str, Any]]) -> str | None:
-    """The notes to show on resume beside the last summary (``build_resume_view(session_memory=…)``).
-
-    ``None`` when there are no notes, or when the last compaction was a session-memory one and
-    the notes have not changed since — the summary message already *is* the notes, and sending
-    them twice would cost up to ``total_max_tokens`` for nothing.
-    """
-    notes = load_session_memory(path)
-    if notes is None:
-        return None
-    for rec in reversed(records):
-        kind = rec.get("type")
-        if kind == SESSION_MEMORY_UPDATE:
-            return notes
-        if kind == COMPACT_BOUNDARY:
-            return None if rec.get("summary_source") == "session_memory" else notes
-    return notes
-
-
-def _is_text_message(m: BaseMessage) -> bool:
-    """A user or assistant message that says something (not only tool calls)."""
-    if not isinstance(m, (HumanMessage, AIMessage)) or is_summary_message(m):
-        return False
-    content = m.content
-    if isinstance(content, str):
-        return bool(content.strip())
-    return any((isinstance(b, str) and b.strip()) or (isinstance(b, dict) and b.get("type") == "text"
-               and str(b.get("text", "")).strip()) for b in content)
-
-
-def last_turn_had_tool_calls(messages: Sequence[BaseMessage]) -> bool:
-    for m in reversed(messages):
-        if isinstance(m, AIMessage) and not is_summary_message(m):
-            return bool(m.tool_calls)
-    return False
-
-
-@dataclass
 class SessionMemoryManager:
     """One session's notes: triggers, sequential updates, compaction, resume state.
 
@@ -146,27 +99,41 @@ class SessionMemoryManager:
     ``background_updates`` runs model updates on a thread so a turn never waits for one.
     """
 
-    path: Path
-    settings: Settings = field(default_factory=Settings)
-    model: ChatModel | None = None
-    sink: RecordSink | None = None
-    events: EventBus | None = None
-    counter: MessageTokenCounter | None = None
-    last_summarized_message_id: str | None = None
-    tokens_at_last_update: int = 0
-    initialized: bool = False
-    background_updates: bool = False
-    token_limit: int | None = None
-    _summarized_ids: set[str] = field(default_factory=set, init=False, repr=False)
-    _cond: threading.Condition = field(default_factory=threading.Condition, init=False, repr=False)
-    _running: bool = field(default=False, init=False, repr=False)
-    _pending: list[BaseMessage] | None = field(default=None, init=False, repr=False)
-    _scheduled: int = field(default=0, init=False, repr=False)
+    def __init__(
+        self,
+        path: Path,
+        settings: Settings | None = None,
+        model: ChatModel | None = None,
+        sink: RecordSink | None = None,
+        events: EventBus | None = None,
+        counter: MessageTokenCounter | None = None,
+        last_summarized_message_id: str | None = None,
+        tokens_at_last_update: int = 0,
+        initialized: bool = False,
+        background_updates: bool = False,
+        token_limit: int | None = None,
+    ) -> None:
+        self.path = path
+        self.settings = settings or Settings()
+        self.model = model
+        self.sink = sink
+        self.events = events
+        self.counter = counter or MessageTokenCounter(encoding=self.settings.context.encoding,
+                                                      overhead_tokens=self.settings.context.message_overhead_tokens)
+        self.coverage = Coverage(last_summarized_message_id)
+        self.tokens_at_last_update = tokens_at_last_update
+        self.initialized = initialized
+        self.background_updates = background_updates
+        self.token_limit = token_limit
+        self._serial: SerialUpdates[SessionMemoryUpdate] = SerialUpdates(self._run_update)
 
-    def __post_init__(self) -> None:
-        if self.counter is None:
-            self.counter = MessageTokenCounter(encoding=self.settings.context.encoding,
-                                               overhead_tokens=self.settings.context.message_overhead_tokens)
+    @property
+    def last_summarized_message_id(self) -> str | None:
+        return self.coverage.last_id
+
+    @last_summarized_message_id.setter
+    def last_summarized_message_id(self, value: str | None) -> None:
+        self.coverage.last_id = value
 
     # ── files and resume ────────────────────────────────────────────────────────────
 
@@ -176,13 +143,13 @@ class SessionMemoryManager:
 
     def read_notes(self) -> Notes:
         """The notes as on disk now (a hand edit counts), or the empty template."""
-        try:
-            return N.parse_notes(self.path.read_text(encoding="utf-8", errors="replace"))
-        except FileNotFoundError:
-            return Notes.empty()
+        return read_notes(self.path)
 
     def load(self) -> str | None:
         return load_session_memory(self.path)
+
+    def _write(self, text: str) -> None:
+        write_notes(self.path, text)
 
     def restore(self, records: Sequence[dict[str, Any]]) -> None:
         """Resume the trigger state from the transcript (records from the last boundary on do).
@@ -197,7 +164,7 @@ class SessionMemoryManager:
                 self.last_summarized_message_id = rec.get("last_summarized_message_id")
                 self.initialized = True
                 if self.last_summarized_message_id:
-                    self._summarized_ids.add(str(self.last_summarized_message_id))
+                    self.coverage.ids.add(str(self.last_summarized_message_id))
                 return
         if self.load() is not None:
             self.initialized = True
@@ -207,50 +174,37 @@ class SessionMemoryManager:
 
     # ── when to update ──────────────────────────────────────────────────────────────
 
-    def _last_summarized_index(self, messages: Sequence[BaseMessage]) -> int:
-        for i in range(len(messages) - 1, -1, -1):
-            mid = messages[i].id
-            if mid is not None and (mid in self._summarized_ids or mid == self.last_summarized_message_id):
-                return i
-        return -1
-
     def tool_calls_since_update(self, messages: Sequence[BaseMessage]) -> int:
-        start = self._last_summarized_index(messages) + 1
-        return sum(len(m.tool_calls) for m in messages[start:] if isinstance(m, AIMessage))
+        return sum(len(m.tool_calls) for m in self.coverage.uncovered(messages) if isinstance(m, AIMessage))
 
     def tokens_added_since_update(self, messages: Sequence[BaseMessage], token_count: int) -> int:
-        """Tokens of the messages the notes do not cover yet.
-
-        Measured on those messages rather than as "context now minus context then", so a
-        compaction in between (which shrinks the context) does not stall the next update.
-        """
-        last = self._last_summarized_index(messages)
-        if last >= 0:
-            return self.counter.estimate(messages[last + 1:])  # type: ignore[union-attr]
+        """Tokens of the messages the notes do not cover yet (see :mod:`.triggers`)."""
+        if self.coverage.last_index(messages) >= 0:
+            return self.counter.estimate(self.coverage.uncovered(messages))
         if token_count < self.tokens_at_last_update:
             return token_count
         return token_count - self.tokens_at_last_update
 
     def should_extract_memory(self, messages: Sequence[BaseMessage], token_count: int | None = None,
                               tool_call_count: int | None = None) -> bool:
-        """Whether the notes are due an update (see the module docstring for the rule).
+        """Whether the notes are due an update (see :mod:`.triggers` for the rule).
 
         ``token_count`` is the context size now (default: estimated); ``tool_call_count`` the
         tool calls since the last update (default: counted from ``messages``).
         """
-        cfg = self.settings.session_memory
-        if not cfg.enabled:
+        if not self.settings.session_memory.enabled:
             return False
-        tokens = self.counter.estimate(messages) if token_count is None else token_count  # type: ignore[union-attr]
-        if not self.initialized:
-            if tokens < cfg.init_tokens:
-                return False
+        tokens = self.counter.estimate(messages) if token_count is None else token_count
+        due = notes_due(
+            self.settings.session_memory, initialized=self.initialized, tokens=tokens,
+            tokens_added=lambda: self.tokens_added_since_update(messages, tokens),
+            tool_calls=lambda: (self.tool_calls_since_update(messages) if tool_call_count is None
+                                else tool_call_count),
+            last_turn_called_tools=lambda: last_turn_had_tool_calls(messages),
+        )
+        if due and not self.initialized:
             self.initialized = True
-            return True
-        if self.tokens_added_since_update(messages, tokens) < cfg.update_min_tokens:
-            return False
-        calls = self.tool_calls_since_update(messages) if tool_call_count is None else tool_call_count
-        return calls >= cfg.update_min_tool_calls or not last_turn_had_tool_calls(messages)
+        return due
 
     # ── updating ────────────────────────────────────────────────────────────────────
 
@@ -261,31 +215,7 @@ class SessionMemoryManager:
         Returns the update, or ``None`` when the request was parked: the running caller then
         runs one trailing update with every parked message before it returns.
         """
-        with self._cond:
-            if _scheduled:
-                self._scheduled -= 1
-            if self._running:
-                self._pending = _merge(self._pending, messages)
-                return None
-            self._running = True
-            batch = _merge(self._pending, messages) if self._pending is not None else list(messages)
-            self._pending = None  # left over from a failed update: folded into this one
-        result: SessionMemoryUpdate | None = None
-        try:
-            result = self._run_update(batch, token_count)
-            while True:
-                with self._cond:
-                    pending, self._pending = self._pending, None
-                    if pending is None:  # stop under the lock, so no request parks after the last look
-                        self._running = False
-                        self._cond.notify_all()
-                        return result
-                result = self._run_update(pending, None)
-        except BaseException:
-            with self._cond:
-                self._running = False
-                self._cond.notify_all()
-            raise
+        return self._serial.run(messages, token_count, scheduled=_scheduled)
 
     def maybe_update(self, messages: Sequence[BaseMessage], *, tokens: int | None = None,
                      background: bool | None = None) -> SessionMemoryUpdate | threading.Thread | None:
@@ -295,103 +225,37 @@ class SessionMemoryManager:
         daemon thread (returned) so the turn does not wait; a compaction waits for it
         (``compact_wait_seconds``).
         """
-        token_count = tokens
-        if not self.should_extract_memory(messages, token_count):
+        if not self.should_extract_memory(messages, tokens):
             return None
         if not (self.background_updates if background is None else background):
-            return self.update_session_memory(messages, token_count)
-        snapshot = list(messages)
-        with self._cond:
-            if self._running:  # park without a thread; the running update's trailing run takes it
-                self._pending = _merge(self._pending, snapshot)
-                return None
-            self._scheduled += 1
-        thread = threading.Thread(target=self.update_session_memory, args=(snapshot, token_count),
-                                  kwargs={"_scheduled": True}, name="session-memory-update", daemon=True)
-        thread.start()
-        return thread
+            return self.update_session_memory(messages, tokens)
+        return self._serial.start(messages, tokens)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until no update is running (or ``timeout`` seconds passed); True when idle."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
-            while self._running or self._scheduled > 0:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                self._cond.wait(remaining)
-        return True
-
-    def _new_messages(self, messages: list[BaseMessage]) -> list[BaseMessage]:
-        start = self._last_summarized_index(messages) + 1
-        return messages[start:]
+        return self._serial.wait_idle(timeout)
 
     def _run_update(self, messages: list[BaseMessage], token_count: int | None) -> SessionMemoryUpdate:
-        cfg = self.settings.session_memory
-        new = self._new_messages(messages)
-        notes = self.read_notes()
-        source = "extractive"
-        repairs: list[str] = []
-        if self.model is not None and N.conversation(new):
-            head, tail = self._split_for_model(new)
-            if head:
-                notes = N.extractive_update(notes, head)
-            request = N.build_update_request(notes, tail, section_max_tokens=cfg.section_max_tokens,
-                                             tool_result_chars=self.settings.tool_results.preview_chars)
-            try:
-                reply = self.model.invoke(request)
-                text = message_text(reply) if isinstance(reply, BaseMessage) else str(reply)
-            except Exception as exc:  # a failing model must not cost the notes their update
-                text = ""
-                repairs.append(f"model failed ({exc.__class__.__name__}: {str(exc)[:200]})")
-            if text.strip():
-                notes, repairs = N.merge_model_reply(notes, text, tail)
-                source = "model+extractive" if head else "model"
-            else:
-                notes = N.extractive_update(notes, tail)
-                repairs.append("extractive update used instead of the model")
-        else:
-            notes = N.extractive_update(notes, new)
-        notes = N.enforce_budget(notes, section_max_tokens=cfg.section_max_tokens,
-                                 total_max_tokens=cfg.total_max_tokens, count=self._count)
-        rendered = notes.render()
+        new = list(self.coverage.uncovered(messages))
+        folded = fold_into_notes(self.read_notes(), new, model=self.model, settings=self.settings,
+                                 token_of=self.counter.message_tokens, count=self._count)
+        rendered = folded.notes.render()
         self._write(rendered)
-        ids = [str(m.id) for m in messages if m.id is not None]
-        self._summarized_ids.update(ids)
-        if ids:
-            self.last_summarized_message_id = ids[-1]
-        tokens = self.counter.estimate(messages) if token_count is None else token_count  # type: ignore[union-attr]
-        self.tokens_at_last_update = tokens
+        self.coverage.add([str(m.id) for m in messages if m.id is not None])
+        self.tokens_at_last_update = self.counter.estimate(messages) if token_count is None else token_count
         self.initialized = True
         update = SessionMemoryUpdate(
             path=self.relative_path, last_summarized_message_id=self.last_summarized_message_id,
-            tokens=self._count(rendered), sections={n: self._count(notes.bodies.get(n, "")) for n in N.SECTIONS},
-            source=source, repairs=tuple(repairs),
+            tokens=self._count(rendered),
+            sections={n: self._count(folded.notes.bodies.get(n, "")) for n in N.SECTIONS},
+            source=folded.source, repairs=folded.repairs,
         )
         if self.sink is not None:
             self.sink.append(update.record())
         if self.events is not None:
             self.events.emit(EventType.SESSION_MEMORY_UPDATED, path=str(self.path), tokens=update.tokens,
-                             last_summarized_message_id=update.last_summarized_message_id, source=source)
+                             last_summarized_message_id=update.last_summarized_message_id, source=folded.source)
         return update
-
-    def _split_for_model(self, new: list[BaseMessage]) -> tuple[list[BaseMessage], list[BaseMessage]]:
-        """(older part for the extractive updater, newest part that fits the model request)."""
-        budget = self.settings.session_memory.update_input_max_tokens
-        used = 0
-        cut = len(new)
-        for i in range(len(new) - 1, -1, -1):
-            used += self.counter.message_tokens(new[i])  # type: ignore[union-attr]
-            if used > budget and cut < len(new):
-                break
-            cut = i
-        return new[:cut], new[cut:]
-
-    def _write(self, text: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(self.path)
 
     # ── compaction ──────────────────────────────────────────────────────────────────
 
@@ -421,11 +285,12 @@ class SessionMemoryManager:
         token_limit = token_limit or self.token_limit
         if threshold is None:
             threshold = self.settings.auto_compact_threshold_tokens(token_limit)
-        split = self._split_index(messages, available=max(1, threshold - extra_tokens))
+        split = memory_split_index(messages, self.coverage, settings=self.settings,
+                                   token_of=self.counter.message_tokens, available=max(1, threshold - extra_tokens))
         if split is None:
             return None
         options = CompactionOptions(
-            settings=self.settings, counter=self.counter, trigger=trigger,  # type: ignore[arg-type]
+            settings=self.settings, counter=self.counter, trigger=trigger,
             reason=f"{trigger}: session memory", pre_tokens=pre_tokens, extra_tokens=extra_tokens,
             token_limit=token_limit,
         )
@@ -434,39 +299,3 @@ class SessionMemoryManager:
             return None
         result.boundary_record["last_summarized_message_id"] = self.last_summarized_message_id
         return result
-
-    def _split_index(self, messages: Sequence[BaseMessage], *, available: int) -> int | None:
-        floor = find_last_compact_boundary(messages)
-        last = self._last_summarized_index(messages)
-        if last < 0:
-            if floor < 0 or not self._summarized_ids:
-                return None
-            last = floor  # everything before the old boundary is in the notes already
-        tail_min, tail_max = tail_bounds(self.settings, available)
-        min_text = self.settings.session_memory.min_text_messages
-        token_of: Callable[[BaseMessage], int] = self.counter.message_tokens  # type: ignore[union-attr]
-        start = last + 1
-        kept_tokens = sum(token_of(m) for m in messages[start:])
-        texts = sum(1 for m in messages[start:] if _is_text_message(m))
-        while start > floor + 1 and kept_tokens < tail_max and (kept_tokens < tail_min or texts < min_text):
-            start -= 1
-            kept_tokens += token_of(messages[start])
-            texts += _is_text_message(messages[start])
-        start = max(adjust_index_to_preserve_message_groups(messages, start), floor + 1)
-        begin = region_start(messages)
-        if start < begin or not any(not is_summary_message(m) for m in messages[begin:start]):
-            return None
-        return start
-
-
-def _merge(pending: list[BaseMessage] | None, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """Parked messages plus a new request's, each message once, in first-seen order."""
-    if pending is None:
-        return list(messages)
-    seen = {id(m) for m in pending} | {m.id for m in pending if m.id is not None}
-    out = list(pending)
-    for m in messages:
-        if id(m) in seen or (m.id is not None and m.id in seen):
-            continue
-        out.append(m)
-    return out
