@@ -1,12 +1,19 @@
 """Long-term memory: facts worth keeping across sessions, stored as plain markdown.
 
-Two scopes (spec 001, spec 002):
+Four namespaces (spec 001, spec 002; namespaces, TTL and keys are spec 003 v1.2):
 
 * **global** — a markdown list under ``## Agent Memories`` in ``~/.mtagent/CONTEXT.md``
   (Tier 1, so it reaches the system prompt every turn). The rest of that file is the user's
   and stays byte-identical: only the lines of the list that change are touched.
 * **project** — ``~/.mtagent/projects/<project-hash>/memory/MEMORY.md``, an index whose first
   ``memory.index_max_lines`` lines are loaded; topic files may sit beside it.
+* **user** — ``~/.mtagent/memory/USER.md``: the person's own preferences, every project.
+* **team** — ``~/.mtagent/projects/<project-hash>/memory/team/MEMORY.md``: what a team shares
+  about the project (spec 002's ``memory/team/``); its facts carry org authority.
+
+A fact may carry metadata in a trailing comment (key, expiry, authority, time written —
+:mod:`mtagent.context.static.memory_meta`); an expired fact is not injected, and of facts that
+share a key only the winner is (:mod:`mtagent.context.static.memory_resolve`).
 
 A fact is one list item. ``~~fact~~ (obsolete)`` marks a fact that no longer holds: it stays
 visible to a person but is not injected. Every operation re-reads the file, so hand edits are
@@ -26,10 +33,13 @@ from pathlib import Path
 from typing import Literal
 
 from mtagent import paths
+from mtagent.context.static.memory_meta import FactMeta, render_meta, split_meta, utcnow
 from mtagent.errors import UsageError
 
-Scope = Literal["global", "project"]
-SCOPES: tuple[Scope, ...] = ("global", "project")
+Scope = Literal["global", "project", "user", "team"]
+SCOPES: tuple[Scope, ...] = ("global", "project", "user", "team")
+USER_MEMORY_NAME = "USER.md"
+TEAM_DIR = "team"
 AGENT_MEMORIES_HEADING = "## Agent Memories"
 PROJECT_INDEX_NAME = "MEMORY.md"
 PROJECT_INDEX_HEADER = (
@@ -52,6 +62,15 @@ class MemoryEntry:
     obsolete: bool
     scope: Scope
     line_index: int  # 0-based line in the file
+    meta: FactMeta = FactMeta()
+
+    @property
+    def namespace(self) -> Scope:
+        return self.scope
+
+    @property
+    def expired(self) -> bool:
+        return self.meta.expired()
 
 
 @dataclass(slots=True, frozen=True)
@@ -80,11 +99,14 @@ def memory_path(scope: Scope, project_root: str | os.PathLike[str] | None = None
     """The file a scope's facts live in."""
     if scope == "global":
         return paths.global_context_path()
-    if scope == "project":
+    if scope == "user":
+        return paths.mtagent_home() / "memory" / USER_MEMORY_NAME
+    if scope in ("project", "team"):
         if project_root is None:
-            raise UsageError("project memory needs a project folder; pass --cwd or run inside the project")
-        return paths.project_memory_dir(project_root) / PROJECT_INDEX_NAME
-    raise UsageError(f"unknown memory scope {scope!r}; use 'global' or 'project'")
+            raise UsageError(f"{scope} memory needs a project folder; pass --cwd or run inside the project")
+        folder = paths.project_memory_dir(project_root)
+        return (folder / TEAM_DIR if scope == "team" else folder) / PROJECT_INDEX_NAME
+    raise UsageError(f"unknown memory namespace {scope!r}; use one of {', '.join(SCOPES)}")
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -136,7 +158,7 @@ def parse_item(line: str) -> tuple[str, bool] | None:
     m = _ITEM_RE.match(line)
     if not m or m.group("indent"):
         return None
-    body = m.group("body").strip()
+    body = split_meta(m.group("body").strip())[0]
     if not body:
         return None
     obs = _OBSOLETE_RE.match(body)
@@ -171,7 +193,9 @@ class MemoryFile:
         for i in range(*span):
             parsed = parse_item(lines[i])
             if parsed:
-                out.append(MemoryEntry(len(out) + 1, parsed[0], parsed[1], self.scope, i))
+                m = _ITEM_RE.match(lines[i])
+                meta = split_meta(m.group("body").strip())[1] if m else FactMeta()
+                out.append(MemoryEntry(len(out) + 1, parsed[0], parsed[1], self.scope, i, meta))
         return out
 
     def entries(self) -> list[MemoryEntry]:
@@ -179,25 +203,38 @@ class MemoryFile:
         return self._entries(_read_lines(self.path))
 
     def active(self) -> list[str]:
-        """Facts to inject: not obsolete, within the loaded line limit (the index's 200 lines)."""
-        return [e.text for e in self.entries()
-                if not e.obsolete and (self.max_lines is None or e.line_index < self.max_lines)]
+        """Facts to inject: not obsolete, not expired, within the loaded line limit (the index's 200 lines)."""
+        return [e.text for e in self.active_entries()]
 
-    def add(self, fact: str) -> AddResult:
+    def active_entries(self) -> list[MemoryEntry]:
+        now = utcnow()
+        return [e for e in self.entries()
+                if not e.obsolete and not e.meta.expired(now)
+                and (self.max_lines is None or e.line_index < self.max_lines)]
+
+    def add(self, fact: str, meta: FactMeta | None = None) -> AddResult:
+        """Remember ``fact``; with ``meta`` (a key or TTL) it is written with its metadata and
+        the time, and an existing copy of the same fact takes the new metadata."""
         text = clean_fact(fact)
         key = normalize_fact(text)
+        if meta is not None and not meta.empty and meta.at is None:
+            meta = FactMeta(meta.key, meta.expires_at, meta.authority, utcnow())
+        suffix = render_meta(meta) if meta is not None else ""
         with _locked(self.path):
             lines = _read_lines(self.path)
             for entry in self._entries(lines):
                 if normalize_fact(entry.text) != key:
                     continue
-                if not entry.obsolete:
+                if not entry.obsolete and not suffix:
                     return AddResult(entry, added=False)
-                lines[entry.line_index] = _item_line(entry.text, False, lines[entry.line_index])
+                lines[entry.line_index] = _item_line(entry.text, False, lines[entry.line_index], suffix)
+                if not entry.obsolete:
+                    _write_lines(self.path, lines)
+                    return AddResult(self._entries(lines)[entry.number - 1], added=False)
                 _write_lines(self.path, lines)
                 return AddResult(self._entries(lines)[entry.number - 1], added=False, reactivated=True)
             index = self._insert_at(lines)
-            lines.insert(index, f"- {text}{_eol(lines)}")
+            lines.insert(index, f"- {text}{suffix}{_eol(lines)}")
             _write_lines(self.path, lines)
             new = next(e for e in self._entries(lines) if e.line_index == index)
             return AddResult(new, added=True)
@@ -271,9 +308,10 @@ class MemoryFile:
             entry = self.find(selector)
             if not entry.obsolete:
                 lines = _read_lines(self.path)
-                lines[entry.line_index] = _item_line(entry.text, True, lines[entry.line_index])
+                lines[entry.line_index] = _item_line(entry.text, True, lines[entry.line_index],
+                                                     render_meta(entry.meta))
                 _write_lines(self.path, lines)
-            return MemoryEntry(entry.number, entry.text, True, entry.scope, entry.line_index)
+            return MemoryEntry(entry.number, entry.text, True, entry.scope, entry.line_index, entry.meta)
 
 
 def _eol(lines: list[str]) -> str:
@@ -285,12 +323,12 @@ def _eol(lines: list[str]) -> str:
     return "\n"
 
 
-def _item_line(text: str, obsolete: bool, old_line: str) -> str:
+def _item_line(text: str, obsolete: bool, old_line: str, suffix: str = "") -> str:
     m = _ITEM_RE.match(old_line)
     bullet = m.group("bullet") if m else "-"
     eol = "\r\n" if old_line.endswith("\r\n") else ("\n" if old_line.endswith("\n") else "")
     body = f"~~{text}~~ {OBSOLETE_SUFFIX}" if obsolete else text
-    return f"{bullet} {body}{eol}"
+    return f"{bullet} {body}{suffix}{eol}"
 
 
 def memory_file(scope: Scope, project_root: str | os.PathLike[str] | None = None,
@@ -299,13 +337,22 @@ def memory_file(scope: Scope, project_root: str | os.PathLike[str] | None = None
     path = memory_path(scope, project_root)
     if scope == "global":
         return MemoryFile(path, "global", section=AGENT_MEMORIES_HEADING)
+    if scope == "user":
+        return MemoryFile(path, "user", header=USER_INDEX_HEADER)
+    if scope == "team":
+        return MemoryFile(path, "team", header=TEAM_INDEX_HEADER, max_lines=index_max_lines)
     return MemoryFile(path, "project", header=PROJECT_INDEX_HEADER, max_lines=index_max_lines)
 
 
+USER_INDEX_HEADER = "# User memory\n\n_Your own preferences, for every project. One fact per line._\n\n"
+TEAM_INDEX_HEADER = "# Team memory\n\n_What the team shares about this project. One fact per line._\n\n"
+
+
 def save_memory(fact: str, scope: Scope = "global",
-                project_root: str | os.PathLike[str] | None = None) -> AddResult:
+                project_root: str | os.PathLike[str] | None = None, *,
+                meta: FactMeta | None = None) -> AddResult:
     """Remember ``fact`` (what the ``save_memory`` tool and ``/memory add`` call)."""
-    return memory_file(scope, project_root).add(fact)
+    return memory_file(scope, project_root).add(fact, meta)
 
 
 def list_memories(scope: Scope, project_root: str | os.PathLike[str] | None = None) -> list[MemoryEntry]:
@@ -328,12 +375,32 @@ def load_project_memory(project_root: str | os.PathLike[str], index_max_lines: i
     Non-list lines a person added (headings, links to topic files, notes) are kept as written;
     the header mtagent wrote when it created the file is not repeated to the model.
     """
-    path = memory_path("project", project_root)
+    return load_memory_text("project", project_root, index_max_lines)
+
+
+def load_memory_text(scope: Scope, project_root: str | os.PathLike[str] | None, index_max_lines: int) -> str:
+    """A namespace's file as injected (project, user, team): obsolete and expired facts removed,
+    metadata comments stripped, the header mtagent wrote left out."""
+    path = memory_path(scope, project_root)
     lines = _read_lines(path)[:index_max_lines]
-    boilerplate = {line.strip() for line in PROJECT_INDEX_HEADER.splitlines() if line.strip()}
-    kept = [line for line in lines
-            if line.strip() not in boilerplate and not ((p := parse_item(line)) and p[1])]
-    return "".join(kept).strip()
+    header = {"user": USER_INDEX_HEADER, "team": TEAM_INDEX_HEADER}.get(scope, PROJECT_INDEX_HEADER)
+    boilerplate = {line.strip() for line in header.splitlines() if line.strip()}
+    return "".join(_injectable(line) for line in lines if line.strip() not in boilerplate).strip()
+
+
+def _injectable(line: str) -> str:
+    """``line`` as the model may see it: '' for an obsolete or expired fact, metadata stripped."""
+    m = _ITEM_RE.match(line)
+    parsed = parse_item(line)
+    if not m or parsed is None:
+        return line
+    body, meta = split_meta(m.group("body").strip())
+    if parsed[1] or meta.expired():
+        return ""
+    if meta.empty:
+        return line
+    eol = m.group("eol") or ""
+    return f"{m.group('indent')}{m.group('bullet')} {body}{eol}"
 
 
 def strip_obsolete_memories(text: str) -> str:
@@ -343,5 +410,4 @@ def strip_obsolete_memories(text: str) -> str:
     if span is None:
         return text
     start, end = span
-    drop = {i for i in range(start, end) if (p := parse_item(lines[i])) and p[1]}
-    return "".join(line for i, line in enumerate(lines) if i not in drop)
+    return "".join(_injectable(line) if start <= i < end else line for i, line in enumerate(lines))

@@ -34,7 +34,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from mtagent import paths
 from mtagent.config import MemorySettings
-from mtagent.context.static import memory
+from mtagent.context.static import memory, memory_resolve
 from mtagent.context.static.authority import Authority, AuthorityItem, Conflict, detect_conflicts
 from mtagent.context.static.rules import RuleSet, load_rules
 from mtagent.context.tokens import count_text_tokens
@@ -210,12 +210,9 @@ class StaticContext:
         rule_items = [AuthorityItem(f"rule:{r.source}", Authority.PROJECT_RULES, r.text) for r in active_rules]
         rule_items.append(AuthorityItem("rule:~/.mtagent/CONTEXT.md", Authority.PROJECT_RULES,
                                         _without_memories(global_text)))
-        memory_items = [AuthorityItem(f"memory:global:{i}", Authority.LONG_TERM_MEMORY, fact)
-                        for i, fact in enumerate(memory.memory_file("global").active(), 1)]
-        memory_items += [AuthorityItem(f"memory:project:{i}", Authority.LONG_TERM_MEMORY, fact)
-                         for i, fact in enumerate(memory.memory_file(
-                             "project", self.project_root,
-                             index_max_lines=self.settings.index_max_lines).active(), 1)]
+        resolution = memory_resolve.resolve(self.project_root, index_max_lines=self.settings.index_max_lines)
+        memory_items = [AuthorityItem(memory_resolve.entry_id(e), Authority.LONG_TERM_MEMORY, e.text)
+                        for entries in resolution.active.values() for e in entries]
         items = [*rule_items, *memory_items]
         key = tuple((i.id, i.authority, i.text) for i in items)
         if self._conflict_memo is None or self._conflict_memo[0] != key:
@@ -223,12 +220,17 @@ class StaticContext:
         conflicts = list(self._conflict_memo[1])
         lost_ids = {loser for c in conflicts for loser in c.losers}
         losing = {item.text for item in memory_items if item.id in lost_ids}
+        losing |= {e.text for e in resolution.superseded}
         if losing:
             global_text = _drop_facts(global_text, losing)
             project_memory = _drop_facts(project_memory, losing)
+        namespace_memory = {ns: _drop_facts(memory.load_memory_text(ns, self.project_root,
+                                                                    self.settings.index_max_lines), losing)
+                            for ns in ("user", "team")}
 
         sections = [(r.source, r.text) for r in active_rules]
         sections.append((f"{memory.PROJECT_INDEX_NAME} (project memory)", project_memory))
+        sections += [(f"{ns} memory", text) for ns, text in namespace_memory.items()]
         global_rules = _without_memories(global_text)
         system = SystemMessage(
             content=build_system_prompt(tools, global_text, runtime),
@@ -242,7 +244,7 @@ class StaticContext:
                                          project_sections=sections)
         session.response_metadata["mtagent"]["split"] = {
             "rules": sum(_tokens(r.text) for r in active_rules),
-            "memory": _tokens(project_memory),
+            "memory": _tokens(project_memory) + sum(_tokens(t) for t in namespace_memory.values()),
         }
         warnings = list(rules.warnings) + [f"memory contradicts a rule and is not used: {c.reason}"
                                            for c in conflicts]
@@ -250,7 +252,7 @@ class StaticContext:
             if w not in self._warned:
                 self._warned.add(w)
                 log.warning("%s", w)
-        return StaticParts(system, session, rules, conflicts, warnings)
+        return StaticParts(system, session, rules, conflicts + resolution.conflicts, warnings)
 
     def rule_items(self) -> list[AuthorityItem]:
         """The rules in force, as authority items — for checking a summary against them."""
