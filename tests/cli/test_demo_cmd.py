@@ -41,7 +41,7 @@ def test_demo_prints_persisted_results_compactions_and_the_grid(demo_run):
     assert persisted and int(persisted.group(1)) >= 1
     compactions = re.search(r"Compactions: (\d+)", out)
     assert compactions and int(compactions.group(1)) >= 1
-    before_after = re.search(r"│\s*\w+\s*│\s*([\d,]+) tokens\s*│\s*([\d,]+) tokens", out)
+    before_after = re.search(r"[│|]\s*\w+\s*[│|]\s*([\d,]+) tokens\s*[│|]\s*([\d,]+) tokens", out)
     assert before_after, out
     before, after = (int(x.replace(",", "")) for x in before_after.groups())
     assert before > after > 0

@@ -9,10 +9,11 @@ import typer
 from rich.markup import escape
 
 from mtagent import paths
-from mtagent.cli.output import console, user_errors
+from mtagent.cli.output import bare_group_help, console, user_errors
 from mtagent.config import load_settings, settings_reference
 
-config_app = typer.Typer(help="Show the merged configuration and where it is read from.", no_args_is_help=True)
+config_app = typer.Typer(help="Show the merged configuration and where it is read from.")
+bare_group_help(config_app)
 
 
 @config_app.command("show")

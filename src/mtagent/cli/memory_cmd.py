@@ -11,12 +11,12 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from mtagent.cli.output import console, user_errors
+from mtagent.cli.output import bare_group_help, console, user_errors
 from mtagent.context.static import memory
 from mtagent.context.static.memory import Scope
 
-memory_app = typer.Typer(help="List, add and remove long-term memories (global or per project).",
-                         no_args_is_help=True)
+memory_app = typer.Typer(help="List, add and remove long-term memories (global or per project).")
+bare_group_help(memory_app)
 
 _SCOPE_HELP = "--project: this project's MEMORY.md; --global: ~/.mtagent/CONTEXT.md (default)."
 _CWD_HELP = "Project folder whose memory --project means."

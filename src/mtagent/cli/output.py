@@ -1,4 +1,9 @@
-"""Shared console helpers: one rich console per stream, and the one-line error exit."""
+"""Shared console helpers: one rich console per stream, and the one-line error exit.
+
+Output that does not go to a terminal (a pipe, a file, ``$(…)``) is read by scripts and other
+tools, so it is never cut to a guessed width: no truncation, no ellipses in numbers, plain ASCII
+table borders and no wrapping of long lines. ``COLUMNS`` still wins when set, as it asks for a width.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,43 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 
 from mtagent.errors import MTAgentError
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+PIPE_WIDTH = 2000  # wide enough that no table column of ours is ever squeezed in a pipe
+
+
+class StreamConsole(Console):
+    """A rich console that decides terminal or not at every print (stdout may be swapped later)."""
+
+    def _piped(self) -> bool:
+        return self._width is None and not self.is_terminal and not self._environ.get("COLUMNS")
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        if self._piped():
+            return ConsoleDimensions(PIPE_WIDTH, self._height or 25)
+        return super().size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+    @property
+    def encoding(self) -> str:
+        # rich draws ASCII table borders when the encoding is not UTF-8: plain tables in a pipe
+        return "ascii" if not self.is_terminal and not self.record else super().encoding
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if kwargs.get("soft_wrap") is None and self._piped():
+            kwargs["soft_wrap"] = True
+        super().print(*objects, **kwargs)
+
+
+console = StreamConsole(highlight=False)
+err_console = StreamConsole(stderr=True, highlight=False)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,3 +75,13 @@ def user_errors(func: F) -> F:
             fail(str(exc), exc.exit_code)
 
     return wrapper  # type: ignore[return-value]
+
+
+def bare_group_help(group: typer.Typer) -> None:
+    """A command group called without a subcommand prints its help and exits 0 (asking is not an error)."""
+
+    @group.callback(invoke_without_command=True)
+    def _bare(ctx: typer.Context) -> None:
+        if ctx.invoked_subcommand is None:
+            typer.echo(ctx.get_help())
+            raise typer.Exit(0)

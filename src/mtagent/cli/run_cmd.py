@@ -1,6 +1,6 @@
-"""``mtagent run "task"`` (one shot) and the options every agent front end shares.
+"""``mtagent run "task"`` (one shot).
 
-Common options — ``--resume ID`` / ``--continue``, ``--model provider:name``, ``--base-url``,
+Common options (declared in :mod:`mtagent.cli.session_options`) — ``--resume ID`` / ``--continue``, ``--model provider:name``, ``--base-url``,
 ``--cwd``, ``--approval ask|allow|deny``, ``--window N`` — are parsed into
 :class:`SessionOptions`, which opens the :class:`~mtagent.agent.session.AgentSession`. The
 root ``mtagent`` (the REPL) takes the same options.
@@ -13,82 +13,22 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
 
-from mtagent.cli import scripted_model
 from mtagent.cli.output import console, err_console, fail, user_errors
+from mtagent.cli.session_options import (  # noqa: F401  (re-exported: the REPL and tests import them here)
+    APPROVAL_MODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, SessionOptions, approval_option,
+    base_url_option, continue_option, cwd_option, model_option, resume_option, window_option,
+)
 from mtagent.cli.turn_display import TurnDisplay, make_approver
-from mtagent.config import Settings, load_settings
 from mtagent.errors import MTAgentError, UsageError
 
 if TYPE_CHECKING:
     from mtagent.agent.session import AgentSession, TurnResult
-    from mtagent.events import EventBus
-
-# ``--approval`` speaks the user's words; the policy's modes are ask / auto / never.
-APPROVAL_MODES = {"ask": "ask", "allow": "auto", "deny": "never", "auto": "auto", "never": "never"}
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-@dataclass(slots=True)
-class SessionOptions:
-    cwd: Path
-    model: str | None = None
-    base_url: str | None = None
-    approval: str = "ask"
-    window: int | None = None
-    resume: str | None = None
-    continue_: bool = False
-
-    def validate(self) -> None:
-        if self.approval not in APPROVAL_MODES:
-            raise UsageError(f"--approval {self.approval!r} is not one of ask, allow, deny")
-        if self.window is not None and self.window <= 0:
-            raise UsageError(f"--window must be a positive number of tokens, got {self.window}")
-        if self.resume and self.continue_:
-            raise UsageError("use either --resume ID or --continue, not both")
-        if not self.cwd.is_dir():
-            raise UsageError(f"--cwd {self.cwd} is not a folder")
-
-    @property
-    def root(self) -> Path:
-        return self.cwd.expanduser().resolve()
-
-    def settings(self) -> Settings:
-        overrides: dict[str, dict[str, Any]] = {}
-        if self.window is not None:
-            overrides["context"] = {"token_limit": self.window}
-        return load_settings(self.root, overrides=overrides or None)
-
-    def open_session(self, *, on_token: Callable[[str], None] | None = None,
-                     events: EventBus | None = None, session_id: str | None = None,
-                     latest: bool = False) -> AgentSession:
-        """Create a session, or resume ``session_id`` / ``--resume`` / (``latest``, ``--continue``)."""
-        from mtagent.agent.session import AgentSession, latest_session_id
-
-        self.validate()
-        settings = self.settings()
-        mode = APPROVAL_MODES[self.approval]
-        target = session_id or self.resume
-        if target is None and (latest or self.continue_):
-            target = latest_session_id(self.root)
-            if target is None:
-                raise UsageError(f"no session to continue in {self.root}; start one with `mtagent`")
-        model: Any = self.model
-        if model is None and target is not None:
-            model = _recorded_scripted_model(self.root, target)
-        if scripted_model.is_scripted(model):
-            model = scripted_model.load_scripted_model(model)
-        common = dict(model=model, settings=settings, base_url=self.base_url, approval=mode,
-                      events=events, on_token=on_token)
-        if target is not None:
-            return AgentSession.resume(target, self.root, **common)
-        return AgentSession.create(self.root, **common)
 
 
 def window_warning(session: AgentSession) -> str | None:
@@ -109,54 +49,6 @@ def window_warning(session: AgentSession) -> str | None:
     return (f"a {session.window:,}-token window is smaller than {reserve}; auto compaction fires at "
             f"{threshold:,} tokens ({threshold / session.window:.0%} of the window); "
             "set context.auto_compact_threshold to choose another point")
-
-
-def _recorded_scripted_model(root: Path, session_id: str) -> str | None:
-    """A scripted session resumes with its own script when ``--model`` is not given."""
-    from mtagent import paths
-    from mtagent.session.transcript import read_first_record
-
-    path = paths.session_transcript_path(root, session_id)
-    first = read_first_record(path) if path.exists() else None
-    recorded = (first or {}).get("model")
-    from mtagent.agent.demo import DEMO_MODEL_NAME
-
-    if recorded == DEMO_MODEL_NAME:
-        raise UsageError(f"session {session_id} was run by the demo's scripted policy, which cannot go on; "
-                         "pass a model, e.g. --model openai:gpt-4o-mini")
-    return recorded if scripted_model.is_scripted(recorded) else None
-
-
-# ── shared typer options ───────────────────────────────────────────────────────────────
-
-def resume_option() -> Any:
-    return typer.Option(None, "--resume", "-r", help="Continue the session with this id (see `mtagent sessions list`).")
-
-
-def continue_option() -> Any:
-    return typer.Option(False, "--continue", "-c", help="Continue the latest session of this project.")
-
-
-def model_option() -> Any:
-    return typer.Option(None, "--model", "-m", help="provider:name, e.g. openai:gpt-4o-mini, ollama:qwen2.5-coder, "
-                        "or scripted:FILE (a JSON script, no network). Default: agent.model from config.")
-
-
-def base_url_option() -> Any:
-    return typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, DeepSeek).")
-
-
-def cwd_option() -> Any:
-    return typer.Option(Path("."), "--cwd", help="Project folder the agent works in (default: here).")
-
-
-def approval_option() -> Any:
-    return typer.Option("ask", "--approval", help="Default for tools that change things (shell, write_file, "
-                        "edit_file): ask, allow or deny. Rules in agent.approval still apply.")
-
-
-def window_option() -> Any:
-    return typer.Option(None, "--window", help="Context window in tokens (default: the model's, from config).")
 
 
 # ── mtagent run ────────────────────────────────────────────────────────────────────────
@@ -251,12 +143,12 @@ def run(
     """Run one task to the end and exit (0 done, 1 failed, 2 usage error, 130 interrupted)."""
     options = SessionOptions(cwd=cwd, model=model, base_url=base_url, approval=approval, window=window,
                              resume=resume, continue_=continue_)
-    code = _guarded(lambda: run_once(options, task))
+    code = guarded(lambda: run_once(options, task))
     raise typer.Exit(code)
 
 
 @user_errors
-def _guarded(body: Callable[[], int]) -> int:
+def guarded(body: Callable[[], int]) -> int:
     try:
         return body()
     except KeyboardInterrupt:
@@ -270,22 +162,3 @@ def _guarded(body: Callable[[], int]) -> int:
 
 def register(app: typer.Typer) -> None:
     app.command("run")(run)
-
-
-# ── the root command: the REPL ─────────────────────────────────────────────────────────
-
-def root_entry(ctx: typer.Context, options: SessionOptions) -> None:
-    """``mtagent`` alone starts the REPL in a terminal and prints the help otherwise."""
-    if ctx.invoked_subcommand is not None:
-        given = [f"--{name.rstrip('_').replace('_', '-')}" for name in ctx.params
-                 if name != "version" and ctx.get_parameter_source(name).name == "COMMANDLINE"]
-        if given:
-            fail(f"{', '.join(given)} before the command only applies to the interactive mtagent; "
-                 f"put it after the command: mtagent {ctx.invoked_subcommand} {given[0]} …", EXIT_USAGE)
-        return
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        typer.echo(ctx.get_help())
-        return
-    from mtagent.cli.repl import start_repl
-
-    raise typer.Exit(_guarded(lambda: start_repl(options)))

@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mtagent import paths
-from mtagent.cli.output import console, err_console, fail, user_errors
+from mtagent.cli.output import bare_group_help, console, err_console, fail, user_errors
 from mtagent.context.view import artifact_store_for, load_transcript
 from mtagent.errors import ArtifactPathError, SessionNotFound, UsageError
 from mtagent.session import schema
@@ -34,7 +34,8 @@ ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "tool": "bold yell
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-sessions_app = typer.Typer(help="List, show and export this project's sessions.", no_args_is_help=True)
+sessions_app = typer.Typer(help="List, show and export this project's sessions.")
+bare_group_help(sessions_app)
 
 
 def _io_errors(func: F) -> F:

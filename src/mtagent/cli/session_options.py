@@ -1,0 +1,192 @@
+"""The options every agent front end shares, and session-id resolution — kept light on imports.
+
+The root ``mtagent`` command declares these options, so this module is imported for
+``mtagent --help``; the config models, the agent and LangChain load only when a session opens.
+Session ids accept ``latest`` and any unique prefix (``mtagent sessions show 01JD``), as git does.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from mtagent.errors import SessionNotFound, UsageError
+
+if TYPE_CHECKING:
+    from mtagent.agent.session import AgentSession
+    from mtagent.config import Settings
+    from mtagent.events import EventBus
+
+# ``--approval`` speaks the user's words; the policy's modes are ask / auto / never.
+APPROVAL_MODES = {"ask": "ask", "allow": "auto", "deny": "never", "auto": "auto", "never": "never"}
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+LATEST = "latest"
+
+
+def session_ids(root: Path) -> list[str]:
+    """A project's session ids, oldest first (ids sort by creation time)."""
+    from mtagent import paths
+
+    folder = paths.history_dir(root)
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.glob("*.jsonl") if p.is_file())
+
+
+def resolve_session_id(root: Path, given: str) -> str:
+    """``latest``, a full id or a unique prefix → the full id; else a one-line error that helps."""
+    ids = session_ids(root)
+    if given == LATEST:
+        if not ids:
+            raise SessionNotFound(f"no sessions yet for {root}; start one with `mtagent`")
+        return ids[-1]
+    if given in ids:
+        return given
+    matches = [i for i in ids if i.startswith(given)] if given else []
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        shown = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
+        raise UsageError(f"session id prefix {given!r} matches {len(matches)} sessions ({shown}); type more of it")
+    from mtagent import paths
+
+    paths.validate_session_id(given)
+    raise SessionNotFound(f"no session {given} for {root}; see `mtagent sessions list` (or use `latest`)")
+
+
+@dataclass(slots=True)
+class SessionOptions:
+    cwd: Path
+    model: str | None = None
+    base_url: str | None = None
+    approval: str = "ask"
+    window: int | None = None
+    resume: str | None = None
+    continue_: bool = False
+
+    def validate(self) -> None:
+        if self.approval not in APPROVAL_MODES:
+            raise UsageError(f"--approval {self.approval!r} is not one of ask, allow, deny")
+        if self.window is not None and self.window <= 0:
+            raise UsageError(f"--window must be a positive number of tokens, got {self.window}")
+        if self.resume and self.continue_:
+            raise UsageError("use either --resume ID or --continue, not both")
+        if not self.cwd.is_dir():
+            raise UsageError(f"--cwd {self.cwd} is not a folder")
+
+    @property
+    def root(self) -> Path:
+        return self.cwd.expanduser().resolve()
+
+    def settings(self) -> Settings:
+        from mtagent.config import load_settings
+
+        overrides: dict[str, dict[str, Any]] = {}
+        if self.window is not None:
+            overrides["context"] = {"token_limit": self.window}
+        return load_settings(self.root, overrides=overrides or None)
+
+    def open_session(self, *, on_token: Callable[[str], None] | None = None,
+                     events: EventBus | None = None, session_id: str | None = None,
+                     latest: bool = False) -> AgentSession:
+        """Create a session, or resume ``session_id`` / ``--resume`` / (``latest``, ``--continue``)."""
+        from mtagent.agent.session import AgentSession
+        from mtagent.cli import scripted_model
+
+        self.validate()
+        settings = self.settings()
+        mode = APPROVAL_MODES[self.approval]
+        target = session_id or self.resume
+        if target is None and (latest or self.continue_):
+            ids = session_ids(self.root)
+            if not ids:
+                raise UsageError(f"no session to continue in {self.root}; start one with `mtagent`")
+            target = ids[-1]
+        elif target is not None:
+            target = resolve_session_id(self.root, target)
+        model: Any = self.model
+        if model is None and target is not None:
+            model = _recorded_scripted_model(self.root, target)
+        if scripted_model.is_scripted(model):
+            model = scripted_model.load_scripted_model(model)
+        common = dict(model=model, settings=settings, base_url=self.base_url, approval=mode,
+                      events=events, on_token=on_token)
+        if target is not None:
+            return AgentSession.resume(target, self.root, **common)
+        return AgentSession.create(self.root, **common)
+
+
+def _recorded_scripted_model(root: Path, session_id: str) -> str | None:
+    """A scripted session resumes with its own script when ``--model`` is not given."""
+    from mtagent import paths
+    from mtagent.agent.demo import DEMO_MODEL_NAME
+    from mtagent.cli import scripted_model
+    from mtagent.session.transcript import read_first_record
+
+    path = paths.session_transcript_path(root, session_id)
+    first = read_first_record(path) if path.exists() else None
+    recorded = (first or {}).get("model")
+    if recorded == DEMO_MODEL_NAME:
+        raise UsageError(f"session {session_id} was run by the demo's scripted policy, which cannot go on; "
+                         "pass a model, e.g. --model openai:gpt-4o-mini")
+    return recorded if scripted_model.is_scripted(recorded) else None
+
+
+# ── shared typer options ───────────────────────────────────────────────────────────────
+
+def resume_option() -> Any:
+    return typer.Option(None, "--resume", "-r", help="Continue this session: its id, a unique prefix of it, "
+                        "or `latest` (see `mtagent sessions list`).")
+
+
+def continue_option() -> Any:
+    return typer.Option(False, "--continue", "-c", help="Continue the latest session of this project.")
+
+
+def model_option() -> Any:
+    return typer.Option(None, "--model", "-m", help="provider:name, e.g. openai:gpt-4o-mini, ollama:qwen2.5-coder, "
+                        "or scripted:FILE (a JSON script, no network). Default: agent.model from config.")
+
+
+def base_url_option() -> Any:
+    return typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, DeepSeek).")
+
+
+def cwd_option() -> Any:
+    return typer.Option(Path("."), "--cwd", help="Project folder the agent works in (default: here).")
+
+
+def approval_option() -> Any:
+    return typer.Option("ask", "--approval", help="Default for tools that change things (shell, write_file, "
+                        "edit_file): ask, allow or deny. Rules in agent.approval still apply.")
+
+
+def window_option() -> Any:
+    return typer.Option(None, "--window", help="Context window in tokens (default: the model's, from config).")
+
+
+# ── the root command: the REPL ─────────────────────────────────────────────────────────
+
+def root_entry(ctx: typer.Context, options: SessionOptions) -> None:
+    """``mtagent`` alone starts the REPL in a terminal and prints the help otherwise."""
+    from mtagent.cli.output import fail
+
+    if ctx.invoked_subcommand is not None:
+        given = [f"--{name.rstrip('_').replace('_', '-')}" for name in ctx.params
+                 if name != "version" and ctx.get_parameter_source(name).name == "COMMANDLINE"]
+        if given:
+            fail(f"{', '.join(given)} before the command only applies to the interactive mtagent; "
+                 f"put it after the command: mtagent {ctx.invoked_subcommand} {given[0]} …", EXIT_USAGE)
+        return
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        typer.echo(ctx.get_help())
+        return
+    from mtagent.cli.repl import start_repl
+    from mtagent.cli.run_cmd import guarded
+
+    raise typer.Exit(guarded(lambda: start_repl(options)))
