@@ -1,0 +1,247 @@
+"""One suite, both backends: what every :class:`~mtagent.session.store.Store` must guarantee."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from mtagent.errors import ArtifactPathError, SessionLocked, SessionNotFound, UsageError
+from mtagent.session import schema
+from mtagent.session.audit import AuditEvent, AuditingSink
+from mtagent.session.store import Document, Store, TranscriptAppender
+
+CHILD = Path(__file__).with_name("store_child.py")
+PROJECT = "proj-0123456789ab"
+
+
+def _msg(i: int) -> dict:
+    return schema.message_to_record(HumanMessage(f"message {i}", id=f"m{i}"))
+
+
+def _child(backend: str, home: Path, dsn: str | None, tenant: str, sid: str, mode: str,
+           *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, str(CHILD), backend, str(home), dsn or "-", tenant, PROJECT, sid,
+                             mode, *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(CHILD.parents[2])})
+
+
+def test_both_backends_implement_the_protocol(store: Store) -> None:
+    assert isinstance(store, Store)
+    with store.open_writer(PROJECT, "s-proto") as writer:
+        assert isinstance(writer, TranscriptAppender)
+
+
+def test_append_and_read_back_in_order(store: Store) -> None:
+    records = [schema.session_start_record("s1", "/w", "m", "0")] + [_msg(i) for i in range(20)]
+    with store.open_writer(PROJECT, "s1") as writer:
+        positions = [writer.append(r) for r in records]
+        writer.end_turn()
+    assert positions == sorted(positions) and len(set(positions)) == len(positions)
+    entries = store.read_entries(PROJECT, "s1")
+    assert [e.record for e in entries] == records
+    assert [e.offset for e in entries] == positions
+    assert [e.record["id"] for e in store.read_entries(PROJECT, "s1", start=positions[10])] == \
+        [f"m{i}" for i in range(9, 20)]
+    assert store.record_count(PROJECT, "s1") == len(records)
+    assert store.sessions(PROJECT) == ["s1"] and PROJECT in store.projects()
+
+
+def test_appending_continues_after_reopening(store: Store) -> None:
+    with store.open_writer(PROJECT, "s2") as writer:
+        first = writer.append(_msg(0))
+    with store.open_writer(PROJECT, "s2") as writer:
+        second = writer.append(_msg(1))
+    assert second > first
+    assert [e.record["id"] for e in store.read_entries(PROJECT, "s2")] == ["m0", "m1"]
+
+
+def test_invalid_records_are_refused(store: Store) -> None:
+    with store.open_writer(PROJECT, "s3") as writer:
+        with pytest.raises(ValueError, match="invalid record"):
+            writer.append({"type": "transcript_message", "schema_version": 2, "role": "nobody"})
+        writer.append(_msg(1))
+    assert [e.record["id"] for e in store.read_entries(PROJECT, "s3")] == ["m1"]
+
+
+def test_resume_reads_only_from_the_last_boundary(store: Store) -> None:
+    with store.open_writer(PROJECT, "s4") as writer:
+        for i in range(6):
+            writer.append(_msg(i))
+        writer.append(schema.boundary_record(summary="old", first_kept_id="m2", boundary_id="cb-1"))
+        for i in range(6, 10):
+            writer.append(_msg(i))
+        writer.append(schema.boundary_record(summary="new", first_kept_id="m8", boundary_id="cb-2"))
+        writer.append(_msg(10))
+    resumed = store.read_since_boundary(PROJECT, "s4")
+    assert resumed.boundary_id == "cb-2"
+    ids = [r.get("id") for r in resumed.records]
+    assert ids == ["m8", "m9", "cb-2", "m10"]
+    assert resumed.start == resumed.entries[0].offset and resumed.boundary_position == resumed.entries[2].offset
+
+
+def test_resume_without_a_boundary_reads_everything(store: Store) -> None:
+    with store.open_writer(PROJECT, "s5") as writer:
+        for i in range(3):
+            writer.append(_msg(i))
+    resumed = store.read_since_boundary(PROJECT, "s5")
+    assert resumed.boundary_id is None and [r["id"] for r in resumed.records] == ["m0", "m1", "m2"]
+
+
+def test_unknown_session_is_not_found(store: Store) -> None:
+    with pytest.raises(SessionNotFound):
+        store.read_entries(PROJECT, "nope")
+    with pytest.raises(SessionNotFound):
+        store.read_since_boundary(PROJECT, "nope")
+    assert store.record_count(PROJECT, "nope") == 0
+
+
+@pytest.mark.parametrize("sid", ["../x", "a/b", "", "x" * 200])
+def test_hostile_session_ids_are_refused(store: Store, sid: str) -> None:
+    with pytest.raises(UsageError):
+        store.open_writer(PROJECT, sid)
+
+
+def test_a_second_writer_gets_in_use_naming_the_holder(store: Store, backend: str, store_dsn: str | None,
+                                                      mtagent_home: Path) -> None:
+    holder = _child(backend, mtagent_home, store_dsn, store.tenant, "s-locked", "hold")
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        with pytest.raises(SessionLocked) as info:
+            store.open_writer(PROJECT, "s-locked")
+        assert info.value.pid == holder.pid
+        assert f"in use by pid {holder.pid}" in str(info.value)
+    finally:
+        holder.communicate("", timeout=30)
+    with store.open_writer(PROJECT, "s-locked") as writer:  # released when the holder closed
+        writer.append(_msg(1))
+
+
+def test_the_lock_is_released_when_the_holder_is_killed(store: Store, backend: str, store_dsn: str | None,
+                                                        mtagent_home: Path) -> None:
+    holder = _child(backend, mtagent_home, store_dsn, store.tenant, "s-killed", "hold")
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while True:  # the server notices the dead connection within moments
+        try:
+            writer = store.open_writer(PROJECT, "s-killed")
+            break
+        except SessionLocked:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    writer.close()
+
+
+@pytest.mark.parametrize("kill_after", [3, 8])
+def test_sigkill_mid_append_leaves_whole_records_only(store: Store, backend: str, store_dsn: str | None,
+                                                     mtagent_home: Path, kill_after: int) -> None:
+    sid = f"s-crash-{kill_after}"
+    acknowledged = -1
+    for round_ in range(2):
+        start = str(acknowledged + 1)
+        child = _child(backend, mtagent_home, store_dsn, store.tenant, sid, "crash", start)
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        for line in child.stdout:
+            acknowledged = int(line)
+            if acknowledged >= int(start) + kill_after:
+                break
+        child.send_signal(signal.SIGKILL)  # it is in the middle of its next (maybe 200 kB) append
+        child.wait(timeout=30)
+        time.sleep(0.2 * round_)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                writer = store.open_writer(PROJECT, sid)  # repairs a torn tail (files), takes the lock
+                break
+            except SessionLocked:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        writer.close()
+        ids = [e.record["id"] for e in store.read_entries(PROJECT, sid)]
+        numbers = [int(i[1:]) for i in ids]
+        assert numbers == list(range(len(numbers))), "records are whole, in order, none interleaved"
+        assert len(numbers) >= acknowledged + 1, "every acknowledged record survived"
+        acknowledged = len(numbers) - 1
+    with store.open_writer(PROJECT, sid) as writer:
+        writer.append(_msg(acknowledged + 1))
+    assert store.read_entries(PROJECT, sid)[-1].record["id"] == f"m{acknowledged + 1}"
+
+
+def test_artifacts_round_trip_and_are_capped(store_factory, tenant: str) -> None:
+    store = store_factory(tenant, max_bytes=1000)
+    meta = store.write_artifact(PROJECT, "s6", "tool-results/c1.txt", "small")
+    assert not meta.truncated and store.read_artifact(PROJECT, "s6", "tool-results/c1.txt") == "small"
+    big = "é" * 999  # 1998 bytes: the cut lands inside a character
+    meta = store.write_artifact(PROJECT, "s6", "tool-results/c2.txt", big)
+    assert meta.truncated and meta.stored_bytes <= 1000 and meta.original_chars == 999
+    assert store.read_artifact(PROJECT, "s6", "tool-results/c2.txt") == "é" * 500
+    assert store.list_artifacts(PROJECT, "s6") == ["tool-results/c1.txt", "tool-results/c2.txt"]
+    with pytest.raises(ArtifactPathError):
+        store.read_artifact(PROJECT, "s6", "tool-results/missing.txt")
+
+
+@pytest.mark.parametrize("path", ["../escape.txt", "/etc/passwd", "a\x00b", "tool-results/../../x", ""])
+def test_hostile_artifact_paths_are_refused(store: Store, path: str) -> None:
+    with pytest.raises(ArtifactPathError):
+        store.write_artifact(PROJECT, "s7", path, "x")
+    with pytest.raises(ArtifactPathError):
+        store.read_artifact(PROJECT, "s7", path)
+
+
+def test_session_memory_and_long_term_memory(store: Store) -> None:
+    assert store.read_session_memory(PROJECT, "s8") is None
+    store.write_session_memory(PROJECT, "s8", "# Notes\nv1")
+    store.write_session_memory(PROJECT, "s8", "# Notes\nv2")
+    assert store.read_session_memory(PROJECT, "s8") == "# Notes\nv2"
+    assert store.read_memory(PROJECT, "MEMORY.md") is None
+    store.write_memory(PROJECT, "MEMORY.md", "- use uv")
+    store.write_memory(PROJECT, "topic.md", "details")
+    assert store.read_memory(PROJECT, "MEMORY.md") == "- use uv"
+    assert store.list_memory(PROJECT) == ["MEMORY.md", "topic.md"]
+    for hostile in ("../x.md", "a/b.md", ".hidden"):
+        with pytest.raises(UsageError):
+            store.write_memory(PROJECT, hostile, "x")
+
+
+def test_documents_are_filtered_by_acl(store: Store) -> None:
+    store.put_document(Document("recall", "k1", "Retry the flaky TEST in ci", {"session": "s1"}))
+    store.put_document(Document("recall", "k2", "secret deploy key rotation test", acl=("ops",)))
+    store.put_document(Document("recall", "k3", "unrelated", acl=("dev", "ops")))
+    store.put_document(Document("other", "k4", "test in another collection"))
+    assert [d.key for d in store.search_documents("recall", "test")] == ["k1"]
+    assert [d.key for d in store.search_documents("recall", "test", principals=["ops"])] == ["k1", "k2"]
+    assert [d.key for d in store.search_documents("recall", "flaky ci", principals=["ops"])] == ["k1"]
+    assert store.search_documents("recall", "100%_") == [] and store.search_documents("recall", "  ") == []
+    assert [d.key for d in store.list_documents("recall", principals=["dev"])] == ["k1", "k3"]
+    found = store.search_documents("recall", "flaky")[0]
+    assert found.meta == {"session": "s1"} and found.acl == ()
+    store.delete_document("recall", "k1")
+    assert store.search_documents("recall", "flaky") == []
+
+
+def test_audit_events_round_trip_and_derive_from_records(store: Store) -> None:
+    store.audit.record(AuditEvent("export", "alice", store.tenant, "s9", {"format": "md"}))
+    with store.open_writer(PROJECT, "s9") as writer:
+        sink = AuditingSink(writer, store.audit, store.tenant, "s9", who="bob")
+        sink.append(schema.message_to_record(AIMessage("", id="a1", tool_calls=[
+            {"id": "c1", "name": "shell", "args": {"command": "ls"}}])))
+        sink.append(schema.event_record("tool_started", {"tool_call_id": "c1", "tool": "shell",
+                                                         "approved_by": "user"}))
+        sink.append(schema.event_record("tool_denied", {"tool_call_id": "c2", "tool": "shell", "reason": "no"}))
+        sink.append(schema.boundary_record(summary="s", first_kept_id=None, boundary_id="cb-9"))
+    events = store.audit.events()
+    assert [(e.action, e.who) for e in events] == [("export", "alice"), ("tool.approved", "bob"),
+                                                   ("tool.denied", "bob"), ("compaction", "bob")]
+    assert events[1].detail["rule"] == "user" and events[3].detail["boundary_id"] == "cb-9"
+    assert all(e.tenant == store.tenant and e.session_id == "s9" for e in events)
+    assert [e.action for e in store.audit.events(action="compaction")] == ["compaction"]
+    assert len(store.read_entries(PROJECT, "s9")) == 4, "the audited records still reach the transcript"
