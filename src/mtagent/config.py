@@ -169,6 +169,17 @@ class ShellSettings(_Section):
     kill_grace_seconds: float = Field(2, ge=0, description="after SIGTERM on timeout, wait this long before SIGKILL")
 
 
+class UiSettings(_Section):
+    """The explain UI (``mtagent ui``): a local, read-only web app over the transcripts."""
+
+    host: str = Field("127.0.0.1", description="address to bind; off loopback the printed token is required")
+    port: int = Field(8765, ge=0, le=65535, description="port to bind (0 picks a free one)")
+    artifact_page_lines: int = Field(2_000, gt=0, description="artifact lines shown per page (raw streams all)")
+    search_max_hits: int = Field(200, gt=0, description="artifact and memory search hits shown, at most")
+    line_max_chars: int = Field(2_000, gt=0, description="longer artifact lines are cut on the page (not in raw)")
+    stream_chunk_bytes: int = Field(256 * 1024, gt=0, description="bytes per chunk when streaming a raw artifact")
+
+
 class AgentSettings(_Section):
     model: str | None = Field(None, description="provider:name, e.g. openai:gpt-4o-mini")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp)")
@@ -198,6 +209,7 @@ class Settings(_Section):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     shell: ShellSettings = Field(default_factory=ShellSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
+    ui: UiSettings = Field(default_factory=UiSettings)
 
     def auto_compact_threshold_tokens(self, token_limit: int | None = None) -> int:
         """The token count at which auto compaction fires, honouring a user override exactly."""

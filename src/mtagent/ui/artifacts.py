@@ -1,0 +1,201 @@
+"""A session's artifacts and session memory: listing, line ranges, streaming and search.
+
+Artifact paths come from transcripts, which are untrusted: every read goes through
+:meth:`ArtifactStore.resolve`, which refuses anything outside the session's artifact folder
+(``..``, absolute paths, symlinks out). Files are read line by line or in chunks, never whole,
+so a 64 MB artifact costs a page no more memory than the lines it shows; the raw view streams
+the file in chunks cut on line ends, each redacted before it leaves the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtagent.errors import ArtifactPathError
+from mtagent.session import schema
+from mtagent.session.artifacts import SESSION_MEMORY_DIR, TOOL_RESULTS_DIR, ArtifactStore
+from mtagent.ui.records import Redactor
+
+
+@dataclass(slots=True)
+class ArtifactEntry:
+    """A stored tool result: what the transcript says about it, and whether the file is there."""
+
+    path: str
+    tool_call_id: str | None = None
+    tool: str | None = None
+    original_chars: int | None = None
+    stored_bytes: int | None = None
+    truncated: bool = False
+    present: bool = False
+
+
+def list_artifacts(store: ArtifactStore, records: Sequence[dict[str, Any]]) -> list[ArtifactEntry]:
+    """Tool results named by the transcript, then any other files in ``tool-results/``."""
+    entries: dict[str, ArtifactEntry] = {}
+    for rec in records:
+        if rec.get("type") != schema.TOOL_RESULT_ARTIFACT or not isinstance(rec.get("path"), str):
+            continue
+        path = rec["path"]
+        entries[path] = ArtifactEntry(
+            path, str(rec.get("tool_call_id") or "") or None, rec.get("tool") if isinstance(rec.get("tool"), str) else None,
+            _int(rec.get("original_chars")), _int(rec.get("stored_bytes")), bool(rec.get("truncated")),
+            store.exists(path))
+    for file in store.list_tool_results():
+        rel = f"{TOOL_RESULTS_DIR}/{file.name}"
+        if rel not in entries and store.exists(rel):
+            entries[rel] = ArtifactEntry(rel, stored_bytes=file.stat().st_size, present=True)
+    return list(entries.values())
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def readable_paths(store: ArtifactStore, records: Sequence[dict[str, Any]]) -> list[str]:
+    """Every file the search covers: present tool results and the session-memory notes."""
+    found = [e.path for e in list_artifacts(store, records) if e.present]
+    memory = f"{SESSION_MEMORY_DIR}/summary.md"
+    if store.exists(memory):
+        found.append(memory)
+    return found
+
+
+@dataclass(slots=True)
+class LinePage:
+    """Lines ``start``..``end`` (1-based, inclusive) of an artifact, and how many it has."""
+
+    path: str
+    start: int
+    end: int
+    total: int
+    lines: list[tuple[int, str, bool]]  # (number, text, cut)
+
+
+def read_lines(store: ArtifactStore, relative: str, start: int, count: int, redactor: Redactor,
+               max_chars: int) -> LinePage:
+    """Up to ``count`` lines from ``start`` (1-based); a line longer than ``max_chars`` is cut."""
+    target = store.resolve(relative)
+    if not target.is_file():
+        raise ArtifactPathError(f"artifact {relative!r} is missing from {store.root}")
+    start = max(1, start)
+    lines: list[tuple[int, str, bool]] = []
+    total = 0
+    with open(target, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            total = number
+            if start <= number < start + count:
+                text = raw.decode("utf-8", "replace").rstrip("\r\n")
+                lines.append((number, redactor.text(text[:max_chars]), len(text) > max_chars))
+    end = lines[-1][0] if lines else start - 1
+    return LinePage(relative, start, end, total, lines)
+
+
+def stream_artifact(store: ArtifactStore, relative: str, redactor: Redactor, chunk_bytes: int) -> Iterator[bytes]:
+    """The whole file in chunks cut after a newline (so a secret is never split), each redacted."""
+    target = store.resolve(relative)
+    if not target.is_file():
+        raise ArtifactPathError(f"artifact {relative!r} is missing from {store.root}")
+    handle = open(target, "rb")  # noqa: SIM115 - closed by the generator
+
+    def chunks() -> Iterator[bytes]:
+        carry = b""
+        with handle:
+            while block := handle.read(chunk_bytes):
+                data = carry + block
+                cut = data.rfind(b"\n") + 1
+                if cut == 0 and len(data) < 4 * chunk_bytes:
+                    carry = data
+                    continue
+                cut = cut or len(data)
+                carry = data[cut:]
+                yield redactor.text(data[:cut].decode("utf-8", "replace")).encode("utf-8")
+            if carry:
+                yield redactor.text(carry.decode("utf-8", "replace")).encode("utf-8")
+
+    return chunks()
+
+
+@dataclass(slots=True, frozen=True)
+class SearchHit:
+    path: str
+    line: int
+    text: str
+
+
+@dataclass(slots=True)
+class SearchResult:
+    query: str
+    hits: list[SearchHit] = field(default_factory=list)
+    files_searched: int = 0
+    capped: bool = False
+
+
+def search(store: ArtifactStore, paths: Sequence[str], query: str, redactor: Redactor, *,
+           max_hits: int, max_chars: int) -> SearchResult:
+    """Lines containing ``query`` (case-insensitive) across ``paths``, up to ``max_hits``.
+
+    The match is made on the redacted line, so searching for a secret finds nothing.
+    """
+    result = SearchResult(query)
+    needle = query.casefold()
+    if not needle:
+        return result
+    for relative in paths:
+        try:
+            target = store.resolve(relative)
+        except ArtifactPathError:
+            continue
+        if not target.is_file():
+            continue
+        result.files_searched += 1
+        with open(target, "rb") as fh:
+            for number, raw in enumerate(fh, 1):
+                text = redactor.text(raw.decode("utf-8", "replace").rstrip("\r\n"))
+                if needle in text.casefold():
+                    if len(result.hits) >= max_hits:
+                        result.capped = True
+                        return result
+                    result.hits.append(SearchHit(relative, number, text[:max_chars]))
+    return result
+
+
+@dataclass(slots=True, frozen=True)
+class MemorySnapshot:
+    """Session-memory notes at one point: an update's figures, or the text a compaction used."""
+
+    timestamp: str | None
+    kind: str  # "update" | "compaction"
+    tokens: int | None
+    sections: dict[str, int]
+    text: str | None
+    label: str
+
+
+def memory_history(records: Sequence[dict[str, Any]]) -> list[MemorySnapshot]:
+    """How the notes evolved: each ``session_memory_update`` and each compaction built from them."""
+    out: list[MemorySnapshot] = []
+    for rec in records:
+        kind = rec.get("type")
+        if kind == schema.SESSION_MEMORY_UPDATE:
+            sections = rec.get("sections") if isinstance(rec.get("sections"), dict) else {}
+            out.append(MemorySnapshot(rec.get("timestamp"), "update", _int(rec.get("tokens")),
+                                      {str(k): _int(v) or 0 for k, v in sections.items()}, None,
+                                      f"update up to {rec.get('last_summarized_message_id') or '?'}"))
+        elif kind == schema.COMPACT_BOUNDARY and rec.get("summary_source") == "session_memory":
+            out.append(MemorySnapshot(rec.get("timestamp"), "compaction", _int(rec.get("post_tokens")), {},
+                                      str(rec.get("summary") or ""), f"compaction {rec.get('id', '')}"))
+    return out
+
+
+def current_memory(store: ArtifactStore, redactor: Redactor) -> str | None:
+    path: Path = store.session_memory_path
+    if not path.is_file():
+        return None
+    try:
+        return redactor.text(store.read_text(f"{SESSION_MEMORY_DIR}/summary.md"))
+    except ArtifactPathError:
+        return None
