@@ -35,10 +35,10 @@ def run(*args: str):
 def test_list_shows_each_session_with_counts(project):
     result = run("list", "--cwd", str(project))
     assert result.exit_code == 0, result.output
-    rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines()
-            if line.count("│") > 5 and "v" in line.split("│")[1]}
+    rows = {line.split("|")[1].strip(): line for line in result.stdout.splitlines()
+            if line.count("|") > 5 and "v" in line.split("|")[1]}
     assert set(rows) == {"v1_legacy", "v2_every_record", "v2_torn_round"}
-    cells = [c.strip() for c in rows["v2_every_record"].split("│")]
+    cells = [c.strip() for c in rows["v2_every_record"].split("|")]
     assert (cells[4], cells[6]) == ("10", "1") and cells[5].endswith("KB")
     assert "2026-01-02 03:00" in rows["v2_every_record"]
 
@@ -151,3 +151,41 @@ def test_show_cuts_long_content_to_a_preview_unless_full(project):
     short = run("show", "long", "--cwd", str(project))
     assert "more chars; --full shows all" in short.stdout and "THE-END" not in short.stdout
     assert "THE-END" in run("show", "long", "--full", "--cwd", str(project)).stdout
+
+
+def test_list_json_is_an_array_scripts_can_read(project):
+    result = run("list", "--cwd", str(project), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    by_id = {row["id"]: row for row in data}
+    assert set(by_id) == {"v1_legacy", "v2_every_record", "v2_torn_round"}
+    assert by_id["v2_every_record"]["messages"] == 10 and by_id["v2_every_record"]["compactions"] == 1
+    assert json.loads(run("list", "--cwd", str(project / "none"), "--json").stdout) == []
+
+
+def test_show_takes_a_unique_prefix_and_latest(project):
+    assert "Find the request handlers." in run("show", "v2_e", "--cwd", str(project)).stdout
+    ambiguous = run("show", "v2", "--cwd", str(project))
+    assert ambiguous.exit_code == 2 and "matches 2 sessions" in ambiguous.output
+    latest = run("show", "latest", "--cwd", str(project))
+    assert latest.exit_code == 0 and "session" in latest.stdout
+
+
+def test_show_prints_plans_and_events_one_line_each_and_raw_json_on_request(project):
+    out = run("show", "v2_every_record", "--cwd", str(project)).stdout
+    plan = [line for line in out.splitlines() if line.startswith("· plan for call")]
+    event = [line for line in out.splitlines() if line.startswith("· event ")]
+    assert len(plan) == 1 and len(event) == 1
+    assert not any(line.lstrip().startswith(("{", '"')) for line in out.splitlines())
+    assert '"type": "context_plan"' not in out and '"buckets"' not in out
+    raw = run("show", "v2_every_record", "--cwd", str(project), "--raw").stdout
+    records = [json.loads(line) for line in raw.splitlines() if line.startswith("{")]
+    assert {r["type"] for r in records} >= {"context_plan", "event"}
+
+
+def test_record_line_stays_one_bounded_line_for_hostile_events():
+    from mtagent.cli.session_lines import LINE_CHARS, record_line
+
+    rec = {"type": "event", "event": "x\nfake: line", "data": {"a": "y" * 10_000, "b": {"k": [1, 2]}, "c": "1\n2"}}
+    line = record_line(rec)
+    assert "\n" not in line and len(line) <= LINE_CHARS and "b=[1]" in line

@@ -20,6 +20,8 @@ from rich.text import Text
 
 from mtagent import paths
 from mtagent.cli.output import bare_group_help, console, err_console, fail, user_errors
+from mtagent.cli.session_lines import record_line
+from mtagent.cli.session_options import resolve_session_id
 from mtagent.context.view import artifact_store_for, load_transcript
 from mtagent.errors import ArtifactPathError, SessionNotFound, UsageError
 from mtagent.session import schema
@@ -28,7 +30,6 @@ from mtagent.session.catalog import list_sessions
 from mtagent.session.transcript import ReadReport, iter_entries
 
 PREVIEW_CHARS = 600
-PIPE_WIDTH = 400  # tables are not squeezed when the output is not a terminal
 EXPORT_FORMATS = ("jsonl", "md")
 ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "tool": "bold yellow", "system": "bold magenta"}
 
@@ -52,7 +53,7 @@ def _io_errors(func: F) -> F:
 
 
 def _transcript(cwd: Path, session_id: str) -> Path:
-    path = paths.session_transcript_path(cwd, session_id)
+    path = paths.session_transcript_path(cwd, resolve_session_id(cwd.resolve(), session_id))
     if not path.is_file():
         raise SessionNotFound(f"no session {session_id} for {cwd.resolve()}; see `mtagent sessions list`")
     return path
@@ -77,10 +78,20 @@ def _cwd_option() -> Any:
 @sessions_app.command("list")
 @_io_errors
 @user_errors
-def list_cmd(cwd: Path = _cwd_option()) -> None:
+def list_cmd(
+    cwd: Path = _cwd_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array (id, started, last_activity, "
+                                 "messages, size_bytes, compactions, model, path) instead of a table."),
+) -> None:
     """This project's sessions: id, start, last activity, messages, size, compactions."""
     root = cwd or Path.cwd()
     sessions = list_sessions(root)
+    if as_json:
+        typer.echo(json.dumps([{"id": i.session_id, "started": i.started.isoformat() if i.started else None,
+                                "last_activity": i.last_activity.isoformat() if i.last_activity else None,
+                                "messages": i.messages, "size_bytes": i.size_bytes, "compactions": i.compactions,
+                                "model": i.model, "path": str(i.path)} for i in sessions], ensure_ascii=False))
+        return
     if not sessions:
         console.print(f"no sessions yet for {escape(str(root.resolve()))}")
         return
@@ -91,9 +102,7 @@ def list_cmd(cwd: Path = _cwd_option()) -> None:
     for info in sessions:
         table.add_row(info.session_id, _when(info.started), _when(info.last_activity), str(info.messages),
                       _size(info.size_bytes), str(info.compactions), info.model or "-")
-    # piped output keeps whole ids and dates; a terminal gets a table fitted to its width
-    out = console if console.is_terminal else Console(width=PIPE_WIDTH, highlight=False)
-    out.print(table)
+    console.print(table)  # in a pipe: whole ids and dates, ASCII borders (see cli.output)
 
 
 def _preview(text: str, full: bool) -> str:
@@ -126,6 +135,11 @@ def _tool_result_text(rec: dict[str, Any], store: ArtifactStore, full: bool, not
     return text
 
 
+def _rule(out: Console, title: str) -> None:
+    """A titled rule on a terminal; in a pipe, the title between short dashes (no 2000-column line)."""
+    out.print(Rule(title, style="magenta") if out.is_terminal else Text(f"── {title} ──", style="magenta"))
+
+
 def _render_record(out: Console, rec: dict[str, Any], store: ArtifactStore, full: bool) -> None:
     kind = rec.get("type")
     stamp = rec.get("timestamp") or ""
@@ -148,13 +162,11 @@ def _render_record(out: Console, rec: dict[str, Any], store: ArtifactStore, full
         for note in notes:
             out.print(Text(f"! {note}", style="red"))
     elif kind == schema.COMPACT_BOUNDARY:
-        out.print(Rule(f"compact boundary {rec.get('id')} · {rec.get('trigger')} · "
-                       f"{rec.get('pre_tokens')}→{rec.get('post_tokens')} tokens · "
-                       f"first kept {rec.get('first_kept_id')}", style="magenta"))
+        _rule(out, f"compact boundary {rec.get('id')} · {rec.get('trigger')} · "
+              f"{rec.get('pre_tokens')}→{rec.get('post_tokens')} tokens · first kept {rec.get('first_kept_id')}")
         out.print(Text(_preview(str(rec.get("summary", "")), full), style="magenta"))
     elif kind == schema.COMPRESSION:
-        out.print(Rule(f"compression (v1) · removed {rec.get('removed_count')} · kept {rec.get('kept_count')}",
-                       style="magenta"))
+        _rule(out, f"compression (v1) · removed {rec.get('removed_count')} · kept {rec.get('kept_count')}")
         out.print(Text(_preview(str(rec.get("summary", "")), full), style="magenta"))
     elif kind == schema.SESSION_START:
         out.print(Text(f"session {rec.get('session_id')} started {stamp} in {rec.get('cwd')} "
@@ -164,8 +176,11 @@ def _render_record(out: Console, rec: dict[str, Any], store: ArtifactStore, full
         out.print(Text(f"· microcompact ({rec.get('trigger')}): cleared {len(rec.get('cleared_ids') or [])} "
                        "tool result(s) from the view", style="dim"))
     else:
-        detail = {k: v for k, v in rec.items() if k not in ("type", "schema_version", "timestamp")}
-        out.print(Text(f"· {kind} {_preview(json.dumps(detail, ensure_ascii=False), False)}", style="dim"))
+        out.print(Text(record_line(rec), style="dim"))
+
+
+_READABLE = (schema.TRANSCRIPT_MESSAGE, schema.COMPACT_BOUNDARY, schema.COMPRESSION, schema.SESSION_START,
+             schema.MICROCOMPACT)
 
 
 def _print_warnings(report: ReadReport) -> None:
@@ -177,13 +192,17 @@ def _print_warnings(report: ReadReport) -> None:
 @_io_errors
 @user_errors
 def show_cmd(
-    session_id: str = typer.Argument(..., help="Session id (see `mtagent sessions list`)."),
+    session_id: str = typer.Argument(..., help="Session id, a unique prefix of it, or `latest` (see `mtagent sessions list`)."),
     cwd: Path = _cwd_option(),
     full: bool = typer.Option(False, "--full", help="Show tool results in full, from their artifacts."),
     skip_corrupt: bool = typer.Option(False, "--skip-corrupt", help="Skip unreadable lines instead of stopping."),
     view: bool = typer.Option(False, "--view", help="Show what the model would see on resume."),
+    raw: bool = typer.Option(False, "--raw", help="Print context plans and events as their raw JSON records."),
 ) -> None:
-    """Render a session readably: messages, tool calls, results, compactions."""
+    """Render a session readably: messages, tool calls, results, compactions; plans and events one line each.
+
+    SESSION_ID may be a unique prefix or `latest`.
+    """
     path = _transcript(cwd or Path.cwd(), session_id)
     store = artifact_store_for(path)
     if view:
@@ -194,7 +213,10 @@ def show_cmd(
         return
     report = ReadReport()
     for entry in iter_entries(path, skip_corrupt=skip_corrupt, report=report):
-        _render_record(console, entry.record, store, full)
+        if raw and entry.record.get("type") not in _READABLE:
+            console.print(Text(json.dumps(entry.record, ensure_ascii=False), style="dim"))
+        else:
+            _render_record(console, entry.record, store, full)
     _print_warnings(report)
 
 
@@ -226,7 +248,7 @@ def _markdown(records: Iterator[dict[str, Any]]) -> Iterator[str]:
 @_io_errors
 @user_errors
 def export_cmd(
-    session_id: str = typer.Argument(..., help="Session id (see `mtagent sessions list`)."),
+    session_id: str = typer.Argument(..., help="Session id, a unique prefix of it, or `latest` (see `mtagent sessions list`)."),
     fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl (the records) or md (readable)."),
     output: Path = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
     cwd: Path = _cwd_option(),
@@ -274,4 +296,7 @@ def _silence_stdout() -> None:
 
 
 def register(app: typer.Typer) -> None:
+    from mtagent.cli import migrate_cmd  # `sessions migrate` (files <-> PostgreSQL)
+
+    migrate_cmd.register(sessions_app)
     app.add_typer(sessions_app, name="sessions")
