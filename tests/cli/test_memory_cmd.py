@@ -52,3 +52,15 @@ def test_unknown_number_is_one_line_error_with_exit_code() -> None:
     assert result.exit_code == 2
     assert "no global memory number 7" in result.output
     assert "Traceback" not in result.output
+
+
+def test_list_json_has_both_scopes_with_numbers(tmp_path: Path) -> None:
+    import json
+
+    _run("add", "global thing")
+    _run("add", "project thing", "--project", "--cwd", str(tmp_path))
+    _run("remove", "1", "--project", "--obsolete", "--cwd", str(tmp_path))
+    rows = json.loads(_run("list", "--cwd", str(tmp_path), "--json"))
+    assert [(r["scope"], r["number"], r["text"], r["obsolete"]) for r in rows] == [
+        ("global", 1, "global thing", False), ("project", 1, "project thing", True)]
+    assert json.loads(_run("list", "--global", "--json", "--cwd", str(tmp_path)))[0]["scope"] == "global"

@@ -6,6 +6,7 @@ the project's ``MEMORY.md``. Both are plain markdown, so ``$EDITOR`` works as we
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
@@ -42,10 +43,16 @@ def _print_scope(scope: Scope, cwd: Path) -> None:
 def list_cmd(
     project: bool = typer.Option(None, "--project/--global", help="Only one scope (default: both)."),
     cwd: Path = typer.Option(Path("."), "--cwd", help=_CWD_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array (scope, number, text, obsolete, path)."),
 ) -> None:
     """Show remembered facts, numbered as `memory remove` expects."""
     root = cwd.resolve()
     scopes: list[Scope] = ["global", "project"] if project is None else [_scope(project)]
+    if as_json:
+        typer.echo(json.dumps([{"scope": scope, "number": e.number, "text": e.text, "obsolete": e.obsolete,
+                                "path": str(memory.memory_path(scope, root))}
+                               for scope in scopes for e in memory.list_memories(scope, root)], ensure_ascii=False))
+        return
     for i, scope in enumerate(scopes):
         if i:
             console.print()
