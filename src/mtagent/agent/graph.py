@@ -329,6 +329,7 @@ def run_tool(rt: AgentRuntime, call: PendingCall) -> ToolMessage:
 def _decided_result(rt: AgentRuntime, call: PendingCall, decision: ToolDecision) -> ToolMessage | None:
     if decision.get("decision") == "deny":
         why = decision.get("reason") or f"denied by {decision.get('rule', 'the approval policy')}"
+        rt.record_event("tool_denied", tool_call_id=call["id"], tool=call["name"], reason=why)  # audited
         return _tool_message(rt, call, prompts.denied_result(call["name"], call["args"], why))
     if decision.get("decision") == "invalid":
         if INVALID_ARGS_KEY in call["args"]:

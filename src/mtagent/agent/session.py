@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,6 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
 from mtagent import __version__, paths
@@ -42,6 +40,7 @@ from mtagent.agent.graph import APPROVAL_KIND, AgentRuntime, build_graph
 from mtagent.agent.models import context_window, create_chat_model
 from mtagent.agent.redaction import Redactor, RedactingSink, collect_secrets
 from mtagent.agent.state import Conversation, initial_state
+from mtagent.agent.storage import open_session_storage
 from mtagent.config import Settings, load_settings
 from mtagent.context.compaction.compactor import CompactionResult
 from mtagent.context.static.memory_extract import MemoryExtractor
@@ -111,7 +110,8 @@ class AgentSession:
         self.settings = _with_window(settings, self.window)
         self.redactor = Redactor(secrets)
         self._writer = writer
-        self.sink = RedactingSink(writer, self.redactor)
+        self._db = open_session_storage(settings, paths.session_artifact_dir(project_root, session_id))
+        self.sink = RedactingSink(self._db.audited(writer, session_id), self.redactor)
         self.artifacts = ArtifactStore.for_session(project_root, session_id,
                                                    self.settings.tool_results.artifact_max_bytes)
         self.policy = ApprovalPolicy.from_rules(self.settings.agent.approval, approval)
@@ -146,11 +146,9 @@ class AgentSession:
         # End-of-turn memory extraction (memory.auto_extract): the compaction model when set, else the main one.
         self.memory_extractor = (MemoryExtractor(summarizer_model or model, project_root, self.settings)
                                  if self.settings.memory.auto_extract else None)
-        db = paths.ensure_dir(self.artifacts.root) / CHECKPOINT_FILE
-        self._db = sqlite3.connect(str(db), check_same_thread=False)
-        self.checkpointer = SqliteSaver(self._db)
+        self.checkpointer = self._db.checkpointer  # SQLite beside the artifacts, or PostgreSQL
         self.graph = build_graph(self.runtime, self.checkpointer)
-        self._config = {"configurable": {"thread_id": session_id}}
+        self._config = {"configurable": {"thread_id": self._db.thread_id(session_id)}}
 
     # construction ------------------------------------------------------------------------
     @classmethod
