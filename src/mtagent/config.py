@@ -53,6 +53,9 @@ class ContextSettings(_Section):
     reattach_max_tokens: int = Field(50_000, ge=0, description="token budget for re-attached files")
     encoding: Literal["o200k_base", "cl100k_base"] = Field("o200k_base", description="tokenizer encoding")
     message_overhead_tokens: int = Field(4, ge=0, description="per-message framing tokens in estimates")
+    compact_every_rounds: int = Field(
+        0, ge=0, description="also compact every N user rounds (spec 002's service example: 25); 0 = off"
+    )
 
     @field_validator("auto_compact_threshold")
     @classmethod
@@ -145,6 +148,32 @@ class MemorySettings(_Section):
     extract_input_max_tokens: int = Field(20_000, gt=0, description="recent conversation shown to memory extraction")
 
 
+class RecallSettings(_Section):
+    """Recall on demand: the per-project search index and the retrieved bucket (spec 003 v1.1)."""
+
+    enabled: bool = Field(True, description="index sessions, artifacts and memory; offer the recall tool")
+    index_workspace: bool = Field(False, description="also index the project's files (honouring .gitignore)")
+    workspace_max_file_bytes: int = Field(1_000_000, gt=0, description="workspace files larger than this are skipped")
+    chunk_lines: int = Field(60, gt=0, description="lines per indexed chunk of an artifact or file")
+    item_max_chars: int = Field(200_000, gt=0, description="text stored per indexed item, at most")
+    default_k: int = Field(5, gt=0, description="hits a recall returns by default")
+    snippet_chars: int = Field(300, gt=0, description="characters of each hit's snippet")
+    max_query_terms: int = Field(32, gt=0, description="terms of a query searched, at most")
+    rrf_k: int = Field(60, gt=0, description="reciprocal-rank fusion constant (hybrid search)")
+    embeddings: str | None = Field(None, description="provider:model of an embedding model (openai:…, ollama:…); "
+                                   "None = keyword search only")
+    retrieved_max_fraction: float = Field(
+        0.20, ge=0, le=1, description="the retrieved bucket's share of the window, at most (spec 003: 20%-35%)"
+    )
+    retrieve_after_compaction: bool = Field(
+        True, description="add hits for compacted-away identifiers a new message names"
+    )
+    retrieve_max_hits: int = Field(3, ge=0, description="hits added to the retrieved bucket per trigger, at most")
+    min_confidence: float = Field(
+        0.5, ge=0, le=1, description="retrieved hits below this confidence are dropped first over budget"
+    )
+
+
 class TranscriptSettings(_Section):
     fsync: Literal["always", "turn", "never"] = Field("turn", description="when the transcript is fsynced")
 
@@ -205,6 +234,7 @@ class Settings(_Section):
     microcompact: MicrocompactSettings = Field(default_factory=MicrocompactSettings)
     session_memory: SessionMemorySettings = Field(default_factory=SessionMemorySettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    recall: RecallSettings = Field(default_factory=RecallSettings)
     transcript: TranscriptSettings = Field(default_factory=TranscriptSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     shell: ShellSettings = Field(default_factory=ShellSettings)

@@ -1,0 +1,243 @@
+"""What each transcript record contributes to the recall index.
+
+A record is untrusted input (a transcript may be edited or damaged): every field is read
+defensively, paths named by a record are opened only inside the session's artifact folder
+(:class:`~mtagent.session.artifacts.ArtifactStore` refuses anything else), and text is capped.
+
+Freshness needs to know which items *read* a file and which calls *edited* one: the tool calls
+of an assistant message are remembered (:class:`CallTracker`) so the tool result that answers
+them can be labelled with the file it read, and an edit becomes an ``edits`` row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtagent.context.recall.store import Doc
+from mtagent.errors import ArtifactPathError
+from mtagent.session.artifacts import ArtifactStore
+from mtagent.session.schema import parse_timestamp
+
+READ_TOOLS = frozenset({"read_file", "Read", "open", "view", "NotebookRead"})
+EDIT_TOOLS = frozenset({"edit_file", "write_file", "Edit", "MultiEdit", "Write", "NotebookEdit", "create",
+                        "edit", "apply_edits", "insert"})
+EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool"})
+EDITOR_WRITES = frozenset({"create", "str_replace", "insert", "undo_edit", "edit"})
+PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path")
+MAX_TRACKED_CALLS = 4096
+
+
+def text_of(content: Any) -> str:
+    """The text of a message's content (a string, or a list of text parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        return "\n".join(parts)
+    return ""
+
+
+def record_ts(record: dict[str, Any]) -> float | None:
+    parsed = parse_timestamp(record.get("timestamp"))
+    return parsed.timestamp() if parsed else None
+
+
+def file_key(path: str, root: Path | None) -> str | None:
+    """A stable name for a workspace file: relative to the project when inside it."""
+    if not isinstance(path, str) or not path.strip() or "\x00" in path:
+        return None
+    raw = path.strip()
+    norm = os.path.normpath(raw)
+    if root is not None and os.path.isabs(norm):
+        try:
+            rel = os.path.relpath(norm, root)
+        except ValueError:
+            rel = norm
+        if not rel.startswith(".."):
+            norm = rel
+    return norm.replace(os.sep, "/")[:1000]
+
+
+def _call_path(args: Any) -> str | None:
+    if not isinstance(args, dict):
+        return None
+    for key in PATH_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def edited_path(name: str, args: Any) -> str | None:
+    """The file a tool call writes, if it is an edit."""
+    if name in EDIT_TOOLS:
+        return _call_path(args)
+    if name in EDITOR_TOOLS and isinstance(args, dict) and args.get("command") in EDITOR_WRITES:
+        return _call_path(args)
+    return None
+
+
+def read_path(name: str, args: Any) -> str | None:
+    """The file a tool call reads, if it is a read."""
+    if name in READ_TOOLS:
+        return _call_path(args)
+    if name in EDITOR_TOOLS and isinstance(args, dict) and args.get("command") == "view":
+        return _call_path(args)
+    return None
+
+
+@dataclass
+class CallTracker:
+    """Recent tool calls by id (name, args) — bounded, so a huge session cannot grow it forever."""
+
+    calls: OrderedDict[str, tuple[str, Any]] = field(default_factory=OrderedDict)
+
+    def remember(self, call_id: str, name: str, args: Any) -> None:
+        self.calls[call_id] = (name, args)
+        while len(self.calls) > MAX_TRACKED_CALLS:
+            self.calls.popitem(last=False)
+
+    def get(self, call_id: str | None) -> tuple[str, Any] | None:
+        return self.calls.get(call_id) if call_id else None
+
+
+@dataclass(slots=True)
+class Edit:
+    file_key: str
+    ts: float
+    message_id: str | None
+
+
+@dataclass(slots=True)
+class Extracted:
+    docs: list[Doc] = field(default_factory=list)
+    edits: list[Edit] = field(default_factory=list)
+    compacted_before: str | None = None  # a boundary: first kept message id ("" = everything)
+
+
+def _calls_text(calls: Any, tracker: CallTracker) -> str:
+    parts: list[str] = []
+    for call in calls if isinstance(calls, list) else []:
+        if not isinstance(call, dict):
+            continue
+        name = str(call.get("name") or "")
+        args = call.get("args")
+        if isinstance(call.get("id"), str):
+            tracker.remember(call["id"], name, args)
+        try:
+            rendered = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            rendered = str(args)
+        parts.append(f"{name}({rendered})")
+    return "\n".join(parts)
+
+
+def from_message(record: dict[str, Any], session: str, root: Path | None, tracker: CallTracker,
+                 max_chars: int) -> Extracted:
+    out = Extracted()
+    mid = record.get("id")
+    if not isinstance(mid, str) or not mid:
+        return out
+    role = str(record.get("role") or "")
+    ts = record_ts(record)
+    text = text_of(record.get("content"))
+    tool = record.get("name") if isinstance(record.get("name"), str) else None
+    reads: str | None = None
+    if role == "assistant":
+        calls = record.get("tool_calls") or []
+        calls_text = _calls_text(calls, tracker)
+        text = f"{text}\n{calls_text}".strip() if calls_text else text
+        for call in calls if isinstance(calls, list) else []:
+            if isinstance(call, dict):
+                path = edited_path(str(call.get("name") or ""), call.get("args"))
+                key = file_key(path, root) if path else None
+                if key and ts is not None:
+                    out.edits.append(Edit(key, ts, mid))
+    elif role == "tool":
+        known = tracker.get(record.get("tool_call_id"))
+        if known is not None:
+            tool = tool or known[0]
+            path = read_path(known[0], known[1])
+            reads = file_key(path, root) if path else None
+    elif role == "system":
+        return out
+    if not text.strip():
+        return out
+    authority = {"user": "user", "tool": "retrieval"}.get(role, "task_state")
+    out.docs.append(Doc(uid=f"msg:{session}:{mid}", kind="message", text=text[:max_chars], session=session,
+                        message_id=mid, role=role, tool=tool, authority=authority, ts=ts, file_key=reads))
+    return out
+
+
+def chunk_lines(text: str, size: int) -> list[tuple[int, int, str]]:
+    """(first line, last line, text) chunks of ``size`` lines, 1-based and inclusive."""
+    lines = text.splitlines()
+    out: list[tuple[int, int, str]] = []
+    for start in range(0, len(lines), max(1, size)):
+        part = lines[start:start + size]
+        body = "\n".join(part)
+        if body.strip():
+            out.append((start + 1, start + len(part), body))
+    return out
+
+
+def from_artifact(record: dict[str, Any], session: str, artifacts: ArtifactStore, tracker: CallTracker,
+                  root: Path | None, chunk: int, max_chars: int) -> Extracted:
+    out = Extracted()
+    rel, call_id = record.get("path"), record.get("tool_call_id")
+    if not isinstance(rel, str) or not isinstance(call_id, str):
+        return out
+    try:
+        text = artifacts.read_text(rel)
+    except (ArtifactPathError, OSError):
+        return out
+    known = tracker.get(call_id)
+    reads = None
+    if known is not None:
+        path = read_path(known[0], known[1])
+        reads = file_key(path, root) if path else None
+    tool = record.get("tool") if isinstance(record.get("tool"), str) else (known[0] if known else None)
+    ts = record_ts(record)
+    for first, last, body in chunk_lines(text, chunk):
+        out.docs.append(Doc(uid=f"art:{session}:{rel}:{first}", kind="artifact", text=body[:max_chars],
+                            session=session, path=rel, line_start=first, line_end=last, role="tool", tool=tool,
+                            authority="retrieval", ts=ts, file_key=reads))
+    return out
+
+
+def from_session_memory(record: dict[str, Any], session: str, artifacts: ArtifactStore,
+                        max_chars: int) -> Extracted:
+    out = Extracted()
+    rel = record.get("path")
+    if not isinstance(rel, str):
+        return out
+    try:
+        text = artifacts.read_text(rel)
+    except (ArtifactPathError, OSError):
+        return out
+    if text.strip():
+        out.docs.append(Doc(uid=f"sm:{session}", kind="session_memory", text=text[:max_chars], session=session,
+                            path=rel, authority="task_state", ts=record_ts(record)))
+    return out
+
+
+def from_boundary(record: dict[str, Any], session: str, max_chars: int) -> Extracted:
+    out = Extracted()
+    bid = record.get("id")
+    summary = record.get("summary")
+    if isinstance(bid, str) and isinstance(summary, str) and summary.strip():
+        out.docs.append(Doc(uid=f"sum:{session}:{bid}", kind="summary", text=summary[:max_chars], session=session,
+                            message_id=bid, role="summary", authority="summary", ts=record_ts(record)))
+    first = record.get("first_kept_id")
+    out.compacted_before = first if isinstance(first, str) and first else ""
+    return out

@@ -1,0 +1,168 @@
+"""Keeping the project's recall index up to date as records are appended.
+
+Two ways in, both idempotent (an item is keyed by a stable uid, so seeing a record twice is
+harmless):
+
+* **live** — :class:`~mtagent.context.recall.sink.IndexingSink` hands every record the engine
+  writes to :meth:`RecallIndexer.add_record` right after the transcript has it;
+* **catch-up** — :meth:`RecallIndexer.catch_up` reads each transcript of the project from the
+  byte offset it reached last time (a resumed session, a session run by another front end, or
+  a rebuilt index start from 0), so the index never misses what the truth holds.
+
+Long-term memory is re-synced on :meth:`sync_memory` (its files are small and hand-edited) and
+workspace files, when ``recall.index_workspace`` is on, by :mod:`mtagent.context.recall.workspace`.
+Indexing never fails a turn: every error is logged and the record is left for the next catch-up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from mtagent import paths
+from mtagent.config import RecallSettings
+from mtagent.context.recall import documents
+from mtagent.context.recall.store import Doc, RecallStore
+from mtagent.context.static import memory
+from mtagent.session import schema
+from mtagent.session.artifacts import ArtifactStore
+from mtagent.session.transcript import ReadReport, iter_entries
+
+log = logging.getLogger(__name__)
+
+INDEX_FILE = "recall.sqlite"
+
+
+def index_path(project_root: str | os.PathLike[str]) -> Path:
+    """``$MTAGENT_HOME/projects/<project-hash>/recall.sqlite`` — beside the project's memory."""
+    return paths.project_memory_dir(project_root).parent / INDEX_FILE
+
+
+class RecallIndexer:
+    """The index of one project, fed record by record (see module docstring)."""
+
+    def __init__(self, project_root: str | os.PathLike[str], settings: RecallSettings | None = None, *,
+                 store: RecallStore | None = None, in_memory: bool = False) -> None:
+        self.root = Path(project_root).resolve()
+        self.settings = settings or RecallSettings()
+        self.store = store or RecallStore(None if in_memory else index_path(self.root))
+        self._trackers: dict[str, documents.CallTracker] = {}
+        self._artifacts: dict[str, ArtifactStore] = {}
+
+    def close(self) -> None:
+        self.store.close()
+
+    def _tracker(self, session: str) -> documents.CallTracker:
+        return self._trackers.setdefault(session, documents.CallTracker())
+
+    def artifact_store(self, session: str) -> ArtifactStore:
+        if session not in self._artifacts:
+            self._artifacts[session] = ArtifactStore.for_session(self.root, session)
+        return self._artifacts[session]
+
+    # ---- records -----------------------------------------------------------------------------
+
+    def extract(self, record: dict[str, Any], session: str) -> documents.Extracted:
+        kind = record.get("type")
+        cap = self.settings.item_max_chars
+        if kind == schema.TRANSCRIPT_MESSAGE:
+            return documents.from_message(record, session, self.root, self._tracker(session), cap)
+        if kind == schema.TOOL_RESULT_ARTIFACT:
+            return documents.from_artifact(record, session, self.artifact_store(session), self._tracker(session),
+                                           self.root, self.settings.chunk_lines, cap)
+        if kind == schema.SESSION_MEMORY_UPDATE:
+            return documents.from_session_memory(record, session, self.artifact_store(session), cap)
+        if kind == schema.COMPACT_BOUNDARY:
+            return documents.from_boundary(record, session, cap)
+        return documents.Extracted()
+
+    def add_record(self, record: dict[str, Any], session: str) -> int:
+        """Index one transcript record of ``session``; returns the items added. Never raises."""
+        try:
+            paths.validate_session_id(session)
+            if not isinstance(record, dict):
+                return 0
+            found = self.extract(record, session)
+            replace = record.get("type") == schema.SESSION_MEMORY_UPDATE
+            added = self.store.add(found.docs, replace=replace)
+            for edit in found.edits:
+                self.store.add_edit(edit.file_key, edit.ts, session, edit.message_id)
+            if found.compacted_before is not None:
+                self.store.mark_compacted(session, found.compacted_before or None)
+            return len(added)
+        except Exception as exc:  # noqa: BLE001 - indexing is a cache; the transcript keeps the truth
+            log.warning("recall: could not index a %s record of %s: %s", record.get("type"), session, exc)
+            return 0
+
+    # ---- catch-up ----------------------------------------------------------------------------
+
+    def catch_up(self, session: str | None = None) -> int:
+        """Index what the project's transcripts hold beyond what was indexed; returns items added."""
+        folder = paths.history_dir(self.root)
+        if not folder.is_dir():
+            return 0
+        files = [folder / f"{session}.jsonl"] if session else sorted(folder.glob("*.jsonl"))
+        return sum(self._catch_up_file(path) for path in files if path.is_file())
+
+    def _catch_up_file(self, path: Path) -> int:
+        session = path.stem
+        try:
+            paths.validate_session_id(session)
+            size = path.stat().st_size
+        except Exception:  # noqa: BLE001 - not a session transcript
+            return 0
+        source = f"transcript:{path.name}"
+        offset, _, _ = self.store.source_state(source)
+        if offset > size:  # the file was replaced: read it again
+            offset = 0
+        if offset == size:
+            return 0
+        end = [offset]
+
+        def seen(line_offset: int, line: bytes) -> None:
+            end[0] = line_offset + len(line) + 1
+
+        added = 0
+        try:
+            for entry in iter_entries(path, start=offset, skip_corrupt=True, report=ReadReport(),
+                                      on_line=seen):
+                added += self.add_record(entry.record, session)
+        except Exception as exc:  # noqa: BLE001 - a damaged transcript is indexed as far as it reads
+            log.warning("recall: stopped indexing %s: %s", path, exc)
+        self.store.set_source_state(source, end[0], size)
+        return added
+
+    # ---- memory ------------------------------------------------------------------------------
+
+    def sync_memory(self) -> int:
+        """Make the index's long-term memory items equal to the memory files (every namespace)."""
+        docs: list[Doc] = []
+        for namespace in memory.SCOPES:
+            try:
+                entries = memory.list_memories(namespace, self.root)
+            except Exception:  # noqa: BLE001 - an unreadable memory file is simply not searchable
+                continue
+            for entry in entries:
+                if entry.obsolete:
+                    continue
+                digest = hashlib.sha256(f"{entry.text}|{entry.meta}".encode()).hexdigest()[:16]
+                docs.append(Doc(uid=f"mem:{namespace}:{digest}", kind="memory", text=entry.text,
+                                path=str(memory.memory_path(namespace, self.root)), line_start=entry.line_index + 1,
+                                line_end=entry.line_index + 1, authority="memory", namespace=namespace,
+                                expires_at=entry.meta.expires_at.timestamp() if entry.meta.expires_at else None,
+                                ts=entry.meta.at.timestamp() if entry.meta.at else None,
+                                message_id=entry.meta.key))
+        self.store.delete_where("mem:", keep={d.uid for d in docs})
+        return len(self.store.add(docs))
+
+    def refresh(self, session: str | None = None) -> int:
+        """Everything a search should see: transcripts caught up, memory synced, workspace if on."""
+        added = self.catch_up(session) + self.sync_memory()
+        if self.settings.index_workspace:
+            from mtagent.context.recall.workspace import sync_workspace
+
+            added += sync_workspace(self)
+        return added

@@ -1,0 +1,183 @@
+"""Recall after compaction: the bounded "retrieved" bucket (spec 003 §九, 20–35% of the window).
+
+Compaction forgets by design. When a new user message, or a tool result that failed, names an
+identifier (a path, a symbol, an error string) that is no longer anywhere in the view but the
+index holds, the best hits for it are added to the request as one ``<retrieved_context>``
+message at the end — after the recent tail, so the cached prefix is untouched — and the plan
+records which identifier pulled in which item and why. The bucket:
+
+* is bounded by ``recall.retrieved_max_fraction`` of the window and by the room left below the
+  auto-compact threshold; over budget, low-confidence hits go first (spec 003's order), then the
+  rest from the weakest up;
+* never repeats what the view already shows, and filters stale file reads (a later edit exists);
+* lives until the next user message replaces or clears it (tool rounds in between keep it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+
+from mtagent.config import RecallSettings
+from mtagent.context.recall.query import identifiers
+from mtagent.context.recall.router import Recaller, RecallHit
+from mtagent.context.recall.temperature import BudgetCandidate, over_budget_actions
+from mtagent.context.recall.documents import text_of
+
+RETRIEVED_ID = "retrieved-context"
+MAX_IDENTIFIERS = 6
+_STATIC_KINDS = ("static_context", "retrieved", "reattached")
+
+
+@dataclass(slots=True, frozen=True)
+class RetrievedItem:
+    ref: str
+    reference: str
+    identifier: str
+    confidence: float
+    tokens: int
+    text: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"ref": self.ref, "reference": self.reference, "identifier": self.identifier,
+                "confidence": self.confidence, "tokens": self.tokens}
+
+
+@dataclass(slots=True)
+class Retrieval:
+    """This call's retrieved bucket: the message to append and the plan's account of it."""
+
+    items: list[RetrievedItem] = field(default_factory=list)
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+    reason: str = ""
+
+    @property
+    def tokens(self) -> int:
+        return sum(i.tokens for i in self.items)
+
+    def message(self) -> HumanMessage | None:
+        if not self.items:
+            return None
+        blocks = [f'<retrieved_context reason="{self.reason}">',
+                  "Recalled from earlier in this project (compacted away); verify before relying on it."]
+        for n, item in enumerate(self.items, 1):
+            blocks += [f"[{n}] {item.reference} — names {item.identifier!r}, confidence {item.confidence:.2f}",
+                       item.text]
+        blocks.append("</retrieved_context>")
+        return HumanMessage(content="\n".join(blocks), id=RETRIEVED_ID,
+                            response_metadata={"mtagent": {"kind": "retrieved", "bucket": "retrieved"}})
+
+    def as_dict(self) -> dict[str, object]:
+        return {"reason": self.reason, "tokens": self.tokens, "items": [i.as_dict() for i in self.items],
+                "dropped": [{"ref": r, "reason": why} for r, why in self.dropped]}
+
+
+def _is_trigger(message: BaseMessage) -> bool:
+    meta = (message.response_metadata or {}).get("mtagent") or {}
+    if meta.get("kind") in _STATIC_KINDS or meta.get("injected"):
+        return False
+    if isinstance(message, HumanMessage):
+        return True
+    return isinstance(message, ToolMessage) and (
+        message.status == "error" or text_of(message.content).lstrip().lower().startswith("error"))
+
+
+class CompactedRecall:
+    """Fills the retrieved bucket when new messages name compacted-away identifiers."""
+
+    def __init__(self, recaller: Recaller, settings: RecallSettings, count_tokens: Callable[[str], int],
+                 session_id: str | None = None) -> None:
+        self.recaller = recaller
+        self.settings = settings
+        self.count_tokens = count_tokens
+        self.session_id = session_id
+        self.current = Retrieval()
+        self._last_seen: str | None = None
+
+    def _new_messages(self, view: Sequence[BaseMessage]) -> list[BaseMessage]:
+        if self._last_seen is None:
+            new = list(view[-1:])
+        else:
+            new = []
+            for message in reversed(view):
+                if message.id == self._last_seen:
+                    break
+                new.append(message)
+            new.reverse()
+        if view:
+            self._last_seen = view[-1].id
+        return new
+
+    def step(self, view: Sequence[BaseMessage], *, window: int, room: int) -> Retrieval:
+        """This call's retrieval; ``room`` is what is left below the threshold before it."""
+        new = self._new_messages(view)
+        triggers = [m for m in new if _is_trigger(m)]
+        if any(isinstance(m, HumanMessage) for m in triggers):
+            self.current = Retrieval()
+        if not triggers:
+            return self.current
+        names: list[str] = []
+        for message in triggers:
+            for name in identifiers(text_of(message.content), limit=MAX_IDENTIFIERS):
+                if name not in names:
+                    names.append(name)
+        if not names:
+            return self.current
+        view_text = "\n".join(text_of(m.content) for m in view if m not in triggers)
+        missing = [n for n in names if n not in view_text][:MAX_IDENTIFIERS]
+        if not missing:
+            return self.current
+        view_ids = [str(m.id) for m in view if m.id]
+        budget = max(0, min(int(window * self.settings.retrieved_max_fraction), room))
+        self.current = self._retrieve(missing, view_ids, budget)
+        return self.current
+
+    def _retrieve(self, names: list[str], view_ids: list[str], budget: int) -> Retrieval:
+        chosen: list[tuple[RecallHit, str]] = []
+        seen: set[str] = set()
+        for name in names:
+            hits = self.recaller.search(name, scope="all", k=3, stale="filter", exclude_message_ids=view_ids)
+            for hit in hits:
+                if hit.ref in seen or hit.kind == "memory":
+                    continue
+                if name.lower() not in self.recaller.rehydrate(hit.ref).lower() and hit.confidence < 1.0:
+                    continue
+                seen.add(hit.ref)
+                chosen.append((hit, name))
+                break
+            if len(chosen) >= self.settings.retrieve_max_hits:
+                break
+        per_item = max(1, budget // max(1, len(chosen))) if chosen else 0
+        items: list[RetrievedItem] = []
+        for hit, name in chosen:
+            text = _excerpt(self.recaller.rehydrate(hit.ref), name, per_item * 3)
+            items.append(RetrievedItem(hit.ref, hit.reference, name, hit.confidence,
+                                       self.count_tokens(text) + self.count_tokens(hit.reference) + 8, text))
+        result = Retrieval(reason="the new message names what a compaction removed: "
+                           + ", ".join(n.replace('"', "'")[:60] for n in names))
+        candidates = [BudgetCandidate(i.ref, "retrieval", i.tokens, confidence=i.confidence) for i in items]
+        actions = over_budget_actions(candidates, sum(i.tokens for i in items), budget,
+                                      min_confidence=self.settings.min_confidence)
+        gone = {a.id: a.step for a in actions}
+        # Beyond spec 003's first step the bucket itself is the budget: drop the weakest until it fits.
+        used = sum(i.tokens for i in items if i.ref not in gone)
+        for item in sorted(items, key=lambda i: i.confidence):
+            if used <= budget:
+                break
+            if item.ref not in gone:
+                gone[item.ref] = "retrieved bucket full"
+                used -= item.tokens
+        result.items = [i for i in items if i.ref not in gone]
+        result.dropped = [(ref, step.replace("_", " ")) for ref, step in gone.items()]
+        return result
+
+
+def _excerpt(text: str, name: str, chars: int) -> str:
+    """About ``chars`` characters of ``text`` centred on ``name``."""
+    if len(text) <= chars:
+        return text
+    at = max(0, text.lower().find(name.lower()))
+    start = max(0, at - chars // 2)
+    return ("…" if start else "") + text[start:start + chars] + ("…" if start + chars < len(text) else "")

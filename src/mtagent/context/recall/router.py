@@ -1,0 +1,177 @@
+"""The retrieval router: one ``recall(query, scope, k)`` over keyword, vector and hybrid search.
+
+Every hit carries its reference (session and message id, or artifact path and line range, or
+memory namespace), its authority (spec 003's chain: a user message outranks a tool result,
+which outranks memory, which outranks a summary) and its freshness:
+
+* ``stale`` — the item is a file read and a later edit of that file exists (spec 003 §五: an
+  old read of an edited file "becomes a source of pollution"); marked, or filtered out;
+* ``expired`` — a long-term fact whose TTL has passed; filtered unless asked for;
+* ``fresh`` — otherwise.
+
+``confidence`` is the share of the query's words the item holds (0–1): a plain, explainable
+number the over-budget order uses to drop weak retrieval first. The full item is re-hydrated
+by reference with :meth:`Recaller.rehydrate` (an artifact's exact line range is re-read).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from mtagent.context.recall.indexer import RecallIndexer
+from mtagent.context.recall.query import fts_query, query_words
+from mtagent.context.recall.store import Row
+from mtagent.context.recall.vectors import Embeddings, VectorIndex, reciprocal_rank_fusion
+from mtagent.errors import ArtifactPathError, UsageError
+
+Scope = Literal["all", "session", "history", "artifacts", "memory", "files"]
+SCOPES: tuple[str, ...] = ("all", "session", "history", "artifacts", "memory", "files")
+_SCOPE_KINDS: dict[str, tuple[str, ...]] = {
+    "all": (), "session": (), "history": ("message", "summary", "session_memory"),
+    "artifacts": ("artifact",), "memory": ("memory",), "files": ("file",),
+}
+StaleMode = Literal["mark", "filter"]
+OVERFETCH = 4
+
+
+@dataclass(slots=True, frozen=True)
+class RecallHit:
+    ref: str
+    kind: str
+    confidence: float
+    snippet: str
+    authority: str
+    freshness: str  # fresh | stale | expired
+    temperature: str  # cold (compacted away), warm, long_term
+    session: str | None = None
+    message_id: str | None = None
+    path: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    role: str | None = None
+    tool: str | None = None
+    namespace: str | None = None
+    ts: float | None = None
+    stale_reason: str | None = None
+
+    @property
+    def reference(self) -> str:
+        """Where the item is, in words a person can follow."""
+        if self.kind == "artifact":
+            return f"artifact {self.path} lines {self.line_start}-{self.line_end} (session {self.session})"
+        if self.kind == "memory":
+            return f"{self.namespace} memory: {self.path}:{self.line_start}"
+        if self.kind == "file":
+            return f"file {self.path} lines {self.line_start}-{self.line_end}"
+        if self.kind == "session_memory":
+            return f"session memory of {self.session} ({self.path})"
+        return f"session {self.session} message {self.message_id}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "reference": self.reference}
+
+
+def snippet(text: str, words: list[str], chars: int) -> str:
+    """About ``chars`` characters of ``text`` around the first query word it holds."""
+    low = text.lower()
+    at = min((i for i in (low.find(w) for w in words if w) if i >= 0), default=0)
+    start = max(0, at - chars // 3)
+    piece = " ".join(text[start:start + chars].split())
+    return ("…" if start else "") + piece + ("…" if start + chars < len(text) else "")
+
+
+def confidence(text: str, words: list[str]) -> float:
+    unique = {w for w in words if w}
+    if not unique:
+        return 0.0
+    tokens = set(re.findall(r"\w+", text.lower()))
+    return round(sum(1 for w in unique if w in tokens) / len(unique), 3)
+
+
+class Recaller:
+    """Search and re-hydrate over one project's index (keyword, or hybrid with embeddings)."""
+
+    def __init__(self, indexer: RecallIndexer, embeddings: Embeddings | None = None) -> None:
+        self.indexer = indexer
+        self.store = indexer.store
+        self.settings = indexer.settings
+        self.vectors = VectorIndex(self.store, embeddings) if embeddings is not None else None
+
+    @property
+    def mode(self) -> str:
+        return "keyword" if self.vectors is None else f"hybrid ({self.vectors.backend} vectors)"
+
+    def search(self, query: str, *, scope: str = "all", k: int | None = None, session: str | None = None,
+               stale: StaleMode = "mark", include_expired: bool = False,
+               exclude_message_ids: tuple[str, ...] | list[str] = ()) -> list[RecallHit]:
+        """The best ``k`` hits for ``query`` (ranked; never raises on any query text)."""
+        if scope not in _SCOPE_KINDS:
+            raise UsageError(f"unknown recall scope {scope!r}; use one of {', '.join(SCOPES)}")
+        if scope == "session" and not session:
+            raise UsageError("recall scope 'session' needs a session id (--session ID)")
+        k = max(1, min(int(k or self.settings.default_k), 50))
+        match = fts_query(query, max_terms=self.settings.max_query_terms)
+        words = query_words(query, max_terms=self.settings.max_query_terms)
+        kinds = _SCOPE_KINDS[scope]
+        limit = k * OVERFETCH
+        keyword = [] if match is None else self.store.search(
+            match, kinds=kinds, session=session, limit=limit, exclude_message_ids=exclude_message_ids)
+        ranked = [rowid for rowid, _ in keyword]
+        if self.vectors is not None and isinstance(query, str) and query.strip():
+            self.vectors.refresh()
+            nearest = [rowid for rowid, _ in self.vectors.search(query[:4_000], limit * 4)]
+            rows = {r.rowid: r for r in self.store.rows(nearest)}
+            excluded = set(exclude_message_ids)
+            nearest = [i for i in nearest if i in rows and self._in_scope(rows[i], kinds, session, excluded)][:limit]
+            ranked = [rowid for rowid, _ in reciprocal_rank_fusion([ranked, nearest], self.settings.rrf_k)]
+        hits = self._hits(self.store.rows(ranked), words, stale, include_expired)
+        return hits[:k]
+
+    @staticmethod
+    def _in_scope(row: Row, kinds: tuple[str, ...], session: str | None, excluded: set[str]) -> bool:
+        doc = row.doc
+        return ((not kinds or doc.kind in kinds) and (session is None or doc.session == session)
+                and (doc.message_id is None or doc.message_id not in excluded))
+
+    def _hits(self, rows: list[Row], words: list[str], stale: StaleMode, include_expired: bool) -> list[RecallHit]:
+        edits = self.store.last_edits(r.doc.file_key for r in rows if r.doc.file_key)
+        now = time.time()
+        hits: list[RecallHit] = []
+        for row in rows:
+            doc = row.doc
+            freshness, reason = "fresh", None
+            edited = edits.get(doc.file_key or "")
+            if edited is not None and doc.ts is not None and edited > doc.ts:
+                freshness, reason = "stale", f"{doc.file_key} was edited after this read"
+            if doc.expires_at is not None and doc.expires_at <= now:
+                freshness, reason = "expired", "the fact's TTL has passed"
+            if freshness == "stale" and stale == "filter":
+                continue
+            if freshness == "expired" and not include_expired:
+                continue
+            temperature = "long_term" if doc.kind == "memory" else ("cold" if row.compacted else "warm")
+            hits.append(RecallHit(
+                ref=doc.uid, kind=doc.kind, confidence=confidence(doc.text, words),
+                snippet=snippet(doc.text, words, self.settings.snippet_chars), authority=doc.authority,
+                freshness=freshness, temperature=temperature, session=doc.session, message_id=doc.message_id,
+                path=doc.path, line_start=doc.line_start, line_end=doc.line_end, role=doc.role, tool=doc.tool,
+                namespace=doc.namespace, ts=doc.ts, stale_reason=reason,
+            ))
+        return hits
+
+    def rehydrate(self, ref: str) -> str:
+        """The full item a hit refers to (an artifact's line range re-read from its file)."""
+        row = self.store.by_uid(ref) if isinstance(ref, str) else None
+        if row is None:
+            raise UsageError(f"no recalled item {ref!r}; run recall again and use a ref it printed")
+        doc = row.doc
+        if doc.kind == "artifact" and doc.session and doc.path and doc.line_start and doc.line_end:
+            try:
+                text = self.indexer.artifact_store(doc.session).read_text(doc.path)
+            except (ArtifactPathError, OSError):
+                return doc.text
+            return "\n".join(text.splitlines()[doc.line_start - 1:doc.line_end])
+        return doc.text

@@ -1,0 +1,96 @@
+"""Optional: the project's own files in the recall index, honouring ``.gitignore``.
+
+Off by default (``recall.index_workspace``): a session's history is what compaction forgets,
+the workspace is always there to grep. When on, text files under the project root are chunked
+by lines; ``.git/`` and whatever the root ``.gitignore`` excludes are skipped (``pathspec``'s
+GitIgnoreSpec), as are symlinks (a link could lead outside the project), binary files and files
+over ``recall.workspace_max_file_bytes``. A file is re-indexed only when its size or mtime changed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pathspec
+
+from mtagent.context.recall.documents import chunk_lines
+from mtagent.context.recall.indexer import RecallIndexer
+from mtagent.context.recall.store import Doc
+
+log = logging.getLogger(__name__)
+
+ALWAYS_SKIPPED = (".git/", ".hg/", ".svn/", ".venv/", "node_modules/", "__pycache__/", ".mtagent/")
+MAX_FILES = 20_000
+
+
+def _ignore_spec(root: Path) -> pathspec.GitIgnoreSpec:
+    lines = list(ALWAYS_SKIPPED)
+    try:
+        lines += (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        pass
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def workspace_files(root: Path) -> list[Path]:
+    """Regular files under ``root`` that .gitignore does not exclude (symlinks never followed)."""
+    spec = _ignore_spec(root)
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        rel_dir = os.path.relpath(folder, root)
+        prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
+        dirs[:] = [d for d in dirs if not spec.match_file(f"{prefix}{d}/")
+                   and not os.path.islink(os.path.join(folder, d))]
+        for name in files:
+            rel = f"{prefix}{name}"
+            full = Path(folder) / name
+            if spec.match_file(rel) or full.is_symlink() or not full.is_file():
+                continue
+            found.append(full)
+            if len(found) >= MAX_FILES:
+                return found
+    return found
+
+
+def _read_text(path: Path, limit: int) -> str | None:
+    try:
+        data = path.read_bytes()[: limit + 1]
+    except OSError:
+        return None
+    if len(data) > limit or b"\x00" in data[:8192]:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def sync_workspace(indexer: RecallIndexer) -> int:
+    """Index new and changed workspace files; drop files that disappeared. Returns items added."""
+    root, store, settings = indexer.root, indexer.store, indexer.settings
+    added = 0
+    seen: set[str] = set()
+    for path in workspace_files(root):
+        rel = path.relative_to(root).as_posix()
+        seen.add(rel)
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        source = f"file:{rel}"
+        _, size, mtime = store.source_state(source)
+        if size == stat.st_size and mtime == stat.st_mtime:
+            continue
+        text = _read_text(path, settings.workspace_max_file_bytes)
+        store.delete_where(f"file:{rel}:")
+        if text is not None:
+            docs = [Doc(uid=f"file:{rel}:{first}", kind="file", text=body[:settings.item_max_chars], path=rel,
+                        line_start=first, line_end=last, authority="retrieval", ts=stat.st_mtime, file_key=rel)
+                    for first, last, body in chunk_lines(text, settings.chunk_lines)]
+            added += len(store.add(docs))
+        store.set_source_state(source, 0, stat.st_size, stat.st_mtime)
+    for (source,) in store.execute("SELECT source FROM sources WHERE substr(source, 1, 5) = 'file:'"):
+        rel = str(source)[5:]
+        if rel not in seen:
+            store.delete_where(f"file:{rel}:")
+            store.run(lambda c, s=source: c.execute("DELETE FROM sources WHERE source=?", (s,)), None)
+    return added
