@@ -26,6 +26,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from mtagent.errors import ReplayFormatError
+from mtagent.replay.formats.claude_subagents import with_subagents
 from mtagent.replay.trajectory import (
     RecordedUsage,
     Trajectory,
@@ -61,6 +62,11 @@ def _records(path: Path) -> list[dict[str, Any]]:
 
 
 def load(path: Path) -> list[Trajectory]:
+    """The session, then the Task subagents linked to it (:mod:`.claude_subagents`)."""
+    return with_subagents(path, _load_one(path), _load_one)
+
+
+def _load_one(path: Path) -> Trajectory:
     records = _records(path)
     messages: list[BaseMessage] = []
     by_message_id: dict[str, AIMessage] = {}
@@ -91,7 +97,7 @@ def load(path: Path) -> list[Trajectory]:
         "own_summaries_dropped": own_summaries,
         "sidechain": any(r.get("isSidechain") for r in records),
     }
-    return [finish(messages, FORMAT, recorded_usage=usage, meta=meta)]
+    return finish(messages, FORMAT, recorded_usage=usage, meta=meta)
 
 
 def _merge_assistant(
