@@ -8,6 +8,11 @@ Sources, later ones win::
 An unknown key or a wrong type is a :class:`~mtagent.errors.ConfigError` naming the key and
 where it came from. ``mtagent config show`` prints the merged result; docs/configuration.md's reference
 table is checked against these models by a test.
+
+Why not pydantic-settings: its sources cannot say *which* file or variable held a bad value
+("invalid value for 'context.token_limit' in ~/.mtagent/config.toml"), reject unknown keys per
+file with the valid ones listed, or read TOML literals from ``MTAGENT_*`` variables; the merge
+below is ~80 lines and keeps those messages. The models themselves are plain pydantic.
 """
 
 from __future__ import annotations
@@ -23,6 +28,16 @@ from mtagent import paths
 from mtagent.errors import ConfigError
 
 ENV_PREFIX = "MTAGENT_"
+# list prices in USD per million tokens (edit agent.prices when they change)
+DEFAULT_PRICES: dict[str, dict[str, float]] = {
+    "gpt-4o-mini": {"input": 0.15, "output": 0.6, "cache_read": 0.075, "cache_write": 0.15},
+    "gpt-4o": {"input": 2.5, "output": 10.0, "cache_read": 1.25, "cache_write": 2.5},
+    "gpt-4.1": {"input": 2.0, "output": 8.0, "cache_read": 0.5, "cache_write": 2.0},
+    "gpt-4.1-mini": {"input": 0.4, "output": 1.6, "cache_read": 0.1, "cache_write": 0.4},
+    "claude-sonnet-4*": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
+    "claude-opus-4*": {"input": 15.0, "output": 75.0, "cache_read": 1.5, "cache_write": 18.75},
+    "claude-3-5-haiku*": {"input": 0.8, "output": 4.0, "cache_read": 0.08, "cache_write": 1.0},
+}
 _NON_SETTING_ENV = {"MTAGENT_HOME"}
 
 
@@ -223,6 +238,11 @@ class AgentSettings(_Section):
     request_timeout_seconds: float = Field(300, gt=0, description="one model call, at most")
     max_steps: int = Field(200, gt=0, description="model calls per user turn, at most")
     workspace_extra_roots: list[str] = Field(default_factory=list, description="more folders tools may touch")
+    prices: dict[str, dict[str, float]] = Field(
+        default_factory=lambda: {k: dict(v) for k, v in DEFAULT_PRICES.items()},
+        description="model (provider:name, bare name or glob) → USD per million tokens: input, output, "
+        "cache_read, cache_write (for /cost and run --json)",
+    )
 
 
 class Settings(_Section):
