@@ -8,11 +8,6 @@ Sources, later ones win::
 An unknown key or a wrong type is a :class:`~mtagent.errors.ConfigError` naming the key and
 where it came from. ``mtagent config show`` prints the merged result; docs/configuration.md's reference
 table is checked against these models by a test.
-
-Why not pydantic-settings: its sources cannot say *which* file or variable held a bad value
-("invalid value for 'context.token_limit' in ~/.mtagent/config.toml"), reject unknown keys per
-file with the valid ones listed, or read TOML literals from ``MTAGENT_*`` variables; the merge
-below is ~80 lines and keeps those messages. The models themselves are plain pydantic.
 """
 
 from __future__ import annotations
@@ -28,16 +23,6 @@ from mtagent import paths
 from mtagent.errors import ConfigError
 
 ENV_PREFIX = "MTAGENT_"
-# list prices in USD per million tokens (edit agent.prices when they change)
-DEFAULT_PRICES: dict[str, dict[str, float]] = {
-    "gpt-4o-mini": {"input": 0.15, "output": 0.6, "cache_read": 0.075, "cache_write": 0.15},
-    "gpt-4o": {"input": 2.5, "output": 10.0, "cache_read": 1.25, "cache_write": 2.5},
-    "gpt-4.1": {"input": 2.0, "output": 8.0, "cache_read": 0.5, "cache_write": 2.0},
-    "gpt-4.1-mini": {"input": 0.4, "output": 1.6, "cache_read": 0.1, "cache_write": 0.4},
-    "claude-sonnet-4*": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
-    "claude-opus-4*": {"input": 15.0, "output": 75.0, "cache_read": 1.5, "cache_write": 18.75},
-    "claude-3-5-haiku*": {"input": 0.8, "output": 4.0, "cache_read": 0.08, "cache_write": 1.0},
-}
 _NON_SETTING_ENV = {"MTAGENT_HOME"}
 
 
@@ -62,6 +47,30 @@ class ContextSettings(_Section):
     compression_preserve_min_tokens: int = Field(10_000, ge=0, description="recent tail kept by a compact, at least")
     compression_preserve_max_tokens: int = Field(40_000, ge=0, description="recent tail kept by a compact, at most")
     compact_max_consecutive_failures: int = Field(3, ge=1, description="circuit breaker for auto compaction")
+    compaction_trigger: Literal["cost", "threshold"] = Field(
+        "cost", description="cost: compact once the expected cache saving exceeds the compaction's cost "
+        "(the threshold stays the hard ceiling); threshold: only at the threshold"
+    )
+    price_cache_read: float = Field(0.1, ge=0, description="price of a cached input token (uncached input = 1)")
+    price_cache_write: float = Field(1.25, ge=0, description="price of writing a token to the prompt cache")
+    price_input: float = Field(1.0, gt=0, description="price of an uncached input token (the unit)")
+    price_output: float = Field(5.0, ge=0, description="price of an output token")
+    cost_tail_min_tokens: int = Field(5_000, ge=0, description="recent tail kept by a cost-triggered compact, at least")
+    cost_tail_max_tokens: int = Field(20_000, ge=0, description="recent tail kept by a cost-triggered compact, at most")
+    cost_min_calls: int = Field(8, ge=1, description="calls a session runs before the cost trigger may fire")
+    expected_summary_tokens: int = Field(2_000, ge=0, description="summary size the cost trigger assumes")
+    cache_aligned_summaries: bool = Field(
+        True, description="send a summary request as the last main request + one instruction (prompt-cache hit)"
+    )
+    incremental_summaries: bool = Field(
+        True, description="after the first compaction summarize only what is new and merge it into the hand-off"
+    )
+    ptl_retry_max: int = Field(3, ge=0, description="prompt-too-long retries of a summary request")
+    ptl_min_drop_fraction: float = Field(0.2, gt=0, le=1, description="drop at least this share of rounds per retry")
+    reattach_max_files: int = Field(5, ge=0, description="recently read files re-attached after a compact")
+    reattach_max_tokens: int = Field(50_000, ge=0, description="token budget for re-attached files")
+    encoding: Literal["o200k_base", "cl100k_base"] = Field("o200k_base", description="tokenizer encoding")
+    message_overhead_tokens: int = Field(4, ge=0, description="per-message framing tokens in estimates")
     ptl_retry_max: int = Field(3, ge=0, description="prompt-too-long retries of a summary request")
     ptl_min_drop_fraction: float = Field(0.2, gt=0, le=1, description="drop at least this share of rounds per retry")
     reattach_max_files: int = Field(5, ge=0, description="recently read files re-attached after a compact")
@@ -238,11 +247,6 @@ class AgentSettings(_Section):
     request_timeout_seconds: float = Field(300, gt=0, description="one model call, at most")
     max_steps: int = Field(200, gt=0, description="model calls per user turn, at most")
     workspace_extra_roots: list[str] = Field(default_factory=list, description="more folders tools may touch")
-    prices: dict[str, dict[str, float]] = Field(
-        default_factory=lambda: {k: dict(v) for k, v in DEFAULT_PRICES.items()},
-        description="model (provider:name, bare name or glob) → USD per million tokens: input, output, "
-        "cache_read, cache_write (for /cost and run --json)",
-    )
 
 
 class Settings(_Section):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -41,6 +41,8 @@ from mtagent.context.compaction.microcompact import (
 from mtagent.context.compaction.policy import AutoCompactPolicy, RecordSink
 from mtagent.context.compaction.reattach import ReadState
 from mtagent.context.compaction.summarize import Summarizer
+from mtagent.context.compaction.cache_align import align_summarizer
+from mtagent.context.compaction.trigger import early_compaction_settings
 from mtagent.context.meter import ContextMeter
 from mtagent.context.plan import CompressedItem, ContextPlan, DroppedItem, id_range
 from mtagent.context.plan_builder import CallLog, PlanFrame, plan_for_view
@@ -190,13 +192,13 @@ class ContextWindowManager:
             self.session_memory.maybe_update(history, tokens=tokens)
 
         compaction: CompactionResult | None = None
-        decision = self.policy.decide(tokens, query_source=query_source)
+        decision = self.policy.decide(tokens, query_source=query_source, extra_tokens=extra)
         if decision.compact:
             try:
                 compaction = self._compact(history, trigger="auto", reason=decision.reason, tokens=tokens,
-                                           extra=extra, prefer_memory=True)
+                                           extra=extra, prefer_memory=True, early=decision.early, system=system)
             except Exception as exc:  # noqa: BLE001 - a failed auto compaction must never fail the turn
-                self.policy.record_failure(exc)
+                self.policy.record_failure(exc, early=decision.early, tokens=tokens)
                 log.notes.append(f"auto compaction failed: {exc}")
             else:
                 self.policy.record_success(compaction.pre_tokens, compaction.post_tokens)
@@ -242,7 +244,7 @@ class ContextWindowManager:
         tokens, _ = self.meter.measure(extra)
         return self._compact(history, trigger=trigger, reason=f"/compact {instructions or ''}".strip(),
                              tokens=tokens, extra=extra, prefer_memory=instructions is None,
-                             instructions=instructions)
+                             instructions=instructions, system=system or ())
 
     def compact_from(
         self,
@@ -306,6 +308,8 @@ class ContextWindowManager:
         extra: int,
         prefer_memory: bool,
         instructions: str | None = None,
+        early: bool = False,
+        system: Sequence[BaseMessage] = (),
     ) -> CompactionResult:
         if self.bus is not None:
             self.bus.emit(EventType.COMPACT_STARTED, trigger=trigger, tokens=tokens)
@@ -320,7 +324,13 @@ class ContextWindowManager:
         if result is None:
             options = self._options(trigger=trigger, reason=reason, tokens=tokens, extra=extra,
                                     instructions=instructions)
-            result = compact(history, self.summarizer, options)
+            if early:  # a cost-triggered compaction keeps the shorter cost tail
+                options = replace(options, settings=early_compaction_settings(self.settings))
+            ctx = self.settings.context
+            summarizer = align_summarizer(self.summarizer, [*system, *self.meter.view],
+                                          cache_aligned=ctx.cache_aligned_summaries,
+                                          incremental=ctx.incremental_summaries)
+            result = compact(history, summarizer, options)
         if trigger != "manual" and result.post_tokens >= result.pre_tokens:
             raise CompactionFailed(
                 f"compaction did not shrink the context ({result.pre_tokens} → {result.post_tokens} tokens); "

@@ -7,8 +7,10 @@ written to the cache (Anthropic-style, at a premium) or simply uncached (OpenAI-
 also only caches from 1,024 tokens on, in 128-token steps).
 
 Costs are in *input-token equivalents* (an uncached input token costs 1). Summary calls are
-charged too: their input is uncached (a one-off prompt) and their output costs
-``output_ratio``. The recorded assistant outputs are the same for every strategy and are left
+charged too: their output costs ``output_ratio``; their input is uncached (a one-off prompt)
+unless the strategy sent a cache-aligned request (:class:`~mtagent.replay.summarizer.SummaryCall`
+with ``request``), which is priced against the previous main request like any other request —
+cached only as far as it really shares that prefix (:meth:`PrefixCache.peek`). The recorded assistant outputs are the same for every strategy and are left
 out, so differences between strategies are not diluted.
 """
 
@@ -17,10 +19,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage
 
 from mtagent.context.tokens import MessageTokenCounter, count_text_tokens, message_text
+
+if TYPE_CHECKING:
+    from mtagent.replay.summarizer import SummaryCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +69,16 @@ class PrefixCache:
     _prev_keys: list[tuple[object, ...]] = field(default_factory=list)
 
     def request(self, view: Sequence[BaseMessage]) -> RequestCost:
+        cost, keys = self._price(view)
+        self._prev, self._prev_keys = list(view), keys
+        return cost
+
+    def peek(self, view: Sequence[BaseMessage]) -> RequestCost:
+        """Price ``view`` against the previous request without making it the new previous one
+        (a side request, e.g. a summary, does not move the main conversation's cache)."""
+        return self._price(view)[0]
+
+    def _price(self, view: Sequence[BaseMessage]) -> tuple[RequestCost, list[tuple[object, ...]]]:
         keys = [message_key(m) for m in view]
         tokens = [self.counter.message_tokens(m) for m in view]
         k = 0
@@ -74,8 +90,7 @@ class PrefixCache:
             shared += _common_prefix_tokens(message_text(view[k]), message_text(self._prev[k]), self.encoding)
         total = sum(tokens)
         shared = min(shared, total)
-        self._prev, self._prev_keys = list(view), keys
-        return RequestCost(total, shared, {m.name: price(total, shared, m) for m in self.models})
+        return RequestCost(total, shared, {m.name: price(total, shared, m) for m in self.models}), keys
 
 
 def message_key(m: BaseMessage) -> tuple[object, ...]:
@@ -93,7 +108,16 @@ def price(total: int, shared: int, model: CacheModel) -> float:
 
 
 def summary_call_cost(input_tokens: int, output_tokens: int, model: CacheModel) -> float:
+    """An uncached summary request: every input token at the full price."""
     return float(input_tokens) + output_tokens * model.output_ratio
+
+
+def summary_costs(call: SummaryCall, cache: PrefixCache) -> dict[str, float]:
+    """Per cache model, what one summary call costs (see the module docstring)."""
+    if call.request:
+        priced = cache.peek(call.request)
+        return {m.name: priced.costs[m.name] + call.output_tokens * m.output_ratio for m in cache.models}
+    return {m.name: summary_call_cost(call.input_tokens, call.output_tokens, m) for m in cache.models}
 
 
 def _common_prefix_tokens(a: str, b: str, encoding: str) -> int:

@@ -117,6 +117,7 @@ class MTAgentStrategy:
     def _setup(self) -> None:
         settings = settings_for_recorded_tools(self.ctx.settings)
         self._summarizer = self.ctx.summarizer_factory()
+        self._summarizer.message_tokens = self.ctx.counter.message_tokens
         root = self.ctx.workdir
         store = ArtifactStore(root / "artifacts", settings.tool_results.artifact_max_bytes) if root else None
         self._budgeter = ToolResultBudgeter(policy=ToolResultPolicy.from_settings(settings.tool_results), artifacts=store)

@@ -94,16 +94,21 @@ class ProbeSet:
 
     def retention(self, turn: int, view: Sequence[BaseMessage]) -> float | None:
         """Mean per-category share of active probes visible at ``turn``; None if none active."""
+        shares = self.retention_by_kind(turn, view)
+        return sum(shares.values()) / len(shares) if shares else None
+
+    def retention_by_kind(self, turn: int, view: Sequence[BaseMessage]) -> dict[str, float]:
+        """Per probe kind with active probes at ``turn``, the share of them visible in ``view``."""
         active = self.active[turn]
         if not active:
-            return None
+            return {}
         seen = self.visible_mask(view) & active
-        shares = []
-        for cat_mask in self.category_masks.values():
+        shares: dict[str, float] = {}
+        for category, cat_mask in self.category_masks.items():
             want = active & cat_mask
             if want:
-                shares.append((seen & cat_mask).bit_count() / want.bit_count())
-        return sum(shares) / len(shares)
+                shares[category] = (seen & cat_mask).bit_count() / want.bit_count()
+        return shares
 
 
 def _is_injected(m: BaseMessage) -> bool:

@@ -26,7 +26,7 @@ from mtagent.replay.cost import (
     DEFAULT_CACHE_MODELS,
     CacheModel,
     PrefixCache,
-    summary_call_cost,
+    summary_costs,
 )
 from mtagent.replay.names import DEFAULT_WINDOW
 from mtagent.replay.probes import ProbeSet, build_probes
@@ -48,6 +48,8 @@ class TurnRecord:
     unanswered_calls: int
     retention: float | None
     recorded_input: int | None = None
+    summary_costs: dict[str, float] = field(default_factory=dict)
+    retention_by_kind: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -95,6 +97,20 @@ class ReplayResult:
             for name, value in t.costs.items():
                 totals[name] = totals.get(name, 0.0) + value
         return totals
+
+    @property
+    def summary_cost(self) -> dict[str, float]:
+        """The summary calls' part of :attr:`cached_cost`."""
+        totals: dict[str, float] = {}
+        for t in self.turns:
+            for name, value in t.summary_costs.items():
+                totals[name] = totals.get(name, 0.0) + value
+        return totals
+
+    def retention_of(self, kind: str) -> float | None:
+        """Mean share of ``kind``'s probes visible, over the turns that had any."""
+        values = [t.retention_by_kind[kind] for t in self.turns if kind in t.retention_by_kind]
+        return sum(values) / len(values) if values else None
 
     @property
     def recorded_input(self) -> int | None:
@@ -157,11 +173,14 @@ def simulate(
             new = traj.messages[last:call_index]
             last = call_index
             step = strat.step(new)
-            request = cache.request(step.view)
-            costs = dict(request.costs)
+            # Summary calls ran before this request: price them against the previous main request.
+            summaries = {model.name: 0.0 for model in cache_models}
             for call in step.summary_calls:
-                for model in cache_models:
-                    costs[model.name] += summary_call_cost(call.input_tokens, call.output_tokens, model)
+                for name, value in summary_costs(call, cache).items():
+                    summaries[name] += value
+            request = cache.request(step.view)
+            costs = {name: value + summaries[name] for name, value in request.costs.items()}
+            kinds = probes.retention_by_kind(turn, step.view)
             orphans, unanswered = pairing_violations(step.view)
             recorded = traj.recorded_usage[turn] if turn < len(traj.recorded_usage) else None
             result.turns.append(
@@ -176,8 +195,10 @@ def simulate(
                     summary_output_tokens=sum(c.output_tokens for c in step.summary_calls),
                     orphan_results=orphans,
                     unanswered_calls=unanswered,
-                    retention=probes.retention(turn, step.view),
+                    retention=sum(kinds.values()) / len(kinds) if kinds else None,
                     recorded_input=recorded.total_input if recorded is not None else None,
+                    summary_costs=summaries,
+                    retention_by_kind=kinds,
                 )
             )
     return result

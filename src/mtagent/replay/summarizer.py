@@ -29,10 +29,16 @@ from mtagent.context.tokens import count_text_tokens, message_text
 
 @dataclass(slots=True, frozen=True)
 class SummaryCall:
-    """One summary request: tokens in (uncached) and out."""
+    """One summary request: tokens in and out.
+
+    ``request`` is the exact message list when the strategy sent a cache-aligned request (the
+    main request + an instruction); the replay then prices the part it shares with the previous
+    main request as cache reads. Without it the whole input is uncached.
+    """
 
     input_tokens: int
     output_tokens: int
+    request: tuple[BaseMessage, ...] | None = None
 
 
 class ExtractiveChatModel(BaseChatModel):
@@ -68,6 +74,8 @@ class MeteredSummarizer:
     encoding: str = "o200k_base"
     request_tokens: Callable[[Sequence[BaseMessage], str | None], int] | None = None
     calls: list[SummaryCall] = field(default_factory=list)
+    cache_aligned: bool = True
+    message_tokens: Callable[[BaseMessage], int] | None = None
 
     def summarize(
         self,
@@ -79,6 +87,22 @@ class MeteredSummarizer:
         reply = self.model.invoke(list(messages), previous_summary=previous_summary)
         text = message_text(reply)
         self.record(messages, previous_summary, text)
+        return text
+
+    def summarize_request(
+        self,
+        request: Sequence[BaseMessage],
+        messages: Sequence[BaseMessage] = (),
+        *,
+        previous_summary: str | None = None,
+    ) -> str:
+        """A cache-aligned request: the sheet of ``messages``, priced as ``request`` (the main
+        request + the instruction) — the replay decides what of it the cache serves."""
+        reply = self.model.invoke(list(messages), previous_summary=previous_summary)
+        text = message_text(reply)
+        count = self.message_tokens or (lambda m: count_text_tokens(message_text(m), self.encoding))
+        tokens_in = sum(count(m) for m in request)
+        self.calls.append(SummaryCall(tokens_in, count_text_tokens(text, self.encoding), tuple(request)))
         return text
 
     def record(self, messages: Sequence[BaseMessage], previous_summary: str | None, text: str) -> None:

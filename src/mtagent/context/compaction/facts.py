@@ -54,13 +54,28 @@ VERIFY_PATTERN = re.compile(
     re.IGNORECASE,
 )
 ERROR_LINE = re.compile(r"(Traceback|Error|Exception|FAILED|FAIL:|error:|fatal:|panic:)")
+# The line a hand-off calls "the latest error": a named ``…Error``/``…Exception``, ``Error:``, a
+# traceback, ``FAILED``, ``error:``/``fatal:``/``panic:`` — but not a line of source text that merely
+# contains such a word (numbered file listings, ``path:line:`` grep hits, comments, tables).
+STRICT_ERROR_LINE = re.compile(
+    r"(\b\w+(?:Error|Exception)\b|\b(?:Error|Exception)\b:|Traceback|\bFAILED\b|\bFAIL:|\berror[:\[]"
+    r"|\bfatal:|\bpanic:|\bSegmentation fault)"
+)
+SOURCE_LINE = re.compile(r"^\s*\d+(?:→|\t|\||:)|^[\w./-]+:\d+[:-]|^\s*[|#/*]")
+MIN_ERROR_CHARS = 8
 _SUMMARY_BODY = re.compile(r"<conversation_history_summary>\n?(.*?)\n?</conversation_history_summary>", re.DOTALL)
 _HEADING = re.compile(r"^#{1,3}\s*(.+?)\s*:?\s*$")
 
 # Tool names compared lowercased, so recorded sessions of other agents (Read, Edit, Bash …) count too.
 READ_FILE_TOOLS = frozenset({"read_file", "read", "view"})
 WRITE_TOOLS = frozenset({"edit_file", "write_file", "edit", "write", "multiedit", "str_replace_editor", "apply_patch"})
-SHELL_TOOLS = frozenset({"shell", "bash", "run_shell", "execute_command", "run_command"})
+SHELL_TOOLS = frozenset({"shell", "bash", "run_shell", "execute_command", "run_command", "execute_bash"})
+# A shell command that writes a file: a redirect (``> f``, ``>> f``, heredocs), ``tee [-a] f`` or
+# ``sed -i … f``. Files changed this way must survive a compaction like an edit_file call's.
+SHELL_WRITE = re.compile(
+    r"(?:^|[\s;&|(])(?:\d?>>?|tee\s+(?:-a\s+)?)\s*['\"]?([\w./~-]+\.\w{1,8})\b"
+    r"|\bsed\s+-i\S*\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+['\"]?([\w./~-]+\.\w{1,8})\b"
+)
 PATH_KEYS = ("file_path", "path", "filename", "file", "directory", "dir")
 MAX_LINE_CHARS = 600
 MAX_GOAL_CHARS = 2_000
@@ -82,6 +97,7 @@ class SessionFacts:
     commands: list[str] = field(default_factory=list)
     failed_attempts: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    latest_error_line: str = ""
     facts: list[str] = field(default_factory=list)
     latest_verification: str = ""
     last_action: str = ""
@@ -158,6 +174,16 @@ def call_path(args: dict[str, Any]) -> str:
     return ""
 
 
+def shell_written_files(command: str) -> list[str]:
+    """Files a shell command writes (see :data:`SHELL_WRITE`), in order, without duplicates."""
+    found: list[str] = []
+    for match in SHELL_WRITE.finditer(command):
+        path = match.group(1) or match.group(2)
+        if path and not path.startswith("/dev/") and path not in found:
+            found.append(path)
+    return found
+
+
 def _describe_call(name: str, args: dict[str, Any]) -> str:
     if name.lower() in SHELL_TOOLS:
         return f"{name}: {clip(str(args.get('command', args.get('cmd', ''))), MAX_FACT_CHARS)}"
@@ -183,6 +209,15 @@ def _failed(message: ToolMessage) -> bool:
     artifact = message.artifact if isinstance(message.artifact, dict) else {}
     code = artifact.get("exit_code", artifact.get("returncode"))
     return isinstance(code, int) and code != 0
+
+
+def error_line(text: str) -> str:
+    """The last line of ``text`` that reports an error (see :data:`STRICT_ERROR_LINE`), or ""."""
+    for line in reversed(text.splitlines()):
+        stripped = line.strip()
+        if len(stripped) >= MIN_ERROR_CHARS and STRICT_ERROR_LINE.search(stripped) and not SOURCE_LINE.match(line):
+            return clip(stripped, MAX_FACT_CHARS)
+    return ""
 
 
 def _error_line(text: str) -> str:
@@ -242,6 +277,9 @@ def extract_facts(messages: Sequence[BaseMessage], previous_summary: str | None 
                     facts.files_read.append(path)
                 elif kind in SHELL_TOOLS:
                     _add_unique(facts.commands, _describe_call(name, args))
+                    for written in shell_written_files(str(args.get("command", args.get("cmd", "")))):
+                        facts.files_changed.pop(written, None)
+                        facts.files_changed[written] = clip(_first_line(said), MAX_FACT_CHARS)
         elif isinstance(message, ToolMessage):
             _read_result(facts, message, calls.get(message.tool_call_id))
     return facts
@@ -252,12 +290,15 @@ def _read_result(facts: SessionFacts, message: ToolMessage, call: tuple[str, dic
     described = _describe_call(name, args)
     text = message_text(message)
     facts.last_action = f"{described} → {'error' if _failed(message) else 'ok'}"
+    strict = error_line(text)
     if _failed(message):
-        error = _error_line(text)
+        error = strict or _error_line(text)
         facts.errors.append(f"{described}: {error}")
+        facts.latest_error_line = error
         facts.failed_attempts.append(f"{described} → {error}")
-    elif name.lower() in SHELL_TOOLS and ERROR_LINE.search(text):
-        facts.errors.append(f"{described}: {_error_line(text)}")
+    elif strict:
+        facts.errors.append(f"{described}: {strict}")
+        facts.latest_error_line = strict
     else:
         line = _first_line(text)
         if line:
@@ -300,6 +341,7 @@ def merge_previous(facts: SessionFacts, sections: dict[str, list[str]]) -> None:
             facts.files_changed.setdefault(value, "")
         elif kind == "latest error":
             facts.errors.append(value)
+            facts.latest_error_line = value
 
 
 def normalize(text: str) -> str:

@@ -57,9 +57,9 @@ def verify_handoff(
     missing: list[str] = []
     for kind, text in required_facts(found):
         present = F.mentions_goal(haystack, text) if kind == "Goal" else F.mentions(haystack, text)
-        if kind == "Latest error" and not present:
-            # The error line is what matters; the "tool args:" prefix is our own framing.
-            present = F.mentions(haystack, text.rpartition(": ")[2] or text)
+        if kind == "Latest error" and not present and found.latest_error_line:
+            # The error line itself is what matters, in full; the "tool args:" prefix is our framing.
+            present = F.mentions(haystack, found.latest_error_line)
         if not present:
             missing.append(f"{kind}: {' '.join(text.split())}")
     if not missing:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mtagent.config import Settings
+from mtagent.context.compaction.trigger import CostEstimate, CostTrigger, cost_trigger_enabled
 from mtagent.errors import ContextLengthExceeded
 from mtagent.events import EventBus, EventType, SessionStats
 from mtagent.session.schema import event_record
@@ -109,6 +110,8 @@ class CompactDecision:
     reason: str
     tokens: int
     threshold: int
+    early: bool = False
+    estimate: CostEstimate | None = None
 
 
 @dataclass(slots=True)
@@ -125,6 +128,7 @@ class AutoCompactPolicy:
     last_pre_tokens: int = 0
     last_post_tokens: int = 0
     _on_disable: list[Callable[[], None]] = field(default_factory=list)
+    cost: CostTrigger | None = None
 
     @property
     def window(self) -> int:
@@ -134,7 +138,9 @@ class AutoCompactPolicy:
     def threshold(self) -> int:
         return self.settings.auto_compact_threshold_tokens(self.window)
 
-    def decide(self, tokens: int, *, query_source: str = "user") -> CompactDecision:
+    def decide(self, tokens: int, *, query_source: str = "user", extra_tokens: int = 0) -> CompactDecision:
+        """Compact at the threshold (the hard ceiling), or earlier when the cost trigger says a
+        compaction pays for itself (:mod:`mtagent.context.compaction.trigger`)."""
         threshold = self.threshold
         if self.stats is not None:
             self.stats.last_auto_compact_threshold = threshold
@@ -143,9 +149,21 @@ class AutoCompactPolicy:
             return CompactDecision(False, f"query source {query_source!r} is compaction work", tokens, threshold)
         if self.disabled:
             return CompactDecision(False, "auto compaction disabled after repeated failures", tokens, threshold)
+        estimate = self._cost_estimate(tokens, extra_tokens)
         if tokens < threshold:
+            if estimate is not None:
+                reason = (f"{tokens} tokens: compacting saves ≈{estimate.saving:,.0f} over "
+                          f"{estimate.expected_calls} calls for ≈{estimate.cost:,.0f} (cost trigger)")
+                return CompactDecision(True, reason, tokens, threshold, early=True, estimate=estimate)
             return CompactDecision(False, f"{tokens} tokens < threshold {threshold}", tokens, threshold)
         return CompactDecision(True, f"{tokens} tokens >= threshold {threshold}", tokens, threshold)
+
+    def _cost_estimate(self, tokens: int, extra_tokens: int) -> CostEstimate | None:
+        if not cost_trigger_enabled(self.settings):
+            return None
+        if self.cost is None:
+            self.cost = CostTrigger(self.settings)
+        return self.cost.decide(tokens, extra_tokens)
 
     def should_compact(self, tokens: int, *, query_source: str = "user") -> bool:
         return self.decide(tokens, query_source=query_source).compact
@@ -154,13 +172,23 @@ class AutoCompactPolicy:
         self.consecutive_failures = 0
         self.last_pre_tokens = pre_tokens
         self.last_post_tokens = post_tokens
+        if self.cost is not None:
+            self.cost.compacted(post_tokens)
         if self.stats is not None:
             self.stats.compactions += 1
             self.stats.compression_failure_count = 0
             self.stats.last_context_tokens = post_tokens
 
-    def record_failure(self, error: BaseException | str) -> None:
-        """Count a failed auto compaction; the limit-th one in a row disables auto compaction."""
+    def record_failure(self, error: BaseException | str, *, early: bool = False, tokens: int = 0) -> None:
+        """Count a failed auto compaction; the limit-th one in a row disables auto compaction.
+
+        A failed *early* (cost-triggered) compaction does not count towards the breaker — the
+        threshold compaction must stay available — but the cost trigger backs off until the
+        context has grown by another cost tail."""
+        if early and self.cost is not None:
+            self.cost.failed(tokens)
+            self._publish(EventType.COMPACT_FAILED, {"error": str(error), "early": True})
+            return
         self.consecutive_failures += 1
         limit = self.settings.context.compact_max_consecutive_failures
         if self.stats is not None:

@@ -132,6 +132,9 @@ class LLMSummarizer:
 
     model: ChatModel
     tool_result_chars: int = 4_000
+    # True when ``model`` is the main model with the main request's tools bound: a summary request
+    # can then be the cached main request + one instruction (compaction/cache_align.py).
+    cache_aligned: bool = False
 
     def build_request(
         self,
@@ -159,8 +162,18 @@ class LLMSummarizer:
         previous_summary: str | None = None,
     ) -> str:
         request = self.build_request(messages, instructions=instructions, previous_summary=previous_summary)
+        return self.summarize_request(request, messages, previous_summary=previous_summary)
+
+    def summarize_request(
+        self,
+        request: Sequence[BaseMessage],
+        messages: Sequence[BaseMessage] = (),
+        *,
+        previous_summary: str | None = None,
+    ) -> str:
+        """Send a ready-made ``request`` (e.g. the cache-aligned one) and return the sheet."""
         try:
-            reply = self.model.invoke(request)
+            reply = self.model.invoke(list(request))
         except Exception as exc:
             if is_context_length_error(exc):
                 raise SummaryRequestTooLong(str(exc), token_gap=parse_context_length_gap(exc)) from exc

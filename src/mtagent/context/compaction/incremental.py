@@ -1,0 +1,103 @@
+"""Incremental hand-offs: summarize only what is new, merge it into the previous sheet by section.
+
+The second and later compactions of a session used to re-write the whole hand-off from the old
+sheet plus the messages since — every compaction paid output tokens (the dearest kind) for facts
+that were already written. Now the summarizer writes a *delta* sheet for the messages since the
+last boundary, and :func:`merge_handoffs` folds it into the previous sheet section by section:
+
+* goal — the previous one stands; what the delta calls a goal is a later request;
+* constraints, files read, files changed (by path, newest reason wins), failed attempts,
+  key facts — the union, oldest first (lists other than constraints and files changed keep their
+  newest ``max_items``);
+* current state, latest verification, next step — the delta's when it says anything;
+* a delta section under an unknown heading is kept.
+
+The previous sheet's ``Carried facts`` are not copied: the hand-off verifier re-derives them from
+the previous sheet and adds whatever the merged sheet still lacks, so they never pile up.
+"""
+
+from __future__ import annotations
+
+from mtagent.context.compaction import facts as F
+
+MAX_LIST_ITEMS = 12
+_UNION_TAIL = {F.SECTION_FACTS: MAX_LIST_ITEMS, F.SECTION_FILES_READ: 2 * MAX_LIST_ITEMS,
+               F.SECTION_FAILED: MAX_LIST_ITEMS}
+_DELTA_WINS = (F.SECTION_STATE, F.SECTION_VERIFICATION, F.SECTION_NEXT)
+
+
+def _union(old: list[str], new: list[str]) -> list[str]:
+    out = list(old)
+    for line in new:
+        if line in out:
+            out.remove(line)
+        out.append(line)
+    return out
+
+
+def _files_changed(old: list[str], new: list[str]) -> list[str]:
+    merged: dict[str, str] = {}
+    for line in [*old, *new]:
+        path, _, why = line.partition(" — ")
+        path = path.strip()
+        merged.pop(path, None)
+        merged[path] = why.strip()
+    return [f"{path} — {why}" if why else path for path, why in merged.items()]
+
+
+def _goal(old: list[str], new: list[str]) -> list[str]:
+    def split(lines: list[str]) -> tuple[list[str], list[str]]:
+        if F.LATER_REQUESTS in lines:
+            cut = lines.index(F.LATER_REQUESTS)
+            return lines[:cut], lines[cut + 1:]
+        return lines, []
+
+    old_goal, old_later = split([line for line in old if line != "(not stated)"])
+    new_goal, new_later = split([line for line in new if line != "(not stated)"])
+    if not old_goal:
+        return new if new else old
+    later = _union(old_later, [" ".join(new_goal)] if new_goal else [])
+    later = _union(later, new_later)
+    return [*old_goal, F.LATER_REQUESTS, *later] if later else old_goal
+
+
+def _bullets(lines: list[str], section: str) -> str:
+    if not lines:
+        return "(none)"
+    if section == F.SECTION_GOAL:
+        head, later = (lines, [])
+        if F.LATER_REQUESTS in lines:
+            cut = lines.index(F.LATER_REQUESTS)
+            head, later = lines[:cut], lines[cut + 1:]
+        text = "\n".join(head)
+        if later:
+            text += f"\n{F.LATER_REQUESTS}\n" + "\n".join(f"- {line}" for line in later)
+        return text
+    if section in (F.SECTION_VERIFICATION, F.SECTION_NEXT):
+        return "\n".join(lines)
+    return "\n".join(f"- {line}" for line in lines)
+
+
+def merge_handoffs(previous: str | None, delta: str) -> str:
+    """The previous hand-off with ``delta`` (a sheet of what happened since) merged in."""
+    if not previous or not previous.strip():
+        return delta
+    old = F.parse_handoff(previous)
+    new = F.parse_handoff(delta)
+    merged: dict[str, list[str]] = {}
+    for section in F.HANDOFF_SECTIONS:
+        a, b = old.get(section, []), new.get(section, [])
+        if section == F.SECTION_GOAL:
+            merged[section] = _goal(a, b)
+        elif section == F.SECTION_FILES_CHANGED:
+            merged[section] = _files_changed(a, b)
+        elif section in _DELTA_WINS:
+            merged[section] = b or a
+        else:
+            lines = _union(a, b)
+            limit = _UNION_TAIL.get(section)
+            merged[section] = lines[-limit:] if limit else lines
+    for section, lines in new.items():
+        if section not in merged and section != F.SECTION_CARRIED:
+            merged[section] = lines
+    return "\n\n".join(f"## {title}\n{_bullets(lines, title)}" for title, lines in merged.items())
