@@ -38,6 +38,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("mtagent.cli.config_cmd", "Show the merged configuration and where it is read from."),
     "memory": ("mtagent.cli.memory_cmd", "List, add and remove long-term memories (global or per project)."),
     "sessions": ("mtagent.cli.sessions_cmd", "List, show and export this project's sessions."),
+    "recall": ("mtagent.cli.recall_cmd", "Search this project's sessions, saved tool results and memory "
+               "(what compaction removed)."),
     "audit": ("mtagent.cli.audit_cmd", "List the audit trail: approvals, denials, memory writes, compactions, "
               "exports (--json)."),
     "ui": ("mtagent.cli.ui_cmd", "Open the explain UI: a local, read-only web app over every "

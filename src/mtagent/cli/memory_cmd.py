@@ -1,7 +1,9 @@
 """``mtagent memory list|add|remove``: long-term memory outside the REPL (same as ``/memory``).
 
 Global facts live under ``## Agent Memories`` in ``~/.mtagent/CONTEXT.md``; project facts in
-the project's ``MEMORY.md``. Both are plain markdown, so ``$EDITOR`` works as well as this.
+the project's ``MEMORY.md``; ``--namespace user|team`` selects the user's and the team's files.
+All are plain markdown, so ``$EDITOR`` works as well as this. ``--key`` and ``--ttl`` give a fact
+a conflict key and an expiry (spec 003 v1.2); ``list --expired`` shows the facts past their TTL.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from rich.markup import escape
 from mtagent.cli.output import bare_group_help, console, user_errors
 from mtagent.context.static import memory
 from mtagent.context.static.memory import Scope
+from mtagent.context.static.memory_meta import FactMeta, clean_key, parse_ttl
+from mtagent.errors import UsageError
 
 memory_app = typer.Typer(help="List, add and remove long-term memories (global or per project).")
 bare_group_help(memory_app)
@@ -23,40 +27,63 @@ _SCOPE_HELP = "--project: this project's MEMORY.md; --global: ~/.mtagent/CONTEXT
 _CWD_HELP = "Project folder whose memory --project means."
 
 
-def _scope(project: bool | None) -> Scope:
+_NAMESPACE_HELP = "global, project, user or team (overrides --project/--global)."
+
+
+def _scope(project: bool | None, namespace: str | None = None) -> Scope:
+    if namespace is not None:
+        if namespace not in memory.SCOPES:
+            raise UsageError(f"unknown memory namespace {namespace!r}; use one of {', '.join(memory.SCOPES)}")
+        return namespace  # type: ignore[return-value]
     return "project" if project else "global"
 
 
-def _print_scope(scope: Scope, cwd: Path) -> None:
+def _entries(scope: Scope, cwd: Path, expired_only: bool) -> list[memory.MemoryEntry]:
     entries = memory.list_memories(scope, cwd)
+    return [e for e in entries if e.expired] if expired_only else entries
+
+
+def _print_scope(scope: Scope, cwd: Path, expired_only: bool = False) -> None:
+    entries = _entries(scope, cwd, expired_only)
     path = memory.memory_path(scope, cwd)
-    console.print(f"[bold]{scope} memory[/] [dim]({escape(str(path))})[/]")
+    console.print(f"[bold]{scope} memory[/]{' (expired)' if expired_only else ''} [dim]({escape(str(path))})[/]")
     if not entries:
         console.print("  (none)")
     for e in entries:
         text = f"[strike dim]{escape(e.text)}[/] [dim](obsolete)[/]" if e.obsolete else escape(e.text)
-        console.print(f"  {e.number}. {text}", soft_wrap=True)
+        if e.expired:
+            text = f"[dim]{escape(e.text)} (expired {e.meta.expires_at:%Y-%m-%d})[/]"
+        key = f" [dim]key={escape(e.meta.key)}[/]" if e.meta.key else ""
+        console.print(f"  {e.number}. {text}{key}", soft_wrap=True)
 
 
 @memory_app.command("list")
 @user_errors
 def list_cmd(
     project: bool = typer.Option(None, "--project/--global", help="Only one scope (default: both)."),
+    namespace: str = typer.Option(None, "--namespace", "-n", help="Only this namespace: " + _NAMESPACE_HELP),
+    expired: bool = typer.Option(False, "--expired", help="Only facts whose TTL has passed (never injected)."),
     cwd: Path = typer.Option(Path("."), "--cwd", help=_CWD_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print a JSON array (scope, number, text, obsolete, path)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array (scope, number, text, obsolete, path, "
+                                 "key, expires_at, expired)."),
 ) -> None:
     """Show remembered facts, numbered as `memory remove` expects."""
     root = cwd.resolve()
-    scopes: list[Scope] = ["global", "project"] if project is None else [_scope(project)]
+    if namespace is not None:
+        scopes: list[Scope] = [_scope(None, namespace)]
+    else:
+        scopes = ["global", "project"] if project is None else [_scope(project)]
     if as_json:
         typer.echo(json.dumps([{"scope": scope, "number": e.number, "text": e.text, "obsolete": e.obsolete,
-                                "path": str(memory.memory_path(scope, root))}
-                               for scope in scopes for e in memory.list_memories(scope, root)], ensure_ascii=False))
+                                "path": str(memory.memory_path(scope, root)), "key": e.meta.key,
+                                "expires_at": e.meta.expires_at.isoformat() if e.meta.expires_at else None,
+                                "expired": e.expired}
+                               for scope in scopes for e in _entries(scope, root, expired)], ensure_ascii=False))
         return
     for i, scope in enumerate(scopes):
         if i:
             console.print()
-        _print_scope(scope, root)
+        _print_scope(scope, root, expired)
 
 
 @memory_app.command("add")
@@ -64,11 +91,15 @@ def list_cmd(
 def add_cmd(
     fact: str = typer.Argument(..., help="The fact, one line."),
     project: bool = typer.Option(False, "--project/--global", help=_SCOPE_HELP),
+    namespace: str = typer.Option(None, "--namespace", "-n", help=_NAMESPACE_HELP),
+    key: str = typer.Option(None, "--key", help="A conflict key: a newer fact on the same key supersedes this one."),
+    ttl: str = typer.Option(None, "--ttl", help="Expire after this long (30d, 12h, 2w) or at a date (2027-01-31)."),
     cwd: Path = typer.Option(Path("."), "--cwd", help=_CWD_HELP),
 ) -> None:
     """Remember a fact. The same fact (ignoring case and spacing) is stored once."""
-    scope = _scope(project)
-    result = memory.save_memory(fact, scope, cwd.resolve())
+    scope = _scope(project, namespace)
+    meta = FactMeta(key=clean_key(key), expires_at=parse_ttl(ttl)) if (key or ttl) else None
+    result = memory.save_memory(fact, scope, cwd.resolve(), meta=meta)
     if result.added:
         console.print(f"remembered ({scope}, #{result.entry.number}): {escape(result.entry.text)}", soft_wrap=True)
     elif result.reactivated:
@@ -85,10 +116,11 @@ def remove_cmd(
     selector: str = typer.Argument(..., help="The number from `memory list`, or the fact's text."),
     project: bool = typer.Option(False, "--project/--global", help=_SCOPE_HELP),
     obsolete: bool = typer.Option(False, "--obsolete", help="Keep the line, marked obsolete, instead of deleting it."),
+    namespace: str = typer.Option(None, "--namespace", "-n", help=_NAMESPACE_HELP),
     cwd: Path = typer.Option(Path("."), "--cwd", help=_CWD_HELP),
 ) -> None:
     """Forget a fact (or with --obsolete, keep it struck through and stop using it)."""
-    scope = _scope(project)
+    scope = _scope(project, namespace)
     if obsolete:
         entry = memory.mark_memory_obsolete(selector, scope, cwd.resolve())
         console.print(f"marked obsolete ({scope}): {escape(entry.text)}", soft_wrap=True)

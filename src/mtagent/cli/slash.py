@@ -351,6 +351,13 @@ def cmd_memory(host: SlashHost, command: SlashCommand) -> Outcome:
                      + " (use list, add or remove)")
 
 
+def cmd_recall(host: SlashHost, command: SlashCommand) -> Outcome:
+    from mtagent.cli.recall_cmd import print_recall
+
+    print_recall(host.console, host.cwd, command.rest)
+    return Outcome.CONTINUE
+
+
 def cmd_resume(host: SlashHost, command: SlashCommand) -> Outcome:
     words = command.words
     if len(words) > 1:
@@ -398,6 +405,9 @@ COMMANDS: dict[str, CommandSpec] = {spec.name: spec for spec in (
                 cmd_memory, ("/memory list [--project|--global]", "/memory add [--project] <fact>",
                              "/memory remove [--project] <number or text>",
                              "/memory remove --obsolete [--project] <number or text>   keep it struck through, unused")),
+    CommandSpec("recall", "/recall QUERY", "Search earlier sessions, saved tool results and memory of this project.",
+                cmd_recall, ("/recall TypeError user.id   ranked hits with refs (what compaction removed, too)",
+                             "/recall --ref <ref>         one recalled item in full")),
     CommandSpec("resume", "/resume [ID]", "Switch to a saved session (default: the latest other one).",
                 cmd_resume),
     CommandSpec("sessions", "/sessions", "List this project's saved sessions.", cmd_sessions),

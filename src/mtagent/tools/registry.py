@@ -11,6 +11,7 @@ from mtagent.tools.base import ApprovalHook, ToolContext, ToolSession
 from mtagent.tools.edit import EditFileTool, WriteFileTool
 from mtagent.tools.files import ReadFileTool, ReadToolResultTool
 from mtagent.tools.memory_tool import build_save_memory_tool
+from mtagent.tools.recall import RecallTool
 from mtagent.tools.read_state import ReadState
 from mtagent.tools.search import GlobTool, GrepTool, LsTool
 from mtagent.tools.shell import ShellTool
@@ -28,7 +29,7 @@ def default_tools(
     context: ToolContext | None = None,
     include_memory: bool = True,
 ) -> list[BaseTool]:
-    """read_file, write_file, edit_file, grep, glob, ls, shell, read_tool_result (+ save_memory).
+    """read_file, write_file, edit_file, grep, glob, ls, shell, read_tool_result (+ save_memory, recall).
 
     Results go through the session's budgeter as they are produced; ``tools[0].context``
     gives the shared :class:`ToolContext` (its ``budgeter.finalize_turn`` and ``read_state``
@@ -42,6 +43,8 @@ def default_tools(
         tools.append(ReadToolResultTool(context=ctx))
     if include_memory:
         tools.append(build_save_memory_tool(ctx.workspace.root))
+        if ctx.settings.recall.enabled:  # the project's memory of earlier work: recall (spec 003 v1.1)
+            tools.append(RecallTool(context=ctx))
     return tools
 
 
