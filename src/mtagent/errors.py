@@ -91,6 +91,10 @@ class ModelError(MTAgentError):
     """The model provider failed in a way retries did not fix."""
 
 
+class ModelConfigError(ConfigError, ModelError):
+    """No model, or no API key for it: a configuration error (exit 2), still a :class:`ModelError`."""
+
+
 class ReplayFormatError(MTAgentError):
     """A trajectory file is not in the format the converter expects."""
 

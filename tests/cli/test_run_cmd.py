@@ -99,7 +99,7 @@ def test_run_empty_task_is_a_usage_error(project, tmp_path):
 
 def test_run_without_a_model_says_how_to_get_one(project):
     result = runner.invoke(app, ["run", "--cwd", str(project), "hello"], env={"OPENAI_API_KEY": ""})
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a configuration error
     assert "no model configured" in result.stderr and "mtagent demo" in result.stderr
 
 

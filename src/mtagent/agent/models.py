@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from mtagent.config import Settings
-from mtagent.errors import ConfigError, ModelError
+from mtagent.errors import ConfigError, ModelConfigError, ModelError
 
 # Context windows (tokens) of well-known models, matched by the longest prefix of the
 # lower-cased model name. Unknown models fall back to ``context.token_limit``.
@@ -147,10 +147,10 @@ def create_chat_model(
     default_url, key_env = OPENAI_COMPATIBLE[parsed.provider]
     url = base_url or default_url
     key = api_key or (env.get(key_env) if key_env else None)
-    if key is None and url is not None:
+    if not key and url is not None:
         key = env.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
-    if key is None:
-        raise ModelError(
+    if not key:
+        raise ModelConfigError(
             f"no API key for {parsed}: set {key_env} in the environment, or pass --base-url "
             "for a local OpenAI-compatible server (Ollama, vLLM, llama.cpp)"
         )
@@ -178,7 +178,7 @@ def _anthropic(parsed: ModelSpec, *, api_key: str | None, timeout: float,
         )
     key = api_key or env.get("ANTHROPIC_API_KEY")
     if not key:
-        raise ModelError(f"no API key for {parsed}: set ANTHROPIC_API_KEY in the environment")
+        raise ModelConfigError(f"no API key for {parsed}: set ANTHROPIC_API_KEY in the environment")
     from langchain.chat_models import init_chat_model
 
     return init_chat_model(

@@ -11,6 +11,7 @@ hit); 2 a usage or configuration error; 130 interrupted (Ctrl-C).
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -61,11 +62,23 @@ def _read_stdin_line(prompt: str) -> str:
     return line
 
 
-def run_once(options: SessionOptions, task: str) -> int:
+def read_task(task: str) -> str:
+    """``-`` means the task is on stdin (``git diff | mtagent run -``); anything else is the task."""
+    if task != "-":
+        return task
+    if sys.stdin.isatty():
+        raise UsageError("`mtagent run -` reads the task from stdin: pipe it in, e.g. "
+                         "echo 'fix the failing test' | mtagent run -")
+    return sys.stdin.read()
+
+
+def run_once(options: SessionOptions, task: str, *, as_json: bool = False) -> int:
     """Run one task to the end; returns the exit code (see the module docstring)."""
+    task = read_task(task)
     if not task.strip():
         raise UsageError('the task is empty; e.g. mtagent run "add a --verbose flag to cli.py"')
-    display = TurnDisplay(console=console, activity=err_console)
+    # with --json, stdout carries one JSON object only: the streamed answer goes to stderr
+    display = TurnDisplay(console=err_console if as_json else console, activity=err_console)
     from mtagent.events import EventBus
 
     bus = EventBus()
@@ -84,13 +97,16 @@ def run_once(options: SessionOptions, task: str) -> int:
             answer = approver(pending) if approver is not None else _settle_unattended(pending, options.approval)
             settled = session.resume_approval(answer, approver=approver)
             if settled.status == "interrupted":
-                return _finish(display, settled, session)
+                return _finish(display, settled, session, as_json)
             display.take_streamed()
             display.end_text()
         result = session.run_turn(task, approver=approver)
+        messages = list(result.messages)
         while result.status == "approval_required":
             result = session.resume_approval(_deny_all(result.approvals))
-        return _finish(display, result, session)
+            messages += result.messages
+        _report_tool_trouble(messages)
+        return _finish(display, result, session, as_json, messages)
     finally:
         display.detach()
         session.close()
@@ -115,23 +131,52 @@ def _deny_all(requests: list[Any]) -> dict[str, Any]:
                              "rerun with --approval allow to let it run"} for r in requests}
 
 
-def _finish(display: TurnDisplay, result: TurnResult, session: AgentSession) -> int:
+def _report_tool_trouble(messages: list[Any]) -> None:
+    """Each failed tool call's first line and each denial, on stderr: why the answer may fall short."""
+    for message in messages:
+        if getattr(message, "type", None) != "tool" or getattr(message, "status", None) != "error":
+            continue
+        text = message.content if isinstance(message.content, str) else str(message.content)
+        first = next((line.strip() for line in text.splitlines() if line.strip()), "(no message)")
+        name = escape(str(message.name or "tool"))
+        if first.startswith("Not run:") and " was denied" in first:
+            why = first.split(" was denied", 1)[1].split(". Nothing was executed", 1)[0].strip(" ()")
+            err_console.print(f"[yellow]denied[/] {name}: {escape(why)}", soft_wrap=True)
+        else:
+            err_console.print(f"[red]{name} failed:[/] {escape(first[:300])}", soft_wrap=True)
+
+
+def _finish(display: TurnDisplay, result: TurnResult, session: AgentSession, as_json: bool = False,
+            messages: list[Any] | None = None) -> int:
     streamed = display.take_streamed()
-    if result.reply and not streamed.strip():
+    if result.reply and not streamed.strip() and not as_json:
         console.print(result.reply, markup=False, highlight=False)
     display.end_text()
+    code = EXIT_OK
     if result.status == "interrupted":
         err_console.print(f"interrupted; continue with: mtagent --resume {session.session_id}")
-        return EXIT_INTERRUPTED
-    if result.status == "max_steps":
+        code = EXIT_INTERRUPTED
+    elif result.status == "max_steps":
         err_console.print(f"[bold red]error:[/] stopped after {session.settings.agent.max_steps} model calls "
                           "(agent.max_steps) without finishing; raise it or split the task")
-        return EXIT_FAILED
-    return EXIT_OK
+        code = EXIT_FAILED
+    if as_json:
+        typer.echo(json.dumps(_json_result(result, session, messages or list(result.messages)), ensure_ascii=False))
+    return code
+
+
+def _json_result(result: TurnResult, session: AgentSession, messages: list[Any]) -> dict[str, Any]:
+    from mtagent.cli.usage import cost_usd, price_for, usage_of_messages
+
+    usage = usage_of_messages(messages)
+    price = price_for(session.model_name, session.settings.agent.prices)
+    return {"answer": result.reply, "status": result.status, "session_id": session.session_id,
+            "model": session.model_name, "model_calls": result.model_calls, "tokens": usage.as_dict(),
+            "cost_usd": cost_usd(usage, price)}
 
 
 def run(
-    task: str = typer.Argument(..., help="What the agent should do."),
+    task: str = typer.Argument(..., help="What the agent should do; `-` reads it from stdin."),
     resume: str = resume_option(),
     continue_: bool = continue_option(),
     model: str = model_option(),
@@ -139,11 +184,13 @@ def run(
     cwd: Path = cwd_option(),
     approval: str = approval_option(),
     window: int = window_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (answer, status, session_id, "
+                                 "model, model_calls, tokens, cost_usd) on stdout; the rest goes to stderr."),
 ) -> None:
     """Run one task to the end and exit (0 done, 1 failed, 2 usage error, 130 interrupted)."""
     options = SessionOptions(cwd=cwd, model=model, base_url=base_url, approval=approval, window=window,
                              resume=resume, continue_=continue_)
-    code = guarded(lambda: run_once(options, task))
+    code = guarded(lambda: run_once(options, task, as_json=as_json))
     raise typer.Exit(code)
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from mtagent.errors import SessionNotFound, UsageError
+from mtagent.errors import ModelConfigError, SessionNotFound, UsageError
 
 if TYPE_CHECKING:
     from mtagent.agent.session import AgentSession
@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 APPROVAL_MODES = {"ask": "ask", "allow": "auto", "deny": "never", "auto": "auto", "never": "never"}
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 LATEST = "latest"
+NO_MODEL = ("no model configured: pass --model provider:name (e.g. --model openai:gpt-4o-mini with "
+            "OPENAI_API_KEY set, or --model ollama:qwen2.5-coder --base-url http://localhost:11434/v1), "
+            "set agent.model in ~/.mtagent/config.toml, or try `mtagent demo` which needs no model")
 
 
 def session_ids(root: Path) -> list[str]:
@@ -114,6 +117,8 @@ class SessionOptions:
             model = _recorded_scripted_model(self.root, target)
         if scripted_model.is_scripted(model):
             model = scripted_model.load_scripted_model(model)
+        elif not model and not settings.agent.model:
+            raise ModelConfigError(NO_MODEL)
         common = dict(model=model, settings=settings, base_url=self.base_url, approval=mode,
                       events=events, on_token=on_token)
         if target is not None:

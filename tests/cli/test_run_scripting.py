@@ -1,0 +1,74 @@
+"""``mtagent run`` for scripts: --json, the task from stdin, tool failures and denials, config errors exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mtagent.cli.app import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    return root
+
+
+def script(tmp_path: Path, steps: list) -> str:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(steps), encoding="utf-8")
+    return f"scripted:{path}"
+
+
+def test_json_is_the_only_thing_on_stdout(project, tmp_path):
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, ["Done: 42."]),
+                                 "--json", "answer"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["answer"] == "Done: 42." and data["status"] == "done" and data["model_calls"] == 1
+    assert len(data["session_id"]) >= 20 and set(data["tokens"]) >= {"input", "output", "cache_read", "cache_write"}
+    assert "cost_usd" in data
+
+
+def test_dash_reads_the_task_from_stdin(project, tmp_path):
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, ["ok"]), "-"],
+                           input="summarize the diff\n")
+    assert result.exit_code == 0, result.output
+    from mtagent.session.catalog import list_sessions
+    from mtagent.session.transcript import read_records
+
+    users = [r for r in read_records(list_sessions(project)[0].path) if r.get("role") == "user"]
+    assert users[0]["content"] == "summarize the diff\n"
+    empty = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, ["ok"]), "-"], input="")
+    assert empty.exit_code == 2 and "the task is empty" in empty.output
+
+
+def test_tool_failure_first_line_and_denial_are_shown(project, tmp_path):
+    steps = [{"tool_calls": [{"tool": "read_file", "args": {"file_path": "missing.py"}},
+                             {"tool": "shell", "args": {"command": "touch x"}}]}, "gave up"]
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, steps),
+                                 "--approval", "deny", "look"])
+    assert result.exit_code == 0, result.output
+    failed = [line for line in result.stderr.splitlines() if line.startswith("read_file failed:")]
+    assert failed and "missing.py" in failed[0]
+    assert any(line.startswith("denied shell:") for line in result.stderr.splitlines()), result.stderr
+
+
+@pytest.mark.parametrize("key", [None, ""])
+def test_missing_api_key_is_a_configuration_error_exit_2(project, key, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    if key is not None:
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", "openai:gpt-4o-mini", "hi"])
+    assert result.exit_code == 2 and "no API key" in result.output
+
+
+def test_no_model_at_all_is_exit_2(project):
+    result = runner.invoke(app, ["run", "--cwd", str(project), "hi"])
+    assert result.exit_code == 2 and "no model configured" in result.output
