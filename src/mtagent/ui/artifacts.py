@@ -186,8 +186,8 @@ def memory_history(records: Sequence[dict[str, Any]]) -> list[MemorySnapshot]:
                                       {str(k): _int(v) or 0 for k, v in sections.items()}, None,
                                       f"update up to {rec.get('last_summarized_message_id') or '?'}"))
         elif kind == schema.COMPACT_BOUNDARY and rec.get("summary_source") == "session_memory":
-            out.append(MemorySnapshot(rec.get("timestamp"), "compaction", _int(rec.get("post_tokens")), {},
-                                      str(rec.get("summary") or ""), f"compaction {rec.get('id', '')}"))
+            out.append(MemorySnapshot(rec.get("timestamp"), "compaction", None, {}, str(rec.get("summary") or ""),
+                                      f"compaction {rec.get('id', '')} used the notes as its hand-off summary"))
     return out
 
 

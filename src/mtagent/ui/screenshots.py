@@ -145,14 +145,14 @@ def _window(points: list[Any]) -> int:
 @contextmanager
 def demo_home() -> Iterator[Path]:
     """A temporary MTAGENT_HOME holding one fresh ``mtagent demo`` session."""
+    import mtagent
     from mtagent.agent.demo import run_demo
-    from mtagent.cli.demo_cmd import default_demo_cwd
 
     with tempfile.TemporaryDirectory(prefix="mtagent-ui-shots-") as tmp:
         before = os.environ.get("MTAGENT_HOME")
         os.environ["MTAGENT_HOME"] = tmp
         try:
-            run_demo(default_demo_cwd())
+            run_demo(Path(mtagent.__file__).resolve().parent)  # mtagent's own source, as `mtagent demo`
             yield Path(tmp)
         finally:
             if before is None:
