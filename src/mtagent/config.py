@@ -126,6 +126,12 @@ class ReadFileSettings(_Section):
     max_tokens: int = Field(25_000, gt=0, description="larger reads need offset/limit")
     default_limit_lines: int = Field(2_000, gt=0, description="lines returned when only offset is given")
     max_line_chars: int = Field(2_000, gt=0, description="longer lines are cut in the output")
+    count_lines_max_bytes: int = Field(
+        64 * 1024 * 1024, gt=0, description="a paged read counts the file's lines only this far past the page"
+    )
+    edit_max_bytes: int = Field(
+        16 * 1024 * 1024, gt=0, description="edit_file refuses larger files (they are loaded whole to edit)"
+    )
 
 
 class MicrocompactSettings(_Section):

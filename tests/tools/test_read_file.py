@@ -203,13 +203,13 @@ def test_read_file_refuses_a_named_pipe_instead_of_blocking(kit: Kit) -> None:
 
 def test_an_unreadable_file_reports_the_real_reason(kit: Kit, monkeypatch) -> None:
     (kit.root / "secret.txt").write_text("x\n")
-    real = Path.read_bytes
+    real = os.open
 
-    def denied(self: Path) -> bytes:
-        if self.name == "secret.txt":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+    def denied(path, *args, **kwargs):  # tests run as root, so chmod cannot deny a read
+        if os.fspath(path).endswith("secret.txt"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", denied)
+    monkeypatch.setattr(os, "open", denied)
     msg = kit.call("read_file", file_path="secret.txt")
     assert msg.status == "error" and "Permission denied" in msg.content and "()" not in msg.content

@@ -9,6 +9,8 @@ content the model never saw. Every write marks earlier reads of the file stale
 from __future__ import annotations
 
 import difflib
+import hashlib
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -16,8 +18,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from mtagent.tools.base import ToolInputError, WorkspaceTool
-from mtagent.tools.read_state import file_stamp, stamp_of
-from mtagent.tools.text_files import not_found_message, number_lines
+from mtagent.tools.read_state import DIGEST_MAX_BYTES, FileStamp, stamp_of_open
+from mtagent.tools.safe_fs import NotRegularFile
+from mtagent.tools.text_files import human_size, not_found_message, number_lines
 
 _SNIPPET_CONTEXT = 3
 _SNIPPET_MAX_LINES = 30
@@ -38,15 +41,26 @@ class EditFileArgs(BaseModel):
 
 
 def _write(tool: WorkspaceTool, path: Path, text: str) -> list[str]:
+    """Write ``text`` through a descriptor opened race-free (:mod:`~mtagent.tools.safe_fs`): never
+    through a symlink or a hard link, truncating only after the descriptor passed its checks."""
+    ws = tool.context.workspace
     blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
     if blocking is not None:
-        shown = tool.context.workspace.relative(blocking)
-        raise ToolInputError(f"{shown} is a file, so it cannot hold {tool.context.workspace.relative(path)}; "
+        shown = ws.relative(blocking)
+        raise ToolInputError(f"{shown} is a file, so it cannot hold {ws.relative(path)}; "
                              "choose another path, or move that file first")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="") as fh:
-        fh.write(text)
-    staled = tool.context.read_state.record_write(path, file_stamp(path))
+    data = text.encode("utf-8")
+    try:
+        opened = ws.open_write(path)
+    except NotRegularFile as exc:
+        raise ToolInputError(f"{ws.relative(path)}: {exc}") from None
+    with os.fdopen(opened.fd, "wb") as fh:
+        fh.truncate(0)
+        fh.write(data)
+        fh.flush()
+        st = os.fstat(fh.fileno())
+    digest = hashlib.sha256(data).hexdigest() if len(data) <= DIGEST_MAX_BYTES else None
+    staled = tool.context.read_state.record_write(path, FileStamp(st.st_mtime_ns, st.st_size, digest))
     return [r.tool_call_id for r in staled]
 
 
@@ -56,10 +70,25 @@ def _stale_note(ids: list[str]) -> str:
     return f" {len(ids)} earlier read(s) of this file are now out of date."
 
 
-def _check_may_change(tool: WorkspaceTool, path: Path, shown: str, verb: str) -> None:
-    why = tool.context.read_state.check_editable(path, stamp_of(path))
-    if why:
-        raise ToolInputError(f"refusing to {verb} {shown}: {why}")
+def _load(tool: WorkspaceTool, path: Path, shown: str, verb: str, max_bytes: int | None = None) -> bytes:
+    """The file's content, read through a race-free descriptor after checking the agent may change
+    it (read before, unchanged since) and that it is not over ``max_bytes``."""
+    try:
+        with tool.context.workspace.open_read(path) as (fh, st):
+            if max_bytes is not None and st.st_size > max_bytes:
+                raise ToolInputError(
+                    f"refusing to {verb} {shown}: it is {human_size(st.st_size)}, over the "
+                    f"{human_size(max_bytes)} edit_file limit (read_file.edit_max_bytes); change it with shell "
+                    "(e.g. `sed -i`) or split the file"
+                )
+            why = tool.context.read_state.check_editable(path, stamp_of_open(fh, st))
+            if why:
+                raise ToolInputError(f"refusing to {verb} {shown}: {why}")
+            return fh.read() if max_bytes is not None else b""
+    except NotRegularFile as exc:
+        if exc.is_dir:
+            raise ToolInputError(f"{shown} is a folder; give a file path") from None
+        raise ToolInputError(f"{shown}: {exc}") from None
 
 
 class WriteFileTool(WorkspaceTool):
@@ -74,11 +103,9 @@ class WriteFileTool(WorkspaceTool):
         ws = self.context.workspace
         path = ws.resolve(file_path)
         shown = ws.relative(path)
-        if path.is_dir():
-            raise ToolInputError(f"{shown} is a folder; give a file path")
-        existed = path.exists()
+        existed = ws.lstat(path) is not None
         if existed:
-            _check_may_change(self, path, shown, "overwrite")
+            _load(self, path, shown, "overwrite")
         stale = _write(self, path, content)
         lines = content.count("\n") + (0 if not content or content.endswith("\n") else 1)
         size = len(content.encode("utf-8"))
@@ -144,16 +171,13 @@ class EditFileTool(WorkspaceTool):
         shown = ws.relative(path)
         if old_string == new_string:
             raise ToolInputError("old_string and new_string are identical; there is nothing to change")
-        if not path.exists():
+        if ws.lstat(path) is None:
             if old_string:
                 raise ToolInputError(not_found_message(path, shown))
             stale = _write(self, path, new_string)
             return (f"Created {shown}.{_stale_note(stale)}",
                     {"kind": "edit_file", "file_path": shown, "created": True, "replacements": 0})
-        if path.is_dir():
-            raise ToolInputError(f"{shown} is a folder; give a file path")
-        _check_may_change(self, path, shown, "edit")
-        data = path.read_bytes()
+        data = _load(self, path, shown, "edit", self.context.settings.read_file.edit_max_bytes)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:

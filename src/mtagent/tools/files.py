@@ -9,13 +9,16 @@ in the session's artifact store, so persisting a result loses nothing for the mo
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from pydantic import BaseModel, Field
 
 from mtagent.context.tokens import count_text_tokens
 from mtagent.tools.base import ToolInputError, WorkspaceTool
-from mtagent.tools.read_state import stamp_of
+from mtagent.tools.read_state import stamp_of_open
+from mtagent.tools.safe_fs import NotRegularFile
 from mtagent.tools.text_files import (
     binary_kind,
     count_lines,
@@ -69,14 +72,23 @@ class ReadFileTool(WorkspaceTool):
         offset, limit = normalize_range(offset, limit, start_line, end_line)
         path = ctx.workspace.resolve(file_path)
         shown = ctx.workspace.relative(path)
-        if not path.exists():
-            raise ToolInputError(not_found_message(path, shown))
-        if path.is_dir():
-            raise ToolInputError(f"{shown} is a folder, not a file; use ls to list it")
-        if not path.is_file():
+        try:
+            with ctx.workspace.open_read(path) as (fh, st):
+                return self._read(call_id, fh, st, path, shown, offset, limit)
+        except FileNotFoundError:
+            raise ToolInputError(not_found_message(path, shown)) from None
+        except NotRegularFile as exc:
+            if exc.is_dir:
+                raise ToolInputError(f"{shown} is a folder, not a file; use ls to list it") from None
             raise ToolInputError(f"{shown} is not a regular file (a pipe, socket or device), so reading it could "
-                                 "block forever; inspect it with shell (e.g. `ls -l`, `file`) instead")
-        stamp = stamp_of(path)
+                                 "block forever; inspect it with shell (e.g. `ls -l`, `file`) instead") from None
+
+    def _read(self, call_id: str, fh: BinaryIO, st: os.stat_result, path: Path, shown: str,
+              offset: int | None, limit: int | None) -> tuple[str, dict[str, Any]]:
+        """Read the opened file: every byte shown comes from this descriptor, never the path again."""
+        ctx = self.context
+        limits = ctx.settings.read_file
+        stamp = stamp_of_open(fh, st)
         prior = ctx.read_state.unchanged_read(path, offset, limit, stamp)
         if prior is not None:
             stub = (f"file_unchanged: {shown} (lines {prior.start_line}-{prior.start_line + prior.num_lines - 1}) "
@@ -84,8 +96,8 @@ class ReadFileTool(WorkspaceTool):
                     "that result is still current, refer to it instead of re-reading.")
             return stub, {"kind": "file_unchanged", "file_path": shown, "previous_tool_call_id": prior.tool_call_id,
                           "mtime": stamp.mtime}
-        with path.open("rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
+        head = fh.read(_SNIFF_BYTES)
+        fh.seek(0)
         kind = binary_kind(head)
         if kind is not None:
             raise ToolInputError(
@@ -94,27 +106,30 @@ class ReadFileTool(WorkspaceTool):
             )
         ranged = offset is not None or limit is not None
         if not ranged and stamp.size > limits.max_size_bytes:
-            total = count_lines(path)
+            total = count_lines(fh, limits.count_lines_max_bytes)
+            counted = f"{total:,} lines" if total is not None else "too many lines to count quickly"
             raise ToolInputError(
-                f"{shown} is {human_size(stamp.size)} ({total:,} lines), over the "
+                f"{shown} is {human_size(stamp.size)} ({counted}), over the "
                 f"{human_size(limits.max_size_bytes)} limit for reading a whole file. Read it in pages: "
                 f'read_file(file_path="{shown}", offset=1, limit={limits.default_limit_lines}), then '
                 f"offset={limits.default_limit_lines + 1}, and so on — or grep for the part you need."
             )
         start = offset or 1
         count = limit if limit is not None else (limits.default_limit_lines if ranged else None)
+        cut: dict[int, int] = {}
         if ranged:
-            sliced = read_slice(path, start, count)
-            lines, total, undecodable = sliced.lines, sliced.total_lines, sliced.undecodable
+            sliced = read_slice(fh, start, count, max_line_bytes=limits.max_line_chars * 4,
+                                count_max_bytes=limits.count_lines_max_bytes)
+            lines, total, undecodable, cut = sliced.lines, sliced.total_lines, sliced.undecodable, sliced.cut
         else:
-            lines, undecodable = split_lines(path.read_bytes())
+            lines, undecodable = split_lines(fh.read(stamp.size))
             total = len(lines)
         if total == 0:
             text = f"{shown} is empty (0 lines)."
         elif not lines:
             raise ToolInputError(f"offset {start} is past the end of {shown}, which has {total:,} lines")
         else:
-            text = number_lines(lines, start, limits.max_line_chars)
+            text = number_lines(lines, start, limits.max_line_chars, cut)
             tokens = count_text_tokens(text, ctx.settings.context.encoding)
             if tokens > limits.max_tokens:
                 fit = max(1, int(len(lines) * limits.max_tokens / tokens * 0.9))
@@ -124,7 +139,10 @@ class ReadFileTool(WorkspaceTool):
                     f'read_file(file_path="{shown}", offset={start}, limit={fit}).'
                 )
             last = start + len(lines) - 1
-            if last < total:
+            if total is None:
+                text += (f"\n\n[Showing lines {start}-{last}; the file ({human_size(stamp.size)}) goes on past "
+                         f"them. Continue with offset={last + 1}.]")
+            elif last < total:
                 text += f"\n\n[Showing lines {start}-{last} of {total:,}. Continue with offset={last + 1}.]"
             elif start > 1:
                 text += f"\n\n[Showing lines {start}-{last} of {total:,} (end of file).]"
@@ -164,11 +182,12 @@ class ReadToolResultTool(WorkspaceTool):
         if not stored.is_file():
             raise ToolInputError(f"no saved tool result at {path}; use the path from a <persisted-output> tag")
         count = limit or limits.default_limit_lines
-        sliced = read_slice(stored, offset, count)  # streamed: artifacts can be 64 MB
-        page, total = sliced.lines, sliced.total_lines
+        with stored.open("rb") as fh:  # streamed: artifacts can be 64 MB
+            sliced = read_slice(fh, offset, count, max_line_bytes=limits.max_line_chars * 4)
+        page, total, cut = sliced.lines, sliced.total_lines or 0, sliced.cut
         if total and offset > total:
             raise ToolInputError(f"offset {offset} is past the end of {path}, which has {total:,} lines")
-        body = number_lines(page, offset, limits.max_line_chars) if page else "(empty result)"
+        body = number_lines(page, offset, limits.max_line_chars, cut) if page else "(empty result)"
         tokens = count_text_tokens(body, ctx.settings.context.encoding)
         if tokens > limits.max_tokens:
             fit = max(1, int(len(page) * limits.max_tokens / tokens * 0.9))

@@ -19,11 +19,12 @@ one filesystem clock tick.
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from mtagent.events import EventBus, EventType
 
@@ -194,6 +195,20 @@ class ReadState:
         if record.stale:
             return False
         return file_stamp(Path(record.path)) == record.stamp
+
+
+def stamp_of_open(fh: BinaryIO, st: os.stat_result) -> FileStamp:
+    """The stamp of an already opened file (its ``fstat`` and content), read from its start; the
+    file position is left at the start again."""
+    digest = None
+    if st.st_size <= DIGEST_MAX_BYTES:
+        fh.seek(0)
+        h = hashlib.sha256()
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+        digest = h.hexdigest()
+        fh.seek(0)
+    return FileStamp(st.st_mtime_ns, st.st_size, digest)
 
 
 def stamp_of(path: Path) -> FileStamp:

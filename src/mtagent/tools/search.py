@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,10 @@ from typing import Any
 import regex as bounded_re
 from pydantic import BaseModel, Field
 
+from mtagent.errors import WorkspacePathError
 from mtagent.tools.base import ToolInputError, WorkspaceTool
 from mtagent.tools.text_files import binary_kind, human_size
+from mtagent.tools.walk import has_venv_marker, read_workspace_file, walk_files
 from mtagent.tools.workspace import IGNORED_DIRS, Workspace, is_ignored_dir
 
 DEFAULT_MAX_RESULTS = 1000
@@ -86,32 +87,6 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
             out.append(re.escape(pattern[i]))
             i += 1
     return re.compile("".join(out) + r"\Z")
-
-
-def walk_files(ws: Workspace, base: Path) -> Iterator[Path]:
-    """Files under ``base`` in ripgrep's ``--sort path`` order (names sorted per folder, files and
-    folders interleaved), skipping ignored folders; folder symlinks are not followed and file
-    symlinks that leave the roots are skipped."""
-    if base.is_file():
-        yield base
-        return
-    try:
-        entries = sorted(os.scandir(base), key=lambda e: e.name)
-    except OSError:
-        return
-    for entry in entries:
-        path = Path(entry.path)
-        if entry.is_dir(follow_symlinks=False):
-            if not is_ignored_dir(path):
-                yield from walk_files(ws, path)
-        elif entry.is_symlink():
-            try:
-                if ws.resolve(str(path)).is_file():
-                    yield path
-            except Exception:
-                continue
-        elif entry.is_file(follow_symlinks=False):
-            yield path
 
 
 def _in_ignored_dir(ws: Workspace, relative: str, cache: dict[str, bool]) -> bool:
@@ -233,8 +208,10 @@ def _grep_python(ws: Workspace, base: Path, regex: _TimedPattern, glob: str | No
             if file.stat().st_size > PY_GREP_MAX_FILE_BYTES:
                 skipped.append(ws.relative(file))
                 continue
-            data = file.read_bytes()
         except OSError:
+            continue
+        data = read_workspace_file(ws, file, PY_GREP_MAX_FILE_BYTES)
+        if data is None:
             continue
         if binary_kind(data[:_SNIFF]) is not None:
             continue
@@ -271,9 +248,8 @@ def _has_more(ws: Workspace, base: Path, after: Path, regex: _TimedPattern, glob
             continue
         if glob_re is not None and not glob_re.match(file.relative_to(base).as_posix()):
             continue
-        try:
-            data = file.read_bytes()
-        except OSError:
+        data = read_workspace_file(ws, file, PY_GREP_MAX_FILE_BYTES)
+        if data is None:
             continue
         if binary_kind(data[:_SNIFF]) is None and regex.search(data.decode("utf-8", errors="replace")):
             return True
@@ -331,12 +307,56 @@ def _grep_rg(rg: str, ws: Workspace, base: Path, pattern: str, glob: str | None,
         proc.wait()
     if proc.returncode == 2 and not rows and b"regex parse error" in errors:
         raise _RipgrepRefused
+    rows = _verified(ws, rows)
+    matches = sum(1 for r in rows if r is not None and r[2])
     if stopped:
         rows = _trim_after_last_match(rows, context)
     while rows and rows[-1] is None:
         rows.pop()
     out = ["--" if r is None else f"{r[0]}{':' if r[2] else '-'}{r[1]}{':' if r[2] else '-'}{r[3]}" for r in rows]
     return out, matches, stopped
+
+
+def _verified(ws: Workspace, rows: list[tuple[str, int, bool, str] | None]) -> list[tuple[str, int, bool, str] | None]:
+    """Only the rows whose text is really on that line of the file as opened race-free now.
+
+    ripgrep opens files by path, so a folder swapped for a symlink mid-search can make it read
+    outside the workspace, and it reads hard links like any file. Every reported line is
+    re-read through :meth:`Workspace.open_read`; a file that cannot be (outside, hard link) or
+    whose line differs contributes nothing."""
+    wanted: dict[str, set[int]] = {}
+    for r in rows:
+        if r is not None:
+            wanted.setdefault(r[0], set()).add(r[1])
+    actual: dict[str, dict[int, str] | None] = {}
+    for rel, numbers in wanted.items():
+        actual[rel] = _lines_at(ws, rel, numbers)
+    out: list[tuple[str, int, bool, str] | None] = []
+    for r in rows:
+        if r is None:
+            if out and out[-1] is not None:
+                out.append(None)
+            continue
+        found = actual.get(r[0])
+        if found is not None and found.get(r[1]) == r[3]:
+            out.append(r)
+    return out
+
+
+def _lines_at(ws: Workspace, rel: str, numbers: set[int]) -> dict[int, str] | None:
+    try:
+        real = ws.resolve(rel)
+        found: dict[int, str] = {}
+        last = max(numbers)
+        with ws.open_read(real) as (fh, _st):
+            for n, raw in enumerate(fh, 1):
+                if n in numbers:
+                    found[n] = raw.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
+                if n >= last:
+                    break
+        return found
+    except (OSError, WorkspacePathError):
+        return None
 
 
 def _trim_after_last_match(rows: list[tuple[str, int, bool, str] | None],
@@ -412,18 +432,25 @@ class LsTool(WorkspaceTool):
         dirs: list[str] = []
         files: list[str] = []
         skipped: list[str] = []
-        for entry in sorted(base.iterdir(), key=lambda p: p.name):
-            if entry.is_dir() and not entry.is_symlink() and is_ignored_dir(entry):
-                skipped.append(entry.name)
-            elif entry.is_symlink():
-                files.append(f"{entry.name} -> {os.readlink(entry)}")
-            elif entry.is_dir():
-                dirs.append(entry.name + "/")
-            else:
-                try:
-                    files.append(f"{entry.name} ({human_size(entry.stat().st_size)})")
-                except OSError:
-                    files.append(entry.name)
+        fd = ws.open_dir(base)
+        try:
+            with os.scandir(fd) as it:
+                listed = sorted(it, key=lambda e: e.name)
+            for entry in listed:
+                if entry.is_symlink():
+                    files.append(f"{entry.name} -> {os.readlink(entry.name, dir_fd=fd)}")
+                elif entry.is_dir(follow_symlinks=False):
+                    if entry.name in IGNORED_DIRS or has_venv_marker(fd, entry.name):
+                        skipped.append(entry.name)
+                    else:
+                        dirs.append(entry.name + "/")
+                else:
+                    try:
+                        files.append(f"{entry.name} ({human_size(entry.stat(follow_symlinks=False).st_size)})")
+                    except OSError:
+                        files.append(entry.name)
+        finally:
+            os.close(fd)
         entries = dirs + files
         lines = [f"{shown}/" if shown != "." else "./"] + [f"  {e}" for e in entries[:LS_MAX_ENTRIES]]
         if len(entries) > LS_MAX_ENTRIES:

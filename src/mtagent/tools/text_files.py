@@ -6,8 +6,9 @@ Shared by ``read_file`` and ``read_tool_result``, and by the editing tools' snip
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 _SNIFF_BYTES = 8192
 _CHUNK = 1 << 20
@@ -39,14 +40,18 @@ def human_size(size: int) -> str:
     return f"{size} bytes"
 
 
-def count_lines(path: Path) -> int:
-    """Lines in a file, streamed (a last line without a newline counts)."""
+def count_lines(fh: BinaryIO, max_bytes: int | None = None) -> int | None:
+    """Lines from ``fh``'s position to its end, streamed (a last line without a newline counts);
+    None when more than ``max_bytes`` would have to be scanned to know."""
     total = 0
     last = b""
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            total += chunk.count(b"\n")
-            last = chunk
+    scanned = 0
+    while chunk := fh.read(_CHUNK):
+        total += chunk.count(b"\n")
+        last = chunk
+        scanned += len(chunk)
+        if max_bytes is not None and scanned > max_bytes:
+            return None
     if last and not last.endswith(b"\n"):
         total += 1
     return total
@@ -56,8 +61,9 @@ def count_lines(path: Path) -> int:
 class LineSlice:
     lines: list[str]
     start_line: int  # 1-based
-    total_lines: int
+    total_lines: int | None  # None: the file is too big to count past the page
     undecodable: bool
+    cut: dict[int, int] = field(default_factory=dict)  # index in lines → the full line's length in bytes
 
 
 def _decode(data: bytes) -> tuple[str, bool]:
@@ -75,32 +81,68 @@ def split_lines(data: bytes) -> tuple[list[str], bool]:
     return [line[:-1] if line.endswith("\r") else line for line in lines], bad
 
 
-def read_slice(path: Path, start: int, count: int | None) -> LineSlice:
-    """Lines ``start .. start+count-1`` (all from ``start`` when count is None), streamed."""
-    picked: list[bytes] = []
-    total = 0
-    with path.open("rb") as fh:
-        for raw in fh:
-            total += 1
-            if total >= start and (count is None or len(picked) < count):
-                picked.append(raw)
-            elif count is not None and len(picked) >= count:
+def read_slice(fh: BinaryIO, start: int, count: int | None, *, max_line_bytes: int = 1 << 20,
+               count_max_bytes: int | None = None) -> LineSlice:
+    """Lines ``start .. start+count-1`` (all from ``start`` when count is None) of ``fh``, streamed in
+    chunks: memory stays bounded by the page, whatever the file's size or line lengths. A line
+    longer than ``max_line_bytes`` keeps only its head (its full length is in ``cut``)."""
+    picked: list[bytearray] = []
+    lengths: list[int] = []
+    line_no = 1
+    current: bytearray | None = bytearray() if start == 1 else None
+    current_len = 0
+    done = False
+    saw_tail = False
+    while not done and (chunk := fh.read(_CHUNK)):
+        pos = 0
+        while pos < len(chunk):
+            nl = chunk.find(b"\n", pos)
+            end = len(chunk) if nl < 0 else nl + 1
+            piece = memoryview(chunk)[pos:end]
+            if current is not None:
+                room = max_line_bytes + 1 - len(current)
+                if room > 0:
+                    current += piece[:room]
+                current_len += len(piece)
+            pos = end
+            saw_tail = nl < 0
+            if nl < 0:
                 break
-        rest_newlines = 0
-        last = b""
-        while chunk := fh.read(_CHUNK):
-            rest_newlines += chunk.count(b"\n")
-            last = chunk
-        total += rest_newlines + (1 if last and not last.endswith(b"\n") else 0)
-    lines, bad = split_lines(b"".join(picked))
-    return LineSlice(lines, start, total, bad)
+            if current is not None:
+                picked.append(current)
+                lengths.append(current_len - 1)
+            line_no += 1
+            current_len = 0
+            if count is not None and len(picked) >= count:
+                current = None
+                done = True
+                fh.seek(end - len(chunk), 1)
+                break
+            current = bytearray() if line_no >= start else None
+    if not done and current is not None and saw_tail:
+        picked.append(current)
+        lengths.append(current_len)
+    if done:
+        rest = count_lines(fh, count_max_bytes)
+        total = None if rest is None else line_no - 1 + rest
+    else:
+        total = line_no - (0 if saw_tail else 1)
+    cut: dict[int, int] = {}
+    for i, (raw, body) in enumerate(zip(picked, lengths)):
+        if body > max_line_bytes:
+            del raw[max_line_bytes:]
+            cut[i] = body
+    lines, bad = split_lines(b"".join(bytes(r).rstrip(b"\n") + b"\n" for r in picked))
+    return LineSlice(lines, start, total, bad, cut)
 
 
-def number_lines(lines: list[str], start: int, max_line_chars: int) -> str:
+def number_lines(lines: list[str], start: int, max_line_chars: int, cut: dict[int, int] | None = None) -> str:
     """``cat -n`` style: right-aligned 1-based numbers, a tab, the line (long lines cut)."""
     out = []
-    for n, line in enumerate(lines, start):
-        if len(line) > max_line_chars:
+    for i, (n, line) in enumerate(zip(range(start, start + len(lines)), lines)):
+        if cut and i in cut:
+            line = f"{line[:max_line_chars]}… [line cut: {cut[i]:,} bytes]"
+        elif len(line) > max_line_chars:
             line = f"{line[:max_line_chars]}… [line cut: {len(line):,} chars]"
         out.append(f"{n:>6}\t{line}")
     return "\n".join(out)
