@@ -81,5 +81,48 @@ def test_table_stays_readable_in_an_80_column_terminal(trajectories: Path) -> No
     assert result.exit_code == 0, result.output
     assert all(len(line) <= 80 for line in result.output.splitlines())
     for name in ("lc-clear-tool-uses", "threshold-compact", "mtagent-sm"):
-        assert re.search(rf"^ {re.escape(name)}\s", result.output, flags=re.M), name
+        assert re.search(rf"^ ?{re.escape(name)}\s", result.output, flags=re.M), name
     assert "…" not in result.output
+
+
+def test_many_sessions_end_with_one_overall_table_and_quiet_drops_the_notes(trajectories: Path) -> None:
+    files = [str(trajectories / SMALL), str(trajectories / "claude-code/short.jsonl")]
+    result = runner.invoke(app, ["replay", *files, "-s", "masking"])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("strategy") == 1 and "overall: 2 sessions from 2 file(s)" in result.output
+    assert "--per-session" in result.output
+    each = runner.invoke(app, ["replay", *files, "-s", "masking", "--per-session", "--quiet"])
+    assert each.output.count("strategy") == 3 and "sum.:" not in each.output and "replay at" not in each.output
+
+
+def test_overall_rows_sum_tokens_and_divide_the_sums() -> None:
+    from mtagent.replay.report import overall_rows
+
+    def r(file, strategy, tokens, ret):
+        return {"file": file, "strategy": strategy, "turns": 2, "cumulative_tokens": tokens, "retention": ret,
+                "cached_cost": {"anthropic": tokens / 10}, "peak_tokens": tokens // 2, "overflows": 0,
+                "summary_calls": 1, "violations": 0}
+
+    rows = [r("a", "raw", 1000, 1.0), r("a", "m", 500, 0.5), r("b", "raw", 3000, 1.0), r("b", "m", 1500, None)]
+    overall = {o["strategy"]: o for o in overall_rows(rows, ["raw", "m"])}
+    assert overall["m"]["cumulative_tokens"] == 2000 and overall["m"]["ratio_to_raw"] == 0.5
+    assert overall["m"]["retention"] == 0.5 and overall["m"]["sessions"] == 2 and overall["m"]["turns"] == 4
+    assert overall["raw"]["cached_cost"] == {"anthropic": 400.0}
+
+
+def test_progress_bar_counts_files_and_replays_on_a_terminal(trajectories: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from mtagent.cli.replay_progress import replay_progress
+    from mtagent.replay.report import replay_files
+
+    out = io.StringIO()
+    term = Console(file=out, force_terminal=True, width=100)
+    with replay_progress(term, enabled=True) as progress:
+        replay_files([trajectories / SMALL, trajectories / "claude-code/short.jsonl"], ["masking"], progress=progress)
+        tasks = {t.description.split(" ")[0]: t for t in progress.progress.tasks}
+        assert tasks["file"].completed == 2 and tasks["file"].total == 2
+    with replay_progress(term, enabled=False) as none:
+        assert none is None

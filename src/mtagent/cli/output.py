@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 import typer
+from rich import box
 from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 
@@ -45,6 +46,15 @@ class StreamConsole(Console):
         if kwargs.get("soft_wrap") is None and self._piped():
             kwargs["soft_wrap"] = True
         super().print(*objects, **kwargs)
+
+
+# a header rule only, in ASCII: what a table looks like in a pipe or a log
+PLAIN_HEAD = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
+
+
+def table_box(out: Console) -> box.Box:
+    """Box-drawing header rule on a terminal, its ASCII twin elsewhere."""
+    return box.SIMPLE_HEAD if out.is_terminal else PLAIN_HEAD
 
 
 console = StreamConsole(highlight=False)

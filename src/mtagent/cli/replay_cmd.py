@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 
 import typer
-from rich import box
 from rich.table import Table
 
-from mtagent.cli.output import console, user_errors
+from mtagent.cli.output import console, err_console, table_box, user_errors
+from mtagent.cli.replay_progress import replay_progress
 from mtagent.config import load_settings
 from mtagent.errors import UsageError
 from mtagent.replay.names import DEFAULT_WINDOW, FORMAT_NAMES, STRATEGY_NAMES
@@ -32,67 +32,81 @@ def replay(
     fmt: str | None = typer.Option(None, "--format", "-f", help=f"Input format (default: detect): {', '.join(FORMAT_NAMES)}."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object {\"results\": [...]} instead of a table."),
     html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML report to this file."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no notes: only the tables."),
+    per_session: bool = typer.Option(False, "--per-session", help="A table for every session before the overall "
+                                     "one (the default when there is only one session)."),
 ) -> None:
     """Replay sessions open-loop: what each strategy would have sent at every model call."""
-    run_replay(files, strategy, window, fmt, as_json, html)
+    run_replay(files, strategy, window, fmt, as_json, html, quiet=quiet, per_session=per_session)
 
 
 @user_errors
 def run_replay(
-    files: list[Path], strategies: list[str], window: int, fmt: str | None, as_json: bool, html: Path | None
+    files: list[Path], strategies: list[str], window: int, fmt: str | None, as_json: bool, html: Path | None,
+    *, quiet: bool = False, per_session: bool = False,
 ) -> None:
     unknown = [s for s in strategies if s not in STRATEGY_NAMES]
     if unknown:
         raise UsageError(f"unknown strategy {unknown[0]!r}; choose from {', '.join(STRATEGY_NAMES)}")
     if fmt is not None and fmt not in FORMAT_NAMES:
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMAT_NAMES)}")
-    from mtagent.replay.report import replay_files, rows  # loads the engine and LangChain only here
+    from mtagent.replay.report import overall_rows, replay_files, rows  # the engine and LangChain load here
 
     names = list(dict.fromkeys(strategies))
-    sessions = replay_files(files, names, window, fmt, load_settings(Path.cwd()))
+    with replay_progress(err_console, enabled=not quiet and err_console.is_terminal) as progress:
+        sessions = replay_files(files, names, window, fmt, load_settings(Path.cwd()), progress=progress)
     table_rows = rows(sessions, names)
+    overall = overall_rows(table_rows, names)
     if html is not None:
         from mtagent.replay.report_html import write_report
 
         write_report(html, sessions, names)
     if as_json:
-        typer.echo(json.dumps({"results": table_rows}, ensure_ascii=False))
+        typer.echo(json.dumps({"results": table_rows, "overall": overall}, ensure_ascii=False))
         return
-    _print_table(table_rows, window)
-    if html is not None:
-        console.print(f"report written to {html}")
-
-
-def _print_table(table_rows: list[dict], window: int) -> None:
-    """One compact table per session, so strategy names and numbers stay readable at 80 columns."""
     both_costs = console.width >= 100
-    console.print(f"replay at a {window:,}-token window · cost in input-token equivalents "
-                  + ("(A: Anthropic-style cache, O: OpenAI-style)" if both_costs
-                     else "with an Anthropic-style cache (--json or a wider terminal adds OpenAI-style)"))
-    sessions: dict[str, list[dict]] = {}
+    if not quiet:
+        console.print(f"replay at a {window:,}-token window · cost in input-token equivalents "
+                      + ("(A: Anthropic-style cache, O: OpenAI-style)" if both_costs
+                         else "with an Anthropic-style cache (--json or a wider terminal adds OpenAI-style)"))
+    by_file: dict[str, list[dict]] = {}
     for r in table_rows:
-        sessions.setdefault(str(r["file"]), []).append(r)
-    for name, group in sessions.items():
-        table = Table(title=name, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-        table.add_column("strategy", no_wrap=True)
-        columns = ("turns", "tokens", "× raw", "cost A", "cost O", "peak", "sum.", "viol.", "ret.")
-        for col in columns if both_costs else [c for c in columns if c != "cost O"]:
-            table.add_column(col, justify="right", no_wrap=True)
-        for r in group:
-            costs = r["cached_cost"]
-            cells = [
-                r["strategy"], str(r["turns"]), f"{r['cumulative_tokens']:,}",
-                f"{r['ratio_to_raw']:.3f}" if r["ratio_to_raw"] is not None else "-",
-                f"{costs.get('anthropic', 0):,.0f}", f"{costs.get('openai', 0):,.0f}",
-                f"{r['peak_tokens']:,}" + (" ⚠" if r["overflows"] else ""), str(r["summary_calls"]),
-                str(r["violations"]), f"{r['retention']:.3f}" if r["retention"] is not None else "-",
-            ]
-            if not both_costs:
-                del cells[5]
-            table.add_row(*cells)
-        console.print(table)
-    console.print("sum.: summary calls · viol.: tool-pairing violations · ret.: fact retention · "
-                  "⚠: over the window")
+        by_file.setdefault(str(r["file"]), []).append(r)
+    if per_session or len(by_file) == 1:
+        for name, group in by_file.items():
+            console.print(_table(name, group, both_costs))
+    if len(by_file) > 1:
+        title = f"overall: {len(by_file)} sessions from {len(files)} file(s) (tokens, costs summed; × raw of the sums)"
+        console.print(_table(title, overall, both_costs))
+    if not quiet:
+        console.print("sum.: summary calls · viol.: tool-pairing violations · ret.: fact retention"
+                      + (" (mean)" if len(by_file) > 1 else "") + " · ⚠: over the window")
+        if len(by_file) > 1 and not per_session:
+            console.print("--per-session adds a table for each session")
+    if html is not None:
+        err_console.print(f"report written to {html}")
+
+
+def _table(title: str, group: list[dict], both_costs: bool) -> Table:
+    """Strategy rows under a title, compact enough that names and numbers stay whole at 80 columns."""
+    table = Table(title=title, title_justify="left", box=table_box(console), pad_edge=False, collapse_padding=True)
+    table.add_column("strategy", no_wrap=True)
+    columns = ("turns", "tokens", "× raw", "cost A", "cost O", "peak", "sum.", "viol.", "ret.")
+    for col in columns if both_costs else [c for c in columns if c != "cost O"]:
+        table.add_column(col, justify="right", no_wrap=True, overflow="fold")
+    for r in group:
+        costs = r["cached_cost"]
+        cells = [
+            r["strategy"], str(r["turns"]), f"{r['cumulative_tokens']:,}",
+            f"{r['ratio_to_raw']:.3f}" if r["ratio_to_raw"] is not None else "-",
+            f"{costs.get('anthropic', 0):,.0f}", f"{costs.get('openai', 0):,.0f}",
+            f"{r['peak_tokens']:,}" + (" ⚠" if r["overflows"] else ""), str(r["summary_calls"]),
+            str(r["violations"]), f"{r['retention']:.3f}" if r["retention"] is not None else "-",
+        ]
+        if not both_costs:
+            del cells[5]
+        table.add_row(*cells)
+    return table
 
 
 def register(app: typer.Typer) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mtagent.config import Settings
 from mtagent.replay.formats import load_trajectories
@@ -38,20 +38,37 @@ def session_label(path: Path, index: int, count: int) -> str:
     return f"{path.name}#{index}" if count > 1 else path.name
 
 
+class ReplayProgress(Protocol):
+    """Told as a long replay advances (the CLI draws a progress bar from it)."""
+
+    def file_started(self, path: Path, index: int, count: int) -> None: ...
+
+    def file_loaded(self, path: Path, sessions: int, replays: int) -> None: ...
+
+    def replay_done(self, label: str, strategy: str) -> None: ...
+
+
 def replay_session(
     traj: Trajectory,
     label: str,
     strategies: Sequence[str],
     window: int = DEFAULT_WINDOW,
     settings: Settings | None = None,
+    progress: ReplayProgress | None = None,
 ) -> SessionReplay:
     settings = settings or Settings()
     probes = build_probes(traj)
-    names = ["raw", *[s for s in strategies if s != "raw"]]
-    results = {
-        name: simulate(traj, name, window=window, probes=probes, label=label, settings=settings) for name in names
-    }
+    results = {}
+    for name in replay_names(strategies):
+        results[name] = simulate(traj, name, window=window, probes=probes, label=label, settings=settings)
+        if progress is not None:
+            progress.replay_done(label, name)
     return SessionReplay(label, traj, window, results)
+
+
+def replay_names(strategies: Sequence[str]) -> list[str]:
+    """What actually runs: ``raw`` first (every ratio needs it), then the asked strategies."""
+    return ["raw", *[s for s in strategies if s != "raw"]]
 
 
 def replay_files(
@@ -60,13 +77,20 @@ def replay_files(
     window: int = DEFAULT_WINDOW,
     fmt: str | None = None,
     settings: Settings | None = None,
+    progress: ReplayProgress | None = None,
 ) -> list[SessionReplay]:
     settings = settings or Settings()
     out: list[SessionReplay] = []
-    for path in map(Path, paths):
+    files = [Path(p) for p in paths]
+    for index, path in enumerate(files):
+        if progress is not None:
+            progress.file_started(path, index, len(files))
         sessions = load_trajectories(path, fmt)
+        if progress is not None:
+            progress.file_loaded(path, len(sessions), len(sessions) * len(replay_names(strategies)))
         for i, traj in enumerate(sessions):
-            out.append(replay_session(traj, session_label(path, i, len(sessions)), strategies, window, settings))
+            label = session_label(path, i, len(sessions))
+            out.append(replay_session(traj, label, strategies, window, settings, progress))
     return out
 
 
@@ -94,3 +118,35 @@ def row(session: SessionReplay, strategy: str) -> dict[str, Any]:
 
 def rows(sessions: Iterable[SessionReplay], strategies: Sequence[str]) -> list[dict[str, Any]]:
     return [row(s, name) for s in sessions for name in strategies]
+
+
+def overall_rows(table_rows: Sequence[dict[str, Any]], strategies: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per strategy across every session: sums, the ratio of the sums, mean retention.
+
+    ``ratio_to_raw`` divides the strategy's total tokens by raw's total over the same sessions,
+    so long sessions weigh what they cost (a mean of per-session ratios would not).
+    """
+    out = []
+    raw_by_file = {r["file"]: r["cumulative_tokens"] for r in table_rows if r["strategy"] == "raw"}
+    for name in strategies:
+        group = [r for r in table_rows if r["strategy"] == name]
+        if not group:
+            continue
+        tokens = sum(r["cumulative_tokens"] for r in group)
+        raw = sum(raw_by_file.get(r["file"], 0) for r in group)
+        kept = [r["retention"] for r in group if r["retention"] is not None]
+        costs: dict[str, float] = {}
+        for r in group:
+            for model, value in r["cached_cost"].items():
+                costs[model] = costs.get(model, 0.0) + value
+        out.append({
+            "strategy": name, "sessions": len(group), "turns": sum(r["turns"] for r in group),
+            "cumulative_tokens": tokens, "ratio_to_raw": round(tokens / raw, 4) if raw else None,
+            "cached_cost": {k: round(v, 1) for k, v in costs.items()},
+            "peak_tokens": max(r["peak_tokens"] for r in group),
+            "overflows": sum(r["overflows"] for r in group),
+            "summary_calls": sum(r["summary_calls"] for r in group),
+            "violations": sum(r["violations"] for r in group),
+            "retention": round(sum(kept) / len(kept), 4) if kept else None,
+        })
+    return out
