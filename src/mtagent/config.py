@@ -47,30 +47,6 @@ class ContextSettings(_Section):
     compression_preserve_min_tokens: int = Field(10_000, ge=0, description="recent tail kept by a compact, at least")
     compression_preserve_max_tokens: int = Field(40_000, ge=0, description="recent tail kept by a compact, at most")
     compact_max_consecutive_failures: int = Field(3, ge=1, description="circuit breaker for auto compaction")
-    compaction_trigger: Literal["cost", "threshold"] = Field(
-        "cost", description="cost: compact once the expected cache saving exceeds the compaction's cost "
-        "(the threshold stays the hard ceiling); threshold: only at the threshold"
-    )
-    price_cache_read: float = Field(0.1, ge=0, description="price of a cached input token (uncached input = 1)")
-    price_cache_write: float = Field(1.25, ge=0, description="price of writing a token to the prompt cache")
-    price_input: float = Field(1.0, gt=0, description="price of an uncached input token (the unit)")
-    price_output: float = Field(5.0, ge=0, description="price of an output token")
-    cost_tail_min_tokens: int = Field(5_000, ge=0, description="recent tail kept by a cost-triggered compact, at least")
-    cost_tail_max_tokens: int = Field(20_000, ge=0, description="recent tail kept by a cost-triggered compact, at most")
-    cost_min_calls: int = Field(8, ge=1, description="calls a session runs before the cost trigger may fire")
-    expected_summary_tokens: int = Field(2_000, ge=0, description="summary size the cost trigger assumes")
-    cache_aligned_summaries: bool = Field(
-        True, description="send a summary request as the last main request + one instruction (prompt-cache hit)"
-    )
-    incremental_summaries: bool = Field(
-        True, description="after the first compaction summarize only what is new and merge it into the hand-off"
-    )
-    ptl_retry_max: int = Field(3, ge=0, description="prompt-too-long retries of a summary request")
-    ptl_min_drop_fraction: float = Field(0.2, gt=0, le=1, description="drop at least this share of rounds per retry")
-    reattach_max_files: int = Field(5, ge=0, description="recently read files re-attached after a compact")
-    reattach_max_tokens: int = Field(50_000, ge=0, description="token budget for re-attached files")
-    encoding: Literal["o200k_base", "cl100k_base"] = Field("o200k_base", description="tokenizer encoding")
-    message_overhead_tokens: int = Field(4, ge=0, description="per-message framing tokens in estimates")
     ptl_retry_max: int = Field(3, ge=0, description="prompt-too-long retries of a summary request")
     ptl_min_drop_fraction: float = Field(0.2, gt=0, le=1, description="drop at least this share of rounds per retry")
     reattach_max_files: int = Field(5, ge=0, description="recently read files re-attached after a compact")
@@ -126,12 +102,6 @@ class ReadFileSettings(_Section):
     max_tokens: int = Field(25_000, gt=0, description="larger reads need offset/limit")
     default_limit_lines: int = Field(2_000, gt=0, description="lines returned when only offset is given")
     max_line_chars: int = Field(2_000, gt=0, description="longer lines are cut in the output")
-    count_lines_max_bytes: int = Field(
-        64 * 1024 * 1024, gt=0, description="a paged read counts the file's lines only this far past the page"
-    )
-    edit_max_bytes: int = Field(
-        16 * 1024 * 1024, gt=0, description="edit_file refuses larger files (they are loaded whole to edit)"
-    )
 
 
 class MicrocompactSettings(_Section):
@@ -255,6 +225,25 @@ class AgentSettings(_Section):
     workspace_extra_roots: list[str] = Field(default_factory=list, description="more folders tools may touch")
 
 
+class SubagentSettings(_Section):
+    """Subagents: children with their own context, tools and budget (spec 003 Boundary, v1.3)."""
+
+    enabled: bool = Field(True, description="offer the task tool (explore / review / general children)")
+    max_depth: int = Field(1, ge=0, description="levels of children below the main session (1: children cannot spawn)")
+    max_parallel: int = Field(3, ge=1, description="children of one session running at once, at most")
+    max_per_turn: int = Field(8, ge=1, description="children one assistant message may start, at most")
+    window_tokens: int | None = Field(
+        None, gt=0, description="a child's context window when its profile names none; None = the parent's"
+    )
+    max_steps: int = Field(40, gt=0, description="model calls of one child, at most")
+    report_max_tokens: int = Field(2_000, gt=0, description="a report's size in the parent's window, at most")
+    repair_attempts: int = Field(1, ge=0, description="requests to fix a report that is not valid JSON of the schema")
+    files_max_tokens: int = Field(8_000, ge=0, description="named files handed to a child, tokens in all")
+    task_state_max_tokens: int = Field(2_000, ge=0, description="the parent's session notes handed to a child, at most")
+    evidence_max_refs: int = Field(20, ge=0, description="evidence references kept per report")
+    cancel_wait_seconds: float = Field(5, ge=0, description="after Ctrl-C, wait this long for children to stop")
+
+
 class Settings(_Section):
     """The whole configuration. Sections mirror the TOML tables."""
 
@@ -269,6 +258,7 @@ class Settings(_Section):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     shell: ShellSettings = Field(default_factory=ShellSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
+    subagents: SubagentSettings = Field(default_factory=SubagentSettings)
     ui: UiSettings = Field(default_factory=UiSettings)
 
     def auto_compact_threshold_tokens(self, token_limit: int | None = None) -> int:

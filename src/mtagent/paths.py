@@ -7,6 +7,7 @@ Layout (spec 000 M1, spec 002 memory)::
       CONTEXT.md                        Tier 1 context (+ "## Agent Memories")
       history/<project-hash>/
         <session-id>.jsonl              canonical transcript
+        <session-id>/subagents/<child-id>.jsonl   a subagent's transcript
         artifacts/<session-id>/
           tool-results/<tool-call-id>.txt
           session-memory/summary.md
@@ -78,6 +79,11 @@ def session_transcript_path(project_root: str | os.PathLike[str], session_id: st
 
 def session_artifact_dir(project_root: str | os.PathLike[str], session_id: str) -> Path:
     return history_dir(project_root) / "artifacts" / validate_session_id(session_id)
+
+
+def subagent_transcript_path(project_root: str | os.PathLike[str], session_id: str, child_id: str) -> Path:
+    """``<history>/<session-id>/subagents/<child-id>.jsonl``: a child beside its parent (Claude Code's layout)."""
+    return history_dir(project_root) / validate_session_id(session_id) / "subagents" / f"{validate_session_id(child_id)}.jsonl"
 
 
 def project_memory_dir(project_root: str | os.PathLike[str]) -> Path:

@@ -34,7 +34,7 @@ from langgraph.types import Command
 
 from mtagent import __version__, paths
 from mtagent.agent import engine as engine_factory
-from mtagent.agent import prompts
+from mtagent.agent import prompts, subagents
 from mtagent.agent.approval import ApprovalPolicy
 from mtagent.agent.graph import APPROVAL_KIND, AgentRuntime, build_graph
 from mtagent.agent.models import context_window, create_chat_model
@@ -123,6 +123,7 @@ class AgentSession:
             project_root=project_root, settings=self.settings, sink=self.sink, events=self.events,
             stats=self.stats, artifacts=self.artifacts, tools=tools, summarizer_model=summarizer_model,
         )
+        self.subagents = subagents.attach(self, parts, tools, model)  # the task tool and its children
         self.parts = parts
         self.engine = parts.engine
         self.tools = {t.name: t for t in parts.tools}
@@ -209,6 +210,7 @@ class AgentSession:
             writer.close()
             raise
         session.resume_warnings = list(resumed.warnings)
+        session.subagents.settle_after_crash(resumed.view.interrupted_messages(), records)
         session._settle_interrupted_calls(resumed.view.interrupted_messages())
         if session.parts.session_memory is not None:
             session.parts.session_memory.restore(records)
@@ -384,6 +386,7 @@ class AgentSession:
         return self._writer.path
 
     def close(self) -> None:
+        self.subagents.close()
         self._writer.close()
         self._db.close()
 

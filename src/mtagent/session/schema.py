@@ -41,6 +41,7 @@ MICROCOMPACT = "microcompact"
 SESSION_MEMORY_UPDATE = "session_memory_update"
 CONTEXT_PLAN = "context_plan"
 EVENT = "event"
+SUBAGENT = "subagent"
 
 Role = Literal["system", "user", "assistant", "tool"]
 _ROLE_OF_TYPE = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
@@ -157,6 +158,21 @@ class EventRecord(_Record):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+class SubagentRecord(_Record):
+    """A link between a session and a child it started (``subagents/<child_id>.jsonl``).
+
+    In the parent, one record per state change (started, finished, interrupted, failed); a
+    finished one carries the child's report, so a resume reuses it instead of running it again.
+    """
+
+    child_id: str
+    status: str
+    tool_call_id: str | None = None
+    agent: str | None = None
+    path: str | None = None
+    report: dict[str, Any] | None = None
+
+
 RECORD_MODELS: dict[str, type[_Record]] = {
     SESSION_START: SessionStart,
     TRANSCRIPT_MESSAGE: TranscriptMessage,
@@ -167,6 +183,7 @@ RECORD_MODELS: dict[str, type[_Record]] = {
     SESSION_MEMORY_UPDATE: SessionMemoryUpdate,
     CONTEXT_PLAN: ContextPlanRecord,
     EVENT: EventRecord,
+    SUBAGENT: SubagentRecord,
 }
 RECORD_TYPES = tuple(RECORD_MODELS)
 
@@ -436,6 +453,13 @@ def event_record(event: str, data: Mapping[str, Any] | None = None, *,
                  timestamp: str | None = None) -> dict[str, Any]:
     name = getattr(event, "value", event)
     return {**_base(EVENT, timestamp), "event": str(name), "data": dict(data or {})}
+
+
+def subagent_record(child_id: str, status: str, *, tool_call_id: str | None, agent: str | None,
+                    path: str | None, report: Mapping[str, Any] | None = None, timestamp: str | None = None,
+                    **extra: Any) -> dict[str, Any]:
+    return {**_base(SUBAGENT, timestamp), "child_id": child_id, "status": status, "tool_call_id": tool_call_id,
+            "agent": agent, "path": path, "report": dict(report) if report is not None else None, **extra}
 
 
 def compression_record(summary: str, removed_count: int, kept_count: int, *,

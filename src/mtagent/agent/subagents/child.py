@@ -1,0 +1,190 @@
+"""Run one child session: its own transcript, window, tools and approvals, ending in a report.
+
+A child is a full :class:`~mtagent.agent.session.AgentSession` (the same loop, engine, budget,
+compaction and transcript guarantees as the main session) with:
+
+* its transcript at ``<history>/<parent-id>/subagents/<child-id>.jsonl``, whose ``session_start``
+  names the parent session and the ``task`` call that started it;
+* its own window (the profile's, else ``subagents.window_tokens``, else the parent's);
+* only the profile's tools — ``explore``/``review`` get no tool that writes or runs commands,
+  and the approval policy denies those tools besides (defence in depth);
+* the parent's approval rules (``general``); a call that would need the user's yes is denied —
+  a child never blocks on a prompt the user cannot see;
+* a model wrapped so that a cancel (the parent's Ctrl-C) stops it before its next model call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.tools import BaseTool
+
+from mtagent import __version__, paths
+from mtagent.agent.approval import ApprovalPolicy
+from mtagent.agent.subagents.brief import Brief, system_messages
+from mtagent.agent.subagents.profiles import WRITE_TOOLS, AgentProfile
+from mtagent.agent.subagents.report import SubagentReport, parse_report, repair_request, unvalidated_report
+from mtagent.config import Settings
+from mtagent.session import schema
+from mtagent.session.transcript import TranscriptWriter
+from mtagent.tools import ToolContext, default_tools
+
+if TYPE_CHECKING:
+    from mtagent.agent.session import AgentSession, ApprovalRequest
+
+NO_ASKING = ("a subagent cannot ask the user; allow this call in agent.approval, run with --approval allow, "
+             "or do it in the main session")
+
+
+class SubagentCancelled(KeyboardInterrupt):
+    """The parent was interrupted (Ctrl-C): the child stops before its next model call."""
+
+
+@dataclass(slots=True, frozen=True)
+class ChildTools:
+    """The child's tool factory; also tells the session it builds which depth it is at."""
+
+    profile: AgentProfile
+    depth: int
+
+    def __call__(self, context: ToolContext) -> list[BaseTool]:
+        tools = default_tools(context.workspace.root, context=context,
+                              include_memory=self.profile.allows("save_memory"))
+        return [t for t in tools if self.profile.allows(t.name)]
+
+
+class _Guarded:
+    """A bound model that refuses to start a call once the child is cancelled."""
+
+    def __init__(self, inner: Any, cancel: threading.Event) -> None:
+        self._inner = inner
+        self._cancel = cancel
+
+    def _check(self) -> None:
+        if self._cancel.is_set():
+            raise SubagentCancelled("the parent session was interrupted")
+
+    def invoke(self, messages: Any, config: Any = None, **kwargs: Any) -> Any:
+        self._check()
+        return self._inner.invoke(messages, config, **kwargs)
+
+    def stream(self, messages: Any, config: Any = None, **kwargs: Any) -> Iterator[Any]:
+        self._check()
+        yield from self._inner.stream(messages, config, **kwargs)
+
+
+@dataclass(slots=True)
+class CancellableModel:
+    """Duck-types the part of a chat model a session uses (``bind_tools``) and guards the result."""
+
+    inner: Any
+    cancel: threading.Event
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> _Guarded:
+        return _Guarded(self.inner.bind_tools(tools, **kwargs), self.cancel)
+
+    def invoke(self, messages: Any, config: Any = None, **kwargs: Any) -> Any:
+        return _Guarded(self.inner, self.cancel).invoke(messages, config, **kwargs)
+
+
+@dataclass(slots=True)
+class ChildRun:
+    """What one child produced, for the parent's records and display."""
+
+    child_id: str
+    agent: str
+    transcript: Path
+    report: SubagentReport
+    status: str  # finished | interrupted | failed
+    usage: dict[str, int] = field(default_factory=dict)
+    repaired: bool = False
+
+
+def child_settings(parent: Settings, profile: AgentProfile, parent_window: int) -> Settings:
+    """The parent's settings with the child's window, step limit and no memory extraction."""
+    cfg = parent.subagents
+    window = profile.window or cfg.window_tokens or parent_window
+    context = parent.context.model_copy(update={"token_limit": window})
+    agent = parent.agent.model_copy(update={"max_steps": cfg.max_steps})
+    memory = parent.memory.model_copy(update={"auto_extract": False})
+    return parent.model_copy(update={"context": context, "agent": agent, "memory": memory})
+
+
+def child_policy(parent: ApprovalPolicy, profile: AgentProfile) -> ApprovalPolicy:
+    """The parent's approvals; a read-only profile additionally denies every tool that changes things."""
+    policy = ApprovalPolicy(tool_rules=dict(parent.tool_rules), shell_rules=list(parent.shell_rules),
+                            mode=parent.mode, ask_tools=parent.ask_tools, remembered=set(parent.remembered))
+    if profile.tools is not None:
+        for tool in WRITE_TOOLS - profile.tools:
+            policy.tool_rules[tool] = "deny"
+        if "shell" not in profile.tools:
+            policy.shell_rules = [("*", "deny")]
+    return policy
+
+
+def deny_asks(requests: list[ApprovalRequest]) -> dict[str, dict[str, str]]:
+    return {r.tool_call_id: {"decision": "deny", "reason": NO_ASKING} for r in requests}
+
+
+def open_child(parent: AgentSession, *, child_id: str, profile: AgentProfile, depth: int, model: Any,
+               model_name: str, tool_call_id: str, description: str, cancel: threading.Event,
+               rules: bool) -> AgentSession:
+    """Create the child's session and write its ``session_start`` (with the link to the parent)."""
+    from mtagent.agent.session import AgentSession
+
+    root = parent.project_root
+    settings = child_settings(parent.settings, profile, parent.window)
+    path = paths.subagent_transcript_path(root, parent.session_id, child_id)
+    writer = TranscriptWriter(path, session_id=child_id, fsync=settings.transcript.fsync)
+    try:
+        writer.append(schema.session_start_record(
+            child_id, str(root), model_name, __version__, parent_session_id=parent.session_id,
+            parent_tool_call_id=tool_call_id, agent=profile.name, depth=depth, description=description))
+        child = AgentSession(
+            project_root=root, session_id=child_id, settings=settings, model=CancellableModel(model, cancel),
+            model_name=model_name, writer=writer, history=[], tools=ChildTools(profile, depth),
+            approval=parent.policy.mode, events=None, on_token=None, secrets=parent.redactor.secrets,
+            summarizer_model=None)
+    except BaseException:
+        writer.close()
+        raise
+    child.policy = child_policy(parent.policy, profile)
+    child.runtime.policy = child.policy
+    child.runtime.system = _system_for(child, profile, rules)
+    child.subagents.model_factory = parent.subagents.model_factory  # one model choice for the whole tree
+    return child
+
+
+def _system_for(child: AgentSession, profile: AgentProfile, rules: bool) -> Callable[[], list[Any]]:
+    def build() -> list[Any]:
+        return system_messages(profile, list(child.tools.values()), child.project_root, rules=rules,
+                               static=child.static)
+
+    return build
+
+
+def drive_to_report(child: AgentSession, brief: Brief, *, repair_attempts: int) -> tuple[SubagentReport, str, bool]:
+    """Run the child on its brief; (report, status, repaired). One repair request for a bad answer."""
+    result = child.run_turn(str(brief.message.content), approver=deny_asks)
+    if result.status == "interrupted":
+        return unvalidated_report(result.reply or "stopped by Ctrl-C in the parent", "interrupted"), "interrupted", False
+    if result.status == "max_steps":
+        return unvalidated_report(f"stopped after {child.settings.agent.max_steps} model calls without a final "
+                                  f"answer. {result.reply}".strip(), "partial"), "finished", False
+    report, problem = parse_report(result.reply)
+    attempts = 0
+    while report is None and attempts < repair_attempts:
+        attempts += 1
+        again = child.run_turn(repair_request(str(problem)), approver=deny_asks)
+        if again.status == "interrupted":
+            return unvalidated_report(result.reply, "interrupted"), "interrupted", False
+        report, problem = parse_report(again.reply)
+        if report is not None:
+            return report, "finished", True
+    if report is None:
+        return unvalidated_report(result.reply), "finished", attempts > 0
+    return report, "finished", False

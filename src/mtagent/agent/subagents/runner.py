@@ -1,0 +1,293 @@
+"""``SubagentRunner``: one per session; starts children for ``task`` calls and merges their reports.
+
+Runtime rules (spec 003 Boundary, v1.3):
+
+* **Bounded.** A child at depth ``subagents.max_depth`` gets no ``task`` tool, and a call that
+  reaches a runner at that depth anyway is refused. At most ``max_parallel`` children of a session
+  run at once (a thread pool: the agent's LangGraph loop is synchronous) and one assistant message
+  may start at most ``max_per_turn``.
+* **Concurrent.** The graph's tool node runs calls one by one; when it reaches the first ``task``
+  call of an assistant message, the runner also starts that message's other ``task`` calls the
+  approval policy allows, so they run side by side while the node waits for each in order.
+* **Ctrl-C** while waiting cancels every running child (each stops before its next model call),
+  records them as interrupted, and lets the interrupt reach the session as usual.
+* **Crash and resume.** A finished child's report is in a ``subagent`` record of the parent's
+  transcript the moment it finishes. When a resumed session settles the tool calls a crash left
+  without a result, a ``task`` call whose child had finished gets that report — reused, never
+  recomputed — and one whose child had not is answered as interrupted, naming its transcript.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import ToolException
+
+from mtagent.agent.subagents.brief import build_brief
+from mtagent.agent.subagents.child import ChildRun, drive_to_report, open_child
+from mtagent.agent.subagents.evidence import complete_report, trace_child
+from mtagent.agent.subagents.merge import merge_into_notes
+from mtagent.agent.subagents.profiles import AgentProfile, ProfileSet, load_profiles
+from mtagent.agent.subagents.report import SubagentReport, render_report, unvalidated_report
+from mtagent import paths
+from mtagent.session import schema
+from mtagent.tools.task import TASK_TOOL, TaskRequest
+
+if TYPE_CHECKING:
+    from mtagent.agent.session import AgentSession
+
+log = logging.getLogger(__name__)
+WAIT_SLICE_SECONDS = 0.1
+ModelFactory = Callable[[AgentProfile, TaskRequest], tuple[Any, str]]
+
+
+@dataclass(slots=True)
+class ChildEntry:
+    """A child this runner started (for ``/context`` and the display)."""
+
+    child_id: str
+    request: TaskRequest
+    profile: AgentProfile
+    path: str
+    future: Future[ChildRun] | None = None
+    run: ChildRun | None = None
+
+
+def new_child_id() -> str:
+    return f"agent-{uuid.uuid4().hex[:12]}"
+
+
+def _request_from_call(call: dict[str, Any]) -> TaskRequest | None:
+    args = call.get("args") or {}
+    if not isinstance(args.get("prompt"), str) or not isinstance(args.get("description"), str):
+        return None
+    context, files = args.get("context") or [], args.get("files") or []
+    if not isinstance(context, list) or not isinstance(files, list):
+        return None
+    return TaskRequest(tool_call_id=str(call["id"]), description=args["description"], prompt=args["prompt"],
+                       agent=str(args.get("agent") or "explore"), context=tuple(map(str, context)),
+                       files=tuple(map(str, files)))
+
+
+class SubagentRunner:
+    """See the module docstring. ``model_factory(profile, request) -> (chat model, name)`` picks a
+    child's model; the default is the profile's model (a trusted profile), else the parent's."""
+
+    def __init__(self, session: AgentSession, depth: int, model: Any) -> None:
+        self.session = session
+        self.depth = depth
+        self.model = model
+        self.cfg = session.settings.subagents
+        self.model_factory: ModelFactory | None = None
+        self.children: dict[str, ChildEntry] = {}  # by tool_call_id
+        self._profiles: ProfileSet | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._cancel = threading.Event()
+        self._lock = threading.Lock()
+
+    # profiles and models --------------------------------------------------------------
+    @property
+    def profiles(self) -> ProfileSet:
+        if self._profiles is None:
+            self._profiles = load_profiles(self.session.project_root)
+            for warning in self._profiles.warnings:
+                log.warning("%s", warning)
+        return self._profiles
+
+    def _model_for(self, profile: AgentProfile, request: TaskRequest) -> tuple[Any, str]:
+        if self.model_factory is not None:
+            return self.model_factory(profile, request)
+        if profile.model and profile.trusted:
+            from mtagent.agent.models import create_chat_model
+
+            return create_chat_model(profile.model, settings=self.session.settings), profile.model
+        return self.model, self.session.model_name
+
+    # launching -------------------------------------------------------------------------
+    def launch(self, request: TaskRequest) -> str:
+        """The ``task`` tool's body: start (or find) the child, wait for it, return its report."""
+        entry = self.children.get(request.tool_call_id)
+        if entry is None:
+            entry = self._start(request)
+            self._start_siblings(request.tool_call_id)
+        try:
+            run = self._wait(entry)
+        except KeyboardInterrupt:
+            self.cancel_all()
+            raise
+        return self._render(entry, run)
+
+    def _check(self, request: TaskRequest) -> AgentProfile:
+        if self.depth >= self.cfg.max_depth:
+            raise ToolException(f"Error: subagents may not start subagents here (subagents.max_depth = "
+                                f"{self.cfg.max_depth}); do the work yourself")
+        profile = self.profiles.get(request.agent)
+        if profile is None:
+            raise ToolException(f"Error: no agent profile {request.agent!r}; use one of "
+                                f"{', '.join(self.profiles.names)}")
+        started_here = [c for c in self._sibling_calls(request.tool_call_id) if c["id"] in self.children]
+        if len(started_here) >= self.cfg.max_per_turn:
+            raise ToolException(f"Error: one message may start at most {self.cfg.max_per_turn} subagents "
+                                "(subagents.max_per_turn); wait for these reports, then start more")
+        return profile
+
+    def _start(self, request: TaskRequest) -> ChildEntry:
+        profile = self._check(request)
+        child_id = new_child_id()
+        path = f"{self.session.session_id}/subagents/{child_id}.jsonl"
+        entry = ChildEntry(child_id, request, profile, path)
+        with self._lock:
+            self.children[request.tool_call_id] = entry
+        self._record(entry, "started", description=request.description)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.cfg.max_parallel, thread_name_prefix="subagent")
+        entry.future = self._pool.submit(self._run_child, entry)
+        return entry
+
+    def _sibling_calls(self, tool_call_id: str) -> list[dict[str, Any]]:
+        for message in reversed(self.session.conversation.messages):
+            if isinstance(message, AIMessage) and any(c.get("id") == tool_call_id for c in message.tool_calls):
+                return [dict(c) for c in message.tool_calls if c.get("name") == TASK_TOOL]
+        return []
+
+    def _start_siblings(self, tool_call_id: str) -> None:
+        """Start the other ``task`` calls of the same message that need no one's yes."""
+        answered = self.session.conversation.answered
+        for call in self._sibling_calls(tool_call_id):
+            if call["id"] in self.children or call["id"] in answered:
+                continue
+            if self.session.policy.decide(TASK_TOOL, call.get("args") or {}).decision != "allow":
+                continue
+            request = _request_from_call(call)
+            if request is None:
+                continue
+            try:
+                self._start(request)
+            except ToolException:
+                return  # the graph reaches this call and reports the same refusal as its result
+
+    def _wait(self, entry: ChildEntry) -> ChildRun:
+        assert entry.future is not None
+        while True:
+            try:
+                return entry.future.result(timeout=WAIT_SLICE_SECONDS)
+            except TimeoutError:
+                continue
+
+    # one child --------------------------------------------------------------------------
+    def _run_child(self, entry: ChildEntry) -> ChildRun:
+        session, request = self.session, entry.request
+        transcript = paths.subagent_transcript_path(session.project_root, session.session_id, entry.child_id)
+        try:
+            if self._cancel.is_set():
+                raise KeyboardInterrupt
+            model, name = self._model_for(entry.profile, request)
+            child = open_child(session, child_id=entry.child_id, profile=entry.profile, depth=self.depth + 1,
+                               model=model, model_name=name, tool_call_id=request.tool_call_id,
+                               description=request.description, cancel=self._cancel,
+                               rules="rules" in request.context)
+            try:
+                brief = build_brief(request, workspace=child.parts.tool_context.workspace,
+                                    task_state=self._task_state(), files_max_tokens=self.cfg.files_max_tokens,
+                                    task_state_max_tokens=self.cfg.task_state_max_tokens)
+                report, status, repaired = drive_to_report(child, brief, repair_attempts=self.cfg.repair_attempts)
+            finally:
+                child.close()
+        except KeyboardInterrupt:
+            report, status, repaired = unvalidated_report("stopped before it started", "interrupted"), "interrupted", False
+        except Exception as exc:  # noqa: BLE001 - a failing child is a failed report, not a crashed parent
+            log.warning("subagent %s failed: %s", entry.child_id, exc)
+            text = session.redactor.text(f"{type(exc).__name__}: {exc}")
+            report, status, repaired = unvalidated_report(f"the subagent failed: {text}", "failed"), "failed", False
+        trace = trace_child(transcript, entry.child_id, max_refs=self.cfg.evidence_max_refs) \
+            if transcript.is_file() else None
+        if trace is not None:
+            report = complete_report(report, trace)
+        run = ChildRun(entry.child_id, entry.profile.name, transcript, report, status,
+                       trace.usage if trace else {}, repaired)
+        entry.run = run
+        self._record(entry, status, report=report.model_dump(), usage=run.usage, repaired=repaired)
+        if status == "finished":
+            self._merge(entry, report)
+        return run
+
+    def _task_state(self) -> str | None:
+        memory = self.session.parts.session_memory
+        return memory.load() if memory is not None else None
+
+    def _merge(self, entry: ChildEntry, report: SubagentReport) -> None:
+        memory = self.session.parts.session_memory
+        if memory is None:
+            return
+        try:
+            merge_into_notes(memory.path, report, child_id=entry.child_id, agent=entry.profile.name)
+        except OSError as exc:
+            log.warning("could not add subagent %s's facts to the session notes: %s", entry.child_id, exc)
+
+    def _render(self, entry: ChildEntry, run: ChildRun) -> str:
+        return render_report(run.report, child_id=entry.child_id, agent=entry.profile.name, transcript=entry.path,
+                             max_tokens=self.cfg.report_max_tokens)
+
+    def _record(self, entry: ChildEntry, status: str, **extra: Any) -> None:
+        self.session.sink.append(schema.subagent_record(
+            entry.child_id, status, tool_call_id=entry.request.tool_call_id, agent=entry.profile.name,
+            path=entry.path, depth=self.depth + 1, **extra))
+
+    # stopping and resuming ----------------------------------------------------------------
+    def cancel_all(self) -> None:
+        """Ctrl-C: stop every running child and wait (bounded) until each has written its end."""
+        self._cancel.set()
+        deadline = time.monotonic() + self.cfg.cancel_wait_seconds
+        for entry in list(self.children.values()):
+            if entry.future is None:
+                continue
+            try:
+                entry.future.result(timeout=max(0.0, deadline - time.monotonic()))
+            except Exception:  # noqa: BLE001 - still running: recorded as interrupted below
+                if entry.run is None:
+                    self._record(entry, "interrupted")
+        self._cancel = threading.Event()
+
+    def settle_after_crash(self, synthetic: Sequence[ToolMessage], records: Iterable[dict[str, Any]]) -> None:
+        """Answer ``task`` calls a crash left open: a finished child's stored report, else interrupted."""
+        wanted = {m.tool_call_id for m in synthetic}
+        last: dict[str, dict[str, Any]] = {}
+        for record in records:
+            if record.get("type") == schema.SUBAGENT and record.get("tool_call_id") in wanted:
+                last[str(record["tool_call_id"])] = record
+        for message in synthetic:
+            record = last.get(message.tool_call_id)
+            if record is None:
+                continue
+            child_id, agent, path = str(record["child_id"]), str(record.get("agent")), str(record.get("path"))
+            if record.get("status") == "finished" and isinstance(record.get("report"), dict):
+                report = SubagentReport.model_validate(record["report"])
+                message.content = render_report(report, child_id=child_id, agent=agent, transcript=path,
+                                                max_tokens=self.cfg.report_max_tokens)
+                message.status = "success"
+                status = "reused"
+            else:
+                message.content = (f"Interrupted: subagent {child_id} ({agent}) did not finish before the session "
+                                   f"stopped; its partial transcript is {path}. Start a new task to redo the work.")
+                status = "interrupted"
+            self.session.sink.append(schema.subagent_record(child_id, status, tool_call_id=message.tool_call_id,
+                                                            agent=agent, path=path))
+
+    def usage(self) -> list[dict[str, Any]]:
+        """Per child of this session run: id, agent, status and tokens (``/context`` shows them apart)."""
+        return [{"child_id": e.child_id, "agent": e.profile.name, "status": e.run.status if e.run else "running",
+                 **(e.run.usage if e.run else {})} for e in self.children.values()]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._cancel.set()
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
