@@ -112,8 +112,14 @@ def root(
     cwd: Path = opts.cwd_option(),
     approval: str = opts.approval_option(),
     window: int = opts.window_option(),
+    ascii_: bool = typer.Option(False, "--ascii", help="Draw the context grid and tool marks in plain ASCII "
+                                "(# used, . free, x buffer); automatic when the terminal is not UTF-8."),
 ) -> None:
     """Without a command: the interactive agent (in a terminal). `mtagent COMMAND --help` for a command."""
+    if ascii_:
+        from mtagent.cli.glyphs import use_ascii
+
+        use_ascii()
     opts.root_entry(ctx, opts.SessionOptions(cwd=cwd, model=model, base_url=base_url, approval=approval,
                                              window=window, resume=resume, continue_=continue_))
 

@@ -9,7 +9,8 @@ assert on ``Console(record=True)`` text without a terminal.
 The grid is :data:`GRID_CELLS` cells, each a glyph coloured by the bucket that owns that share
 of the window. Used tokens are ``⛁``, free space before auto compaction ``⛶``, and the
 auto-compact buffer (the window above the threshold: reserved summary output + safety buffer)
-``⛝`` — the layout the best CLI agents use, so it reads at a glance.
+``⛝`` — the layout the best CLI agents use, so it reads at a glance (``#``, ``.`` and ``x`` where
+the terminal cannot draw them: :mod:`mtagent.cli.glyphs`).
 """
 
 from __future__ import annotations
@@ -26,13 +27,12 @@ from rich.table import Table
 from rich.text import Text
 
 from mtagent.context.budget import BudgetBuckets
+from mtagent.cli.glyphs import UNICODE, glyphs
 from mtagent.cli.session_report import SessionReport
 
 GRID_CELLS = 100
 GRID_COLUMNS = 10
-USED_GLYPH = "⛁"
-FREE_GLYPH = "⛶"
-BUFFER_GLYPH = "⛝"
+USED_GLYPH, FREE_GLYPH, BUFFER_GLYPH = UNICODE.used, UNICODE.free, UNICODE.buffer
 FREE = "free"
 BUFFER = "autocompact_buffer"
 
@@ -56,6 +56,7 @@ BUCKET_STYLES: dict[str, BucketStyle] = {
     "messages": BucketStyle("Messages", "blue"),
     "tool_results": BucketStyle("Tool results", "red"),
     "reattached": BucketStyle("Re-attached files", "dark_orange", always=False),
+    "retrieved": BucketStyle("Retrieved (recall)", "bright_cyan", always=False),
 }
 FREE_STYLE = BucketStyle("Free space", "grey50")
 BUFFER_STYLE = BucketStyle("Autocompact buffer", "grey37")
@@ -171,11 +172,12 @@ def grid_counts(amounts: Sequence[int], cells: int = GRID_CELLS) -> list[int]:
 
 
 def _glyph(key: str) -> str:
+    current = glyphs()
     if key == FREE:
-        return FREE_GLYPH
+        return current.free
     if key == BUFFER:
-        return BUFFER_GLYPH
-    return USED_GLYPH
+        return current.buffer
+    return current.used
 
 
 def render_context_grid(usage: WindowUsage, *, title: str = "Context usage") -> RenderableType:
@@ -242,10 +244,26 @@ def render_context_stats(usage: WindowUsage, report: SessionReport | None = None
     facts.add_row("tokens left before auto compact", f"{max(0, usage.threshold - usage.used):,}")
     for name, value in (counters or {}).items():
         facts.add_row(name.replace("_", " "), f"{value:,}")
+    for name, value in subagent_rows(report):
+        facts.add_row(name, value)
 
     parts: list[RenderableType] = [table, Text(""), facts, Text("")]
     parts.append(render_compaction_history(report))
     return Group(*parts)
+
+
+def subagent_rows(report: SessionReport | None) -> list[tuple[str, str]]:
+    """Subagents' tokens, counted apart: they were spent in the children's own windows, not this one."""
+    if report is None or not report.transcript.is_file():
+        return []
+    from mtagent.agent.subagents.tree import children_usage, subagent_tree
+
+    total = children_usage(subagent_tree(report.transcript))
+    if not total["children"]:
+        return []
+    return [("subagents (own windows)", f"{total['children']:,}"),
+            ("subagent input tokens (not in this window)", f"{total['input_tokens']:,}"),
+            ("subagent model calls", f"{total['model_calls']:,}")]
 
 
 def render_compaction_history(report: SessionReport | None) -> RenderableType:
@@ -336,6 +354,18 @@ def render_plan_explain(plan: Mapping[str, Any] | None, explanation: str | None 
             parts.append(table)
         if conflicts:
             parts.append(Text("Conflicts: " + "; ".join(str(c) for c in conflicts), style="yellow"))
+        retrieved = plan.get("retrieved") or {}
+        if retrieved.get("items") or retrieved.get("dropped"):
+            table = Table(title=f"Retrieved (hot): {retrieved.get('reason', '')}", title_justify="left")
+            for name in ("ref", "names", "confidence", "tokens"):
+                table.add_column(name, justify="right" if name in ("confidence", "tokens") else "left")
+            for item in retrieved.get("items") or []:
+                table.add_row(escape(str(item.get("reference", item.get("ref", "")))),
+                              escape(str(item.get("identifier", ""))), f"{float(item.get('confidence') or 0):.2f}",
+                              f"{int(item.get('tokens') or 0):,}")
+            for item in retrieved.get("dropped") or []:
+                table.add_row(escape(str(item.get("ref", ""))), f"dropped: {escape(str(item.get('reason', '')))}", "", "")
+            parts.append(table)
     return Group(*parts)
 
 

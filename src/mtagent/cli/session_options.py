@@ -183,7 +183,7 @@ def root_entry(ctx: typer.Context, options: SessionOptions) -> None:
 
     if ctx.invoked_subcommand is not None:
         given = [f"--{name.rstrip('_').replace('_', '-')}" for name in ctx.params
-                 if name != "version" and ctx.get_parameter_source(name).name == "COMMANDLINE"]
+                 if name not in ("version", "ascii_") and ctx.get_parameter_source(name).name == "COMMANDLINE"]
         if given:
             fail(f"{', '.join(given)} before the command only applies to the interactive mtagent; "
                  f"put it after the command: mtagent {ctx.invoked_subcommand} {given[0]} …", EXIT_USAGE)

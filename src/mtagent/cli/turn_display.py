@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.status import Status
 
+from mtagent.cli.glyphs import glyphs
 from mtagent.events import Event, EventBus, EventType
 
 ARGS_PREVIEW_CHARS = 160
@@ -129,17 +130,17 @@ class TurnDisplay:
                    f"failures;[/] {escape(str(event.data.get('hint', 'run /compact manually')))}")
 
     def _tool_started(self, event: Event) -> None:
-        self._note(f"[dim]⏺ {escape(str(event.data.get('tool', '?')))}[/]")
+        self._note(f"[dim]{glyphs().tool} {escape(str(event.data.get('tool', '?')))}[/]")
 
     def _tool_finished(self, event: Event) -> None:
         if event.data.get("status") == "error":
-            self._note(f"[dim]  ⎿ [red]{escape(str(event.data.get('tool', '?')))} failed[/][/]")
+            self._note(f"[dim]  {glyphs().result} [red]{escape(str(event.data.get('tool', '?')))} failed[/][/]")
 
     def _persisted(self, event: Event) -> None:
         original = int(event.data.get("original_chars") or 0)
         shown = int(event.data.get("preview_chars") or 0)
         where = event.data.get("path") or "(not stored)"
-        self._note(f"[dim]  ⎿ {original:,} chars saved to {escape(str(where))}; the model sees "
+        self._note(f"[dim]  {glyphs().result} {original:,} chars saved to {escape(str(where))}; the model sees "
                    f"{shown:,}[/]")
 
     def _microcompacted(self, event: Event) -> None:
