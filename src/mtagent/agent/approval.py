@@ -5,10 +5,17 @@ glob (``"shell:git status*": "allow"``, ``"shell:rm *": "deny"``) mapped to ``as
 ``deny``. Tools that change things (shell, write_file, edit_file) default to ``ask``; the rest
 to ``allow``.
 
-A shell command is judged part by part: ``git status && rm -rf x`` is split on ``;``, ``&&``,
-``||``, ``|`` and newlines; one denied part denies the whole command, and the command is
-allowed only if every part is. Command substitution (``$(…)``, backticks) is never
-auto-allowed by a pattern, since the glob cannot see what it will run.
+A shell command is read with a shell lexer (:mod:`shlex` with ``punctuation_chars``). A
+``deny`` pattern is checked against every part (``git status && rm -rf x`` is split on its
+operators) and denies the whole command. An ``allow`` pattern only ever matches a *simple*
+command: one that has no operators (``;`` ``&`` ``&&`` ``|`` ``||``), redirections (``>`` ``<``),
+substitutions or expansions (``$(…)``, backticks, ``$VAR``, ``<(…)``), newlines, or unbalanced
+quotes — so ``shell:echo *`` does not let ``echo hi & touch x`` or ``echo > ../x`` through
+(fail closed: such a command is asked). A command the user approved with "always" is
+remembered exactly and matched by equality.
+
+``save_memory`` with ``scope="global"`` writes ``~/.mtagent/CONTEXT.md``, which reaches the
+system prompt of every later session, so it asks by default like a write (``deny`` denies it).
 
 ``mode`` (``--approval``) shifts the defaults: ``auto`` allows what would be asked (explicit
 ``deny`` rules still hold), ``never`` denies it — for unattended ``mtagent run``.
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -31,8 +39,10 @@ MODES: tuple[Mode, ...] = ("ask", "auto", "never")
 DEFAULT_ASK_TOOLS = frozenset({"shell", "write_file", "edit_file"})
 SHELL_TOOL = "shell"
 _SHELL_PREFIX = "shell:"
-_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
-_SUBSTITUTION = re.compile(r"\$\(|`|<\(|>\(")
+_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\||&|\n)\s*")
+# Anything that makes a command more than one plain program with plain arguments.
+_NOT_SIMPLE = re.compile(r"[;&|<>`$\n\r\x00]|\\\n")
+MEMORY_TOOL = "save_memory"
 
 
 @dataclass(slots=True, frozen=True)
@@ -50,6 +60,7 @@ class ApprovalPolicy:
     mode: Mode = "ask"
     ask_tools: frozenset[str] = DEFAULT_ASK_TOOLS
     remembered: set[str] = field(default_factory=set)
+    exact_commands: set[str] = field(default_factory=set)
 
     @classmethod
     def from_rules(cls, rules: Mapping[str, str], mode: str = "ask") -> ApprovalPolicy:
@@ -77,7 +88,7 @@ class ApprovalPolicy:
         for the rest of the session."""
         if tool == SHELL_TOOL:
             command = str((args or {}).get("command", "")).strip()
-            self.shell_rules.append((command, "allow"))
+            self.exact_commands.add(command)
             self.remembered.add(f"{_SHELL_PREFIX}{command}")
         else:
             self.tool_rules[tool] = "allow"
@@ -95,26 +106,27 @@ class ApprovalPolicy:
                 return self._apply_mode(verdict)
         if tool in self.tool_rules:
             return self._apply_mode(Verdict(self.tool_rules[tool], self._label(tool)))
+        if tool == MEMORY_TOOL and str((args or {}).get("scope", "global")) != "project":
+            return self._apply_mode(Verdict("ask", "default for save_memory to global memory (every later "
+                                                   "session's system prompt)"))
         default: Decision = "ask" if tool in self.ask_tools else "allow"
         return self._apply_mode(Verdict(default, f"default for {tool}"))
 
     def _shell_verdict(self, command: str) -> Verdict | None:
-        if not self.shell_rules:
+        stripped = command.strip()
+        parts = [p for p in _SPLIT.split(stripped) if p]
+        tokens = shell_words(stripped)
+        if tokens is not None:
+            parts += [" ".join(t) for t in _split_tokens(tokens)]
+        for candidate in [stripped, *parts]:
+            verdict = self._match_part(candidate)
+            if verdict and verdict.decision == "deny":
+                return verdict
+        if stripped in self.exact_commands:
+            return Verdict("allow", self._label(f"{_SHELL_PREFIX}{stripped}"))
+        if not self.shell_rules or not is_simple_command(stripped):
             return None
-        parts = [p for p in _SPLIT.split(command.strip()) if p]
-        per_part: list[Verdict | None] = [self._match_part(p) for p in parts]
-        denied = next((v for v in per_part if v and v.decision == "deny"), None)
-        if denied:
-            return denied
-        whole = self._match_part(command.strip())
-        if whole and whole.decision == "deny":
-            return whole
-        if _SUBSTITUTION.search(command):
-            return None
-        if per_part and all(v and v.decision == "allow" for v in per_part):
-            return per_part[0]
-        asked = next((v for v in per_part if v and v.decision == "ask"), None)
-        return asked
+        return self._match_part(stripped)
 
     def _match_part(self, part: str) -> Verdict | None:
         """Most specific (longest) matching pattern wins; deny wins a tie."""
@@ -133,3 +145,72 @@ class ApprovalPolicy:
             return Verdict("allow", f"{verdict.rule}; --approval allow")
         return Verdict("deny", f"{verdict.rule}; --approval deny (no one to ask)")
 
+
+
+def shell_words(command: str) -> list[str] | None:
+    """The command's words and operator tokens as a POSIX shell lexes them; None when it cannot
+    be lexed (an unclosed quote)."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        return list(lexer)
+    except ValueError:
+        return None
+
+
+def _split_tokens(tokens: list[str]) -> list[list[str]]:
+    parts: list[list[str]] = [[]]
+    for token in tokens:
+        if token and all(c in "();<>|&" for c in token):
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    return [p for p in parts if p]
+
+
+def is_simple_command(command: str) -> bool:
+    """One program with plain arguments: no operator, redirection, substitution, expansion,
+    newline or unbalanced quote anywhere (quoted or not — fail closed)."""
+    if not command or _NOT_SIMPLE.search(command):
+        return False
+    tokens = shell_words(command)
+    if tokens is None or not tokens:
+        return False
+    return not any(t and all(c in "();<>|&" for c in t) for t in tokens) and "(" not in command
+
+
+def unique_call_ids(calls: list[dict[str, Any]], content: Any = None) -> tuple[list[dict[str, Any]], Any]:
+    """Re-key tool calls that share an id (or have none) so each call — and its approval
+    decision, which is keyed by id — stands alone; ``content`` blocks of type ``tool_use`` are
+    re-keyed the same way so the message stays consistent. The first call keeps its id."""
+    seen: dict[str, int] = {}
+    renamed: dict[tuple[str, int], str] = {}
+    out: list[dict[str, Any]] = []
+    taken = {str(c.get("id")) for c in calls if c.get("id")}
+    for index, call in enumerate(calls):
+        original = str(call.get("id") or "")
+        nth = seen.get(original, 0)
+        seen[original] = nth + 1
+        if original and nth == 0:
+            out.append(call)
+            continue
+        new = f"{original or 'call'}_dup{nth or index}"
+        while new in taken:
+            new += "_"
+        taken.add(new)
+        renamed[(original, nth)] = new
+        out.append({**call, "id": new})
+    if not renamed or not isinstance(content, list):
+        return out, content
+    counts: dict[str, int] = {}
+    blocks = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            bid = str(block.get("id") or "")
+            nth = counts.get(bid, 0)
+            counts[bid] = nth + 1
+            if (bid, nth) in renamed:
+                block = {**block, "id": renamed[(bid, nth)]}
+        blocks.append(block)
+    return out, blocks

@@ -31,7 +31,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
 from mtagent.agent import prompts
-from mtagent.agent.approval import ApprovalPolicy
+from mtagent.agent.approval import ApprovalPolicy, unique_call_ids
 from mtagent.agent.model_errors import (
     ErrorKind,
     RetryPolicy,
@@ -144,10 +144,12 @@ def normalize_reply(message: AIMessage, now: float) -> AIMessage:
             "id": bad.get("id") or f"call_{new_message_id()[4:16]}",
             "type": "tool_call",
         })
+    calls, content = unique_call_ids(calls, message.content)  # approvals are keyed by call id
     metadata = dict(message.response_metadata or {})
     metadata["mtagent"] = {**(metadata.get("mtagent") or {}), "ts": now}
     return message.model_copy(update={
         "id": message.id if message.id and not message.id.startswith("lc_run") else new_message_id(),
+        "content": content,
         "tool_calls": calls,
         "invalid_tool_calls": [],
         "response_metadata": metadata,

@@ -284,10 +284,6 @@ def export_cmd(
             tmp.unlink(missing_ok=True)
         err_console.print(f"wrote {escape(str(output))}")
     _print_warnings(report)
-    from mtagent.config import load_settings
-    from mtagent.session.store import record_audit
-
-    record_audit(load_settings(cwd), "export", path.stem, {"format": fmt, "to": str(output) if output else "stdout"})
 
 
 def _silence_stdout() -> None:
