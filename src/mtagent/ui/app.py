@@ -40,7 +40,7 @@ from mtagent.ui import artifacts as art
 from mtagent.ui.calls import BUCKET_ORDER, call_detail, call_points
 from mtagent.ui.catalog import Catalog, SessionEntry, format_stamp, project_key_of
 from mtagent.ui.charts import Series, css_name, fmt_tokens, line_chart, timeline_buckets, timeline_svg
-from mtagent.ui.records import Redactor, TranscriptCache, default_redactor
+from mtagent.ui.records import Outline, Redactor, TranscriptCache, default_redactor, read_range
 from mtagent.ui.replay_page import ReplayRunner, list_sources, resolve_source
 from mtagent.ui.security import Guard
 
@@ -130,14 +130,14 @@ class Pages:
         return self.render("sessions.html", title="Sessions", query=query, groups=groups,
                            here=here, cwd=str(self.options.cwd))
 
-    def _session(self, request: Request) -> tuple[SessionEntry, Any]:
+    def _session(self, request: Request) -> tuple[SessionEntry, Outline]:
         project, key = request.path_params["project"], request.path_params["key"]
         entry = self.catalog.find(project, key)
-        return entry, self.transcripts.load(entry.path)
+        return entry, self.transcripts.outline(entry.path)
 
     def session(self, request: Request) -> Response:
-        entry, transcript = self._session(request)
-        points = call_points(transcript.records)
+        entry, outline = self._session(request)
+        points = call_points(outline.records, outline.offsets)
         window = next((p.token_limit for p in reversed(points) if p.token_limit), None)
         threshold = next((p.threshold for p in reversed(points) if p.threshold), None)
         chart = timeline_svg(points, lambda n: session_url(entry, tail=f"/call/{n}"), window=window,
@@ -147,15 +147,16 @@ class Pages:
         return self.render("session.html", title=f"Session {entry.key}", entry=entry, points=points,
                            chart=Markup(chart), buckets=timeline_buckets(points), window=window,
                            threshold=threshold, compactions=compactions, microcompacts=micro,
-                           warnings=transcript.warnings)
+                           warnings=outline.warnings)
 
     def call(self, request: Request) -> Response:
-        entry, transcript = self._session(request)
+        entry, outline = self._session(request)
         number = request.path_params["n"]
-        detail = call_detail(transcript.records, number)
+        detail = call_detail(list(zip(outline.offsets, outline.records)), number,
+                             lambda start, stop: read_range(entry.path, start, stop, self.redactor))
         if detail is None:
             raise SessionNotFound(f"session {entry.key} has no model call {number}")
-        count = len(call_points(transcript.records))
+        count = len(call_points(outline.records))
         buckets = [(b, detail.point.buckets.get(b, 0)) for b in BUCKET_ORDER if detail.point.buckets.get(b)]
         buckets += [(b, v) for b, v in detail.point.buckets.items() if b not in BUCKET_ORDER and v]
         return self.render("call.html", title=f"Call {number} · {entry.key}", entry=entry, d=detail,
@@ -168,13 +169,13 @@ class Pages:
         return artifact_store_for(entry.path)
 
     def artifacts(self, request: Request) -> Response:
-        entry, transcript = self._session(request)
+        entry, outline = self._session(request)
         store = self._store(entry)
-        listing = art.list_artifacts(store, transcript.records)
+        listing = art.list_artifacts(store, outline.records)
         query = request.query_params.get("q", "")
         found = None
         if query:
-            found = art.search(store, art.readable_paths(store, transcript.records), query, self.redactor,
+            found = art.search(store, art.readable_paths(store, outline.records), query, self.redactor,
                                max_hits=self.ui.search_max_hits, max_chars=self.ui.line_max_chars)
         return self.render("artifacts.html", title=f"Artifacts · {entry.key}", entry=entry, listing=listing,
                            query=query, found=found, page_lines=self.ui.artifact_page_lines)
@@ -196,10 +197,10 @@ class Pages:
         return StreamingResponse(chunks, media_type="text/plain; charset=utf-8")
 
     def memory(self, request: Request) -> Response:
-        entry, transcript = self._session(request)
+        entry, outline = self._session(request)
         return self.render("memory.html", title=f"Session memory · {entry.key}", entry=entry,
                            current=art.current_memory(self._store(entry), self.redactor),
-                           history=art.memory_history(transcript.records))
+                           history=art.memory_history(outline.records))
 
     # ── replay ───────────────────────────────────────────────────────────────────────
     def replay(self, request: Request) -> Response:

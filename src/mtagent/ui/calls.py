@@ -3,17 +3,20 @@
 Each model call leaves a ``context_plan`` record (buckets, selected, compressed, dropped, …).
 The view the model saw at that call is the transcript *up to that record* passed through the
 same pure function resume uses (:func:`mtagent.context.view.build_resume_view`): the last
-compaction's summary, the kept and later messages, microcompacts applied. The plan's
-``selected`` ids are checked against it, so the page says when the two disagree rather than
-showing a guess. The system prompt and tool definitions are not stored in the transcript; the
-plan's buckets give their size.
+compaction's summary, the kept and later messages, microcompacts applied. Only the records
+from the compaction *before* the last one are read (a kept tail never reaches further back in
+practice; when it does, the view says its first kept message is missing and the whole file is
+read instead), so opening a call late in a long session costs the last stretch, not the file.
+The plan's ``selected`` ids are checked against the rebuilt view, so the page says when the
+two disagree rather than showing a guess. The system prompt and tool definitions are not
+stored in the transcript; the plan's buckets give their size.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +40,7 @@ class CallPoint:
     """One model call on the timeline."""
 
     number: int  # 1-based position among the session's model calls
-    record_index: int
+    offset: int  # where the plan's line starts (or its index, for records not read from a file)
     turn: Any
     tokens: int
     token_limit: int | None
@@ -52,8 +55,9 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
-def call_points(records: Sequence[dict[str, Any]]) -> list[CallPoint]:
+def call_points(records: Sequence[dict[str, Any]], offsets: Sequence[int] | None = None) -> list[CallPoint]:
     """Every ``context_plan`` in order, with the compactions and microcompacts just before it."""
+    offsets = offsets if offsets is not None else range(len(records))
     points: list[CallPoint] = []
     boundaries: list[dict[str, Any]] = []
     micro: list[dict[str, Any]] = []
@@ -67,7 +71,7 @@ def call_points(records: Sequence[dict[str, Any]]) -> list[CallPoint]:
             buckets = {str(k): _int(v) for k, v in (rec.get("buckets") or {}).items()} \
                 if isinstance(rec.get("buckets"), dict) else {}
             points.append(CallPoint(
-                number=len(points) + 1, record_index=i, turn=rec.get("turn"), tokens=_int(rec.get("tokens")),
+                number=len(points) + 1, offset=offsets[i], turn=rec.get("turn"), tokens=_int(rec.get("tokens")),
                 token_limit=_int(rec.get("token_limit")) or None, threshold=_int(rec.get("threshold")) or None,
                 buckets=buckets, timestamp=rec.get("timestamp"),
                 compactions=tuple(boundaries), microcompacts=tuple(micro)))
@@ -151,12 +155,13 @@ def _artifact_paths(records: Sequence[dict[str, Any]]) -> dict[str, str]:
     return found
 
 
-def build_view(records: Sequence[dict[str, Any]], upto: int,
-               counter: MessageTokenCounter | None = None) -> tuple[list[ViewMessage], list[str]]:
-    """The conversation part of the view as it stood before record ``upto`` (a call's plan)."""
+def build_view(records: Sequence[dict[str, Any]],
+               counter: MessageTokenCounter | None = None) -> tuple[list[ViewMessage], list[str], bool]:
+    """The conversation part of the view after ``records``; the flag is False when the last
+    compaction's first kept message is not among them (read from further back)."""
     counter = counter or MessageTokenCounter()
-    view = build_resume_view(records[:upto])
-    artifacts = _artifact_paths(records[:upto])
+    view = build_resume_view(records)
+    artifacts = _artifact_paths(records)
     out: list[ViewMessage] = []
     for i, message in enumerate(view.messages):
         mark = (message.response_metadata or {}).get("mtagent") or {}
@@ -169,7 +174,7 @@ def build_view(records: Sequence[dict[str, Any]], upto: int,
                 artifact = artifacts.get(message.tool_call_id)
         out.append(ViewMessage(message, context_item(message, counter.message_tokens(message), i), artifact,
                                bool(mark.get("cleared"))))
-    return out, list(view.warnings)
+    return out, list(view.warnings), view.first_kept_found
 
 
 def _fingerprint(m: ViewMessage) -> tuple[Any, ...]:
@@ -216,17 +221,36 @@ def check_plan(plan: dict[str, Any], messages: Sequence[ViewMessage]) -> str | N
     return None
 
 
-def call_detail(records: Sequence[dict[str, Any]], number: int) -> CallDetail | None:
-    """Call ``number`` (1-based) of the session, or None when there is no such call."""
-    points = call_points(records)
+RecordReader = Callable[[int, int], list[tuple[int, dict[str, Any]]]]
+
+
+def read_start(outline: Sequence[tuple[int, dict[str, Any]]], offset: int) -> int:
+    """Where to start reading for the view at ``offset``: the compaction before the last one."""
+    marks = [(o, r.get("type")) for o, r in outline if o < offset
+             and r.get("type") in (schema.COMPACT_BOUNDARY, schema.COMPRESSION)]
+    if any(kind == schema.COMPRESSION for _, kind in marks):
+        return 0  # a v1 compression keeps "the last n messages", which may lie anywhere before it
+    return marks[-2][0] if len(marks) >= 2 else 0
+
+
+def call_detail(outline: Sequence[tuple[int, dict[str, Any]]], number: int, read: RecordReader) -> CallDetail | None:
+    """Call ``number`` (1-based), from the session's outline (small records with offsets) and a
+    reader of the records in ``[start, stop)``; None when there is no such call."""
+    points = call_points([r for _, r in outline], [o for o, _ in outline])
     if not 1 <= number <= len(points):
         return None
     point = points[number - 1]
+    before = points[number - 2] if number > 1 else None
+    start = read_start(outline, before.offset if before else point.offset)
+    entries = read(start, point.offset)
     counter = MessageTokenCounter()
-    messages, warnings = build_view(records, point.record_index, counter)
+    messages, warnings, found = build_view([r for _, r in entries], counter)
+    if not found and start > 0:
+        start, entries = 0, read(0, point.offset)
+        messages, warnings, found = build_view([r for _, r in entries], counter)
     diff = None
-    if number > 1:
-        before, _ = build_view(records, points[number - 2].record_index, counter)
-        diff = diff_views(before, messages)
-    plan = records[point.record_index]
+    if before is not None:
+        earlier, _, _ = build_view([r for o, r in entries if o < before.offset], counter)
+        diff = diff_views(earlier, messages)
+    plan = next(r for o, r in outline if o == point.offset)
     return CallDetail(point, plan, messages, diff, check_plan(plan, messages), warnings)

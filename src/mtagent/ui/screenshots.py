@@ -117,9 +117,10 @@ def pages_of(home: Path) -> list[Shot]:
     if not entries:
         raise SystemExit(f"no sessions under {home}; run `mtagent demo` first or leave out --home")
     entry = next((e for e in entries if e.stats.compactions), entries[0])
-    records = TranscriptCache().load(entry.path).records
+    outline = TranscriptCache().outline(entry.path)
+    records = outline.records
     points = call_points(records)
-    call = next((p.number for p in points if records[p.record_index].get("dropped")), len(points) or 1)
+    call = next((p.number for p in points if records[p.offset].get("dropped")), len(points) or 1)
     artifact = next((r.get("path") for r in records if r.get("type") == "tool_result_artifact"), None)
     shots = [Shot("sessions", "/"), Shot("timeline", session_url(entry)),
              Shot("call", session_url(entry, tail=f"/call/{call}")),
