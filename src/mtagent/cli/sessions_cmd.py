@@ -218,6 +218,18 @@ def show_cmd(
         else:
             _render_record(console, entry.record, store, full)
     _print_warnings(report)
+    _print_subagents(path)
+
+
+def _print_subagents(path: Path) -> None:
+    """The session's subagents as a tree (each child's status, tokens, summary and transcript)."""
+    from mtagent.agent.subagents.tree import subagent_tree, tree_lines
+
+    nodes = subagent_tree(path)
+    if nodes:
+        _rule(console, "subagents")
+        for line in tree_lines(nodes):
+            console.print(Text(line), soft_wrap=True)
 
 
 def _markdown(records: Iterator[dict[str, Any]]) -> Iterator[str]:
@@ -284,6 +296,10 @@ def export_cmd(
             tmp.unlink(missing_ok=True)
         err_console.print(f"wrote {escape(str(output))}")
     _print_warnings(report)
+    from mtagent.config import load_settings
+    from mtagent.session.store import record_audit
+
+    record_audit(load_settings(cwd), "export", path.stem, {"format": fmt, "to": str(output) if output else "stdout"})
 
 
 def _silence_stdout() -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -180,7 +180,3 @@ def load_profiles(project_root: Path, *, trusted: bool | None = None) -> Profile
     is_trusted = project_trusted(project_root) if trusted is None else trusted
     _read_profiles(Path(project_root) / ".mtagent" / PROFILE_DIR, trusted=is_trusted, into=found)
     return found
-
-
-def with_window(profile: AgentProfile, window: int | None) -> AgentProfile:
-    return replace(profile, window=window)

@@ -1,0 +1,76 @@
+"""Child transcripts live beside the parent, linked both ways; `sessions show` and `/context` show them."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from subagent_helpers import open_session, report_json, subagent_records, task
+from typer.testing import CliRunner
+
+from mtagent import paths
+from mtagent.agent.scripted import tool_call
+from mtagent.agent.subagents.tree import children_usage, nodes_from_records, subagent_tree, tree_lines
+from mtagent.cli.app import app
+from mtagent.cli.context_render import WindowUsage, render_context_stats
+from mtagent.cli.session_report import read_session_report
+from mtagent.session import schema
+from mtagent.session.transcript import read_records
+
+
+def _run(code):
+    child = [tool_call("grep", {"pattern": "FACT"}), report_json("login redirects to /home")]
+    session, _ = open_session(code, [task(id="call_t"), "done"], [child])
+    with session:
+        session.run_turn("explore")
+    return session
+
+
+def test_the_child_transcript_sits_beside_the_parent_and_both_name_each_other(code):
+    session = _run(code)
+    started = subagent_records(session.transcript_path)[0]
+    child_path = paths.subagent_transcript_path(code, session.session_id, started["child_id"])
+    assert child_path == session.transcript_path.parent / session.session_id / "subagents" / f"{started['child_id']}.jsonl"
+    first = next(iter(read_records(child_path)))
+    assert first["type"] == "session_start" and first["parent_session_id"] == session.session_id
+    assert first["parent_tool_call_id"] == "call_t" and first["agent"] == "explore"
+    assert started["path"] == f"{session.session_id}/subagents/{started['child_id']}.jsonl"
+    assert [p.stem for p in paths.history_dir(code).glob("*.jsonl")] == [session.session_id]  # not a top-level session
+
+
+def test_the_tree_reads_status_usage_and_summary(code):
+    session = _run(code)
+    (node,) = subagent_tree(session.transcript_path)
+    assert node.status == "finished" and node.summary == "login redirects to /home" and node.children == []
+    assert node.usage["model_calls"] == 2 and node.usage["input_tokens"] > 0
+    assert children_usage([node])["input_tokens"] == node.usage["input_tokens"]
+    lines = tree_lines([node])
+    assert lines[0].startswith(f"└─ {node.child_id} [explore] find login — finished (success)")
+
+
+def test_sessions_show_renders_the_tree(code):
+    session = _run(code)
+    result = CliRunner().invoke(app, ["sessions", "show", session.session_id, "--cwd", str(code)])
+    assert result.exit_code == 0, result.output
+    assert "subagents" in result.output and "[explore] find login" in result.output
+    assert "login redirects to /home" in result.output
+
+
+def test_context_stats_counts_children_apart(code):
+    session = _run(code)
+    report = read_session_report(session.transcript_path)
+    console = Console(record=True, width=120)
+    console.print(render_context_stats(WindowUsage(131_072, 100_000, {"messages": 1000}), report))
+    text = console.export_text()
+    total = subagent_tree(session.transcript_path)[0].usage["input_tokens"]
+    assert "subagent input tokens (not in this window)" in text and f"{total:,}" in text
+
+
+def test_a_forged_link_is_shown_broken_and_never_opened(tmp_path):
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text(json.dumps(schema.session_start_record("x", "/", None, "0")) + "\n")
+    records = [schema.subagent_record("agent-1", "finished", tool_call_id="c", agent="explore", path="../secret.jsonl"),
+               schema.subagent_record("agent-2", "started", tool_call_id="d", agent="explore",
+                                      path="/etc/passwd")]
+    nodes = nodes_from_records(records, tmp_path / "history")
+    assert all(n.path is None and "not followed" in (n.problem or "") for n in nodes)
