@@ -78,3 +78,16 @@ def test_the_diff_names_what_entered_left_and_changed() -> None:
     assert [m.item.id for m in detail.diff.entered] == ["u2"] and detail.diff.left == []
     assert [m.item.id for m in detail.diff.changed] == ["t1"] and detail.diff.changed[0].cleared
     assert diff_views(detail.messages, []).left == detail.messages
+
+
+def test_temperature_labels_follow_the_recent_tail_and_clearing() -> None:
+    call = {"id": "c1", "name": "ls", "args": {}}
+    records = [_msg(HumanMessage(content="go " * 50, id="u1")), _msg(AIMessage(content="", id="a1", tool_calls=[call])),
+               _msg(ToolMessage(content="x" * 500, tool_call_id="c1", name="ls", id="t1")),
+               schema.parse_record(schema.microcompact_record("size", ["t1"])),
+               _msg(HumanMessage(content="next", id="u2")), _plan(["u1..u2 (4)"])]
+    pairs = list(enumerate(records))
+    detail = call_detail(pairs, 1, lambda s, e: pairs[s:e], tail_tokens=1)
+    assert detail is not None
+    assert [m.item.temperature for m in detail.messages] == ["warm", "warm", "cold", "hot"]
+    assert detail.temperature_counts() == {"warm": 2, "cold": 1, "hot": 1}

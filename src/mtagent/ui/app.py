@@ -153,7 +153,8 @@ class Pages:
         entry, outline = self._session(request)
         number = request.path_params["n"]
         detail = call_detail(list(zip(outline.offsets, outline.records)), number,
-                             lambda start, stop: read_range(entry.path, start, stop, self.redactor))
+                             lambda start, stop: read_range(entry.path, start, stop, self.redactor),
+                             self.options.settings.context.compression_preserve_min_tokens)
         if detail is None:
             raise SessionNotFound(f"session {entry.key} has no model call {number}")
         count = len(call_points(outline.records))

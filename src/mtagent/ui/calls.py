@@ -23,6 +23,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from mtagent.context.plan import ContextItem, context_item
+from mtagent.context.recall.temperature import tail_flags
 from mtagent.context.tokens import MessageTokenCounter
 from mtagent.context.view import build_resume_view
 from mtagent.session import schema
@@ -155,13 +156,19 @@ def _artifact_paths(records: Sequence[dict[str, Any]]) -> dict[str, str]:
     return found
 
 
-def build_view(records: Sequence[dict[str, Any]],
-               counter: MessageTokenCounter | None = None) -> tuple[list[ViewMessage], list[str], bool]:
+def build_view(records: Sequence[dict[str, Any]], counter: MessageTokenCounter | None = None,
+               tail_tokens: int = 0) -> tuple[list[ViewMessage], list[str], bool]:
     """The conversation part of the view after ``records``; the flag is False when the last
-    compaction's first kept message is not among them (read from further back)."""
+    compaction's first kept message is not among them (read from further back).
+
+    Temperature labels are the engine's (:func:`context_item`): the newest ``tail_tokens`` of the
+    view are the hot recent tail.
+    """
     counter = counter or MessageTokenCounter()
     view = build_resume_view(records)
     artifacts = _artifact_paths(records)
+    tokens = [counter.message_tokens(m) for m in view.messages]
+    hot = tail_flags(tokens, tail_tokens)
     out: list[ViewMessage] = []
     for i, message in enumerate(view.messages):
         mark = (message.response_metadata or {}).get("mtagent") or {}
@@ -172,7 +179,7 @@ def build_view(records: Sequence[dict[str, Any]],
             artifact = shown.group(1) if shown else None
             if artifact is None and mark.get("cleared"):
                 artifact = artifacts.get(message.tool_call_id)
-        out.append(ViewMessage(message, context_item(message, counter.message_tokens(message), i), artifact,
+        out.append(ViewMessage(message, context_item(message, tokens[i], i, in_tail=hot[i]), artifact,
                                bool(mark.get("cleared"))))
     return out, list(view.warnings), view.first_kept_found
 
@@ -233,9 +240,11 @@ def read_start(outline: Sequence[tuple[int, dict[str, Any]]], offset: int) -> in
     return marks[-2][0] if len(marks) >= 2 else 0
 
 
-def call_detail(outline: Sequence[tuple[int, dict[str, Any]]], number: int, read: RecordReader) -> CallDetail | None:
+def call_detail(outline: Sequence[tuple[int, dict[str, Any]]], number: int, read: RecordReader,
+                tail_tokens: int = 0) -> CallDetail | None:
     """Call ``number`` (1-based), from the session's outline (small records with offsets) and a
-    reader of the records in ``[start, stop)``; None when there is no such call."""
+    reader of the records in ``[start, stop)``; None when there is no such call. ``tail_tokens``:
+    the recent tail's size (hot), when the plan does not record its own."""
     points = call_points([r for _, r in outline], [o for o, _ in outline])
     if not 1 <= number <= len(points):
         return None
@@ -243,14 +252,15 @@ def call_detail(outline: Sequence[tuple[int, dict[str, Any]]], number: int, read
     before = points[number - 2] if number > 1 else None
     start = read_start(outline, before.offset if before else point.offset)
     entries = read(start, point.offset)
+    plan = next(r for o, r in outline if o == point.offset)
+    tail = plan.get("tail_tokens") if isinstance(plan.get("tail_tokens"), int) else tail_tokens
     counter = MessageTokenCounter()
-    messages, warnings, found = build_view([r for _, r in entries], counter)
+    messages, warnings, found = build_view([r for _, r in entries], counter, tail)
     if not found and start > 0:
         start, entries = 0, read(0, point.offset)
-        messages, warnings, found = build_view([r for _, r in entries], counter)
+        messages, warnings, found = build_view([r for _, r in entries], counter, tail)
     diff = None
     if before is not None:
-        earlier, _, _ = build_view([r for o, r in entries if o < before.offset], counter)
+        earlier, _, _ = build_view([r for o, r in entries if o < before.offset], counter, tail)
         diff = diff_views(earlier, messages)
-    plan = next(r for o, r in outline if o == point.offset)
     return CallDetail(point, plan, messages, diff, check_plan(plan, messages), warnings)
