@@ -41,6 +41,7 @@ def test_run_demo_offloads_compacts_edits_a_scratch_copy_and_resumes(tmp_path):
     assert result.compactions and all(c.pre_tokens > c.post_tokens > 0 for c in result.compactions)
     assert result.tokens_saved >= result.compaction_tokens_saved > 0
     assert result.final_reply.startswith(POLICY_LABEL)
+    assert result.subagents == 1  # one explore child surveyed the classes and reported back
     assert _tree_digest(package) == before  # the code base itself is never edited
     copies = list(result.scratch.glob("*.py"))
     assert copies and "edited by the mtagent demo" in copies[0].read_text()

@@ -4,7 +4,8 @@ Everything except the model is the product: the LangGraph loop, approvals, the t
 result budget and artifacts), the transcript, the context engine (microcompact, session memory,
 compaction) and resume. In place of the model a **scripted demo policy** — clearly labelled in
 every message it writes — decides each next tool call from what it has seen: it lists the code
-base, greps it, reads files (paging when a read is refused as too large), runs a command, copies a
+base, greps it, hands a survey of its classes to an ``explore`` subagent (which reports back in a
+structured report), reads files (paging when a read is refused as too large), runs a command, copies a
 file into a scratch folder *outside the code base* and edits the copy, checks the edit, and keeps
 reading until it has seen the engine compact its context. The window is deliberately small (16K)
 so that offloading, microcompact and compaction all visibly happen in well under a minute.
@@ -15,6 +16,7 @@ so that offloading, microcompact and compaction all visibly happen in well under
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import sys
@@ -125,9 +127,15 @@ class DemoPolicy:
                 return self._call("glob", {"pattern": "**/*"}, "No Python here; list every file instead.")
         if self.stage == "grep":
             self.files = self.files or self._largest_first(_SOURCE_PATH.findall(text))
-            self.stage = "shell"
+            self.stage = "delegate"
             return self._call("grep", {"pattern": r"^\s*(def|class|function|fn|func) ", "max_results": 5_000},
                               "Map every function and class definition (a large result: expect it offloaded).")
+        if self.stage == "delegate":
+            self.stage = "shell"
+            return self._call("task", {"description": "map the classes", "agent": "explore",
+                                       "prompt": "Find where the main classes of this code base are defined and "
+                                                 "report the first few with file:line evidence."},
+                              "Hand the class survey to an explore subagent: only its report enters this window.")
         if self.stage == "shell":
             self.stage = "python"
             return self._call("shell", {"command": "ls -la"}, "Look at the folder with sizes from the shell.")
@@ -208,6 +216,41 @@ class DemoPolicy:
                 f"commands, {edited}. Compaction seen: {'yes' if self.saw_compaction else 'no'}.")
 
 
+@dataclass
+class SubagentDemoPolicy:
+    """The demo's explore child: greps for class definitions, reads the top of one file, reports.
+
+    Its final answer is a structured report (JSON), as any child's must be; like the parent's
+    messages it is labelled as scripted.
+    """
+
+    calls: int = 0
+    hits: list[str] = field(default_factory=list)
+    read: str | None = None
+
+    def __call__(self, messages: list[BaseMessage]) -> AIMessage:
+        last = messages[-1] if messages else None
+        text = last.content if isinstance(last, ToolMessage) and isinstance(last.content, str) else ""
+        self.calls += 1
+        call = {"id": f"demo_child_{self.calls:03d}", "type": "tool_call"}
+        if self.calls == 1:
+            return _said(AIMessage(content="", tool_calls=[{**call, "name": "grep", "args": {
+                "pattern": r"^class \w+", "max_results": 40}}]), "Find the class definitions.")
+        if self.calls == 2:
+            self.hits = [line for line in text.splitlines() if re.match(r"^[\w./-]+:\d+:", line)][:5]
+            if self.hits:
+                self.read = self.hits[0].split(":", 1)[0]
+                return _said(AIMessage(content="", tool_calls=[{**call, "name": "read_file", "args": {
+                    "file_path": self.read, "limit": 30}}]), f"Read the top of {self.read}.")
+        findings = [{"claim": hit.split(":", 2)[2].strip()[:120] or hit, "evidence": [":".join(hit.split(":")[:2])]}
+                    for hit in self.hits]
+        report = {"outcome": "success" if self.hits else "partial",
+                  "summary": f"Found {len(self.hits)} class definitions"
+                             + (f"; read the top of {self.read}." if self.read else "."),
+                  "findings": findings, "files_read": [self.read] if self.read else []}
+        return _said(AIMessage(content=""), json.dumps(report))
+
+
 @dataclass(slots=True, frozen=True)
 class CompactionInfo:
     trigger: str
@@ -237,6 +280,7 @@ class DemoResult:
     microcompactions: int
     compactions: list[CompactionInfo]
     final_reply: str
+    subagents: int = 0
 
     @property
     def compaction_tokens_saved(self) -> int:
@@ -249,7 +293,7 @@ class DemoResult:
 
 def summarize_transcript(path: Path, artifacts_root: Path) -> dict[str, Any]:
     """Counts the demo reports, from the transcript records and the artifacts they name."""
-    persisted = microcompactions = tool_calls = 0
+    persisted = microcompactions = tool_calls = subagents = 0
     saved = 0
     compactions: list[CompactionInfo] = []
     for record in read_records(path):
@@ -259,6 +303,8 @@ def summarize_transcript(path: Path, artifacts_root: Path) -> dict[str, Any]:
                                               int(record.get("pre_tokens") or 0), int(record.get("post_tokens") or 0)))
         elif kind == schema.MICROCOMPACT:
             microcompactions += 1
+        elif kind == schema.SUBAGENT and record.get("status") == "finished":
+            subagents += 1
         elif kind == schema.TRANSCRIPT_MESSAGE and record.get("role") == "assistant":
             tool_calls += len(record.get("tool_calls") or [])
         elif kind == schema.TRANSCRIPT_MESSAGE and record.get("role") == "tool":
@@ -270,7 +316,7 @@ def summarize_transcript(path: Path, artifacts_root: Path) -> dict[str, Any]:
                     shown = record.get("content") if isinstance(record.get("content"), str) else ""
                     saved += max(0, count_text_tokens(full.read_text(errors="replace")) - count_text_tokens(shown))
     return {"persisted": persisted, "saved": saved, "microcompactions": microcompactions,
-            "compactions": compactions, "tool_calls": tool_calls}
+            "compactions": compactions, "tool_calls": tool_calls, "subagents": subagents}
 
 
 def default_root() -> Path:
@@ -292,6 +338,8 @@ def run_demo(cwd: str | Path | None = None, window: int = DEFAULT_WINDOW, *,
     model = ScriptedChatModel(policy=policy, model_name=DEMO_MODEL_NAME)
     with AgentSession.create(root, model=model, settings=settings, approval="auto",
                              session_id=session_id) as session:
+        session.subagents.model_factory = lambda profile, request: (
+            ScriptedChatModel(policy=SubagentDemoPolicy(), model_name=DEMO_MODEL_NAME), DEMO_MODEL_NAME)
         result = session.run_turn(
             "Explore this code base: map its modules, read the main files, run a quick command, and "
             "practise an edit on a scratch copy of one file (never edit the code base itself).")
@@ -303,4 +351,5 @@ def run_demo(cwd: str | Path | None = None, window: int = DEFAULT_WINDOW, *,
         seconds=time.perf_counter() - began, model_calls=result.model_calls, tool_calls=counts["tool_calls"],
         persisted_results=counts["persisted"], persisted_tokens_saved=counts["saved"],
         microcompactions=counts["microcompactions"], compactions=counts["compactions"], final_reply=result.reply,
+        subagents=counts["subagents"],
     )

@@ -67,6 +67,7 @@ def run_demo_command(cwd: Path | None, window: int | None) -> None:
     console.print(render_demo_summary(report, tokens_kept_out=result.persisted_tokens_saved))
     console.print(f"Ran in {result.seconds:.1f} s: {result.model_calls} calls to the scripted policy, "
                   f"{result.tool_calls} tool calls")
+    _print_subagents(result.transcript_path)
     console.print()
     console.print(render_context_grid(window_usage_of(report, window, threshold), title="Context after the demo"))
     sid = escape(report.session_id)
@@ -75,6 +76,17 @@ def run_demo_command(cwd: Path | None, window: int | None) -> None:
     console.print(f"read it back:  [bold]mtagent sessions show {sid} --cwd {where}[/]", soft_wrap=True)
     console.print(f"go on with a real model:  [bold]mtagent --cwd {where} --resume {sid} --model openai:gpt-4o-mini[/]",
                   soft_wrap=True)
+
+
+def _print_subagents(transcript: Path) -> None:
+    """The subagent the demo started: what it explored in its own window and what it reported."""
+    from mtagent.agent.subagents.tree import subagent_tree, tree_lines
+
+    nodes = subagent_tree(transcript)
+    if nodes:
+        console.print(f"{len(nodes)} subagent(s) explored in their own window and reported back:")
+        for line in tree_lines(nodes):
+            console.print(escape(line), soft_wrap=True, highlight=False)
 
 
 def register(app: typer.Typer) -> None:
