@@ -51,11 +51,13 @@ class Bucket(str, Enum):
     MESSAGES = "messages"
     TOOL_RESULTS = "tool_results"
     REATTACHED = "reattached"
+    RETRIEVED = "retrieved"  # recall hits for compacted-away identifiers (spec 003: 20%–35%)
 
 
 # Spec 003: under pressure, retrieved material and old tool results go first; the task
 # state, rules and system prompt go last (never, in practice).
 DROP_ORDER: tuple[Bucket, ...] = (
+    Bucket.RETRIEVED,
     Bucket.REATTACHED,
     Bucket.TOOL_RESULTS,
     Bucket.MEMORY,

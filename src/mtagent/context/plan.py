@@ -19,7 +19,7 @@ an id range so a 10,000-message view does not write 10,000 ids per turn).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.messages import (
@@ -30,6 +30,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from mtagent.context.recall.temperature import temperature_of
 from mtagent.context.static.authority import Conflict
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.budget import Bucket, BudgetBuckets
@@ -56,6 +57,8 @@ def bucket_of(message: BaseMessage) -> Bucket:
     kind = _mark(message).get("kind")
     if kind == "reattached":
         return Bucket.REATTACHED
+    if kind == "retrieved":
+        return Bucket.RETRIEVED
     named = _mark(message).get("bucket", kind)
     if named in SYSTEM_BUCKETS:
         return SYSTEM_BUCKETS[named]
@@ -96,7 +99,14 @@ class ContextItem:
     shape: str = "raw"
 
 
-def context_item(message: BaseMessage, tokens: int, index: int) -> ContextItem:
+def context_item(message: BaseMessage, tokens: int, index: int, *, in_tail: bool = True) -> ContextItem:
+    """The governance labels of one view message; ``in_tail``: it lies in the recent tail (hot)."""
+    item = _context_item(message, tokens, index)
+    cleared = item.visibility == "artifact_ref"
+    return replace(item, temperature=temperature_of(item.bucket.value, in_tail=in_tail, cleared=cleared))
+
+
+def _context_item(message: BaseMessage, tokens: int, index: int) -> ContextItem:
     bucket = bucket_of(message)
     mid = str(message.id or f"#{index}")
     if bucket in (Bucket.SYSTEM, Bucket.RULES, Bucket.SESSION_CONTEXT, Bucket.MEMORY):
@@ -162,6 +172,7 @@ class ContextPlan:
     conflicts: list[Conflict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     selected_ids: list[str] = field(default_factory=list)
+    retrieved: dict[str, Any] | None = None  # the retrieved bucket: items, why, what was dropped
     _selector: Callable[[], list[ContextItem]] | None = None
     _selected: list[ContextItem] | None = None
 
@@ -186,6 +197,7 @@ class ContextPlan:
             "compressed": [c.as_dict() for c in self.compressed],
             "dropped": [d.as_dict() for d in self.dropped],
             "conflicts": [c.as_dict() for c in self.conflicts],
+            **({"retrieved": self.retrieved} if self.retrieved else {}),
         }
 
     def to_record(self) -> dict[str, Any]:
@@ -211,6 +223,16 @@ class ContextPlan:
         described = ", ".join(f"{n} {kind}" for kind, n in counts.items()) or "nothing"
         lines.append(f"Selected: {described} ({self.message_count} messages; "
                      f"{self.cleared_results} tool results cleared to a placeholder)")
+        heat: dict[str, int] = {}
+        for item in self.selected:
+            heat[item.temperature] = heat.get(item.temperature, 0) + 1
+        lines.append("Temperature: " + (", ".join(f"{n} {t}" for t, n in heat.items()) or "nothing")
+                     + " (compacted-away messages are cold: /recall finds them)")
+        if self.retrieved:
+            lines.append(f"Retrieved ({self.retrieved.get('tokens', 0):,} tokens): {self.retrieved.get('reason', '')}")
+            lines += [f"  - {i['reference']} (names {i['identifier']!r}, confidence {i['confidence']:.2f})"
+                      for i in self.retrieved.get("items", [])]
+            lines += [f"  - dropped {d['ref']}: {d['reason']}" for d in self.retrieved.get("dropped", [])]
         lines.append("Compressed this call:" if self.compressed else "Compressed this call: nothing")
         for c in self.compressed:
             lines.append(f"  - {c.id}: {c.from_tokens:,} → {c.to_tokens:,} tokens ({c.method})")

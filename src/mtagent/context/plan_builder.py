@@ -15,6 +15,7 @@ from langchain_core.messages import BaseMessage
 
 from mtagent.context.budget import Bucket, BudgetBuckets
 from mtagent.context.meter import ContextMeter
+from mtagent.context.recall.temperature import tail_flags
 from mtagent.context.plan import (
     CompressedItem,
     ContextItem,
@@ -48,6 +49,7 @@ class PlanFrame:
     token_limit: int
     threshold: int
     tools_tokens: int
+    tail_tokens: int = 0  # the recent tail's size (context.compression_preserve_min_tokens): hot
 
 
 def plan_for_view(
@@ -67,7 +69,8 @@ def plan_for_view(
     def selector() -> list[ContextItem]:
         items = [context_item(m, counter.message_tokens(m), i) for i, m in enumerate(system_list)]
         offset = len(system_list)
-        items += [context_item(view[i], token_list[i], offset + i) for i in range(count)]
+        hot = tail_flags(token_list[:count], frame.tail_tokens)
+        items += [context_item(view[i], token_list[i], offset + i, in_tail=hot[i]) for i in range(count)]
         return items
 
     head = 0

@@ -46,6 +46,7 @@ from mtagent.context.compaction.trigger import early_compaction_settings
 from mtagent.context.meter import ContextMeter
 from mtagent.context.plan import CompressedItem, ContextPlan, DroppedItem, id_range
 from mtagent.context.plan_builder import CallLog, PlanFrame, plan_for_view
+from mtagent.context.recall.retrieved import CompactedRecall
 from mtagent.context.static.authority import Conflict
 from mtagent.context.tokens import MessageTokenCounter
 from mtagent.errors import CompactionFailed
@@ -125,8 +126,10 @@ class ContextWindowManager:
         clock: Callable[[], float] = time.time,
         token_limit: int | None = None,
         root: Path | None = None,
+        retriever: CompactedRecall | None = None,
     ) -> None:
         self.settings = settings
+        self.retriever = retriever  # recall after compaction: the bounded retrieved bucket
         self.summarizer = summarizer
         self.sink = sink
         self.bus = bus
@@ -192,6 +195,8 @@ class ContextWindowManager:
             self.session_memory.maybe_update(history, tokens=tokens)
 
         compaction: CompactionResult | None = None
+        if working and history:
+            self.policy.observe_round(history[-1])
         decision = self.policy.decide(tokens, query_source=query_source, extra_tokens=extra)
         if decision.compact:
             try:
@@ -212,9 +217,13 @@ class ContextWindowManager:
         elif self.policy.disabled and tokens >= decision.threshold:
             log.notes.append("auto compaction is disabled after repeated failures; run /compact")
 
-        frame = PlanFrame(self._turn, tokens, anchored, self.token_limit, self.threshold, tools_tokens)
+        frame = PlanFrame(self._turn, tokens, anchored, self.token_limit, self.threshold, tools_tokens,
+                          self.settings.context.compression_preserve_min_tokens)
         plan = plan_for_view(meter, frame, log, system)
         plan.conflicts = list(conflicts)
+        messages = meter.sent_messages(system)
+        if self.retriever is not None and working:
+            messages = self.retriever.extend(meter.view, messages, plan)
         self._last_call_ts = now
         self.last_plan = plan
         if self.sink is not None:
@@ -225,7 +234,7 @@ class ContextWindowManager:
             self.stats.last_effective_context_limit = self.token_limit - self.settings.context.summary_reserved_tokens
             self.stats.last_auto_compact_threshold = plan.threshold
             self.stats.last_context_tokens = tokens
-        return PreparedContext(meter.sent_messages(system), history, plan, compaction, log.cleared_ids)
+        return PreparedContext(messages, history, plan, compaction, log.cleared_ids)
 
     def compact(
         self,

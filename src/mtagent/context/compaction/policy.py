@@ -127,6 +127,8 @@ class AutoCompactPolicy:
     disabled: bool = False
     last_pre_tokens: int = 0
     last_post_tokens: int = 0
+    rounds_since_compact: int = 0  # user rounds, for context.compact_every_rounds
+    _last_round_id: str | None = None
     _on_disable: list[Callable[[], None]] = field(default_factory=list)
     cost: CostTrigger | None = None
 
@@ -150,6 +152,11 @@ class AutoCompactPolicy:
         if self.disabled:
             return CompactDecision(False, "auto compaction disabled after repeated failures", tokens, threshold)
         estimate = self._cost_estimate(tokens, extra_tokens)
+        every = self.settings.context.compact_every_rounds
+        if (every and self.rounds_since_compact >= every and tokens < threshold
+                and tokens > self.settings.context.compression_preserve_max_tokens):
+            return CompactDecision(True, f"{self.rounds_since_compact} rounds since the last compaction "
+                                   f"(context.compact_every_rounds = {every})", tokens, threshold)
         if tokens < threshold:
             if estimate is not None:
                 reason = (f"{tokens} tokens: compacting saves ≈{estimate.saving:,.0f} over "
@@ -168,8 +175,17 @@ class AutoCompactPolicy:
     def should_compact(self, tokens: int, *, query_source: str = "user") -> bool:
         return self.decide(tokens, query_source=query_source).compact
 
+    def observe_round(self, last: Any) -> None:
+        """Count a user round when the history ends in a new human message (spec 002's service
+        example compacts every 25 rounds). Below the recent tail's size a round never triggers:
+        there would be nothing to summarize, and a failed compaction counts toward the breaker."""
+        if getattr(last, "type", None) == "human" and last.id != self._last_round_id:
+            self._last_round_id = last.id
+            self.rounds_since_compact += 1
+
     def record_success(self, pre_tokens: int, post_tokens: int) -> None:
         self.consecutive_failures = 0
+        self.rounds_since_compact = 0
         self.last_pre_tokens = pre_tokens
         self.last_post_tokens = post_tokens
         if self.cost is not None:

@@ -15,17 +15,24 @@ records which identifier pulled in which item and why. The bucket:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from mtagent.config import RecallSettings
+from mtagent.context.budget import Bucket
 from mtagent.context.recall.query import identifiers
 from mtagent.context.recall.router import Recaller, RecallHit
 from mtagent.context.recall.temperature import BudgetCandidate, over_budget_actions
 from mtagent.context.recall.documents import text_of
 
+if TYPE_CHECKING:
+    from mtagent.context.plan import ContextPlan
+
+log = logging.getLogger(__name__)
 RETRIEVED_ID = "retrieved-context"
 MAX_IDENTIFIERS = 6
 _STATIC_KINDS = ("static_context", "retrieved", "reattached")
@@ -134,13 +141,33 @@ class CompactedRecall:
         self.current = self._retrieve(missing, view_ids, budget)
         return self.current
 
+    def extend(self, view: Sequence[BaseMessage], messages: list[BaseMessage],
+               plan: ContextPlan) -> list[BaseMessage]:
+        """``messages`` with this call's retrieved bucket appended, recorded in ``plan`` (its
+        tokens count toward the plan's total). Never raises: recall is an aid, not a requirement."""
+        try:
+            retrieval = self.step(view, window=plan.token_limit, room=max(0, plan.threshold - plan.tokens))
+        except Exception as exc:  # noqa: BLE001
+            log.warning("recall after compaction failed: %s", exc)
+            return messages
+        if not retrieval.items and not retrieval.dropped:
+            return messages
+        plan.retrieved = retrieval.as_dict()
+        message = retrieval.message()
+        if message is None:
+            return messages
+        plan.buckets.add(Bucket.RETRIEVED, retrieval.tokens)
+        plan.tokens += retrieval.tokens
+        return [*messages, message]
+
     def _retrieve(self, names: list[str], view_ids: list[str], budget: int) -> Retrieval:
         chosen: list[tuple[RecallHit, str]] = []
         seen: set[str] = set()
         for name in names:
-            hits = self.recaller.search(name, scope="all", k=3, stale="filter", exclude_message_ids=view_ids)
+            hits = self.recaller.search(name, scope="all", k=3, session=self.session_id, stale="filter",
+                                        exclude_message_ids=view_ids)
             for hit in hits:
-                if hit.ref in seen or hit.kind == "memory":
+                if hit.ref in seen or hit.temperature != "cold":  # only what a compaction removed
                     continue
                 if name.lower() not in self.recaller.rehydrate(hit.ref).lower() and hit.confidence < 1.0:
                     continue

@@ -1,0 +1,123 @@
+"""Recall after compaction: the retrieved bucket, bounded, recorded in the plan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from mtagent.config import Settings
+from mtagent.context.budget import Bucket
+from mtagent.context.recall import CompactedRecall, IndexingSink, Recaller, RecallIndexer
+from mtagent.context.tokens import count_text_tokens
+from mtagent.context.window import ContextWindowManager
+from mtagent.session import schema
+from mtagent.session.transcript import MemorySink
+
+
+class FixedSummarizer:
+    def summarize(self, messages, *, instructions=None, previous_summary=None) -> str:
+        return "Goal: keep going. State: several files were inspected."
+
+
+def _settings(**recall: object) -> Settings:
+    return Settings.model_validate({
+        "context": {"token_limit": 60_000, "compression_preserve_min_tokens": 500,
+                    "compression_preserve_max_tokens": 1_500},
+        "session_memory": {"enabled": False},
+        "recall": recall,
+    })
+
+
+def _history() -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    for i in range(20):
+        body = f"class Widget{i}Handler:\n" + "\n".join(f"    line {j} of module {i}" for j in range(60))
+        if i == 3:
+            body += "\n    def frobnicate_quux_total(self): return 42"
+        out += [HumanMessage(f"look at module {i}", id=f"h{i}"),
+                AIMessage("", id=f"a{i}", tool_calls=[{"id": f"c{i}", "name": "shell",
+                                                       "args": {"command": f"cat mod{i}.txt"}}]),
+                ToolMessage(body, tool_call_id=f"c{i}", id=f"t{i}", name="shell")]
+    return out
+
+
+def _engine(tmp_path: Path, settings: Settings) -> tuple[ContextWindowManager, RecallIndexer]:
+    indexer = RecallIndexer(tmp_path, settings.recall, in_memory=True)
+    retriever = CompactedRecall(Recaller(indexer), settings.recall, count_text_tokens, "s1")
+    engine = ContextWindowManager(settings, summarizer=FixedSummarizer(),
+                                  sink=IndexingSink(MemorySink(), indexer, "s1"), retriever=retriever)
+    return engine, indexer
+
+
+def _compacted(tmp_path: Path, settings: Settings) -> tuple[ContextWindowManager, list[BaseMessage]]:
+    engine, indexer = _engine(tmp_path, settings)
+    history = _history()
+    for m in history:  # the agent records every message through the same sink
+        indexer.add_record(schema.message_to_record(m), "s1")
+    engine.prepare(history)
+    result = engine.compact(history)
+    return engine, result.new_history()
+
+
+def test_a_new_message_naming_a_compacted_identifier_gets_the_retrieved_bucket(tmp_path: Path) -> None:
+    engine, history = _compacted(tmp_path, _settings())
+    assert "frobnicate_quux_total" not in "".join(str(m.content) for m in history)
+    history.append(HumanMessage("where did frobnicate_quux_total come from?", id="q1"))
+    prepared = engine.prepare(history)
+    last = prepared.messages[-1]
+    assert last.id == "retrieved-context" and "frobnicate_quux_total" in str(last.content)
+    assert "session s1 message t3" in str(last.content)
+    plan = prepared.plan
+    assert plan.retrieved and plan.retrieved["items"][0]["ref"] == "msg:s1:t3"
+    assert plan.buckets.tokens[Bucket.RETRIEVED] == plan.retrieved["tokens"] > 0
+    assert "Retrieved" in plan.explain() and plan.to_dict()["retrieved"]["items"]
+    assert prepared.history[-1].id == "q1"  # ephemeral: never part of the history
+    # Tool rounds of the same turn keep it; the next user message without such names clears it.
+    history += [AIMessage("", id="a-x", tool_calls=[{"id": "cx", "name": "shell", "args": {"command": "ls"}}]),
+                ToolMessage("ok", tool_call_id="cx", id="t-x", name="shell")]
+    assert engine.prepare(history).messages[-1].id == "retrieved-context"
+    history.append(HumanMessage("thanks, carry on", id="q2"))
+    assert engine.prepare(history).messages[-1].id == "q2"
+
+
+def test_nothing_is_retrieved_for_names_still_in_view_or_never_compacted(tmp_path: Path) -> None:
+    engine, history = _compacted(tmp_path, _settings())
+    history.append(HumanMessage("now check brand_new_function_name and module 19", id="q1"))
+    prepared = engine.prepare(history)
+    assert prepared.messages[-1].id == "q1" and prepared.plan.retrieved is None
+
+
+def test_the_bucket_is_bounded_and_drops_are_recorded(tmp_path: Path) -> None:
+    engine, history = _compacted(tmp_path, _settings(retrieved_max_fraction=0.0001))
+    history.append(HumanMessage("where did frobnicate_quux_total come from?", id="q1"))
+    prepared = engine.prepare(history)
+    assert prepared.messages[-1].id == "q1"
+    assert prepared.plan.retrieved and prepared.plan.retrieved["items"] == []
+    assert prepared.plan.retrieved["dropped"][0]["ref"] == "msg:s1:t3"
+
+
+def test_temperature_labels_in_the_plan(tmp_path: Path) -> None:
+    engine, history = _compacted(tmp_path, _settings())
+    history.append(HumanMessage("where did frobnicate_quux_total come from?", id="q1"))
+    plan = engine.prepare(history).plan
+    temps = {item.id: item.temperature for item in plan.selected}
+    assert temps["q1"] == "hot"
+    assert set(temps.values()) <= {"hot", "warm", "cold", "frozen", "long_term"}
+    assert "warm" in temps.values()  # the summary
+    assert "Temperature:" in plan.explain()
+
+
+def test_context_explain_shows_temperature_and_the_retrieved_bucket(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from mtagent.cli.context_render import render_plan_explain
+
+    engine, history = _compacted(tmp_path, _settings())
+    history.append(HumanMessage("where did frobnicate_quux_total come from?", id="q1"))
+    plan = engine.prepare(history).plan
+    console = Console(record=True, width=200)
+    console.print(render_plan_explain(plan.to_dict(), plan.explain()))
+    text = console.export_text()
+    assert "Temperature:" in text and "hot" in text
+    assert "Retrieved (hot)" in text and "frobnicate_quux_total" in text
