@@ -60,7 +60,7 @@ def test_html_report_is_self_contained_with_a_chart_per_session(tmp_path: Path, 
     result = runner.invoke(app, ["replay", str(trajectories / SMALL), "--window", "2048", "--html", str(out), "--json"], env=TIGHT_ENV)
     assert result.exit_code == 0, result.output
     html = out.read_text()
-    assert html.count("<svg") == 2 and "<polyline" in html and "<circle" in html
+    assert html.count("<svg") == 2 and "<polyline" in html and 'class="compaction"' in html
     assert not re.search(r"<script|<link|src=\"http|href=\"http", html)
 
 
