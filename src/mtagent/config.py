@@ -8,21 +8,40 @@ Sources, later ones win::
 An unknown key or a wrong type is a :class:`~mtagent.errors.ConfigError` naming the key and
 where it came from. ``mtagent config show`` prints the merged result; docs/configuration.md's reference
 table is checked against these models by a test.
+
+Why not pydantic-settings: its sources cannot say *which* file or variable held a bad value
+("invalid value for 'context.token_limit' in ~/.mtagent/config.toml"), reject unknown keys per
+file with the valid ones listed, or read TOML literals from ``MTAGENT_*`` variables; the merge
+below is ~80 lines and keeps those messages. The models themselves are plain pydantic.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from mtagent import paths
+from mtagent import paths, trust
+from mtagent.config_ranges import SettingRangeError, check_ranges
 from mtagent.errors import ConfigError
 
 ENV_PREFIX = "MTAGENT_"
+# config.toml is a few lines; reading stops here, so /dev/zero cannot hang or exhaust memory
+MAX_CONFIG_BYTES = 1024 * 1024
+# list prices in USD per million tokens (edit agent.prices when they change)
+DEFAULT_PRICES: dict[str, dict[str, float]] = {
+    "gpt-4o-mini": {"input": 0.15, "output": 0.6, "cache_read": 0.075, "cache_write": 0.15},
+    "gpt-4o": {"input": 2.5, "output": 10.0, "cache_read": 1.25, "cache_write": 2.5},
+    "gpt-4.1": {"input": 2.0, "output": 8.0, "cache_read": 0.5, "cache_write": 2.0},
+    "gpt-4.1-mini": {"input": 0.4, "output": 1.6, "cache_read": 0.1, "cache_write": 0.4},
+    "claude-sonnet-4*": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
+    "claude-opus-4*": {"input": 15.0, "output": 75.0, "cache_read": 1.5, "cache_write": 18.75},
+    "claude-3-5-haiku*": {"input": 0.8, "output": 4.0, "cache_read": 0.08, "cache_write": 1.0},
+}
 _NON_SETTING_ENV = {"MTAGENT_HOME"}
 
 
@@ -33,7 +52,7 @@ class _Section(BaseModel):
 class ContextSettings(_Section):
     """The window and when to compact it (spec 000 M0, M4, M5)."""
 
-    token_limit: int = Field(131_072, gt=0, description="model context window, tokens")
+    token_limit: int = Field(131_072, gt=0, le=100_000_000, description="model context window, tokens")
     summary_reserved_tokens: int = Field(20_000, ge=0, description="kept free for the summary output")
     autocompact_buffer_tokens: int = Field(13_000, ge=0, description="safety buffer below the effective limit")
     min_threshold_fraction: float = Field(
@@ -47,6 +66,24 @@ class ContextSettings(_Section):
     compression_preserve_min_tokens: int = Field(10_000, ge=0, description="recent tail kept by a compact, at least")
     compression_preserve_max_tokens: int = Field(40_000, ge=0, description="recent tail kept by a compact, at most")
     compact_max_consecutive_failures: int = Field(3, ge=1, description="circuit breaker for auto compaction")
+    compaction_trigger: Literal["cost", "threshold"] = Field(
+        "cost", description="cost: compact once the expected cache saving exceeds the compaction's cost "
+        "(the threshold stays the hard ceiling); threshold: only at the threshold"
+    )
+    price_cache_read: float = Field(0.1, ge=0, description="price of a cached input token (uncached input = 1)")
+    price_cache_write: float = Field(1.25, ge=0, description="price of writing a token to the prompt cache")
+    price_input: float = Field(1.0, gt=0, description="price of an uncached input token (the unit)")
+    price_output: float = Field(5.0, ge=0, description="price of an output token")
+    cost_tail_min_tokens: int = Field(5_000, ge=0, description="recent tail kept by a cost-triggered compact, at least")
+    cost_tail_max_tokens: int = Field(20_000, ge=0, description="recent tail kept by a cost-triggered compact, at most")
+    cost_min_calls: int = Field(8, ge=1, description="calls a session runs before the cost trigger may fire")
+    expected_summary_tokens: int = Field(2_000, ge=0, description="summary size the cost trigger assumes")
+    cache_aligned_summaries: bool = Field(
+        True, description="send a summary request as the last main request + one instruction (prompt-cache hit)"
+    )
+    incremental_summaries: bool = Field(
+        True, description="after the first compaction summarize only what is new and merge it into the hand-off"
+    )
     ptl_retry_max: int = Field(3, ge=0, description="prompt-too-long retries of a summary request")
     ptl_min_drop_fraction: float = Field(0.2, gt=0, le=1, description="drop at least this share of rounds per retry")
     reattach_max_files: int = Field(5, ge=0, description="recently read files re-attached after a compact")
@@ -102,6 +139,12 @@ class ReadFileSettings(_Section):
     max_tokens: int = Field(25_000, gt=0, description="larger reads need offset/limit")
     default_limit_lines: int = Field(2_000, gt=0, description="lines returned when only offset is given")
     max_line_chars: int = Field(2_000, gt=0, description="longer lines are cut in the output")
+    count_lines_max_bytes: int = Field(
+        64 * 1024 * 1024, gt=0, description="a paged read counts the file's lines only this far past the page"
+    )
+    edit_max_bytes: int = Field(
+        16 * 1024 * 1024, gt=0, description="edit_file refuses larger files (they are loaded whole to edit)"
+    )
 
 
 class MicrocompactSettings(_Section):
@@ -223,6 +266,11 @@ class AgentSettings(_Section):
     request_timeout_seconds: float = Field(300, gt=0, description="one model call, at most")
     max_steps: int = Field(200, gt=0, description="model calls per user turn, at most")
     workspace_extra_roots: list[str] = Field(default_factory=list, description="more folders tools may touch")
+    prices: dict[str, dict[str, float]] = Field(
+        default_factory=lambda: {k: dict(v) for k, v in DEFAULT_PRICES.items()},
+        description="model (provider:name, bare name or glob) → USD per million tokens: input, output, "
+        "cache_read, cache_write (for /cost and run --json)",
+    )
 
 
 class SubagentSettings(_Section):
@@ -258,8 +306,13 @@ class Settings(_Section):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     shell: ShellSettings = Field(default_factory=ShellSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
-    subagents: SubagentSettings = Field(default_factory=SubagentSettings)
     ui: UiSettings = Field(default_factory=UiSettings)
+    subagents: SubagentSettings = Field(default_factory=SubagentSettings)
+
+    @model_validator(mode="after")
+    def _ranges_and_relations(self) -> Settings:
+        check_ranges(self)  # finite, sane numbers; settings that bound each other agree
+        return self
 
     def auto_compact_threshold_tokens(self, token_limit: int | None = None) -> int:
         """The token count at which auto compaction fires, honouring a user override exactly."""
@@ -283,11 +336,30 @@ SECTIONS: dict[str, type[_Section]] = {
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    """A config file's tables. Only a regular file is read, and at most :data:`MAX_CONFIG_BYTES`
+    of it: a config.toml that is a symlink to ``/dev/zero`` or a FIFO is an error, not a hang."""
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return {}
+    except PermissionError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}; fix its permissions") from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot open config file {path}: {exc.strerror}; point it at a TOML file") from exc
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            if stat.S_ISDIR(os.fstat(fh.fileno()).st_mode):
+                raise IsADirectoryError(path)
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise ConfigError(f"config file {path} is not a regular file (a device, pipe or socket); "
+                                  "make it a TOML file")
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config file {path} is over {MAX_CONFIG_BYTES // 1024} KB; a config file is a few "
+                              "lines of TOML — check that it is the right file")
+        return tomllib.loads(raw.decode("utf-8"))
+    except RecursionError as exc:
+        raise ConfigError(f"config file {path} nests tables or arrays too deeply to read") from exc
     except PermissionError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}; fix its permissions") from exc
     except IsADirectoryError as exc:
@@ -354,6 +426,11 @@ def _validate(data: dict[str, Any], sources: dict[tuple[str, str], str]) -> Sett
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = [str(part) for part in err["loc"]]
+        named = (err.get("ctx") or {}).get("error")
+        if isinstance(named, SettingRangeError):
+            loc = named.key.split(".")
+            where = sources.get(tuple(loc[:2]), "defaults")  # type: ignore[arg-type]
+            raise ConfigError(f"invalid value for '{named.key}' in {where}: {named}") from exc
         key = ".".join(loc[:2])
         where = sources.get(tuple(loc[:2]), "defaults")  # type: ignore[arg-type]
         raise ConfigError(f"invalid value for '{key}' in {where}: {err['msg']}") from exc
@@ -370,7 +447,8 @@ def load_settings(
     layers.append((str(global_path), _read_toml(global_path)))
     if project_root is not None:
         project_path = paths.project_config_path(project_root)
-        layers.append((str(project_path), _read_toml(project_path)))
+        project_layer = trust.filter_project_layer(_read_toml(project_path), project_root, str(project_path))
+        layers.append((str(project_path), project_layer))
     layers.append(("the environment", _env_layer(dict(os.environ if environ is None else environ))))
     if overrides:
         layers.append(("command-line arguments", overrides))

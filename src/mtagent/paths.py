@@ -61,6 +61,11 @@ def global_config_path() -> Path:
     return mtagent_home() / "config.toml"
 
 
+def trust_store_path() -> Path:
+    """The user's project trust decisions (``mtagent trust``); in the home, never in a project."""
+    return mtagent_home() / "trust.json"
+
+
 def global_context_path() -> Path:
     return mtagent_home() / "CONTEXT.md"
 

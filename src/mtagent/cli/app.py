@@ -42,6 +42,9 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
                "(what compaction removed)."),
     "audit": ("mtagent.cli.audit_cmd", "List the audit trail: approvals, denials, memory writes, compactions, "
               "exports (--json)."),
+    "trust": ("mtagent.cli.trust_cmd", "Trust a project so its .mtagent/config.toml may set approvals, "
+              "workspace roots, shell settings and the model endpoint (untrusted projects' security keys "
+              "are ignored with a warning)."),
     "ui": ("mtagent.cli.ui_cmd", "Open the explain UI: a local, read-only web app over every "
            "session's transcript."),
 }

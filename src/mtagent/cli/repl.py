@@ -90,6 +90,7 @@ class Repl:
             prompt_continuation=lambda width, line_number, wrap_count: CONTINUATION.rjust(width),
         )
         self._ask_session: PromptSession[str] | None = None
+        self._answer = ask or self._ask
         self.approver = make_approver(self.console, ask or self._ask, before=self.display.end_text)
 
     def _ask(self, question: str) -> str:
@@ -109,8 +110,24 @@ class Repl:
             self.console.print(f"[yellow]warning:[/] {escape(str(warning))}", soft_wrap=True)
         self.console.print("[dim]/help for commands · Esc+Enter for a new line · Ctrl-D to exit[/]")
 
+    def ask_project_trust(self) -> None:
+        """First run in a project whose own config sets security keys: ask once, store the answer
+        in the user's home (``mtagent trust`` changes it later)."""
+        from mtagent.cli.trust_cmd import answer_first_run, first_run_question
+
+        question = first_run_question(self.host.cwd)
+        if question is None:
+            return
+        try:
+            answer = self._answer(question)
+        except (EOFError, KeyboardInterrupt):
+            return  # no answer: stays untrusted, asked again next time
+        if not answer_first_run(self.host.cwd, answer):
+            self.console.print("[dim]not trusted: the project's security settings are ignored[/]")
+
     def run(self) -> int:
         self.display.attach(self.host.events)
+        self.ask_project_trust()
         self.host.open()
         try:
             self.banner()

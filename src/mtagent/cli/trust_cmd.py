@@ -1,0 +1,79 @@
+"""``mtagent trust [PATH] [--revoke] [--list] [--json]``: let a project's own config relax security.
+
+A repository's ``.mtagent/config.toml`` is written by whoever wrote the repository, so its
+security keys (approval rules, extra workspace roots, shell settings, the model endpoint) are
+ignored until the user trusts that project here or answers the REPL's first-run question. The
+decision is stored in the user's home (``$MTAGENT_HOME/trust.json``), never in the project.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from mtagent import paths, trust
+from mtagent.cli.output import console, user_errors
+from mtagent.config import _read_toml
+
+
+def _project_keys(root: Path) -> list[str]:
+    return trust.security_keys_in(_read_toml(paths.project_config_path(root)))
+
+
+def first_run_question(root: Path) -> str | None:
+    """The REPL's question for a project never decided on whose config sets security keys (else None)."""
+    if trust.decision(root) is not None:
+        return None
+    keys = _project_keys(root)
+    if not keys:
+        return None
+    return (f"This project's .mtagent/config.toml sets {', '.join(keys)} (it came with the repository). "
+            "Trust this project so they apply? [y/N] ")
+
+
+def answer_first_run(root: Path, answer: str) -> bool:
+    """Store the user's answer to :func:`first_run_question`; anything but yes is no."""
+    trusted = answer.strip().lower() in ("y", "yes")
+    trust.set_trust(root, trusted)
+    return trusted
+
+
+@user_errors
+def trust_command(
+    path: Path = typer.Argument(Path("."), help="Project folder (default: the current folder)."),
+    revoke: bool = typer.Option(False, "--revoke", help="Stop trusting the project: its security keys are "
+                                "ignored again."),
+    list_: bool = typer.Option(False, "--list", help="List every trust decision instead."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (for scripts)."),
+) -> None:
+    """Trust a project so its .mtagent/config.toml may set approvals, workspace roots, shell settings
+    and the model endpoint (untrusted projects' security keys are ignored with a warning)."""
+    if list_:
+        decisions = trust.all_decisions()
+        if as_json:
+            typer.echo(json.dumps(decisions, indent=1, sort_keys=True))
+            return
+        if not decisions:
+            console.print("no trust decisions yet; `mtagent trust PATH` trusts a project", markup=False)
+        for key, entry in sorted(decisions.items()):
+            console.print(f"{'trusted  ' if entry.get('trusted') else 'untrusted'}  {key}", markup=False)
+        return
+    root = path.expanduser().resolve()
+    if not root.is_dir():
+        from mtagent.errors import UsageError
+
+        raise UsageError(f"{path} is not a folder; give the project folder to trust")
+    key = trust.set_trust(root, not revoke)
+    keys = _project_keys(root)
+    if as_json:
+        typer.echo(json.dumps({"project": key, "trusted": not revoke, "security_keys": keys}))
+        return
+    verb = "no longer trusted: its" if revoke else "trusted: its"
+    what = ", ".join(keys) if keys else "security keys (none set now)"
+    console.print(f"{key} is {verb} {what} {'are ignored' if revoke else 'apply'}", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("trust")(trust_command)

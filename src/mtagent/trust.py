@@ -1,0 +1,125 @@
+"""Project trust: a repository's own ``.mtagent/config.toml`` is untrusted until the user says so.
+
+The project config lives inside the repository being worked on, so whoever wrote the repository
+wrote it. Until the user trusts that project (``mtagent trust``, or the REPL's first-run
+question), the keys that relax security — :data:`SECURITY_KEYS`: approval rules, extra workspace
+roots, every shell setting, the model and its endpoint — are dropped from the project layer with
+a one-line warning; everything else (window sizes, compaction tunables) still applies.
+
+Decisions live in the user's home (``$MTAGENT_HOME/trust.json``), keyed by the project's resolved
+path, never in the project. A decision is ``trusted`` or ``untrusted``; no entry means undecided
+(treated as untrusted, and the REPL asks).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from mtagent import paths
+from mtagent.errors import ConfigError
+
+# (section, key) pairs a project may not set until trusted; a key of "*" covers the whole section.
+SECURITY_KEYS: frozenset[tuple[str, str]] = frozenset({
+    ("agent", "approval"), ("agent", "workspace_extra_roots"), ("agent", "base_url"), ("agent", "model"),
+    ("agent", "compact_model"), ("shell", "*"),
+})
+_MAX_STORE_BYTES = 4 * 1024 * 1024
+_warned: set[str] = set()
+
+
+def _key(project_root: str | os.PathLike[str]) -> str:
+    return str(Path(project_root).expanduser().resolve())
+
+
+def _load() -> dict[str, dict[str, Any]]:
+    path = paths.trust_store_path()
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(_MAX_STORE_BYTES + 1)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read the project trust file {path}: {exc.strerror}; fix or delete it") from exc
+    try:
+        data = json.loads(raw.decode("utf-8")) if len(raw) <= _MAX_STORE_BYTES else None
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise ConfigError(f"the project trust file {path} is damaged; delete it and trust projects again "
+                          "with `mtagent trust`")
+    return data
+
+
+def _save(data: dict[str, dict[str, Any]]) -> None:
+    path = paths.trust_store_path()
+    paths.ensure_dir(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=".trust-", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def decision(project_root: str | os.PathLike[str]) -> bool | None:
+    """True (trusted), False (the user said no) or None (never asked)."""
+    entry = _load().get(_key(project_root))
+    return None if entry is None else bool(entry.get("trusted"))
+
+
+def is_trusted(project_root: str | os.PathLike[str]) -> bool:
+    return decision(project_root) is True
+
+
+def set_trust(project_root: str | os.PathLike[str], trusted: bool) -> str:
+    """Record the user's decision; returns the key (the resolved path)."""
+    data = _load()
+    key = _key(project_root)
+    data[key] = {"trusted": trusted, "decided_at": time.time()}
+    _save(data)
+    return key
+
+
+def forget(project_root: str | os.PathLike[str]) -> bool:
+    data = _load()
+    removed = data.pop(_key(project_root), None) is not None
+    if removed:
+        _save(data)
+    return removed
+
+
+def all_decisions() -> dict[str, dict[str, Any]]:
+    return _load()
+
+
+def security_keys_in(layer: dict[str, Any]) -> list[str]:
+    """The security keys ``layer`` (one config file's tables) sets, as ``section.key``."""
+    found = []
+    for section, body in layer.items():
+        if not isinstance(body, dict):
+            continue
+        for key in body:
+            if (section, key) in SECURITY_KEYS or (section, "*") in SECURITY_KEYS:
+                found.append(f"{section}.{key}")
+    return found
+
+
+def filter_project_layer(layer: dict[str, Any], project_root: str | os.PathLike[str], source: str) -> dict[str, Any]:
+    """``layer`` without its security keys unless the project is trusted (one warning per file)."""
+    dropped = security_keys_in(layer)
+    if not dropped or is_trusted(project_root):
+        return layer
+    kept = {}
+    for section, body in layer.items():
+        if isinstance(body, dict):
+            body = {k: v for k, v in body.items() if f"{section}.{k}" not in dropped}
+        kept[section] = body
+    if source not in _warned:
+        _warned.add(source)
+        sys.stderr.write(f"warning: ignoring {', '.join(dropped)} from {source}: this project is not trusted "
+                         f"(run `mtagent trust {_key(project_root)}` if you trust it)\n")
+    return kept

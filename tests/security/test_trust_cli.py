@@ -1,0 +1,86 @@
+"""`mtagent trust` and the REPL's first-run trust question (issue #13)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prompt_toolkit import PromptSession
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+from typer.testing import CliRunner
+
+from mtagent import trust
+from mtagent.cli.app import app
+from mtagent.cli.repl import Repl, key_bindings
+from mtagent.cli.run_cmd import SessionOptions
+
+CONFIG = '[agent]\napproval = { "shell" = "allow" }\nworkspace_extra_roots = ["/"]\n'
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / ".mtagent").mkdir(parents=True)
+    (root / ".mtagent" / "config.toml").write_text(CONFIG)
+    return root
+
+
+@pytest.fixture
+def pipe() -> Iterator:
+    with create_pipe_input() as inp:
+        yield inp
+
+
+def _repl(project: Path, tmp_path: Path, pipe, answers: list[str]) -> tuple[Repl, Console, list[str]]:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["ok"]), encoding="utf-8")
+    console = Console(record=True, width=200, force_terminal=False)
+    session = PromptSession(input=pipe, output=DummyOutput(), key_bindings=key_bindings(), multiline=True)
+    asked: list[str] = []
+
+    def ask(question: str) -> str:
+        asked.append(question)
+        return answers.pop(0)
+
+    repl = Repl(SessionOptions(cwd=project, model=f"scripted:{script}"), console=console,
+                prompt_session=session, ask=ask)
+    return repl, console, asked
+
+
+def test_the_repl_asks_once_and_a_no_keeps_the_projects_security_keys_ignored(project, tmp_path, pipe) -> None:
+    repl, _console, asked = _repl(project, tmp_path, pipe, ["n"])
+    pipe.send_text("/exit\r")
+    assert repl.run() == 0
+    assert len(asked) == 1 and "agent.approval" in asked[0] and "workspace_extra_roots" in asked[0]
+    assert trust.decision(project) is False
+    assert repl.host.session is None or repl.host.session.settings.agent.approval == {}
+
+
+def test_the_repl_question_answered_yes_trusts_the_project(project, tmp_path, pipe) -> None:
+    repl, _console, asked = _repl(project, tmp_path, pipe, ["y"])
+    pipe.send_text("/exit\r")
+    repl.run()
+    assert trust.decision(project) is True and len(asked) == 1
+    again, _c, asked_again = _repl(project, tmp_path, pipe, [])
+    pipe.send_text("/exit\r")
+    again.run()
+    assert asked_again == []  # decided: not asked again
+
+
+def test_trust_command_trusts_lists_and_revokes(project) -> None:
+    runner = CliRunner()
+    out = runner.invoke(app, ["trust", str(project), "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["trusted"] is True and "agent.approval" in data["security_keys"]
+    listed = json.loads(runner.invoke(app, ["trust", "--list", "--json"]).output)
+    assert listed[str(project.resolve())]["trusted"] is True
+    revoked = runner.invoke(app, ["trust", str(project), "--revoke"])
+    assert revoked.exit_code == 0 and "no longer trusted" in revoked.output
+    assert trust.decision(project) is False
+    missing = runner.invoke(app, ["trust", str(project / "nope")])
+    assert missing.exit_code == 2
