@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "subagent_bench.py"
@@ -11,6 +12,7 @@ BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "subagent_bench.py"
 def test_delegating_the_exploration_halves_the_parents_input_at_equal_facts(tmp_path, capsys, monkeypatch):
     spec = importlib.util.spec_from_file_location("subagent_bench", BENCH)
     bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "subagent_bench", bench)  # dataclasses look their module up
     spec.loader.exec_module(bench)
     monkeypatch.setattr(bench, "RESULTS", tmp_path / "out.md")
     assert bench.main(["--files", "5", "--follow-ups", "2"]) == 0
