@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from subagent_helpers import open_session, report_json, task
 
+from mtagent import trust
 from mtagent.agent.subagents import profiles as P
 
 
@@ -67,7 +68,16 @@ def test_a_huge_or_non_file_profile_is_skipped(tmp_path):
     assert "huge" not in loaded.profiles and "dir" not in loaded.profiles
 
 
-def test_projects_are_untrusted_until_a_trust_store_says_otherwise(tmp_path):
+def test_projects_are_untrusted_until_the_user_trusts_them(tmp_path):
+    _write(tmp_path / ".mtagent/agents", "shelly", SHELLY)
+    assert P.project_trusted(tmp_path) is False
+    assert P.load_profiles(tmp_path).get("shelly").tools == {"read_file"}
+    trust.set_trust(tmp_path, True)
+    assert P.load_profiles(tmp_path).get("shelly").tools == {"read_file", "shell", "write_file"}
+
+
+def test_a_damaged_trust_file_means_untrusted(tmp_path, mtagent_home):
+    (mtagent_home / "trust.json").write_text("{not json")
     assert P.project_trusted(tmp_path) is False
 
 

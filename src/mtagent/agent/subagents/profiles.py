@@ -20,20 +20,22 @@ warning, never a crash.
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtagent import paths
+from mtagent import paths, trust
 from mtagent.context.static.rules import parse_front_matter
+from mtagent.errors import ConfigError
 
 READ_ONLY_TOOLS: frozenset[str] = frozenset({"read_file", "grep", "glob", "ls", "read_tool_result", "recall"})
 WRITE_TOOLS: frozenset[str] = frozenset({"write_file", "edit_file", "shell", "save_memory"})
 ALL_TOOLS = "*"
 PROFILE_DIR = "agents"
 PROFILE_MAX_BYTES = 64 * 1024
+log = logging.getLogger(__name__)
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
 
 EXPLORE_INSTRUCTIONS = """You are an exploration subagent. Search and read the code base to answer the \
@@ -163,14 +165,13 @@ def _read_profiles(folder: Path, *, trusted: bool, into: ProfileSet) -> None:
 def project_trusted(project_root: Path) -> bool:
     """Whether the user trusts this project's own configuration (``mtagent trust``).
 
-    Until the trust store exists in this build, a project is untrusted — the safe answer.
+    A damaged trust file is the trust module's error to report; here it means "not trusted".
     """
     try:
-        from mtagent import trust  # type: ignore[attr-defined]
-    except ImportError:
+        return trust.is_trusted(project_root)
+    except ConfigError as exc:
+        log.warning("%s", exc)
         return False
-    check: Callable[[Path], bool] | None = getattr(trust, "is_trusted", None)
-    return bool(check(project_root)) if callable(check) else False
 
 
 def load_profiles(project_root: Path, *, trusted: bool | None = None) -> ProfileSet:
