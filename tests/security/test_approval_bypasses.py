@@ -70,11 +70,13 @@ def test_duplicate_tool_call_ids_are_rekeyed_in_calls_and_content() -> None:
 def test_a_shell_call_sharing_an_id_with_an_allowed_call_does_not_run_under_deny(tmp_path) -> None:
     from langchain_core.messages import AIMessage
 
-    from agent_helpers import agent_settings, make_project
     from mtagent.agent.scripted import ScriptedChatModel
     from mtagent.agent.session import AgentSession
+    from mtagent.config import Settings
 
-    project = make_project(tmp_path)
+    project = tmp_path / "project"
+    project.mkdir()
+    settings = Settings.model_validate({"agent": {"retry_base_seconds": 0.0}, "session_memory": {"enabled": False}})
     victim = project / "victim.txt"
     victim.write_text("keep me\n")
     twin = AIMessage(content="", tool_calls=[
@@ -82,7 +84,7 @@ def test_a_shell_call_sharing_an_id_with_an_allowed_call_does_not_run_under_deny
         {"name": "shell", "args": {"command": f"rm -f {victim}"}, "id": "dup", "type": "tool_call"},
     ])
     model = ScriptedChatModel([twin, "done"])
-    with AgentSession.create(project, model=model, settings=agent_settings(), approval="never") as session:
+    with AgentSession.create(project, model=model, settings=settings, approval="never") as session:
         result = session.run_turn("go")
     assert victim.exists(), "the shell call ran under --approval deny"
     answered = [m for m in model.calls[1] if m.type == "tool"]
