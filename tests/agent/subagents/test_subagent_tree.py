@@ -74,3 +74,18 @@ def test_a_forged_link_is_shown_broken_and_never_opened(tmp_path):
                                       path="/etc/passwd")]
     nodes = nodes_from_records(records, tmp_path / "history")
     assert all(n.path is None and "not followed" in (n.problem or "") for n in nodes)
+
+
+def test_a_childs_transcript_is_recallable_live_and_after_a_catch_up(code):
+    from mtagent.context.recall import Recaller, RecallIndexer, index_path
+
+    child = [tool_call("read_file", {"file_path": "routes.py"}), report_json("routes read")]
+    session, _ = open_session(code, [task(), "done"], [child])
+    with session:
+        session.run_turn("explore")
+    child_id = subagent_records(session.transcript_path)[0]["child_id"]
+    hits = Recaller(RecallIndexer(code)).search("home_view")
+    assert child_id in {h.session for h in hits}
+    index_path(code).unlink()
+    fresh = RecallIndexer(code)
+    assert fresh.catch_up() > 0 and child_id in {h.session for h in Recaller(fresh).search("home_view")}

@@ -105,6 +105,8 @@ class RecallIndexer:
         if not folder.is_dir():
             return 0
         files = [folder / f"{session}.jsonl"] if session else sorted(folder.glob("*.jsonl"))
+        if session is None:  # subagents' transcripts (<session>/subagents/<child>.jsonl) are recallable too
+            files += sorted(folder.glob("*/subagents/*.jsonl"))
         return sum(self._catch_up_file(path) for path in files if path.is_file())
 
     def _catch_up_file(self, path: Path) -> int:
