@@ -26,6 +26,12 @@ def test_sessions_page_lists_the_demo_session_and_searches(chromium_page: Any, u
     # the subagent of the hostile session is shown under its parent
     child = page.locator("tr.session-row.depth-1", has_text=CHILD_ID)
     assert child.count() == 1 and "subagent" in child.inner_text()
+    children = sorted((demo_session.transcript.parent / demo_session.session_id / "subagents").glob("*.jsonl"))
+    for path in children:  # the demo's own subagent, when the demo starts one
+        assert page.locator("tr.session-row.depth-1", has_text=path.stem).count() == 1
+        page.goto(ui_url + f"/p/{demo_session.project}/s/{demo_session.session_id}~{path.stem}")
+        assert page.locator("h1").inner_text().endswith(path.stem)
+        page.goto(ui_url + "/")
     page.fill("#session-filter", "scripted")  # the live filter hides what does not match
     assert page.locator("tr.session-row", has_text=HOSTILE_ID).is_hidden()
     page.goto(ui_url + "/?q=no-such-session-anywhere")

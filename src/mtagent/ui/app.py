@@ -142,11 +142,15 @@ class Pages:
         threshold = next((p.threshold for p in reversed(points) if p.threshold), None)
         chart = timeline_svg(points, lambda n: session_url(entry, tail=f"/call/{n}"), window=window,
                              threshold=threshold)
+        links: dict[str, dict[str, Any]] = {}
+        for r in outline.records:
+            if r.get("type") == "subagent":  # started, then finished: later fields win, earlier ones stay
+                links.setdefault(str(r.get("child_id")), {}).update({k: v for k, v in r.items() if v is not None})
         compactions = [(p.number, c) for p in points for c in p.compactions]
         micro = [(p.number, m) for p in points for m in p.microcompacts]
         return self.render("session.html", title=f"Session {entry.key}", entry=entry, points=points,
                            chart=Markup(chart), buckets=timeline_buckets(points), window=window,
-                           threshold=threshold, compactions=compactions, microcompacts=micro,
+                           threshold=threshold, compactions=compactions, microcompacts=micro, links=links,
                            warnings=outline.warnings)
 
     def call(self, request: Request) -> Response:
@@ -165,9 +169,7 @@ class Pages:
 
     # ── artifacts and memory ─────────────────────────────────────────────────────────
     def _store(self, entry: SessionEntry) -> ArtifactStore:
-        from mtagent.context.view import artifact_store_for
-
-        return artifact_store_for(entry.path)
+        return ArtifactStore(self.catalog.artifact_root(entry.project, entry.path))
 
     def artifacts(self, request: Request) -> Response:
         entry, outline = self._session(request)

@@ -205,7 +205,7 @@ class Catalog:
     def entry(self, project: str, key: str, path: Path) -> SessionEntry:
         stats = self.stats(path)
         children = [self.entry(project, f"{key}{KEY_SEPARATOR}{child.stem}", child)
-                    for child in child_transcripts(path)]
+                    for child in self._children(project, path)]
         return SessionEntry(project, key, path, path.stat().st_size, stats, session_status(path, stats), children)
 
     def sessions(self, project: str) -> list[SessionEntry]:
@@ -229,10 +229,27 @@ class Catalog:
             paths.validate_session_id(part)
         path = self.project_dir(project) / f"{ids[0]}.jsonl"
         for child in ids[1:]:
-            path = path.parent / path.stem / SUBAGENTS_DIR / f"{child}.jsonl"
+            path = next((p for p in self._children(project, path) if p.stem == child),
+                        path.parent / path.stem / SUBAGENTS_DIR / f"{child}.jsonl")
         if not path.is_file():
             raise SessionNotFound(f"no session {key!r} in project {project!r}; see the sessions page")
         return path
+
+    def _children(self, project: str, path: Path) -> list[Path]:
+        """A session's subagent transcripts: beside it (``<id>/subagents/``) and, for a child that
+        started its own, under the project folder by the child's id."""
+        found = child_transcripts(path)
+        flat = self.history / project / path.stem / SUBAGENTS_DIR
+        if flat != path.parent / path.stem / SUBAGENTS_DIR and flat.is_dir():
+            found += [p for p in sorted(flat.glob("*.jsonl")) if p.is_file() and _safe_id(p.stem)]
+        return found
+
+    def artifact_root(self, project: str, path: Path) -> Path:
+        """A session's artifact folder: ``artifacts/<id>/`` beside its transcript, or — for a
+        subagent — under the project folder, where the agent writes a child's artifacts."""
+        beside = path.parent / "artifacts" / path.stem
+        by_id = self.history / project / "artifacts" / path.stem
+        return beside if beside.is_dir() or not by_id.is_dir() else by_id
 
     def find(self, project: str, key: str) -> SessionEntry:
         path = self.transcript_path(project, key)

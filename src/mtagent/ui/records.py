@@ -37,7 +37,8 @@ __all__ = ["Outline", "Redactor", "TranscriptCache", "default_redactor", "read_o
 # Outlines kept in memory; a few recent sessions are what a person clicks through.
 CACHED_OUTLINES = 16
 OUTLINE_TYPES = frozenset({schema.CONTEXT_PLAN, schema.COMPACT_BOUNDARY, schema.COMPRESSION, schema.MICROCOMPACT,
-                           schema.TOOL_RESULT_ARTIFACT, schema.SESSION_MEMORY_UPDATE, schema.SESSION_START})
+                           schema.TOOL_RESULT_ARTIFACT, schema.SESSION_MEMORY_UPDATE, schema.SESSION_START,
+                           "subagent"})
 _TYPE = re.compile(rb'"type"\s*:\s*"([a-z_]+)"')
 _TYPE_PREFIX_BYTES = 96  # writers put "type" first; a longer prefix only costs time
 
