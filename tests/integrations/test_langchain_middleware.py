@@ -151,7 +151,7 @@ def test_second_context_length_error_after_the_retry_propagates(project, build_a
 
 def test_reactive_compaction_that_cannot_shrink_reraises_the_providers_error(project, monkeypatch):
     middleware = MTContextMiddleware(settings=small_window_settings(), project_root=project, session_id="tiny")
-    manager = middleware.session(None).engine.manager
+    manager = middleware.session(None).engine.window
 
     def cannot_shrink(*_args, **_kwargs):
         raise CompactionFailed("nothing to compact: everything is in the recent tail")

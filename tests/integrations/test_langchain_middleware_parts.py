@@ -199,14 +199,14 @@ def test_idle_gap_clears_old_results_by_time_even_after_a_resume_in_a_new_proces
     config = {"configurable": {"thread_id": "idle"}, "recursion_limit": 200}
     clock = {"now": 1_000_000.0}
     first = MTContextMiddleware(settings=settings, project_root=project, session_id="idle")
-    first.session(None).engine.manager.clock = lambda: clock["now"]
+    first.session(None).engine.window.clock = lambda: clock["now"]
     build_agent(ScriptedChatModel(script(8)), [first], saver).invoke({"messages": [HumanMessage("go")]}, config)
     first.close()
 
     clock["now"] += (settings.microcompact.gap_threshold_minutes + 1) * 60
     model = ScriptedChatModel([reply("back after lunch")])
     second = MTContextMiddleware(settings=settings, project_root=project, session_id="idle")
-    second.session(None).engine.manager.clock = lambda: clock["now"]
+    second.session(None).engine.window.clock = lambda: clock["now"]
     build_agent(model, [second], saver).invoke({"messages": [HumanMessage("continue")]}, config)
     second.close()
 

@@ -1,4 +1,4 @@
-"""Assemble one session's engine: context window manager, session memory, tools, static context.
+"""Assemble one session's engine: engine session, window manager, session memory, tools, static context.
 
 The agent is a thin user of the engine; this module is the one place that knows how the
 parts are wired for a session — the same sink (the session's redacting transcript writer),
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
 
 from mtagent.config import Settings
@@ -23,9 +23,11 @@ from mtagent.context.static.rules import touched_paths
 from mtagent.context.session_memory.manager import SessionMemoryManager
 from mtagent.context.static.tiers import RuntimeContext, StaticContext, StaticParts
 from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from mtagent.context.engine_session import EngineSession
 from mtagent.context.tool_results.budgeter import ToolResultBudgeter
 from mtagent.context.window import ContextWindowManager
 from mtagent.events import EventBus, SessionStats
+from mtagent.redaction import Redactor
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.tools import ToolContext, ToolSession, default_tools
 
@@ -41,6 +43,7 @@ class EngineParts:
     budgeter: ToolResultBudgeter
     session_memory: SessionMemoryManager | None
     summarizer: Summarizer
+    session: EngineSession
 
 
 def make_summarizer(settings: Settings, model: BaseChatModel | None) -> Summarizer:
@@ -51,7 +54,7 @@ def make_summarizer(settings: Settings, model: BaseChatModel | None) -> Summariz
 
 def build(*, project_root: Path, settings: Settings, sink: Any, events: EventBus, stats: SessionStats,
           artifacts: ArtifactStore, tools: ToolsSpec = None,
-          summarizer_model: BaseChatModel | None = None) -> EngineParts:
+          summarizer_model: BaseChatModel | None = None, redactor: Redactor | None = None) -> EngineParts:
     """Wire the engine parts of one session (see the module docstring).
 
     ``tools``: None for :func:`mtagent.tools.default_tools`; a list to use as is; or a callable
@@ -73,7 +76,9 @@ def build(*, project_root: Path, settings: Settings, sink: Any, events: EventBus
         read_state=context.read_state, token_limit=settings.context.token_limit, root=project_root,
     )
     static = StaticContext(project_root, settings.memory)
-    return EngineParts(engine, tool_list, static, context, context.budgeter, memory, summarizer)
+    session = EngineSession(engine, context.budgeter, sink, settings=settings, events=events, stats=stats,
+                            redactor=redactor)
+    return EngineParts(engine, tool_list, static, context, context.budgeter, memory, summarizer, session)
 
 
 def static_parts(static: StaticContext, tools: Iterable[BaseTool], project_root: Path) -> StaticParts:
@@ -90,11 +95,3 @@ def static_messages(static: StaticContext, tools: Iterable[BaseTool], project_ro
 def touch_paths(static: StaticContext, message: BaseMessage, project_root: Path) -> None:
     """Switch on path-scoped rules for files a new message names (incremental, per message)."""
     static.touch(touched_paths([message], project_root))
-
-
-def budget_in_turn(budgeter: ToolResultBudgeter, earlier: Sequence[ToolMessage],
-                   new: ToolMessage) -> ToolMessage:
-    """Apply the per-turn aggregate limit to ``new`` alone: ``earlier`` results of the turn are
-    already frozen and recorded, so only the newcomer can be offloaded to fit."""
-    return budgeter.budget_turn([*earlier, new])[-1]  # type: ignore[return-value]
-

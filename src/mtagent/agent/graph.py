@@ -1,14 +1,15 @@
 """The agent loop as a LangGraph ``StateGraph``: reason → approve → tools → reason … → end.
 
-* **reason** asks the context engine what to send (``ContextWindowManager.prepare``: budget,
-  microcompact, auto compact, plan), calls the model with the tools bound, and appends the reply
-  to the transcript at once. Transient provider errors are retried with backoff; a context-length
-  rejection triggers one reactive compact and one retry (:mod:`mtagent.agent.model_errors`).
+* **reason** calls the model through the engine session
+  (:meth:`~mtagent.context.engine_session.EngineSession.call_model`: prepare — microcompact, auto
+  compact, plan —, transient retries with backoff, one reactive compact and retry on a
+  context-length rejection) with the tools bound, and records the reply at once.
 * **approve** decides each requested tool call (:class:`~mtagent.agent.approval.ApprovalPolicy`);
   calls that need the user's yes are put to them through LangGraph's ``interrupt()``. The node
   has no side effects, so re-running it on resume is harmless.
-* **tools** runs the approved calls in order and appends each result as it arrives. A call that
-  already has a result, or that had started before a crash, is never run again.
+* **tools** runs the approved calls in order; each result is budgeted and recorded as it arrives
+  (:meth:`~mtagent.context.engine_session.EngineSession.tool_result`). A call that already has a
+  result, or that had started before a crash, is never run again (the engine session's guard).
 
 Ctrl-C (``KeyboardInterrupt``) is not swallowed: the tool node first records what happened to
 the call in flight and to the calls that never started, so the history stays a valid
@@ -20,8 +21,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.messages.utils import message_chunk_to_message
@@ -32,13 +33,6 @@ from langgraph.types import interrupt
 
 from mtagent.agent import prompts
 from mtagent.agent.approval import ApprovalPolicy, unique_call_ids
-from mtagent.agent.model_errors import (
-    ErrorKind,
-    RetryPolicy,
-    call_with_retries,
-    classify,
-    to_model_error,
-)
 from mtagent.agent.state import (
     INVALID_ARGS_KEY,
     AgentState,
@@ -47,36 +41,13 @@ from mtagent.agent.state import (
     ToolDecision,
 )
 from mtagent.config import Settings
+from mtagent.context.engine_session import EngineCounters, EngineSession
+from mtagent.context.model_errors import RETRYABLE, ErrorKind, classify, to_model_error
 from mtagent.errors import CompactionFailed, ModelError
 from mtagent.events import EventBus, EventType, SessionStats
-from mtagent.session.schema import event_record, message_to_record, new_message_id
-from mtagent.session.transcript import RecordSink
+from mtagent.session.schema import new_message_id
 
 APPROVAL_KIND = "tool_approval"
-
-
-class PreparedView(Protocol):
-    messages: list[BaseMessage]
-    history: list[BaseMessage]
-
-
-class ContextEngine(Protocol):
-    """What the loop needs from :class:`mtagent.context.window.ContextWindowManager`."""
-
-    def prepare(self, history: list[BaseMessage], *, system: Sequence[BaseMessage] = (),
-                tools_tokens: int = 0, query_source: str = "user", conflicts: Sequence[Any] = ()) -> Any: ...
-
-    def reactive_compact(self, history: list[BaseMessage], *, system: Sequence[BaseMessage] | None = None,
-                         tools_tokens: int = 0) -> Any: ...
-
-
-@dataclass(slots=True)
-class RunCounters:
-    model_calls: int = 0
-    tool_executions: int = 0
-    retries: int = 0
-    reactive_compacts: int = 0
-    executed: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -85,41 +56,48 @@ class AgentRuntime:
 
     model: Runnable[Any, Any]
     model_name: str
-    engine: ContextEngine
+    engine: EngineSession
     tools: dict[str, Any]
     policy: ApprovalPolicy
     conversation: Conversation
     settings: Settings
-    sink: RecordSink
     events: EventBus
     system: Callable[[], list[BaseMessage]] = list
     # The authority conflicts the last ``system()`` build resolved (recorded in the plan).
     conflicts: Callable[[], Sequence[Any]] = tuple
     tools_tokens: int = 0
-    redact: Callable[[str], str] = str
     on_token: Callable[[str], None] | None = None
     on_prepared: Callable[[Any], None] | None = None
     on_message: Callable[[BaseMessage], None] | None = None
-    budget: Callable[[list[ToolMessage], ToolMessage], ToolMessage] | None = None
-    sleep: Callable[[float], None] | None = None
     secrets: tuple[str, ...] = ()
     clock: Callable[[], float] = time.time
-    counters: RunCounters = field(default_factory=RunCounters)
     stats: SessionStats | None = None  # the session's statistics (``/context stats``), shared with the engine
+
+    @property
+    def counters(self) -> EngineCounters:
+        return self.engine.counters
+
+    def redact(self, text: str) -> str:
+        return self.engine.redactor.text(text)
 
     def add(self, message: BaseMessage) -> None:
         """Append to the live history and the transcript (a crash loses only the call in flight)."""
-        if not message.id:
-            message.id = new_message_id()
+        self.engine.record(message)
+        self._adopt(message)
+
+    def add_result(self, message: ToolMessage) -> ToolMessage:
+        """A tool's result: budgeted and recorded by the engine session, then added to the history."""
+        final = self.engine.tool_result(message)
+        self._adopt(final)
+        return final
+
+    def _adopt(self, message: BaseMessage) -> None:
         self.conversation.add(message)
-        self.sink.append(message_to_record(message))
         if self.on_message is not None:
             self.on_message(message)
 
     def record_event(self, event: EventType | str, **data: Any) -> None:
-        self.sink.append(event_record(getattr(event, "value", event), data))
-        if isinstance(event, EventType):
-            self.events.emit(event, **data)
+        self.engine.record_event(event, **data)
 
 
 # ── reason ─────────────────────────────────────────────────────────────────────────────
@@ -194,58 +172,31 @@ def _strict_streamed_calls(message: AIMessage, acc: AIMessageChunk) -> AIMessage
 
 
 def call_model(rt: AgentRuntime) -> AIMessage:
-    """One model call through the engine, with retries and at most one reactive compact."""
-    cfg = rt.settings.agent
-    retry = RetryPolicy(cfg.max_retries, cfg.retry_base_seconds)
-    reactive_used = False
-
-    def on_retry(attempt: int, kind: ErrorKind, exc: BaseException, wait: float) -> None:
-        rt.counters.retries += 1
-        rt.record_event(EventType.MODEL_RETRY, attempt=attempt, kind=kind.value, wait_seconds=wait,
-                        error=rt.redact(str(exc))[:300])
-
-    while True:
-        system = rt.system()
-        prepared = rt.engine.prepare(list(rt.conversation.messages), system=system,
-                                     tools_tokens=rt.tools_tokens, conflicts=rt.conflicts())
-        rt.conversation.replace(prepared.history)
-        if rt.on_prepared is not None:
-            rt.on_prepared(prepared)
-        try:
-            kwargs = {"sleep": rt.sleep} if rt.sleep is not None else {}
-            messages = list(prepared.messages)
-            reply = call_with_retries(lambda sent=messages: _invoke(rt, sent), retry, on_retry=on_retry, **kwargs)
-            rt.counters.model_calls += 1
-            if rt.stats is not None:
-                rt.stats.model_calls += 1
-            return reply
-        except Exception as exc:
-            kind = classify(exc)
-            if kind is ErrorKind.CONTEXT_LENGTH and not reactive_used:
-                reactive_used = True
-                rt.counters.reactive_compacts += 1
-                try:
-                    result = rt.engine.reactive_compact(list(rt.conversation.messages), system=system,
-                                                        tools_tokens=rt.tools_tokens)
-                except CompactionFailed as failed:
-                    raise ModelError(
-                        f"{rt.model_name} rejected the request as too long, and nothing could be compacted "
-                        f"({failed}); start a new session, or check agent.model_windows for this model"
-                    ) from exc
-                rt.conversation.replace(result.new_history())
-                continue
-            attempts = retry.max_retries + 1 if kind in (ErrorKind.RATE_LIMIT, ErrorKind.SERVER,
-                                                         ErrorKind.TIMEOUT, ErrorKind.CONNECTION) else 1
-            raise to_model_error(exc, kind, model=rt.model_name, attempts=attempts,
-                                 secrets=rt.secrets) from exc
+    """One model call through the engine session; a failure becomes one clear :class:`ModelError`."""
+    try:
+        call = rt.engine.call_model(list(rt.conversation.messages), lambda sent: _invoke(rt, sent),
+                                    system=rt.system, tools_tokens=rt.tools_tokens, conflicts=rt.conflicts,
+                                    on_prepared=rt.on_prepared)
+    except Exception as exc:
+        if isinstance(exc.__cause__, CompactionFailed):
+            raise ModelError(
+                f"{rt.model_name} rejected the request as too long, and nothing could be compacted "
+                f"({exc.__cause__}); start a new session, or check agent.model_windows for this model"
+            ) from exc
+        kind = classify(exc)
+        attempts = rt.settings.agent.max_retries + 1 if kind in RETRYABLE else 1
+        raise to_model_error(exc, kind, model=rt.model_name, attempts=attempts, secrets=rt.secrets) from exc
+    rt.conversation.replace(call.history)
+    return call.reply
 
 
 def make_reason(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
     def reason(state: AgentState) -> AgentState:
         if state.get("steps", 0) >= rt.settings.agent.max_steps:
             return {"status": "max_steps", "pending": []}
-        reply = normalize_reply(call_model(rt), rt.clock())
-        rt.add(reply)
+        now = rt.clock()
+        reply = rt.engine.record_reply(normalize_reply(call_model(rt), now), now)
+        rt._adopt(reply)
         pending: list[PendingCall] = [
             {"id": str(c["id"]), "name": c["name"], "args": dict(c.get("args") or {})} for c in reply.tool_calls
         ]
@@ -345,22 +296,22 @@ def make_tools(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
     def tools(state: AgentState) -> AgentState:
         pending = [c for c in state.get("pending", []) if c["id"] not in rt.conversation.answered]
         decisions = state.get("decisions", {})
-        turn_results: list[ToolMessage] = []
         for index, call in enumerate(pending):
             if call["id"] in rt.conversation.answered:
                 continue
-            if call["id"] in rt.conversation.started:
-                rt.add(_tool_message(rt, call, prompts.lost_in_crash_result(call["name"], call["args"])))
-                continue
             decided = _decided_result(rt, call, decisions.get(call["id"], {"decision": "deny",
                                                                               "reason": "no approval decision"}))
-            if decided is not None:
+            if decided is not None and call["id"] not in rt.engine.guard.started:
                 rt.add(decided)
                 continue
-            rt.conversation.started.add(call["id"])
             try:  # Ctrl-C while the start is announced stops this call as much as one during it
-                rt.record_event(EventType.TOOL_STARTED, tool_call_id=call["id"], tool=call["name"],
-                                approved_by=decisions.get(call["id"], {}).get("rule", ""))
+                started = rt.engine.tool_started(
+                    call["id"], call["name"], call["args"], describe_lost=prompts.lost_in_crash_result,
+                    approved_by=decisions.get(call["id"], {}).get("rule", ""))
+                if started is not True:
+                    if started is not None:
+                        rt._adopt(started)
+                    continue
                 result = run_tool(rt, call)
             except KeyboardInterrupt:
                 rt.add(_tool_message(rt, call, prompts.interrupted_result(call["name"], call["args"])))
@@ -368,14 +319,7 @@ def make_tools(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
                     if rest["id"] not in rt.conversation.answered:
                         rt.add(_tool_message(rt, rest, prompts.not_run_after_interrupt(rest["name"], rest["args"])))
                 raise
-            rt.counters.tool_executions += 1
-            rt.counters.executed.append(call["id"])
-            if rt.budget is not None:
-                result = rt.budget(turn_results, result)
-            turn_results.append(result)
-            rt.add(result)
-            rt.record_event(EventType.TOOL_FINISHED, tool_call_id=call["id"], tool=call["name"],
-                            status=result.status)
+            rt.add_result(result)
         return {"pending": [], "decisions": {}}
 
     return tools

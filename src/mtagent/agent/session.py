@@ -38,7 +38,7 @@ from mtagent.agent import prompts, subagents
 from mtagent.agent.approval import ApprovalPolicy
 from mtagent.agent.graph import APPROVAL_KIND, AgentRuntime, build_graph
 from mtagent.agent.models import context_window, create_chat_model
-from mtagent.agent.redaction import Redactor, RedactingSink, collect_secrets
+from mtagent.redaction import Redactor, RedactingSink, collect_secrets
 from mtagent.agent.state import Conversation, initial_state
 from mtagent.agent.storage import open_session_storage
 from mtagent.config import Settings, load_settings
@@ -122,6 +122,7 @@ class AgentSession:
         parts = engine_factory.build(
             project_root=project_root, settings=self.settings, sink=self.sink, events=self.events,
             stats=self.stats, artifacts=self.artifacts, tools=tools, summarizer_model=summarizer_model,
+            redactor=self.redactor,
         )
         self.subagents = subagents.attach(self, parts, tools, model)  # the task tool and its children
         self.parts = parts
@@ -134,13 +135,11 @@ class AgentSession:
         self.conversation.replace(history)
         self.runtime = AgentRuntime(
             model=model.bind_tools(list(parts.tools)) if parts.tools else model,
-            model_name=model_name, engine=self.engine, tools=self.tools, policy=self.policy,
-            conversation=self.conversation, settings=self.settings, sink=self.sink, events=self.events,
+            model_name=model_name, engine=parts.session, tools=self.tools, policy=self.policy,
+            conversation=self.conversation, settings=self.settings, events=self.events,
             system=self._system_messages, conflicts=lambda: self._static_conflicts, tools_tokens=tools_tokens,
-            redact=self.redactor.text, stats=self.stats,
-            on_token=on_token, on_prepared=self._remember_prepared, secrets=secrets,
+            stats=self.stats, on_token=on_token, on_prepared=self._remember_prepared, secrets=secrets,
             on_message=lambda m: engine_factory.touch_paths(self.static, m, project_root),
-            budget=lambda earlier, new: engine_factory.budget_in_turn(parts.budgeter, earlier, new),
         )
         for message in history:
             engine_factory.touch_paths(self.static, message, project_root)
@@ -212,6 +211,8 @@ class AgentSession:
         session.resume_warnings = list(resumed.warnings)
         session.subagents.settle_after_crash(resumed.view.interrupted_messages(), records)
         session._settle_interrupted_calls(resumed.view.interrupted_messages())
+        session.parts.session.known(session.conversation.messages)
+        session.parts.session.guard.restore(records)
         if session.parts.session_memory is not None:
             session.parts.session_memory.restore(records)
         return session

@@ -1,9 +1,11 @@
-"""The context engine bound to one thread's session: what the LangChain hooks call.
+"""The engine session of each thread: how the LangChain adapters get an :class:`EngineSession`.
 
-:class:`ThreadEngine` is the glue between LangChain's request/state shapes and mtagent's engine
-(:class:`~mtagent.context.window.ContextWindowManager`, :class:`~mtagent.context.tool_results.budgeter.
-ToolResultBudgeter`) and the thread's transcript. Every method is synchronous and safe to call
-from the tool threads LangGraph runs in parallel; the async hooks run them in a worker thread.
+:class:`ThreadSessions` opens (or resumes) one mtagent session per LangGraph thread and wires its
+:class:`~mtagent.context.engine_session.EngineSession` the way :mod:`mtagent.agent.engine` wires a
+CLI session — one redacting sink (the thread's transcript), one event bus and one stats object for
+every part, and the tool-started guard read back from the transcript — so the middleware
+(:mod:`mtagent.integrations.langchain`) and the graph hook (:mod:`mtagent.integrations.graph_hook`)
+are thin adapters that only translate LangChain's request and state shapes.
 """
 
 from __future__ import annotations
@@ -12,42 +14,22 @@ import json
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from mtagent.config import Settings, load_settings
-from mtagent.context.compaction.policy import is_context_length_error
-from mtagent.context.session_memory.manager import SessionMemoryManager
 from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from mtagent.context.engine_session import EngineSession, ToolGuard
+from mtagent.context.session_memory.manager import SessionMemoryManager
 from mtagent.context.tokens import count_text_tokens
 from mtagent.context.tool_results.budgeter import ToolResultBudgeter, ToolResultPolicy
 from mtagent.context.window import ContextWindowManager
-from mtagent.events import EventBus, EventType
+from mtagent.events import EventBus
 from mtagent.integrations.thread_session import ThreadSession, session_id_for_thread, thread_id_of
 from mtagent.session.schema import new_session_id
-
-ERROR_PREVIEW_CHARS = 300  # of a provider error kept in the transcript's retry event
-
-
-@dataclass(slots=True)
-class Turn:
-    """One model call's context: what is sent, and the history the state must hold afterwards.
-
-    ``new_history`` is None unless a compaction rewrote the history this call (then the
-    middleware replaces the graph state with it).
-    """
-
-    messages: list[BaseMessage]
-    history: list[BaseMessage]
-    system: list[SystemMessage]
-    tools_tokens: int
-    new_history: list[BaseMessage] | None = None
-    compactions: list[Any] = field(default_factory=list)
 
 
 def tools_token_count(tools: Sequence[Any], encoding: str) -> int:
@@ -62,123 +44,19 @@ def tools_token_count(tools: Sequence[Any], encoding: str) -> int:
     return total
 
 
-def _last_turn_results(messages: Sequence[BaseMessage]) -> list[int]:
-    """Indexes of the ToolMessages answering the last assistant message with tool calls."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if isinstance(message, AIMessage) and message.tool_calls:
-            return [i for i in range(index + 1, len(messages)) if isinstance(messages[i], ToolMessage)]
-        if not isinstance(message, ToolMessage):
-            return []
-    return []
+class ToolsTokens:
+    """Tokens of a request's tool schemas, counted once per set of tool names."""
 
+    def __init__(self, encoding: str) -> None:
+        self.encoding = encoding
+        self._known: dict[tuple[str, ...], int] = {}
 
-class ThreadEngine:
-    """Budgeter + window manager + transcript for one thread (see the module docstring)."""
-
-    def __init__(self, session: ThreadSession, manager: ContextWindowManager, budgeter: ToolResultBudgeter) -> None:
-        self.session = session
-        self.manager = manager
-        self.budgeter = budgeter
-        self._tools_tokens: dict[tuple[str, ...], int] = {}
-
-    @property
-    def encoding(self) -> str:
-        return self.session.settings.context.encoding
-
-    # ── tool results ──
-
-    def budget_tool_result(self, message: ToolMessage, *, tool_name: str | None = None) -> ToolMessage:
-        """Apply the tool's own limit now (artifact + preview); the turn's aggregate rule follows."""
-        if not message.name and tool_name:
-            message = message.model_copy(update={"name": tool_name})
-        return self.budgeter.budget(message)
-
-    def finish_tool_turn(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-        """Freeze the last turn's results under the aggregate rule, then record new messages.
-
-        Returns the turn's ToolMessages as frozen now — some persisted by the aggregate rule,
-        all marked final (same ids: the state reducer replaces them in place). The transcript
-        only ever gets these final versions.
-        """
-        with self.session.lock:
-            history = list(messages)
-            indexes = _last_turn_results(history)
-            replaced: list[BaseMessage] = []
-            if indexes:
-                budgeted = self.budgeter.budget_turn([history[i] for i in indexes])
-                for i, new in zip(indexes, budgeted, strict=True):
-                    if new is not history[i]:
-                        history[i] = new
-                        replaced.append(new)
-            self.session.record_new(history)
-            return replaced
-
-    # ── model calls ──
-
-    def tools_tokens(self, tools: Sequence[Any]) -> int:
+    def __call__(self, tools: Sequence[Any]) -> int:
         key = tuple(sorted(str(getattr(t, "name", None) or (t.get("name") if isinstance(t, dict) else t))
                            for t in tools))
-        if key not in self._tools_tokens:
-            self._tools_tokens[key] = tools_token_count(tools, self.encoding)
-        return self._tools_tokens[key]
-
-    def prepare_request(self, request: Any) -> Turn:
-        """The manager's pipeline on a LangChain ``ModelRequest``: meter, microcompact, compact."""
-        system = [request.system_message] if request.system_message is not None else []
-        history = list(request.messages)
-        tools_tokens = self.tools_tokens(request.tools)
-        with self.session.lock:
-            self.session.record_new(history)
-            prepared = self.manager.prepare(history, system=system, tools_tokens=tools_tokens)
-        turn = Turn(messages=prepared.messages[len(system):], history=list(prepared.history),
-                    system=system, tools_tokens=tools_tokens)
-        if prepared.compaction is not None:
-            turn.new_history = without_stale_usage(prepared.history)
-            turn.compactions.append(prepared.compaction)
-        return turn
-
-    def reactive(self, turn: Turn, error: BaseException) -> Turn:
-        """The provider said the request was too long: compact now (even below the threshold)."""
-        self.session.record_event(EventType.MODEL_RETRY, attempt=1, kind="context_length",
-                                  wait_seconds=0, error=str(error)[:ERROR_PREVIEW_CHARS])
-        with self.session.lock:
-            result = self.manager.reactive_compact(turn.history, system=turn.system, tools_tokens=turn.tools_tokens)
-            prepared = self.manager.prepare(result.new_history(), system=turn.system,
-                                            tools_tokens=turn.tools_tokens)
-        compactions = [*turn.compactions, result, *([prepared.compaction] if prepared.compaction else [])]
-        return Turn(messages=prepared.messages[len(turn.system):], history=list(prepared.history),
-                    system=turn.system, tools_tokens=turn.tools_tokens,
-                    new_history=without_stale_usage(prepared.history), compactions=compactions)
-
-    def record_response(self, messages: Sequence[BaseMessage]) -> None:
-        """Stamp the reply with the time it arrived, then record it.
-
-        The stamp (``response_metadata["mtagent"]["ts"]``) travels with the message into the
-        checkpoint, so time-based microcompact still sees the idle gap when a thread is resumed
-        later, in another process.
-        """
-        now = self.manager.clock()
-        for message in messages:
-            if isinstance(message, AIMessage):
-                metadata = message.response_metadata
-                metadata["mtagent"] = {**(metadata.get("mtagent") or {}), "ts": now}
-        self.session.record_new(messages)
-
-    @staticmethod
-    def is_context_length_error(exc: BaseException) -> bool:
-        return is_context_length_error(exc)
-
-
-def without_stale_usage(history: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The compacted history for the graph state, minus the usage of kept assistant messages.
-
-    That usage describes the request *before* the compaction; a checkpointed thread resumed in a
-    new process (a fresh manager, no anchor floor) would otherwise anchor its meter on it and
-    compact again at once. The transcript keeps the original usage.
-    """
-    return [m.model_copy(update={"usage_metadata": None}) if isinstance(m, AIMessage) and m.usage_metadata else m
-            for m in history]
+        if key not in self._known:
+            self._known[key] = tools_token_count(tools, self.encoding)
+        return self._known[key]
 
 
 def make_summarizer(summarizer: Summarizer | None, summarizer_model: BaseChatModel | None,
@@ -201,22 +79,25 @@ def build_session_memory(session: ThreadSession, model: BaseChatModel | None) ->
 
 
 def build_engine(session: ThreadSession, *, summarizer: Summarizer | None = None,
-                 summarizer_model: BaseChatModel | None = None) -> ThreadEngine:
-    """Wire the engine of one thread the way :mod:`mtagent.agent.engine` wires a CLI session:
-    one sink (the thread's transcript), one event bus and one stats object for every part."""
+                 summarizer_model: BaseChatModel | None = None) -> EngineSession:
+    """Wire the engine session of one thread (see the module docstring)."""
     settings = session.settings
     budgeter = ToolResultBudgeter(
         policy=ToolResultPolicy.from_settings(settings.tool_results), artifacts=session.artifacts,
         sink=session.sink, events=session.events, stats=session.stats,
     )
-    manager = ContextWindowManager(
+    window = ContextWindowManager(
         settings,
         summarizer=make_summarizer(summarizer, summarizer_model, settings.tool_results.preview_chars),
         sink=session.sink, bus=session.events, stats=session.stats,
         session_memory=build_session_memory(session, summarizer_model),
         token_limit=settings.context.token_limit, root=session.project_root,
     )
-    return ThreadEngine(session, manager, budgeter)
+    guard = ToolGuard()
+    guard.restore(session.existing_records)
+    return EngineSession(window, budgeter, session.sink, settings=settings, events=session.events,
+                         stats=session.stats, redactor=session.redactor, guard=guard, recorded=session.recorded,
+                         session_id=session.session_id)
 
 
 def resolve_settings(settings: Settings | None, token_limit: int | None, project_root: Path) -> Settings:
@@ -237,13 +118,15 @@ class ThreadSessions:
     def __init__(self, *, settings: Settings | None = None, token_limit: int | None = None,
                  project_root: str | os.PathLike[str] | None = None, session_id: str | None = None,
                  summarizer_model: BaseChatModel | None = None, summarizer: Summarizer | None = None,
-                 events: EventBus | None = None) -> None:
+                 events: EventBus | None = None, secrets: Sequence[str] = ()) -> None:
         self.project_root = Path(project_root) if project_root is not None else Path.cwd()
         self.settings = resolve_settings(settings, token_limit, self.project_root)
         self.session_id = session_id
         self.summarizer_model = summarizer_model
         self.summarizer = summarizer
         self.events = events or EventBus()
+        self.secrets = tuple(secrets)
+        self.tools_tokens = ToolsTokens(self.settings.context.encoding)
         self._open: dict[str, ThreadSession] = {}
         self._default: str | None = None
         self._lock = threading.Lock()
@@ -259,6 +142,11 @@ class ThreadSessions:
                 self._default = new_session_id()
             return self._default
 
+    def engine(self, runtime: Any = None, *, model_name: str | None = None) -> EngineSession:
+        """The engine session of the running thread."""
+        engine: EngineSession = self.get(runtime, model_name=model_name).engine
+        return engine
+
     def get(self, runtime: Any = None, *, model_name: str | None = None) -> ThreadSession:
         """The session of the running thread, opened (or resumed) on first use."""
         key = self.key(runtime)
@@ -266,7 +154,7 @@ class ThreadSessions:
             found = self._open.get(key)
             if found is None:
                 found = ThreadSession.open(self.project_root, key, self.settings, model_name=model_name,
-                                           events=self.events)
+                                           events=self.events, secrets=self.secrets)
                 found.engine = build_engine(found, summarizer=self.summarizer,
                                             summarizer_model=self.summarizer_model)
                 self._open[key] = found

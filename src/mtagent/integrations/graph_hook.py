@@ -10,10 +10,11 @@ Three callables on one object, each a plain LangGraph piece::
     tool_node = ToolNode(tools, wrap_tool_call=hook.wrap_tool_call)
     ... post_model_hook=hook.record                        # records the final reply
 
-``hook(state, config)`` returns ``{"llm_input_messages": view}`` (the request: microcompacted,
-never persisted) and, when the history changed, ``{"messages": …}`` — the turn's re-budgeted
-results by id, or after a compaction ``RemoveMessage(REMOVE_ALL_MESSAGES)`` + summary + kept
-tail. A hand-built model node must send ``state["llm_input_messages"]`` (with the system
+``hook(state, config)`` records the state's new messages and returns ``{"llm_input_messages":
+view}`` (the request: microcompacted, never persisted) and, when the history changed,
+``{"messages": …}`` — results a tool node added without ``hook.wrap_tool_call``, budgeted now
+(by id), or after a compaction ``RemoveMessage(REMOVE_ALL_MESSAGES)`` + summary + kept tail. Every
+piece is the thread's :class:`~mtagent.context.engine_session.EngineSession`, as in the CLI. A hand-built model node must send ``state["llm_input_messages"]`` (with the system
 prompt in front), exactly as ``create_react_agent`` does. Reactive compaction needs the model
 call itself, which this hook does not see: use :class:`~mtagent.integrations.langchain.
 MTContextMiddleware` for that, or call :meth:`MTContextHook.reactive` from your model node.
@@ -32,20 +33,11 @@ from langgraph.types import Command
 
 from mtagent.config import Settings
 from mtagent.context.compaction.summarize import Summarizer
-from mtagent.events import EventBus, EventType
-from mtagent.integrations.engine import ThreadSessions, Turn
-from mtagent.integrations.thread_session import ThreadSession
+from mtagent.events import EventBus
+from mtagent.integrations.engine import ThreadSessions
+from mtagent.integrations.langchain import finish_tool, start_tool
 
 __all__ = ["MTContextHook"]
-
-
-class _Request:
-    """The slice of a LangChain ``ModelRequest`` the engine reads."""
-
-    def __init__(self, messages: Sequence[BaseMessage], system: SystemMessage | None, tools: Sequence[Any]) -> None:
-        self.messages = list(messages)
-        self.system_message = system
-        self.tools = list(tools)
 
 
 class MTContextHook:
@@ -62,53 +54,53 @@ class MTContextHook:
                                        summarizer=summarizer, events=events)
         self.system = SystemMessage(content=system) if isinstance(system, str) else system
         self.tools = list(tools)
-        self.last_turn: Turn | None = None  # what the model was last sent, for reactive()
+        self.last_history: list[BaseMessage] | None = None  # what the model was last prepared from
 
     def __call__(self, state: dict[str, Any], config: RunnableConfig | None = None) -> dict[str, Any]:
-        session = self.sessions.get(_Config(config))
-        engine = session.engine
-        replaced = engine.finish_tool_turn(state["messages"])
+        engine = self.sessions.engine(_Config(config))
+        replaced = engine.record_state(state["messages"])
         by_id = {m.id: m for m in replaced}
         history = [by_id.get(m.id, m) for m in state["messages"]]
-        turn = engine.prepare_request(_Request(history, self.system, self.tools))
-        self.last_turn = turn
-        update: dict[str, Any] = {"llm_input_messages": turn.messages}
-        if turn.new_history is not None:
-            update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *turn.new_history]
+        system = self._system()
+        prepared = engine.prepare(history, system=system, tools_tokens=self.sessions.tools_tokens(self.tools))
+        self.last_history = list(prepared.history)
+        update: dict[str, Any] = {"llm_input_messages": prepared.messages[len(system):]}
+        if prepared.compaction is not None:
+            update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *prepared.history]
         elif replaced:
             update["messages"] = replaced
         return update
 
     def reactive(self, error: BaseException, config: RunnableConfig | None = None) -> dict[str, Any]:
-        """After the provider rejected ``last_turn`` as too long: compact and return the state update
-        (``messages`` rewrite + the new ``llm_input_messages`` to retry with)."""
-        if self.last_turn is None:
+        """After the provider rejected the last prepared view as too long: compact and return the state
+        update (``messages`` rewrite + the new ``llm_input_messages`` to retry with)."""
+        if self.last_history is None:
             raise RuntimeError("MTContextHook.reactive needs a prepared turn; run the hook before the model")
-        turn = self.sessions.get(_Config(config)).engine.reactive(self.last_turn, error)
-        self.last_turn = turn
-        return {"llm_input_messages": turn.messages,
-                "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *(turn.new_history or turn.history)]}
+        engine = self.sessions.engine(_Config(config))
+        system, tools_tokens = self._system(), self.sessions.tools_tokens(self.tools)
+        history = engine.reactive(self.last_history, error, system=system, tools_tokens=tools_tokens)
+        prepared = engine.prepare(history, system=system, tools_tokens=tools_tokens)
+        self.last_history = list(prepared.history)
+        return {"llm_input_messages": prepared.messages[len(system):],
+                "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *prepared.history]}
 
     def record(self, state: dict[str, Any], config: RunnableConfig | None = None) -> None:
         """Append the state's new messages (the model's reply) to the transcript; a no-op node."""
         session = self.sessions.get(_Config(config))
-        session.record_new(state["messages"])
+        session.engine.record_state(state["messages"])
         session.end_turn()
 
     def wrap_tool_call(self, request: ToolCallRequest,
                        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]]) -> ToolMessage | Command[Any]:
-        """For ``ToolNode(tools, wrap_tool_call=hook.wrap_tool_call)``: budget each result."""
-        session: ThreadSession = self.sessions.get(request.runtime)
-        call = request.tool_call
-        session.record_event(EventType.TOOL_STARTED, tool_call_id=call.get("id"), tool=call.get("name"))
-        result = handler(request)
-        status = "command"
-        if isinstance(result, ToolMessage):
-            result = session.engine.budget_tool_result(result, tool_name=call.get("name"))
-            status = result.status
-        session.record_event(EventType.TOOL_FINISHED, tool_call_id=call.get("id"), tool=call.get("name"),
-                             status=status)
-        return result
+        """For ``ToolNode(tools, wrap_tool_call=hook.wrap_tool_call)``: the middleware's tool hook
+        (started guard, budget, record)."""
+        engine, answer = start_tool(self.sessions, request)
+        if answer is not None:
+            return answer
+        return finish_tool(engine, request, handler(request))
+
+    def _system(self) -> list[BaseMessage]:
+        return [self.system] if self.system is not None else []
 
     def close(self) -> None:
         self.sessions.close()

@@ -5,20 +5,22 @@
     agent = create_agent(model, tools, middleware=[MTContextMiddleware(token_limit=128_000)],
                          checkpointer=InMemorySaver())
 
-What each hook does, and why it lives there:
+Each hook is a thin adapter over the thread's :class:`~mtagent.context.engine_session.EngineSession`
+(the same object the CLI's loop calls, so both get the same guarantees):
 
-* ``wrap_tool_call`` — a result is budgeted the moment it is produced (spec M2): over its tool's
-  limit it is written to the session's artifact store and the model sees a
-  ``<persisted-output>`` preview. The decision is frozen in the ToolMessage's ``artifact``.
-* ``before_model`` — the per-turn aggregate rule runs on the results of the last assistant turn
-  (rewritten in place by message id), then every new state message is appended to the session
-  transcript. Kept messages are therefore always in the transcript before a later boundary.
-* ``wrap_model_call`` — the :class:`~mtagent.context.window.ContextWindowManager` pipeline on the
-  request: usage-anchored meter (system prompt and tool schemas included), microcompact on the
-  *request only*, auto compaction (session memory first) persisted to the graph state as
-  ``RemoveMessage(REMOVE_ALL_MESSAGES)`` + summary + kept tail, and a reactive compact + one retry
-  when the provider rejects the request as too long. Compaction runs here rather than in
-  ``before_model`` because only the request knows the system prompt and tools it must fit with.
+* ``wrap_tool_call`` — the tool-started guard (a call that started before a crash is answered
+  "unknown outcome", never run twice), then the result is redacted, budgeted by the one rule
+  (its tool's limit, then the turn's aggregate against the results before it; over a limit it is
+  written to the session's artifact store and the model sees a ``<persisted-output>`` preview)
+  and recorded at once.
+* ``wrap_model_call`` — records the request's new messages, runs the engine's pipeline on it
+  (usage-anchored meter with the system prompt and tool schemas, microcompact on the *request
+  only*, auto compaction persisted to the graph state as ``RemoveMessage(REMOVE_ALL_MESSAGES)`` +
+  summary + kept tail), retries transient provider errors with backoff, compacts reactively and
+  retries once on a context-length rejection (also LangChain's ``ContextOverflowError``), and
+  records the reply. Compaction runs here rather than in ``before_model`` because only the
+  request knows the system prompt and tools it must fit with.
+* ``after_agent`` — records anything the state gained elsewhere, ends the transcript's turn.
 
 One middleware instance serves any number of threads: each LangGraph ``thread_id`` is its own
 mtagent session (:mod:`mtagent.integrations.thread_session`). Put this middleware *first* in the
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain.agents.middleware.types import (
@@ -47,11 +49,11 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from mtagent.config import Settings
-from mtagent.errors import CompactionFailed
 from mtagent.context.compaction.summarize import Summarizer
-from mtagent.events import EventBus, EventType
+from mtagent.context.engine_session import EngineSession, ModelCall
+from mtagent.events import EventBus
 from mtagent.integrations.artifact_tool import make_read_tool_result
-from mtagent.integrations.engine import ThreadEngine, ThreadSessions, Turn
+from mtagent.integrations.engine import ThreadSessions
 from mtagent.integrations.thread_session import ThreadSession
 
 __all__ = ["MTContextMiddleware"]
@@ -76,6 +78,8 @@ class MTContextMiddleware(AgentMiddleware):
             microcompact, compaction, retries); every event is also in the transcript.
         artifact_tool: register ``read_tool_result`` so the model can page through the full
             text a ``<persisted-output>`` preview points to (default on).
+        secrets: values to redact from tool results and the transcript, besides the environment's
+            variables named like keys, tokens and passwords.
     """
 
     def __init__(
@@ -89,11 +93,12 @@ class MTContextMiddleware(AgentMiddleware):
         summarizer: Summarizer | None = None,
         events: EventBus | None = None,
         artifact_tool: bool = True,
+        secrets: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.sessions = ThreadSessions(settings=settings, token_limit=token_limit, project_root=project_root,
                                        session_id=session_id, summarizer_model=summarizer_model,
-                                       summarizer=summarizer, events=events)
+                                       summarizer=summarizer, events=events, secrets=secrets)
         self.tools = [make_read_tool_result(self.sessions)] if artifact_tool else []
 
     @property
@@ -133,64 +138,34 @@ class MTContextMiddleware(AgentMiddleware):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
-        session = self._tool_started(request)
-        return self._tool_finished(session, request, handler(request))
+        engine, answer = start_tool(self.sessions, request)
+        if answer is not None:
+            return answer
+        return finish_tool(engine, request, handler(request))
 
     async def awrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
-        session = await asyncio.to_thread(self._tool_started, request)
+        engine, answer = await asyncio.to_thread(start_tool, self.sessions, request)
+        if answer is not None:
+            return answer
         result = await handler(request)
-        return await asyncio.to_thread(self._tool_finished, session, request, result)
+        return await asyncio.to_thread(finish_tool, engine, request, result)
 
-    def _tool_started(self, request: ToolCallRequest) -> ThreadSession:
-        session = self.session(request.runtime)
-        call = request.tool_call
-        session.record_event(EventType.TOOL_STARTED, tool_call_id=call.get("id"), tool=call.get("name"))
-        return session
-
-    def _tool_finished(self, session: ThreadSession, request: ToolCallRequest,
-                       result: ToolMessage | Command[Any]) -> ToolMessage | Command[Any]:
-        """Budget the result (artifact + preview); a ``Command`` has its ToolMessages budgeted."""
-        engine: ThreadEngine = session.engine
-        call = request.tool_call
-        if isinstance(result, ToolMessage):
-            result = engine.budget_tool_result(result, tool_name=call.get("name"))
-            status = result.status
-        else:
-            update = getattr(result, "update", None)
-            if isinstance(update, dict) and isinstance(update.get("messages"), list):
-                messages = [engine.budget_tool_result(m) if isinstance(m, ToolMessage) else m
-                            for m in update["messages"]]
-                result = Command(graph=result.graph, update={**update, "messages": messages},
-                                 resume=result.resume, goto=result.goto)
-            status = "command"
-        session.record_event(EventType.TOOL_FINISHED, tool_call_id=call.get("id"), tool=call.get("name"),
-                             status=status)
-        return result
-
-    # ── before the model: the turn's aggregate budget, then the transcript ──
-
-    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        session = self.session(runtime)
-        replaced = session.engine.finish_tool_turn(state["messages"])
-        return {"messages": replaced} if replaced else None
-
-    async def abefore_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        return await asyncio.to_thread(self.before_model, state, runtime)
+    # ── after the agent: anything else the state gained, and the turn's end ──
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         session = self.session(runtime)
-        session.record_new(state["messages"])
+        session.engine.record_state(state["messages"])
         session.end_turn()
         return None
 
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         return await asyncio.to_thread(self.after_agent, state, runtime)
 
-    # ── the model call: meter, microcompact, compaction, reactive retry ──
+    # ── the model call: the engine session's pipeline ──
 
     def wrap_model_call(
         self,
@@ -198,50 +173,88 @@ class MTContextMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         engine = self._engine_for(request)
-        turn = engine.prepare_request(request)
-        try:
-            response = handler(request.override(messages=turn.messages))
-        except Exception as exc:
-            turn = self._reactive(engine, turn, exc)
-            response = handler(request.override(messages=turn.messages))
-        return self._finish(engine, turn, response)
+        responses: list[ModelResponse[Any]] = []
+
+        def invoke(sent: list[BaseMessage]) -> AIMessage:
+            responses.append(handler(request.override(messages=sent)))
+            return _reply_of(responses[-1])
+
+        call = self._call(engine, request, invoke)
+        return self._finish(engine, call, responses[-1])
 
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        loop = asyncio.get_running_loop()
         engine = await asyncio.to_thread(self._engine_for, request)
-        turn = await asyncio.to_thread(engine.prepare_request, request)
-        try:
-            response = await handler(request.override(messages=turn.messages))
-        except Exception as exc:
-            turn = await asyncio.to_thread(self._reactive, engine, turn, exc)
-            response = await handler(request.override(messages=turn.messages))
-        return self._finish(engine, turn, response)
+        responses: list[ModelResponse[Any]] = []
 
-    def _engine_for(self, request: ModelRequest[Any]) -> ThreadEngine:
+        def invoke(sent: list[BaseMessage]) -> AIMessage:  # on a worker thread; the handler runs on the loop
+            future = asyncio.run_coroutine_threadsafe(_awaited(handler(request.override(messages=sent))), loop)
+            responses.append(future.result())
+            return _reply_of(responses[-1])
+
+        call = await asyncio.to_thread(self._call, engine, request, invoke)
+        return await asyncio.to_thread(self._finish, engine, call, responses[-1])
+
+    def _engine_for(self, request: ModelRequest[Any]) -> EngineSession:
         name = getattr(request.model, "model_name", None) or getattr(request.model, "model", None)
-        return self.session(request.runtime, model_name=name if isinstance(name, str) else None).engine
+        return self.sessions.engine(request.runtime, model_name=name if isinstance(name, str) else None)
+
+    def _call(self, engine: EngineSession, request: ModelRequest[Any],
+              invoke: Callable[[list[BaseMessage]], AIMessage]) -> ModelCall:
+        system = [request.system_message] if request.system_message is not None else []
+        return engine.call_model(list(request.messages), invoke, system=lambda: system,
+                                 tools_tokens=self.sessions.tools_tokens(request.tools), strip_system=True)
 
     @staticmethod
-    def _reactive(engine: ThreadEngine, turn: Turn, error: Exception) -> Turn:
-        """The compacted turn to retry after ``error``; any other error, or a compaction that
-        cannot shrink the history, re-raises the provider's error (the reason is its cause)."""
-        if not engine.is_context_length_error(error):
-            raise error
-        try:
-            return engine.reactive(turn, error)
-        except CompactionFailed as failed:
-            raise error from failed
-
-    @staticmethod
-    def _finish(engine: ThreadEngine, turn: Turn, response: ModelResponse[Any]) -> Any:
+    def _finish(engine: EngineSession, call: ModelCall, response: ModelResponse[Any]) -> Any:
         """Record the reply; when the history was compacted, rewrite the state to it."""
-        engine.record_response(response.result)
-        if turn.new_history is None:
+        for message in response.result:
+            if isinstance(message, AIMessage):
+                engine.record_reply(message)
+            else:
+                engine.record(message)
+        if not call.compacted:
             return response
-        rewrite: list[BaseMessage] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *turn.new_history,
-                                      *response.result]
+        rewrite: list[BaseMessage] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *call.history, *response.result]
         return ExtendedModelResponse(model_response=response, command=Command(update={"messages": rewrite}))
 
+
+def _reply_of(response: ModelResponse[Any]) -> AIMessage:
+    """The assistant message of a model response (structured output may add tool messages)."""
+    return next((m for m in reversed(response.result) if isinstance(m, AIMessage)), AIMessage(content=""))
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+def start_tool(sessions: ThreadSessions, request: ToolCallRequest) -> tuple[EngineSession, ToolMessage | None]:
+    """The tool-started guard: the engine and, when the call must not run, the answer instead."""
+    engine = sessions.engine(request.runtime)
+    call = request.tool_call
+    started = engine.tool_started(str(call.get("id")), str(call.get("name")), call.get("args") or {})
+    if started is True:
+        return engine, None
+    if started is None:  # answered, but the result is not at hand: say so rather than run it twice
+        started = ToolMessage(content="Already run; its result is in the transcript.",
+                              tool_call_id=str(call.get("id")), name=call.get("name"), status="error")
+    return engine, started
+
+
+def finish_tool(engine: EngineSession, request: ToolCallRequest,
+                result: ToolMessage | Command[Any]) -> ToolMessage | Command[Any]:
+    """Budget and record the result; a ``Command`` has its ToolMessages budgeted."""
+    name = request.tool_call.get("name")
+    if isinstance(result, ToolMessage):
+        return engine.tool_result(result, tool_name=name)
+    update = getattr(result, "update", None)
+    if isinstance(update, dict) and isinstance(update.get("messages"), list):
+        messages = [engine.tool_result(m, tool_name=name) if isinstance(m, ToolMessage) else m
+                    for m in update["messages"]]
+        return Command(graph=result.graph, update={**update, "messages": messages},
+                       resume=result.resume, goto=result.goto)
+    return result

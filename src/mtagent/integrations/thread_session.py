@@ -6,10 +6,10 @@ the truth in an append-only JSONL transcript keyed by a session id. This module 
 
 * the session id is the thread id when that is a valid file name, else a sanitised form of it
   with a short hash (so two thread ids never share a transcript);
-* every message the graph state gains is appended once, by id, in state order — kept messages
-  are therefore always written before a later ``compact_boundary``, as resume requires;
+* every record passes one redacting sink (secret values from the environment and the caller);
 * reopening an existing transcript (a new process resuming the thread) reads back which message
-  ids are already recorded, so nothing is written twice.
+  ids are already recorded and which tool calls had started, so the engine session writes nothing
+  twice and runs no tool twice.
 
 Nothing here knows about LangChain's middleware API; :mod:`mtagent.integrations.langchain` and
 :mod:`mtagent.integrations.graph_hook` are the two users.
@@ -21,18 +21,15 @@ import hashlib
 import os
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import BaseMessage
-
 from mtagent import __version__, paths
 from mtagent.config import Settings
-from mtagent.context.boundary import is_summary_message
-from mtagent.context.compaction.reattach import REATTACHED_KIND
 from mtagent.events import EventBus, EventType, SessionStats
+from mtagent.redaction import RedactingSink, Redactor, collect_secrets
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.index import locate_resume_point
@@ -41,7 +38,6 @@ from mtagent.session.transcript import TranscriptWriter, iter_entries
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 THREAD_PREFIX = "lc-"
-ENGINE_KINDS = frozenset({"session_memory", REATTACHED_KIND})
 
 
 def session_id_for_thread(thread_id: str) -> str:
@@ -103,11 +99,68 @@ def recorded_message_ids(records: Iterable[dict[str, Any]]) -> set[str]:
     return {str(r["id"]) for r in records if r.get("type") == schema.TRANSCRIPT_MESSAGE and r.get("id")}
 
 
-def is_engine_message(message: BaseMessage) -> bool:
-    """Messages the engine synthesises (compaction summary, session memory, re-attached files):
-    they stand for their own record types and are rebuilt on resume, never a ``transcript_message``."""
-    marks = (message.response_metadata or {}).get("mtagent") or {}
-    return is_summary_message(message) or marks.get("kind") in ENGINE_KINDS
+@dataclass
+class ThreadSession:
+    """The mtagent session behind one thread. Create with :meth:`open`; close when done."""
+
+    session_id: str
+    project_root: Path
+    settings: Settings
+    writer: TranscriptWriter
+    sink: RedactingSink
+    artifacts: ArtifactStore
+    recorded: set[str] = field(default_factory=set)
+    existing_records: list[dict[str, Any]] = field(default_factory=list)
+    events: EventBus = field(default_factory=EventBus)
+    stats: SessionStats = field(default_factory=SessionStats)
+    engine: Any = None  # the thread's EngineSession, attached by the integration
+    redactor: Redactor = field(default_factory=Redactor)
+
+    @classmethod
+    def open(cls, project_root: str | os.PathLike[str], session_id: str, settings: Settings,
+             *, model_name: str | None = None, events: EventBus | None = None,
+             secrets: Sequence[str] = ()) -> ThreadSession:
+        root = Path(project_root)
+        path = paths.session_transcript_path(root, session_id)
+        existing = read_existing(path)
+        is_new = not path.exists() or path.stat().st_size == 0
+        writer = TranscriptWriter(path, session_id=session_id, fsync=settings.transcript.fsync)
+        redactor = Redactor(collect_secrets(None, secrets))
+        sink = RedactingSink(LockedSink(writer), redactor)
+        if is_new:
+            sink.append(schema.session_start_record(
+                session_id, str(root.resolve()), model_name or settings.agent.model, __version__,
+                source="langchain-middleware",
+            ))
+        artifacts = ArtifactStore.for_session(root, session_id, settings.tool_results.artifact_max_bytes)
+        return cls(session_id, root, settings, writer, sink, artifacts, recorded_message_ids(existing), existing,
+                   events=events or EventBus(), redactor=redactor)
+
+    @property
+    def transcript_path(self) -> Path:
+        return self.writer.path
+
+    def append(self, record: dict[str, Any]) -> None:
+        with self._lock:
+            self.writer.append(record)
+
+
+def read_existing(path: Path) -> list[dict[str, Any]]:
+    """The records a resumed thread needs: from the last boundary's kept messages on.
+
+    A thread's state never holds a message from before its last compaction's first kept one,
+    so reading from the resume point (not from the start of a long transcript) is enough to know
+    which of the state's messages are recorded. Empty for a new transcript.
+    """
+    if not path.exists() or path.stat().st_size == 0:
+        return []
+    start = locate_resume_point(path).start
+    return [entry.record for entry in iter_entries(path, start=start, skip_corrupt=True)]
+
+
+def recorded_message_ids(records: Iterable[dict[str, Any]]) -> set[str]:
+    """Ids of the ``transcript_message`` records among ``records``."""
+    return {str(r["id"]) for r in records if r.get("type") == schema.TRANSCRIPT_MESSAGE and r.get("id")}
 
 
 @dataclass
@@ -118,24 +171,26 @@ class ThreadSession:
     project_root: Path
     settings: Settings
     writer: TranscriptWriter
-    sink: LockedSink
+    sink: RedactingSink
     artifacts: ArtifactStore
     recorded: set[str] = field(default_factory=set)
     existing_records: list[dict[str, Any]] = field(default_factory=list)
     events: EventBus = field(default_factory=EventBus)
     stats: SessionStats = field(default_factory=SessionStats)
-    engine: Any = None  # the per-thread context engine, attached by the integration
-    lock: threading.RLock = field(default_factory=threading.RLock)
+    engine: Any = None  # the thread's EngineSession, attached by the integration
+    redactor: Redactor = field(default_factory=Redactor)
 
     @classmethod
     def open(cls, project_root: str | os.PathLike[str], session_id: str, settings: Settings,
-             *, model_name: str | None = None, events: EventBus | None = None) -> ThreadSession:
+             *, model_name: str | None = None, events: EventBus | None = None,
+             secrets: Sequence[str] = ()) -> ThreadSession:
         root = Path(project_root)
         path = paths.session_transcript_path(root, session_id)
         existing = read_existing(path)
         is_new = not path.exists() or path.stat().st_size == 0
         writer = TranscriptWriter(path, session_id=session_id, fsync=settings.transcript.fsync)
-        sink = LockedSink(writer)
+        redactor = Redactor(collect_secrets(None, secrets))
+        sink = RedactingSink(LockedSink(writer), redactor)
         if is_new:
             sink.append(schema.session_start_record(
                 session_id, str(root.resolve()), model_name or settings.agent.model, __version__,
@@ -143,7 +198,7 @@ class ThreadSession:
             ))
         artifacts = ArtifactStore.for_session(root, session_id, settings.tool_results.artifact_max_bytes)
         return cls(session_id, root, settings, writer, sink, artifacts, recorded_message_ids(existing), existing,
-                   events=events or EventBus())
+                   events=events or EventBus(), redactor=redactor)
 
     @property
     def transcript_path(self) -> Path:

@@ -1,0 +1,375 @@
+"""EngineSession: what both front ends call for each model call and each tool result.
+
+The CLI's hand-built LangGraph loop (:mod:`mtagent.agent.graph`) and the LangChain middleware
+(:mod:`mtagent.integrations.langchain`, :mod:`mtagent.integrations.graph_hook`) are thin adapters
+over one object, so a library user gets the same guarantees as a CLI user:
+
+* **prepare** — the window manager's pipeline (meter, microcompact, auto compaction, plan). A
+  compaction's new history has the usage of its kept assistant messages cleared: that usage
+  described the longer view before the boundary, and a history resumed without this process's
+  anchor floor (a checkpoint, a new process) would otherwise compact again at once. The
+  transcript keeps the original usage.
+* **model calls** — transient provider errors (rate limit, 5xx, timeout, connection) are retried
+  with backoff (``agent.max_retries``, ``agent.retry_base_seconds``); a context-length rejection
+  (the engine's test, or LangChain's ``ContextOverflowError``) triggers one reactive compaction and
+  one retry. Anything else, and a second rejection, propagates as the provider raised it (a
+  reactive compaction that cannot shrink the history is its ``__cause__``).
+* **transcript** — every message is recorded as it happens (user input when the model is called,
+  the reply when it arrives, a tool result when it is produced), once per id, through a
+  redacting sink; engine-synthesised messages (summary, session memory, re-attached files) stand
+  for their own records and are never written as messages.
+* **tool results** — one budget rule: a result is redacted, held to its tool's limit, then to the
+  turn's aggregate limit against the results that arrived before it (already frozen and recorded,
+  so only the newcomer can be offloaded), and recorded.
+* **at-most-once tools** — a call is announced (``tool_started``) before it runs; a call that
+  started but has no result (the process died mid-tool) is answered "unknown outcome" instead of
+  running again, also after a resume in a new process (:meth:`ToolGuard.restore`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from mtagent.config import Settings
+from mtagent.context.boundary import is_summary_message
+from mtagent.context.compaction.reattach import REATTACHED_KIND
+from mtagent.context.model_errors import ErrorKind, RetryPolicy, call_with_retries, classify
+from mtagent.context.tool_results.budgeter import ToolResultBudgeter
+from mtagent.context.window import ContextWindowManager, PreparedContext
+from mtagent.errors import CompactionFailed
+from mtagent.events import EventBus, EventType, SessionStats
+from mtagent.redaction import Redactor
+from mtagent.session import schema
+from mtagent.session.transcript import RecordSink
+
+__all__ = [
+    "EngineCounters",
+    "EngineSession",
+    "ModelCall",
+    "ToolGuard",
+    "is_engine_message",
+    "lost_in_crash_result",
+    "without_stale_usage",
+]
+
+ENGINE_KINDS = frozenset({"session_memory", REATTACHED_KIND})
+ERROR_PREVIEW_CHARS = 300  # of a provider error kept in the transcript's retry event
+
+
+def is_engine_message(message: BaseMessage) -> bool:
+    """Messages the engine synthesises (compaction summary, session memory, re-attached files):
+    they stand for their own record types and are rebuilt on resume, never a ``transcript_message``."""
+    marks = (message.response_metadata or {}).get("mtagent") or {}
+    return is_summary_message(message) or marks.get("kind") in ENGINE_KINDS
+
+
+def without_stale_usage(history: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """A compacted history minus the usage of its kept assistant messages (see module docstring)."""
+    return [m.model_copy(update={"usage_metadata": None}) if isinstance(m, AIMessage) and m.usage_metadata else m
+            for m in history]
+
+
+def lost_in_crash_result(tool: str, args: Mapping[str, Any]) -> str:
+    """The answer to a call that started before a crash and never returned."""
+    return (
+        f"Unknown outcome: the session stopped while the {tool} call was running, and it "
+        "is never re-run automatically. Check its effects before relying on them."
+    )
+
+
+@dataclass(slots=True)
+class ToolGuard:
+    """Which tool calls have a result, and which have started: no call ever runs twice."""
+
+    started: set[str] = field(default_factory=set)
+    answered: set[str] = field(default_factory=set)
+    # Results read back on resume, to hand back (not re-run) a call a front end asks about again.
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def observe(self, messages: Iterable[BaseMessage]) -> None:
+        for message in messages:
+            if isinstance(message, ToolMessage):
+                self.answered.add(message.tool_call_id)
+
+    def restore(self, records: Iterable[Mapping[str, Any]]) -> None:
+        """Read back started calls and results from transcript records (a resume)."""
+        for rec in records:
+            kind = rec.get("type")
+            if kind == schema.EVENT and rec.get("event") == EventType.TOOL_STARTED.value:
+                call_id = (rec.get("data") or {}).get("tool_call_id")
+                if call_id:
+                    self.started.add(str(call_id))
+            elif kind == schema.TRANSCRIPT_MESSAGE and rec.get("tool_call_id"):
+                self.answered.add(str(rec["tool_call_id"]))
+                self.results[str(rec["tool_call_id"])] = dict(rec)
+
+    def verdict(self, call_id: str) -> Literal["run", "answered", "lost"]:
+        if call_id in self.answered:
+            return "answered"
+        return "lost" if call_id in self.started else "run"
+
+
+@dataclass(slots=True)
+class EngineCounters:
+    model_calls: int = 0
+    tool_executions: int = 0
+    retries: int = 0
+    reactive_compacts: int = 0
+    executed: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ModelCall:
+    """One answered model call: the reply (not yet recorded), the context it was sent with, and
+    the history to keep from now on (``compacted`` when a compaction rewrote it)."""
+
+    reply: AIMessage
+    prepared: PreparedContext
+    history: list[BaseMessage]
+    compacted: bool = False
+
+
+class EngineSession:
+    """One session's engine as both front ends use it (see the module docstring).
+
+    ``sink`` should already redact every record (:class:`~mtagent.redaction.RedactingSink`);
+    ``redactor`` also cleans tool results before the model sees them. Safe to call from tool
+    threads running in parallel (one lock around recording and budgeting).
+    """
+
+    def __init__(
+        self,
+        window: ContextWindowManager,
+        budgeter: ToolResultBudgeter,
+        sink: RecordSink,
+        *,
+        settings: Settings,
+        events: EventBus | None = None,
+        stats: SessionStats | None = None,
+        redactor: Redactor | None = None,
+        guard: ToolGuard | None = None,
+        recorded: Iterable[str] = (),
+        sleep: Callable[[float], None] = time.sleep,
+        session_id: str | None = None,
+    ) -> None:
+        self.window = window
+        self.budgeter = budgeter
+        self.sink = sink
+        self.settings = settings
+        self.events = events or EventBus()
+        self.stats = stats
+        self.redactor = redactor or Redactor()
+        self.guard = guard or ToolGuard()
+        self.recorded: set[str] = set(recorded)
+        self.sleep = sleep
+        self.session_id = session_id
+        self.counters = EngineCounters()
+        self.lock = threading.RLock()
+        self._turn_results: list[ToolMessage] = []
+
+    # ── transcript ──
+
+    def record(self, message: BaseMessage) -> bool:
+        """Append ``message`` once (by id; one without an id gets one); False when skipped."""
+        with self.lock:
+            if is_engine_message(message) or (message.id and message.id in self.recorded):
+                return False
+            if not message.id:
+                message.id = schema.new_message_id()
+            self.sink.append(schema.message_to_record(message))
+            self.recorded.add(str(message.id))
+            if isinstance(message, ToolMessage):
+                self.guard.answered.add(message.tool_call_id)
+            return True
+
+    def known(self, messages: Iterable[BaseMessage]) -> None:
+        """Messages already in the transcript (a resumed history): never written again."""
+        with self.lock:
+            for message in messages:
+                if message.id:
+                    self.recorded.add(str(message.id))
+                if isinstance(message, ToolMessage):
+                    self.guard.answered.add(message.tool_call_id)
+
+    def record_new(self, messages: Iterable[BaseMessage]) -> list[BaseMessage]:
+        """Append every message not yet recorded, in order; return the ones written."""
+        with self.lock:
+            return [m for m in messages if self.record(m)]
+
+    def record_event(self, event: EventType | str, **data: Any) -> None:
+        """An ``event`` record in the transcript, and the same event on the bus."""
+        self.sink.append(schema.event_record(getattr(event, "value", event), data))
+        if isinstance(event, EventType):
+            extra = {"session_id": self.session_id} if self.session_id else {}
+            self.events.emit(event, **extra, **data)
+
+    def record_reply(self, reply: AIMessage, now: float | None = None, *, keep_id: bool = False) -> AIMessage:
+        """Stamp the reply with the time it arrived and a stable id, then record it (in place).
+
+        The stamp (``response_metadata["mtagent"]["ts"]``) travels with the message into the
+        transcript and any checkpoint, so time-based microcompact sees an idle gap across a resume.
+        """
+        metadata = reply.response_metadata
+        marks = metadata.get("mtagent") or {}
+        if now is not None or "ts" not in marks:
+            metadata["mtagent"] = {**marks, "ts": self.window.clock() if now is None else now}
+        if not reply.id or (reply.id.startswith("lc_run") and not keep_id):
+            reply.id = schema.new_message_id()
+        with self.lock:
+            self._turn_results = []
+            self.record(reply)
+        return reply
+
+    # ── model calls ──
+
+    def prepare(self, history: list[BaseMessage], *, system: Sequence[BaseMessage] = (), tools_tokens: int = 0,
+                conflicts: Sequence[Any] = ()) -> PreparedContext:
+        """The window pipeline on ``history``; a compacted history comes back without stale usage."""
+        with self.lock:
+            prepared = self.window.prepare(history, system=system, tools_tokens=tools_tokens, conflicts=conflicts)
+        if prepared.compaction is not None:
+            prepared.history = without_stale_usage(prepared.history)
+        return prepared
+
+    def call_model(
+        self,
+        history: list[BaseMessage],
+        invoke: Callable[[list[BaseMessage]], AIMessage],
+        *,
+        system: Callable[[], Sequence[BaseMessage]] = tuple,
+        tools_tokens: int = 0,
+        conflicts: Callable[[], Sequence[Any]] = tuple,
+        on_prepared: Callable[[PreparedContext], None] | None = None,
+        strip_system: bool = False,
+    ) -> ModelCall:
+        """Record the new messages of ``history``, prepare, invoke with transient retries, and on a
+        context-length rejection compact reactively and retry once (see the module docstring).
+
+        ``invoke`` gets the messages to send (without the system messages when ``strip_system``,
+        for front ends that add the system prompt themselves).
+        """
+        self.record_new(history)
+        cfg = self.settings.agent
+        retry = RetryPolicy(cfg.max_retries, cfg.retry_base_seconds)
+        compacted = reactive_used = False
+        while True:
+            system_messages = list(system())
+            prepared = self.prepare(history, system=system_messages, tools_tokens=tools_tokens,
+                                    conflicts=conflicts())
+            if prepared.compaction is not None:
+                compacted = True
+            history = prepared.history
+            if on_prepared is not None:
+                on_prepared(prepared)
+            sent = list(prepared.messages[len(system_messages):] if strip_system else prepared.messages)
+            try:
+                reply = call_with_retries(lambda: invoke(sent), retry, on_retry=self._on_retry, sleep=self.sleep)
+            except Exception as exc:
+                if reactive_used or classify(exc) is not ErrorKind.CONTEXT_LENGTH:
+                    raise
+                reactive_used = True
+                history = self.reactive(history, exc, system=system_messages, tools_tokens=tools_tokens)
+                compacted = True
+                continue
+            self.counters.model_calls += 1
+            if self.stats is not None:
+                self.stats.model_calls += 1
+            return ModelCall(reply, prepared, history, compacted)
+
+    def _on_retry(self, attempt: int, kind: ErrorKind, exc: BaseException, wait: float) -> None:
+        self.counters.retries += 1
+        self.record_event(EventType.MODEL_RETRY, attempt=attempt, kind=kind.value, wait_seconds=wait,
+                          error=self.redactor.text(str(exc))[:ERROR_PREVIEW_CHARS])
+
+    def reactive(self, history: list[BaseMessage], error: BaseException, *, system: Sequence[BaseMessage] = (),
+                 tools_tokens: int = 0) -> list[BaseMessage]:
+        """The provider rejected ``history`` as too long: compact now (even below the threshold) and
+        return the new history; re-raises ``error`` (caused by the failure) when nothing shrinks."""
+        self.counters.reactive_compacts += 1
+        self.record_event(EventType.MODEL_RETRY, attempt=1, kind=ErrorKind.CONTEXT_LENGTH.value, wait_seconds=0,
+                          error=self.redactor.text(str(error))[:ERROR_PREVIEW_CHARS])
+        try:
+            with self.lock:
+                result = self.window.reactive_compact(history, system=system, tools_tokens=tools_tokens)
+        except CompactionFailed as failed:
+            raise error from failed
+        return without_stale_usage(result.new_history())
+
+    @staticmethod
+    def is_context_length_error(exc: BaseException) -> bool:
+        return classify(exc) is ErrorKind.CONTEXT_LENGTH
+
+    # ── tools ──
+
+    def tool_started(self, call_id: str, name: str, args: Mapping[str, Any], *,
+                     describe_lost: Callable[[str, Mapping[str, Any]], str] = lost_in_crash_result,
+                     **event: Any) -> ToolMessage | Literal[True] | None:
+        """Announce a call before it runs (``True`` = run it now).
+
+        A call that already has a result is not run: its result comes back when known (a resumed
+        front end asking again), else ``None``. A call that started before and never returned gets
+        a recorded "unknown outcome" result — it is never run twice.
+        """
+        with self.lock:
+            verdict = self.guard.verdict(call_id)
+            if verdict == "answered":
+                if call_id in self.guard.results:
+                    earlier = schema.record_to_message(self.guard.results[call_id])
+                    return earlier if isinstance(earlier, ToolMessage) else None
+                return next((m for m in self._turn_results if m.tool_call_id == call_id), None)
+            if verdict == "lost":
+                lost = ToolMessage(content=describe_lost(name, args), tool_call_id=call_id, name=name,
+                                   status="error", id=schema.new_message_id())
+                self.record(lost)
+                return lost
+            self.guard.started.add(call_id)
+        self.record_event(EventType.TOOL_STARTED, tool_call_id=call_id, tool=name, **event)
+        return True
+
+    def record_state(self, messages: Sequence[BaseMessage]) -> list[ToolMessage]:
+        """Record a graph state's new messages in order, for front ends that see the state only
+        between nodes: replies are stamped, tool results that bypassed :meth:`tool_result` (a tool
+        node that was not wrapped) are budgeted now. Returns those results' replacements (same ids)."""
+        replaced: list[ToolMessage] = []
+        with self.lock:
+            for message in messages:
+                if not message.id or message.id in self.recorded or is_engine_message(message):
+                    continue
+                if isinstance(message, AIMessage):
+                    self.record_reply(message, keep_id=True)
+                elif isinstance(message, ToolMessage):
+                    replaced.append(self.tool_result(message, count=False))
+                else:
+                    self.record(message)
+        return replaced
+
+    def tool_result(self, message: ToolMessage, *, tool_name: str | None = None, count: bool = True) -> ToolMessage:
+        """Redact, budget (the one rule in the module docstring) and record one tool result."""
+        content = message.content
+        if isinstance(content, str):
+            content = self.redactor.text(content)
+        update: dict[str, Any] = {"content": content}
+        if not message.name and tool_name:
+            update["name"] = tool_name
+        if not message.id:
+            update["id"] = schema.new_message_id()
+        message = message.model_copy(update=update)
+        with self.lock:
+            budgeted = self.budgeter.budget(message)
+            final = self.budgeter.budget_turn([*self._turn_results, budgeted])[-1]
+            assert isinstance(final, ToolMessage)
+            self._turn_results.append(final)
+            self.record(final)
+            if count:
+                self.counters.tool_executions += 1
+                self.counters.executed.append(final.tool_call_id)
+        if count:
+            self.record_event(EventType.TOOL_FINISHED, tool_call_id=final.tool_call_id, tool=final.name,
+                              status=final.status)
+        return final

@@ -1,0 +1,169 @@
+"""What went wrong with a model call, and whether trying again can help.
+
+Providers report the same conditions differently; :func:`classify` maps an exception to one
+:class:`ErrorKind` using, in order, LangChain's typed model errors, the HTTP status the SDK
+attached, and the message text. The agent then acts per kind:
+
+* ``CONTEXT_LENGTH`` → the engine's reactive compact, then one retry (:class:`~mtagent.context.engine_session.EngineSession`);
+* ``RATE_LIMIT`` / ``SERVER`` / ``TIMEOUT`` / ``CONNECTION`` → :func:`call_with_retries`,
+  bounded by ``agent.max_retries`` with exponential backoff from ``agent.retry_base_seconds``;
+* ``AUTH`` and everything else → one :class:`~mtagent.errors.ModelError` whose message says
+  what to do (and never repeats a key).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import TypeVar
+
+from langchain_core import exceptions as lc_errors
+
+from mtagent.context.compaction.policy import is_context_length_error as engine_is_context_length_error
+from mtagent.errors import ModelError
+
+T = TypeVar("T")
+
+
+class ErrorKind(str, Enum):
+    CONTEXT_LENGTH = "context_length"
+    RATE_LIMIT = "rate_limit"
+    SERVER = "server"
+    TIMEOUT = "timeout"
+    CONNECTION = "connection"
+    AUTH = "auth"
+    BAD_REQUEST = "bad_request"
+    OTHER = "other"
+
+
+RETRYABLE = frozenset({ErrorKind.RATE_LIMIT, ErrorKind.SERVER, ErrorKind.TIMEOUT, ErrorKind.CONNECTION})
+
+_SECRET_LIKE = re.compile(r"\b(sk|key|tok)[-_][A-Za-z0-9_\-]{8,}")
+
+
+def is_context_length_error(exc: BaseException) -> bool:
+    """True if the provider rejected the request as longer than the window (the engine's test,
+    plus LangChain's typed :class:`~langchain_core.exceptions.ContextOverflowError`)."""
+    return isinstance(exc, lc_errors.ContextOverflowError) or engine_is_context_length_error(exc)
+
+
+def _status(exc: BaseException) -> int | None:
+    for attr in ("status_code", "status", "http_status"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int):
+            return value
+    response = getattr(exc, "response", None)
+    value = getattr(response, "status_code", None)
+    return value if isinstance(value, int) else None
+
+
+def classify(exc: BaseException) -> ErrorKind:
+    """The :class:`ErrorKind` of an exception raised by a chat model call."""
+    if is_context_length_error(exc):
+        return ErrorKind.CONTEXT_LENGTH
+    typed: list[tuple[type[BaseException], ErrorKind]] = [
+        (lc_errors.ModelAuthenticationError, ErrorKind.AUTH),
+        (lc_errors.ModelPermissionDeniedError, ErrorKind.AUTH),
+        (lc_errors.ModelRateLimitError, ErrorKind.RATE_LIMIT),
+        (lc_errors.ModelTimeoutError, ErrorKind.TIMEOUT),
+        (lc_errors.ModelConnectionError, ErrorKind.CONNECTION),
+        (lc_errors.ModelAPIError, ErrorKind.SERVER),
+        (lc_errors.ModelInvalidRequestError, ErrorKind.BAD_REQUEST),
+        (lc_errors.ModelNotFoundError, ErrorKind.BAD_REQUEST),
+    ]
+    for cls, kind in typed:
+        if isinstance(exc, cls):
+            return kind
+    status = _status(exc)
+    if status in (401, 403):
+        return ErrorKind.AUTH
+    if status == 429:
+        return ErrorKind.RATE_LIMIT
+    if status == 408:
+        return ErrorKind.TIMEOUT
+    if status is not None and 500 <= status < 600:
+        return ErrorKind.SERVER
+    if status is not None and 400 <= status < 500:
+        return ErrorKind.BAD_REQUEST
+    name = type(exc).__name__.lower()
+    if "timeout" in name or isinstance(exc, TimeoutError):
+        return ErrorKind.TIMEOUT
+    if "connection" in name or isinstance(exc, ConnectionError):
+        return ErrorKind.CONNECTION
+    if "ratelimit" in name:
+        return ErrorKind.RATE_LIMIT
+    if "authentication" in name or "permissiondenied" in name:
+        return ErrorKind.AUTH
+    return ErrorKind.OTHER
+
+
+def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """``text`` with every known secret value and anything key-shaped replaced."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    return _SECRET_LIKE.sub("[redacted]", text)
+
+
+def to_model_error(exc: BaseException, kind: ErrorKind, *, model: str, attempts: int,
+                   secrets: tuple[str, ...] = ()) -> ModelError:
+    """One clear, key-free message per kind, saying what the user can do."""
+    detail = redact(str(exc), secrets)[:300]
+    if kind is ErrorKind.AUTH:
+        return ModelError(
+            f"the provider rejected the credentials for {model}: check the API key "
+            "(e.g. OPENAI_API_KEY) and that it may use this model"
+        )
+    if kind in RETRYABLE:
+        return ModelError(
+            f"{model} failed after {attempts} attempt(s) ({kind.value}): {detail}; "
+            "try again later, or raise agent.max_retries"
+        )
+    if kind is ErrorKind.CONTEXT_LENGTH:
+        return ModelError(
+            f"{model} rejected the request as too long even after compacting: {detail}; "
+            "run /compact, or set agent.model_windows for this model to its real window"
+        )
+    return ModelError(f"{model} call failed ({kind.value}): {detail}")
+
+
+@dataclass(slots=True, frozen=True)
+class RetryPolicy:
+    """Bounded retries with exponential backoff: base, 2×base, 4×base …"""
+
+    max_retries: int
+    base_seconds: float
+    max_seconds: float = 60.0
+
+    def delay(self, attempt: int) -> float:
+        return min(self.max_seconds, self.base_seconds * (2 ** attempt))
+
+
+def call_with_retries(
+    fn: Callable[[], T],
+    policy: RetryPolicy,
+    *,
+    on_retry: Callable[[int, ErrorKind, BaseException, float], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Run ``fn``; retry it on transient errors only. Other errors propagate unchanged.
+
+    When retries are used up the last exception propagates too; callers turn it into a
+    :class:`ModelError` with :func:`to_model_error` (they know the model's name).
+    """
+    attempt = 0
+    while True:
+        try:
+            return fn()
+        except Exception as exc:
+            kind = classify(exc)
+            if kind not in RETRYABLE or attempt >= policy.max_retries:
+                raise
+            wait = policy.delay(attempt)
+            if on_retry is not None:
+                on_retry(attempt + 1, kind, exc, wait)
+            sleep(wait)
+            attempt += 1
