@@ -25,6 +25,7 @@ from mtagent.context.static.tiers import RuntimeContext, StaticContext, StaticPa
 from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from mtagent.context.engine_session import EngineSession
 from mtagent.context.tool_results.budgeter import ToolResultBudgeter
+from mtagent.context.recall.sink import compacted_recall
 from mtagent.context.window import ContextWindowManager
 from mtagent.events import EventBus, SessionStats
 from mtagent.redaction import Redactor
@@ -74,6 +75,7 @@ def build(*, project_root: Path, settings: Settings, sink: Any, events: EventBus
     engine = ContextWindowManager(
         settings, summarizer=summarizer, sink=sink, bus=events, stats=stats, session_memory=memory,
         read_state=context.read_state, token_limit=settings.context.token_limit, root=project_root,
+        retriever=compacted_recall(sink, settings),
     )
     static = StaticContext(project_root, settings.memory)
     session = EngineSession(engine, context.budgeter, sink, settings=settings, events=events, stats=stats,

@@ -43,6 +43,7 @@ from mtagent.agent.state import Conversation, initial_state
 from mtagent.agent.storage import open_session_storage
 from mtagent.config import Settings, load_settings
 from mtagent.context.compaction.compactor import CompactionResult
+from mtagent.context.recall.sink import recall_sink
 from mtagent.context.static.memory_extract import MemoryExtractor
 from mtagent.context.plan import ContextPlan
 from mtagent.context.session_memory.manager import session_memory_for_resume
@@ -111,7 +112,8 @@ class AgentSession:
         self.redactor = Redactor(secrets)
         self._writer = writer
         self._db = open_session_storage(settings, paths.session_artifact_dir(project_root, session_id))
-        self.sink = RedactingSink(self._db.audited(writer, session_id), self.redactor)
+        self.sink = RedactingSink(recall_sink(self._db.audited(writer, session_id), project_root, session_id,
+                                              self.settings), self.redactor)  # indexed for recall, redacted
         self.artifacts = ArtifactStore.for_session(project_root, session_id,
                                                    self.settings.tool_results.artifact_max_bytes)
         self.policy = ApprovalPolicy.from_rules(self.settings.agent.approval, approval)

@@ -1,17 +1,23 @@
 """``IndexingSink``: a record sink that indexes every record after the inner sink stored it.
 
 Wrap the transcript writer with it (under any redaction, so only what the transcript holds is
-indexed): ``RedactingSink(IndexingSink(writer, indexer, session_id), redactor)``. The inner
+indexed): ``RedactingSink(IndexingSink(writer, indexer, session_id), redactor)`` — or use
+:func:`recall_sink`; :func:`compacted_recall` then finds the index again for the window manager. The inner
 sink's write comes first and its result is returned unchanged; indexing can never lose or
 delay-fail a record, because :meth:`RecallIndexer.add_record` never raises.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
+from mtagent.config import Settings
 from mtagent.context.recall.indexer import RecallIndexer
+from mtagent.context.recall.retrieved import CompactedRecall
+from mtagent.context.recall.router import Recaller
+from mtagent.context.tokens import count_text_tokens
 from mtagent.session.transcript import RecordSink
 
 
@@ -31,3 +37,29 @@ class IndexingSink:
         if name in ("inner", "indexer", "session_id"):
             raise AttributeError(name)
         return getattr(self.inner, name)
+
+
+def recall_sink(inner: RecordSink, project_root: str | os.PathLike[str], session_id: str,
+                settings: Settings) -> RecordSink:
+    """``inner`` wrapped so every record is also indexed (``inner`` itself when recall is off).
+
+    Put it *inside* any redacting sink, so the index holds only what the transcript holds.
+    """
+    if not settings.recall.enabled:
+        return inner
+    return IndexingSink(inner, RecallIndexer(project_root, settings.recall), session_id)
+
+
+def compacted_recall(sink: object, settings: Settings) -> CompactedRecall | None:
+    """The retrieved-bucket helper for the session whose records ``sink`` indexes — found by
+    following ``.inner`` through wrapping sinks — or None (recall off, or a sink without an index)."""
+    for _ in range(8):
+        if isinstance(sink, IndexingSink):
+            if not settings.recall.retrieve_after_compaction:
+                return None
+            return CompactedRecall(Recaller(sink.indexer), settings.recall,
+                                   lambda text: count_text_tokens(text, settings.context.encoding), sink.session_id)
+        sink = getattr(sink, "inner", None)
+        if sink is None:
+            return None
+    return None
