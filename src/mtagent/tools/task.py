@@ -22,26 +22,18 @@ TASK_TOOL = "task"
 CONTEXT_ITEMS = ("rules", "task_state")
 
 TASK_DESCRIPTION = (
-    "Start a subagent with its own context window for a self-contained piece of work, e.g. searching "
-    "the code base or reviewing a change. It sees only what you give it (description, prompt, the "
-    "context items and files you name) — not this conversation — and answers with a short structured "
-    "report (outcome, findings with evidence, files read/changed, open questions). Use it to keep long "
-    "explorations out of your own context. agent: 'explore' (read-only search and reading), 'review' "
-    "(read-only critique), 'general' (may edit and run commands under the same approvals as you), or a "
-    "profile of .mtagent/agents/. Several task calls in one message run in parallel."
+    "Run a subagent in its own context window on a self-contained task (search, reading, review); "
+    "it sees only what you pass, not this conversation, and returns a short JSON report with evidence. "
+    "Keeps long explorations out of your context. Several calls in one message run in parallel."
 )
 
 
 class TaskArgs(BaseModel):
-    description: str = Field(description="3-8 words naming the task (shown to the user).", max_length=200)
-    prompt: str = Field(description="The complete brief: what to find or do, constraints, what to report.")
-    agent: str = Field("explore", description="'explore', 'review', 'general' or a profile name.")
-    context: list[str] = Field(
-        default_factory=list,
-        description="Context items to hand over: 'rules' (project rules and memory), 'task_state' (your "
-        "session notes).",
-    )
-    files: list[str] = Field(default_factory=list, description="Workspace files the child starts with.")
+    description: str = Field(description="3-8 words naming the task.", max_length=200)
+    prompt: str = Field(description="The complete brief: goal, constraints, what to report.")
+    agent: str = Field("explore", description="explore / review (read-only), general (edits, shell), or a profile.")
+    context: list[str] = Field(default_factory=list, description="Items to pass: 'rules', 'task_state'.")
+    files: list[str] = Field(default_factory=list, description="Workspace files to pass.")
     tool_call_id: Annotated[str, InjectedToolCallId]
 
 
@@ -73,7 +65,8 @@ def build_task_tool(launcher: SubagentLauncher, *, agents: list[str] | None = No
                                            agent=agent, context=tuple(context or ()), files=tuple(files or ())))
 
     described = TASK_DESCRIPTION
-    if agents:
-        described += f" Available agents: {', '.join(agents)}."
+    extra = [a for a in agents or () if a not in ("explore", "review", "general")]
+    if extra:
+        described += f" Profiles: {', '.join(extra)}."
     return StructuredTool.from_function(func=task, name=TASK_TOOL, description=described, args_schema=TaskArgs,
                                         handle_tool_error=True)
