@@ -88,6 +88,11 @@ class ContextSettings(_Section):
     ptl_min_drop_fraction: float = Field(0.2, gt=0, le=1, description="drop at least this share of rounds per retry")
     reattach_max_files: int = Field(5, ge=0, description="recently read files re-attached after a compact")
     reattach_max_tokens: int = Field(50_000, ge=0, description="token budget for re-attached files")
+    manual_compact_tries: int = Field(
+        4, ge=1, description="/compact attempts to leave a smaller window (then without re-attached files, "
+        "then halving the summary); after them nothing changes"
+    )
+    manual_summary_min_tokens: int = Field(256, ge=1, description="a manual compaction's summary is not cut below this")
     encoding: Literal["o200k_base", "cl100k_base"] = Field("o200k_base", description="tokenizer encoding")
     message_overhead_tokens: int = Field(4, ge=0, description="per-message framing tokens in estimates")
     compact_every_rounds: int = Field(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,18 +133,20 @@ def test_repl_model_error_is_one_line_and_the_repl_goes_on(project, tmp_path, pi
     assert out.count("error:") == 1 and "Slash commands" in out
 
 
-def test_repl_compact_prints_before_after_and_context_says_it_is_stale(project, tmp_path, pipe):
-    steps = [f"answer {i} " + "lorem ipsum " * 40 for i in range(6)]
-    repl, console = make_repl(project, tmp_path, steps, pipe)
-    turns = "".join(f"question {i}\r" for i in range(6))
+def test_repl_compact_prints_before_after_and_context_shows_the_window_now(project, tmp_path, pipe):
+    steps = [f"answer {i} " + "lorem ipsum " * 300 for i in range(8)]
+    repl, console = make_repl(project, tmp_path, steps, pipe, window=24_000)
+    turns = "".join(f"question {i}\r" for i in range(8))
     pipe.send_text(turns + "/compact keep the questions\r/context\r/context stats\r/context explain\r/context artifacts\r/context messages\r/exit\r")
     repl.run()
     out = console.export_text()
     assert "compacted (manual" in out and "→" in out
-    assert "before /compact" in out
+    pre, post = (int(x.replace(",", "")) for x in re.search(r"compacted \(manual[^)]*\): ([\d,]+) → ([\d,]+)", out).groups())
+    shown = float(re.search(r"([\d.]+)k/[\d.]+k tokens", out).group(1)) * 1000
+    assert post < pre and abs(shown - post) <= 0.1 * post + 100, (pre, post, shown)  # /context: the window now
     assert "Compaction history" in out
     assert "No tool result has been persisted" in out
-    assert "Messages the engine plans from" in out and "question 5" in out
+    assert "Messages the engine plans from" in out and "question 7" in out
     records = list(read_records(list_sessions(project)[0].path))
     assert any(r["type"] == "compact_boundary" and r["trigger"] == "manual" for r in records)
 
@@ -246,3 +250,14 @@ def test_resumed_session_waiting_for_approval_asks_first_and_never_reruns_earlie
     out = console.export_text()
     assert "waited for your approval" in out and "[y]es / [n]o / [a]lways" in out
     assert log.read_text().split() == ["first", "second", "third"]
+
+
+def test_repl_compact_of_a_short_session_changes_nothing_and_says_why(project, tmp_path, pipe):
+    repl, console = make_repl(project, tmp_path, ["short answer"], pipe)
+    pipe.send_text("one question\r/compact\r/compact from nosuchid\r/exit\r")
+    repl.run()
+    out = console.export_text()
+    lines = [line for line in out.splitlines() if line.startswith(("nothing", "error"))]
+    assert lines and lines[0].startswith("nothing") and len(lines[0]) > 20
+    records = list(read_records(list_sessions(project)[0].path))
+    assert not any(r["type"] == "compact_boundary" for r in records)

@@ -20,6 +20,7 @@ from mtagent.cli.context_render import WindowUsage
 from mtagent.cli.run_cmd import SessionOptions
 from mtagent.cli.session_report import SessionReport, read_session_report
 from mtagent.cli.slash import CompactOutcome, SessionRow
+from mtagent.cli.window_now import current_buckets
 from mtagent.errors import UsageError
 from mtagent.events import Event, EventBus, EventType
 
@@ -92,8 +93,8 @@ class ReplHost:
         if plan is not None:
             usage = WindowUsage.from_budget(plan.buckets, session.model_name)
             if self.compacted_since_plan:
-                usage = replace(usage, note="as of the last model call, before /compact; "
-                                            "the next message shows the compacted window")
+                usage = replace(usage, buckets=current_buckets(usage.buckets, session.history,
+                                                               session.engine.counter.message_tokens))
             return usage
         report = self.session_report()
         if report is None or report.last_plan is None:
@@ -139,12 +140,19 @@ class ReplHost:
 
     # actions ----------------------------------------------------------------------------
     def compact(self, instructions: str | None) -> CompactOutcome:
-        result = self._live().compact(instructions)
-        self.compacted_since_plan = True
-        return CompactOutcome(result.pre_tokens, result.post_tokens, result.trigger, result.summary_source)
+        return self._compacted(lambda: self._live().compact(instructions))
 
     def compact_from(self, message_id: str) -> CompactOutcome:
-        result = self._live().compact(from_message_id=message_id)
+        return self._compacted(lambda: self._live().compact(from_message_id=message_id))
+
+    def _compacted(self, run: Callable[[], Any]) -> CompactOutcome:
+        """A manual compaction's outcome; one that could not shrink the window changed nothing."""
+        from mtagent.context.compaction.manual import NothingCompacted
+
+        try:
+            result = run()
+        except NothingCompacted as exc:
+            return CompactOutcome(0, 0, unchanged_reason=str(exc))
         self.compacted_since_plan = True
         return CompactOutcome(result.pre_tokens, result.post_tokens, result.trigger, result.summary_source)
 

@@ -66,6 +66,7 @@ class CompactOutcome:
     post_tokens: int
     trigger: str = "manual"
     summary_source: str | None = None
+    unchanged_reason: str | None = None  # set when nothing was compacted: the one line saying why
 
 
 @dataclass(slots=True, frozen=True)
@@ -224,6 +225,9 @@ def cmd_exit(host: SlashHost, command: SlashCommand) -> Outcome:
 
 
 def _print_compaction(console: Console, outcome: CompactOutcome) -> None:
+    if outcome.unchanged_reason:
+        console.print(escape(outcome.unchanged_reason), soft_wrap=True)
+        return
     saved = outcome.pre_tokens - outcome.post_tokens
     source = f", summary from {outcome.summary_source}" if outcome.summary_source else ""
     effect = f"{saved:,} saved" if saved >= 0 else f"{-saved:,} more: the summary outweighs the little it replaced"

@@ -40,6 +40,7 @@ from mtagent.context.compaction.microcompact import (
 )
 from mtagent.context.compaction.policy import AutoCompactPolicy, RecordSink
 from mtagent.context.compaction.reattach import ReadState
+from mtagent.context.compaction.manual import memoise, shrink_or_explain
 from mtagent.context.compaction.summarize import Summarizer
 from mtagent.context.compaction.cache_align import align_summarizer
 from mtagent.context.compaction.trigger import early_compaction_settings
@@ -271,10 +272,16 @@ class ContextWindowManager:
         self.meter.sync(history)
         tokens, _ = self.meter.measure(extra)
         options = self._options(trigger="manual", reason=None, tokens=tokens, extra=extra, instructions=instructions)
-        result = compact_from(history, message_id, self.summarizer, options,
-                              direction=direction)  # type: ignore[arg-type]
+        memo = memoise(self.summarizer)
+        result = shrink_or_explain(
+            lambda s: compact_from(history, message_id, memo, replace(options, settings=s),
+                                   direction=direction),  # type: ignore[arg-type]
+            options.settings, tokens, self._summary_tokens)
         self._commit(result)
         return result
+
+    def _summary_tokens(self, result: CompactionResult) -> int:
+        return self.counter.estimate(result.summary_messages)
 
     def reactive_compact(
         self,
@@ -328,7 +335,8 @@ class ContextWindowManager:
             candidate = self.session_memory.try_compact(
                 history, trigger=trigger, tokens=tokens, threshold=threshold, extra_tokens=extra
             )
-            if candidate is not None and candidate.post_tokens < threshold:
+            if candidate is not None and candidate.post_tokens < threshold and (
+                    trigger != "manual" or candidate.post_tokens < tokens):  # manual: smaller, or nothing
                 result = candidate
         if result is None:
             options = self._options(trigger=trigger, reason=reason, tokens=tokens, extra=extra,
@@ -339,7 +347,12 @@ class ContextWindowManager:
             summarizer = align_summarizer(self.summarizer, [*system, *self.meter.view],
                                           cache_aligned=ctx.cache_aligned_summaries,
                                           incremental=ctx.incremental_summaries)
-            result = compact(history, summarizer, options)
+            if trigger == "manual":
+                memo, base = memoise(summarizer), options
+                result = shrink_or_explain(lambda s: compact(history, memo, replace(base, settings=s)),
+                                           base.settings, tokens, self._summary_tokens)
+            else:
+                result = compact(history, summarizer, options)
         if trigger != "manual" and result.post_tokens >= result.pre_tokens:
             raise CompactionFailed(
                 f"compaction did not shrink the context ({result.pre_tokens} → {result.post_tokens} tokens); "
