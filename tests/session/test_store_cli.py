@@ -149,3 +149,11 @@ def test_the_agent_checkpoints_and_audits_in_postgres(project: Path, pg_dsn: str
                                                           "MTAGENT_STORAGE__TENANT": tenant})
     actions = [e["action"] for e in json.loads(result.output)]
     assert "tool.approved" in actions and "tool.denied" in actions
+
+
+def test_an_export_is_audited(project: Path) -> None:
+    _files_session(project, "s-x", 2)
+    result = runner.invoke(app, ["sessions", "export", "s-x", "--cwd", str(project), "--format", "md"])
+    assert result.exit_code == 0, result.output
+    events = json.loads(runner.invoke(app, ["audit", "--json", "--action", "export"]).output)
+    assert [(e["session_id"], e["detail"]["format"], e["detail"]["to"]) for e in events] == [("s-x", "md", "stdout")]

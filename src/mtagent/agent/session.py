@@ -40,6 +40,7 @@ from mtagent.agent.graph import APPROVAL_KIND, AgentRuntime, build_graph
 from mtagent.agent.models import context_window, create_chat_model
 from mtagent.redaction import Redactor, RedactingSink, collect_secrets
 from mtagent.agent.state import Conversation, initial_state
+from mtagent.agent import storage as agent_storage
 from mtagent.agent.storage import open_session_storage
 from mtagent.config import Settings, load_settings
 from mtagent.context.compaction.compactor import CompactionResult
@@ -114,7 +115,7 @@ class AgentSession:
         self._db = open_session_storage(settings, paths.session_artifact_dir(project_root, session_id))
         self.sink = RedactingSink(recall_sink(self._db.audited(writer, session_id), project_root, session_id,
                                               self.settings), self.redactor)  # indexed for recall, redacted
-        self.artifacts = ArtifactStore.for_session(project_root, session_id,
+        self.artifacts = self._db.artifacts(project_root, session_id,
                                                    self.settings.tool_results.artifact_max_bytes)
         self.policy = ApprovalPolicy.from_rules(self.settings.agent.approval, approval)
         self.last_prepared: Any = None
@@ -164,8 +165,7 @@ class AgentSession:
         settings = settings or load_settings(root)
         chat, name, secrets, summarizer = _resolve_model(model, settings, base_url, api_key, environ)
         sid = paths.validate_session_id(session_id or schema.new_session_id())
-        writer = TranscriptWriter(paths.session_transcript_path(root, sid), session_id=sid,
-                                  fsync=settings.transcript.fsync)
+        writer = agent_storage.open_writer(settings, root, sid)  # a file, or rows in PostgreSQL
         try:
             writer.append(schema.session_start_record(sid, str(root), name, __version__))
             return cls(project_root=root, session_id=sid, settings=settings, model=chat, model_name=name,
@@ -184,13 +184,11 @@ class AgentSession:
                skip_corrupt: bool = False) -> AgentSession:
         """Continue a session (``None`` = the latest of this project): summary + recent tail."""
         root = Path(project_root).resolve()
-        sid = session_id or latest_session_id(root)
+        sid = session_id or agent_storage.latest_session_id(root, settings)
         if sid is None:
             raise SessionNotFound(f"no sessions yet for project {root}; start one with `mtagent`")
         settings = settings or load_settings(root)
-        resumed = load_session(root, sid, skip_corrupt=skip_corrupt)
-        records = [e.record for e in iter_entries(resumed.path, start=resumed.stats.start_offset,
-                                                  skip_corrupt=True)]
+        resumed, records = agent_storage.load_for_resume(settings, root, sid, skip_corrupt)
         _add_session_memory(resumed, records, settings)
         recorded = (resumed.session_start or {}).get("model")
         if recorded and str(recorded).startswith(SCRIPTED_PREFIX):
@@ -201,7 +199,7 @@ class AgentSession:
                 )
             recorded = None
         chat, name, secrets, summarizer = _resolve_model(model or recorded, settings, base_url, api_key, environ)
-        writer = TranscriptWriter(resumed.path, session_id=sid, fsync=settings.transcript.fsync)
+        writer = agent_storage.open_writer(settings, root, sid)
         try:
             session = cls(project_root=root, session_id=sid, settings=settings, model=chat, model_name=name,
                           writer=writer, history=_without_stale_usage(resumed.messages, records),

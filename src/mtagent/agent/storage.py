@@ -1,6 +1,7 @@
 """What an agent session keeps beside its transcript, per ``storage.backend``: checkpoints and audit.
 
-Files (the default): LangGraph checkpoints in ``<artifacts>/checkpoints.sqlite`` and the audit
+The transcript writer, the resumed view and the artifact folder come from here too, so one
+setting moves a session between a file and PostgreSQL rows. Files (the default): LangGraph checkpoints in ``<artifacts>/checkpoints.sqlite`` and the audit
 trail in ``$MTAGENT_HOME/audit.jsonl``. PostgreSQL: checkpoints through
 ``langgraph-checkpoint-postgres`` in the same database (its own tables, created idempotently by
 ``setup()``), thread ids prefixed with the tenant, and the ``mtagent_audit`` table. This lives in
@@ -9,8 +10,10 @@ trail in ``$MTAGENT_HOME/audit.jsonl``. PostgreSQL: checkpoints through
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,9 +22,14 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from mtagent import paths
-from mtagent.config import Settings
+from mtagent.config import Settings, load_settings
+from mtagent.context.view import ResumedSession, ResumeStats, build_resume_view, load_session
+from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.audit import AuditingSink, AuditSink, JsonlAuditSink
+from mtagent.session.catalog import list_sessions
 from mtagent.session.store import open_store, validate_tenant
+from mtagent.session.store_artifacts import StoreArtifacts
+from mtagent.session.transcript import ReadReport, TranscriptWriter, iter_entries
 
 CHECKPOINT_FILE = "checkpoints.sqlite"
 
@@ -31,12 +39,17 @@ class SessionStorage:
     checkpointer: BaseCheckpointSaver[Any]
     audit: AuditSink
     tenant: str
+    settings: Settings
     thread_prefix: str = ""
     _closers: list[Callable[[], None]] = field(default_factory=list)
 
     def audited(self, sink: Any, session_id: str) -> AuditingSink:
         """``sink`` with the decisions among its records also written to the audit trail."""
         return AuditingSink(sink, self.audit, self.tenant, session_id)
+
+    def artifacts(self, project_root: Path, session_id: str, max_bytes: int) -> ArtifactStore:
+        """The session's artifact folder; in PostgreSQL mode a cache written and read through the store."""
+        return _artifacts(self.settings, project_root, session_id, max_bytes)
 
     def thread_id(self, session_id: str) -> str:
         return f"{self.thread_prefix}{session_id}"
@@ -48,26 +61,88 @@ class SessionStorage:
         self._closers.clear()
 
 
+_STORES: dict[tuple[str, str], Any] = {}
+
+
+def _pg_store(settings: Settings) -> Any:
+    """One PostgreSQL store per (DSN, tenant) and process: migrations and the pool happen once."""
+    key = (str(settings.storage.dsn), validate_tenant(settings.storage.tenant))
+    store = _STORES.get(key)
+    if store is None:
+        store = _STORES[key] = open_store(settings)
+        atexit.register(store.close)
+    return store
+
+
+def is_postgres(settings: Settings) -> bool:
+    return settings.storage.backend == "postgres"
+
+
+def open_writer(settings: Settings, project_root: Path, session_id: str) -> Any:
+    """The session's one writer: a transcript file, or rows in PostgreSQL."""
+    if not is_postgres(settings):
+        return TranscriptWriter(paths.session_transcript_path(project_root, session_id), session_id=session_id,
+                                fsync=settings.transcript.fsync)
+    return _pg_store(settings).open_writer(paths.project_hash(project_root), session_id)
+
+
+def load_for_resume(settings: Settings, project_root: Path, session_id: str,
+                    skip_corrupt: bool) -> tuple[ResumedSession, list[dict[str, Any]]]:
+    """The resumed view and the records it was built from (those after the last boundary)."""
+    if not is_postgres(settings):
+        resumed = load_session(project_root, session_id, skip_corrupt=skip_corrupt)
+        records = [e.record for e in iter_entries(resumed.path, start=resumed.stats.start_offset, skip_corrupt=True)]
+        return resumed, records
+    store, project = _pg_store(settings), paths.project_hash(project_root)
+    began = time.perf_counter()
+    read = store.read_since_boundary(project, session_id)
+    records = read.records
+    report = ReadReport(warnings=list(read.notes), records=len(records))
+    stats = ResumeStats(0, read.start, 0, len(records), "index" if read.boundary_id else "none",
+                        time.perf_counter() - began)
+    artifacts = _artifacts(settings, project_root, session_id, settings.tool_results.artifact_max_bytes)
+    resumed = ResumedSession(session_id, Path("postgres") / store.tenant / project / session_id,
+                             build_resume_view(records), store.session_start(project, session_id), stats, report,
+                             artifacts)
+    return resumed, records
+
+
+def latest_session_id(project_root: Path, settings: Settings | None) -> str | None:
+    """The most recently started session of a project in the configured store."""
+    settings = settings or load_settings(project_root)
+    if not is_postgres(settings):
+        sessions = list_sessions(project_root)
+        return sessions[-1].session_id if sessions else None
+    ids = _pg_store(settings).sessions(paths.project_hash(project_root))
+    return ids[-1] if ids else None
+
+
+def _artifacts(settings: Settings, project_root: Path, session_id: str, max_bytes: int) -> ArtifactStore:
+    if not is_postgres(settings):
+        return ArtifactStore.for_session(project_root, session_id, max_bytes)
+    return StoreArtifacts(paths.session_artifact_dir(project_root, session_id), max_bytes,
+                          _pg_store(settings), paths.project_hash(project_root), session_id)
+
+
 def open_session_storage(settings: Settings, artifact_dir: Path) -> SessionStorage:
     tenant = validate_tenant(settings.storage.tenant)
-    if settings.storage.backend != "postgres":
+    if not is_postgres(settings):
         db = sqlite3.connect(str(paths.ensure_dir(artifact_dir) / CHECKPOINT_FILE), check_same_thread=False)
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        return SessionStorage(SqliteSaver(db), JsonlAuditSink.default(tenant), tenant, "", [db.close])
+        return SessionStorage(SqliteSaver(db), JsonlAuditSink.default(tenant), tenant, settings)
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row
 
     from mtagent.session.postgres.connect import connect_kwargs, unreachable
 
-    store = open_store(settings)  # migrations, the tenant's pool, the audit table
+    store = _pg_store(settings)  # migrations, the tenant's pool, the audit table
     try:
-        conn = psycopg.connect(store.dsn, **connect_kwargs(settings.storage.connect_timeout_seconds),  # type: ignore[attr-defined]
+        conn = psycopg.connect(store.dsn, **connect_kwargs(settings.storage.connect_timeout_seconds),
                                prepare_threshold=0, row_factory=dict_row)
     except psycopg.Error as exc:
-        store.close()
-        raise unreachable(store.dsn, exc) from None  # type: ignore[attr-defined]
+        raise unreachable(store.dsn, exc) from None
     saver = PostgresSaver(conn)
     saver.setup()
-    return SessionStorage(saver, store.audit, tenant, f"{tenant}/", [store.close, conn.close])
+    return SessionStorage(saver, store.audit, tenant, settings, f"{tenant}/", [conn.close])

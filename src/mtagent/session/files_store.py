@@ -24,7 +24,9 @@ from mtagent.session.artifacts import ArtifactMeta, ArtifactStore, TOOL_RESULTS_
 from mtagent.session.audit import JsonlAuditSink
 from mtagent.session.index import locate_resume_point
 from mtagent.session.store import Document, ResumeRead, query_terms, validate_name, visible
-from mtagent.session.transcript import Entry, FsyncPolicy, ReadReport, TranscriptWriter, iter_entries
+from mtagent.session.transcript import (
+    Entry, FsyncPolicy, ReadReport, TranscriptWriter, iter_entries, read_first_record,
+)
 
 DOCUMENTS_DB = "documents.sqlite"
 MEMORY_SUFFIX = ".md"
@@ -92,6 +94,9 @@ class FilesStore:
         for _ in iter_entries(path, report=report):
             pass
         return report.records
+
+    def session_start(self, project: str, session_id: str) -> dict[str, Any] | None:
+        return read_first_record(self._existing(project, session_id))
 
     # artifacts and session memory ----------------------------------------------------------
     def write_artifact(self, project: str, session_id: str, relative: str, text: str) -> ArtifactMeta:

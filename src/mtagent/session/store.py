@@ -121,6 +121,8 @@ class Store(Protocol):
 
     def record_count(self, project: str, session_id: str) -> int: ...
 
+    def session_start(self, project: str, session_id: str) -> dict[str, Any] | None: ...
+
     # artifacts and session memory
     def write_artifact(self, project: str, session_id: str, relative: str, text: str) -> ArtifactMeta: ...
 
@@ -180,3 +182,22 @@ def open_store(settings: Any, *, migrate: bool = True) -> Store:
     from mtagent.session.files_store import FilesStore
 
     return FilesStore(tenant=tenant, max_artifact_bytes=max_bytes, fsync=settings.transcript.fsync)
+
+
+def record_audit(settings: Any, action: str, session_id: str | None, detail: dict[str, Any]) -> None:
+    """One audit event in the configured store, for commands that act outside a session (export).
+
+    A failure is logged, not raised: the command already did what the user asked.
+    """
+    import logging
+
+    from mtagent.session.audit import AuditEvent, current_principal
+
+    try:
+        store = open_store(settings)
+        try:
+            store.audit.record(AuditEvent(action, current_principal(), store.tenant, session_id, detail))
+        finally:
+            store.close()
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        logging.getLogger(__name__).warning("could not record audit event %s: %s", action, exc)

@@ -161,6 +161,13 @@ class PostgresStore:
         rows = self._all(f"SELECT count(*) FROM mtagent_transcript WHERE {_SESSION}", (self.tenant, project, session_id))
         return int(rows[0][0])
 
+    def session_start(self, project: str, session_id: str) -> dict[str, Any] | None:
+        self._require(project, session_id)
+        rows = self._all(f"SELECT seq, line FROM mtagent_transcript WHERE {_SESSION} AND seq = 0",
+                         (self.tenant, project, session_id))
+        entries = self._entries(rows, session_id)
+        return entries[0].record if entries else None
+
     # artifacts and session memory ----------------------------------------------------------
     def write_artifact(self, project: str, session_id: str, relative: str, text: str) -> ArtifactMeta:
         path = check_artifact_path(relative)

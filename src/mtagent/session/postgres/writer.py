@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -37,6 +38,7 @@ class PostgresWriter:
                  fsync: FsyncPolicy = "turn", timeout: float = 10, validate: bool = True) -> None:
         self.session_id = session_id
         self.project = project
+        self.path = Path("postgres") / tenant / project / session_id  # a label for messages, not a file
         self.tenant = tenant
         self.fsync_policy: FsyncPolicy = fsync
         self.validate = validate
