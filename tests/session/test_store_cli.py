@@ -157,3 +157,33 @@ def test_an_export_is_audited(project: Path) -> None:
     assert result.exit_code == 0, result.output
     events = json.loads(runner.invoke(app, ["audit", "--json", "--action", "export"]).output)
     assert [(e["session_id"], e["detail"]["format"], e["detail"]["to"]) for e in events] == [("s-x", "md", "stdout")]
+
+
+def test_an_agent_session_in_postgres_resumes_on_another_machine(project: Path, pg_dsn: str, tenant: str,
+                                                                 tmp_path: Path, monkeypatch) -> None:
+    (project / "big.txt").write_text("".join(f"needle line {i}\n" for i in range(4000)))
+    settings = load_settings(project, overrides={"storage": {"backend": "postgres", "dsn": pg_dsn, "tenant": tenant}})
+    model = ScriptedChatModel([tool_call("grep", {"pattern": "needle"}, id="g1"), "found many"])
+    with AgentSession.create(project, model=model, settings=settings, approval="auto") as session:
+        session.run_turn("find the needles")
+        sid = session.session_id
+    local = paths.history_dir(project)
+    assert not local.is_dir() or not list(local.glob("*.jsonl")), "the transcript lives in PostgreSQL only"
+
+    monkeypatch.setenv("MTAGENT_HOME", str(tmp_path / "another-machine"))
+    with AgentSession.resume(None, project, model=ScriptedChatModel(["continuing"]), settings=settings) as again:
+        assert again.session_id == sid
+        results = [m for m in again.conversation.messages if getattr(m, "tool_call_id", None) == "g1"]
+        assert results and "persisted-output" in str(results[0].content)
+        records = [r for r in _pg_records(pg_dsn, tenant, project, sid) if r.get("role") == "tool"]
+        artifact = records[0]["toolUseResult"]["artifact"]
+        assert "needle line 999\n" in again.artifacts.read_text(artifact)  # fetched from the store
+        again.run_turn("go on")
+    assert [r.get("content") for r in _pg_records(pg_dsn, tenant, project, sid)][-1] == "continuing"
+
+
+def _pg_records(dsn: str, tenant: str, project: Path, sid: str) -> list[dict]:
+    from mtagent.session.postgres.store import PostgresStore
+
+    with PostgresStore(dsn, tenant=tenant, pool_max_size=1) as store:
+        return [e.record for e in store.read_entries(paths.project_hash(project), sid)]
