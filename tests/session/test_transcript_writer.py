@@ -128,15 +128,18 @@ def test_next_writer_truncates_only_the_torn_tail(tmp_path):
     assert [r["id"] for r in read_records(path)] == ["m0", "m1", "m2", "m3"]
 
 
-def test_unparseable_complete_last_line_is_a_torn_tail_too(tmp_path):
+def test_an_unparseable_complete_last_line_is_kept_and_reported_not_torn(tmp_path):
     path = tmp_path / "s.jsonl"
     good = schema.dumps_record(_msg(0))
     path.write_bytes(good + b"{not json}\n")
+    with pytest.raises(TranscriptCorrupt, match="line 2"):
+        read_records(path)
     report = ReadReport()
-    assert len(read_records(path, report=report)) == 1 and report.torn_tail_offset == len(good)
+    assert len(read_records(path, report=report, skip_corrupt=True)) == 1
+    assert report.torn_tail_offset is None and report.skipped_corrupt == 1
     with TranscriptWriter(path):
         pass
-    assert path.read_bytes() == good
+    assert path.read_bytes() == good + b"{not json}\n"
 
 
 def test_whole_file_torn_single_line_is_truncated_to_empty(tmp_path):
@@ -228,10 +231,15 @@ def test_invalid_record_as_last_line_is_corrupt_not_torn_and_is_kept(tmp_path):
     assert path.read_bytes().endswith(bad)
 
 
-def test_deeply_nested_torn_tail_is_repaired_without_crashing(tmp_path):
+def test_deeply_nested_lines_never_crash_a_reader_or_the_repair(tmp_path):
     path = tmp_path / "s.jsonl"
     good = schema.dumps_record(_msg(0))
-    path.write_bytes(good + b"[" * 100_000 + b"\n")
+    path.write_bytes(good + b"[" * 100_000 + b"\n")  # complete: kept, reported
+    assert len(read_records(path, skip_corrupt=True)) == 1
+    with TranscriptWriter(path):
+        pass
+    assert path.read_bytes() == good + b"[" * 100_000 + b"\n"
+    path.write_bytes(good + b"[" * 100_000)  # no newline: torn, repaired
     assert len(read_records(path)) == 1
     with TranscriptWriter(path):
         pass

@@ -7,9 +7,10 @@ Why it is built this way:
   torn line, at the very end.
 * **One writer.** An exclusive ``flock`` on ``<session>.lock`` (which holds the writer's pid)
   makes a second writer fail with :class:`~mtagent.errors.SessionLocked` instead of interleaving.
-* **Readers never modify the file.** A torn last line is reported and ignored; only the next
-  writer repairs it, by truncating exactly that tail. A bad line in the middle is
-  :class:`~mtagent.errors.TranscriptCorrupt` unless the caller asks to skip it.
+* **Readers never modify the file.** A torn last line — one *without* its newline — is reported
+  and ignored; only the next writer repairs it, by truncating exactly that tail. Any complete
+  line that does not parse, last or not, is :class:`~mtagent.errors.TranscriptCorrupt` unless
+  the caller asks to skip it; it is never deleted.
 * **fsync policy** ``always`` (every record), ``turn`` (on :meth:`TranscriptWriter.end_turn`
   and close; the default) or ``never``.
 """
@@ -81,28 +82,21 @@ def _read_pid(fd: int) -> int | None:
         return None
 
 
-def _line_ok(line: bytes) -> bool:
-    try:
-        schema.loads_line(line)
-    except (ValueError, RecursionError):
-        return False
-    return True
-
-
 def find_torn_tail(path: Path) -> int | None:
-    """Offset where a torn last line starts (no newline, or not JSON), or None if the end is clean."""
+    """Offset where a torn last line starts, or None if the file ends with a newline.
+
+    Only a last line *without* its newline is torn: every record is one write ending in ``\n``,
+    so a crash can cut a line short but never leave a complete, newline-terminated one. A complete
+    last line that does not parse (invalid UTF-8, nesting too deep, not a record) is data someone
+    wrote; it is kept and reported by readers, never truncated away."""
     with open(path, "rb") as fh:
         size = fh.seek(0, os.SEEK_END)
         if size == 0:
             return None
         fh.seek(size - 1)
-        complete = fh.read(1) == b"\n"
-        end = size - 1 if complete else size
-        start = _line_start(fh, end)
-        if not complete:
-            return start
-        fh.seek(start)
-        return None if _line_ok(fh.read(end - start)) else start
+        if fh.read(1) == b"\n":
+            return None
+        return _line_start(fh, size)
 
 
 def _line_start(fh: Any, end: int) -> int:
@@ -316,10 +310,8 @@ def iter_entries(path: str | os.PathLike[str], *, start: int = 0, skip_corrupt: 
                     "the next writer removes it")
         if pending_bad is not None:
             _bad_line(path, pending_bad, skip_corrupt, report)
-    elif pending_bad is not None:
-        report.torn_tail_offset = pending_bad[0]
-        report.warn(f"transcript {path}: ignoring an unreadable last line at byte {pending_bad[0]} "
-                    f"({pending_bad[1]}); the next writer removes it")
+    elif pending_bad is not None:  # complete (newline-terminated): corrupt data, not a torn write
+        _bad_line(path, pending_bad, skip_corrupt, report)
 
 
 def _bad_line(path: Path, bad: tuple[int, str], skip: bool, report: ReadReport) -> None:
