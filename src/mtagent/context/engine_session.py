@@ -89,19 +89,26 @@ class ToolGuard:
 
     started: set[str] = field(default_factory=set)
     answered: set[str] = field(default_factory=set)
-    # Results read back on resume, to hand back (not re-run) a call a front end asks about again.
+    # The results' records, to hand back (not re-run) a call a front end asks about again (a node
+    # re-run after a crash between the result and the checkpoint).
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def observe(self, messages: Iterable[BaseMessage]) -> None:
-        for message in messages:
-            if isinstance(message, ToolMessage):
-                self.answered.add(message.tool_call_id)
+    def new_turn(self, call_ids: Iterable[str]) -> None:
+        """A new assistant message asks for ``call_ids``: they are new calls, even when a model reuses
+        an id; earlier turns' results are no longer asked about, so they are let go."""
+        self.results.clear()
+        for call_id in call_ids:
+            self.started.discard(call_id)
+            self.answered.discard(call_id)
+            self.results.pop(call_id, None)
 
     def restore(self, records: Iterable[Mapping[str, Any]]) -> None:
         """Read back started calls and results from transcript records (a resume)."""
         for rec in records:
             kind = rec.get("type")
-            if kind == schema.EVENT and rec.get("event") == EventType.TOOL_STARTED.value:
+            if kind == schema.TRANSCRIPT_MESSAGE and rec.get("tool_calls"):
+                self.new_turn(str(c.get("id")) for c in rec["tool_calls"] if c.get("id"))
+            elif kind == schema.EVENT and rec.get("event") == EventType.TOOL_STARTED.value:
                 call_id = (rec.get("data") or {}).get("tool_call_id")
                 if call_id:
                     self.started.add(str(call_id))
@@ -186,6 +193,7 @@ class EngineSession:
             self.recorded.add(str(message.id))
             if isinstance(message, ToolMessage):
                 self.guard.answered.add(message.tool_call_id)
+                self.guard.results[message.tool_call_id] = schema.message_to_record(message)
             return True
 
     def known(self, messages: Iterable[BaseMessage]) -> None:
@@ -223,6 +231,7 @@ class EngineSession:
             reply.id = schema.new_message_id()
         with self.lock:
             self._turn_results = []
+            self.guard.new_turn(str(c["id"]) for c in reply.tool_calls if c.get("id"))
             self.record(reply)
         return reply
 
@@ -319,10 +328,9 @@ class EngineSession:
         with self.lock:
             verdict = self.guard.verdict(call_id)
             if verdict == "answered":
-                if call_id in self.guard.results:
-                    earlier = schema.record_to_message(self.guard.results[call_id])
-                    return earlier if isinstance(earlier, ToolMessage) else None
-                return next((m for m in self._turn_results if m.tool_call_id == call_id), None)
+                earlier = self.guard.results.get(call_id)
+                message = schema.record_to_message(earlier) if earlier is not None else None
+                return message if isinstance(message, ToolMessage) else None
             if verdict == "lost":
                 lost = ToolMessage(content=describe_lost(name, args), tool_call_id=call_id, name=name,
                                    status="error", id=schema.new_message_id())
