@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CHILD_ID, HOSTILE_ID, HOSTILE_PROJECT, SECRET, DemoSession, ui_options
+from .conftest import CHILD_ID, HOSTILE_ID, HOSTILE_PROJECT, SECRET, DemoSession, ui_options
 from starlette.testclient import TestClient
 
 from mtagent.errors import ArtifactPathError, SessionNotFound, UsageError
@@ -194,3 +194,10 @@ def test_ui_command_serves_and_prints_its_address(demo_session: DemoSession, tmp
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_file_the_replay_cannot_read_is_an_error_page(demo_session: DemoSession, tmp_path: Path) -> None:
+    (tmp_path / "broken.jsonl").write_text('{"type": "user", "message": <script>}\n')
+    c = client(demo_session, replay_dirs=[tmp_path])
+    r = c.get("/replay", params={"source": "dir:0:broken.jsonl", "strategy": "mtagent", "window": "4096"})
+    assert r.status_code == 400 and "broken.jsonl" in r.text and "<script>" not in r.text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import CHILD_ID, HOSTILE_ID, HOSTILE_PROJECT, SCRIPT, SECRET, DemoSession
+from .conftest import CHILD_ID, HOSTILE_ID, HOSTILE_PROJECT, SCRIPT, SECRET, DemoSession
 
 from mtagent.ui.screenshots import LAYOUT_CHECK_JS
 
@@ -87,7 +87,13 @@ def test_artifact_link_from_a_call_opens_the_full_text(chromium_page: Any, ui_ur
     page.locator("a.artifact").first.click()
     page.wait_for_url("**/artifact?path=*")
     lines = full.splitlines()
-    assert page.locator("table.lines tr").count() == len(lines)
+    assert f"of {len(lines):,}" in page.locator("p.headline").inner_text()
+    shown = page.locator("table.lines tr").count()
+    while page.locator("a[rel=next]").count():  # long artifacts page by line ranges
+        page.locator("a[rel=next]").click()
+        page.wait_for_load_state()
+        shown += page.locator("table.lines tr").count()
+    assert shown == len(lines)
     assert page.locator("table.lines tr").last.inner_text().split("\t", 1)[-1].strip() == lines[-1].strip()
     page.locator("a", has_text="raw text").click()
     assert page.locator("body").inner_text().strip() == full.strip()

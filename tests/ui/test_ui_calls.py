@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import DemoSession
+from .conftest import DemoSession
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from mtagent.session import schema
