@@ -118,9 +118,14 @@ class ThreadSessions:
     def __init__(self, *, settings: Settings | None = None, token_limit: int | None = None,
                  project_root: str | os.PathLike[str] | None = None, session_id: str | None = None,
                  summarizer_model: BaseChatModel | None = None, summarizer: Summarizer | None = None,
-                 events: EventBus | None = None, secrets: Sequence[str] = ()) -> None:
+                 events: EventBus | None = None, secrets: Sequence[str] = (), store: Any = None) -> None:
         self.project_root = Path(project_root) if project_root is not None else Path.cwd()
         self.settings = resolve_settings(settings, token_limit, self.project_root)
+        if store is None and self.settings.storage.backend == "postgres":
+            from mtagent.session.store import open_store
+
+            store = open_store(self.settings)
+        self.store = store  # None: the files under $MTAGENT_HOME
         self.session_id = session_id
         self.summarizer_model = summarizer_model
         self.summarizer = summarizer
@@ -154,7 +159,7 @@ class ThreadSessions:
             found = self._open.get(key)
             if found is None:
                 found = ThreadSession.open(self.project_root, key, self.settings, model_name=model_name,
-                                           events=self.events, secrets=self.secrets)
+                                           events=self.events, secrets=self.secrets, store=self.store)
                 found.engine = build_engine(found, summarizer=self.summarizer,
                                             summarizer_model=self.summarizer_model)
                 self._open[key] = found

@@ -80,6 +80,8 @@ class MTContextMiddleware(AgentMiddleware):
             text a ``<persisted-output>`` preview points to (default on).
         secrets: values to redact from tool results and the transcript, besides the environment's
             variables named like keys, tokens and passwords.
+        store: a :class:`~mtagent.session.store.Store` to keep the sessions in (e.g. the service's
+            ``PostgresStore`` for its tenant); default: ``storage.backend`` of the settings.
     """
 
     def __init__(
@@ -94,11 +96,13 @@ class MTContextMiddleware(AgentMiddleware):
         events: EventBus | None = None,
         artifact_tool: bool = True,
         secrets: Sequence[str] = (),
+        store: Any = None,
     ) -> None:
         super().__init__()
         self.sessions = ThreadSessions(settings=settings, token_limit=token_limit, project_root=project_root,
                                        session_id=session_id, summarizer_model=summarizer_model,
-                                       summarizer=summarizer, events=events, secrets=secrets)
+                                       summarizer=summarizer, events=events, secrets=secrets,
+                                       store=store)
         self.tools = [make_read_tool_result(self.sessions)] if artifact_tool else []
 
     @property

@@ -33,6 +33,7 @@ from mtagent.redaction import RedactingSink, Redactor, collect_secrets
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.index import locate_resume_point
+from mtagent.session.store_artifacts import open_in_store
 from mtagent.session.transcript import TranscriptWriter, iter_entries
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -183,12 +184,17 @@ class ThreadSession:
     @classmethod
     def open(cls, project_root: str | os.PathLike[str], session_id: str, settings: Settings,
              *, model_name: str | None = None, events: EventBus | None = None,
-             secrets: Sequence[str] = ()) -> ThreadSession:
+             secrets: Sequence[str] = (), store: Any = None) -> ThreadSession:
         root = Path(project_root)
-        path = paths.session_transcript_path(root, session_id)
-        existing = read_existing(path)
-        is_new = not path.exists() or path.stat().st_size == 0
-        writer = TranscriptWriter(path, session_id=session_id, fsync=settings.transcript.fsync)
+        if store is not None:  # a shared Store (PostgreSQL): rows, audited, artifacts read through
+            writer, existing, store_artifacts = open_in_store(store, root, session_id,
+                                                              settings.tool_results.artifact_max_bytes)
+            is_new = not existing
+        else:
+            path = paths.session_transcript_path(root, session_id)
+            existing = read_existing(path)
+            is_new = not path.exists() or path.stat().st_size == 0
+            writer = TranscriptWriter(path, session_id=session_id, fsync=settings.transcript.fsync)
         redactor = Redactor(collect_secrets(None, secrets))
         sink = RedactingSink(LockedSink(writer), redactor)
         if is_new:
@@ -196,7 +202,8 @@ class ThreadSession:
                 session_id, str(root.resolve()), model_name or settings.agent.model, __version__,
                 source="langchain-middleware",
             ))
-        artifacts = ArtifactStore.for_session(root, session_id, settings.tool_results.artifact_max_bytes)
+        artifacts = store_artifacts if store is not None else \
+            ArtifactStore.for_session(root, session_id, settings.tool_results.artifact_max_bytes)
         return cls(session_id, root, settings, writer, sink, artifacts, recorded_message_ids(existing), existing,
                    events=events or EventBus(), redactor=redactor)
 

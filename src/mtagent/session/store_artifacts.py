@@ -10,6 +10,7 @@ it on first use. Paths are checked by the folder first (the transcript naming th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mtagent.errors import ArtifactPathError
@@ -43,3 +44,25 @@ class StoreArtifacts(ArtifactStore):
         except ArtifactPathError:
             return False
         return True
+
+
+def open_in_store(store: Any, project_root: Path, session_id: str,
+                  max_bytes: int) -> tuple[Any, list[dict[str, Any]], StoreArtifacts]:
+    """A session kept in ``store``: its audited writer, the records after its last boundary, its artifacts.
+
+    For front ends (the LangChain middleware) handed a store instead of the files under
+    ``$MTAGENT_HOME``. The records are empty for a new session.
+    """
+    from mtagent import paths
+    from mtagent.errors import SessionNotFound
+    from mtagent.session.audit import AuditingSink
+
+    project = paths.project_hash(project_root)
+    try:
+        existing = store.read_since_boundary(project, session_id).records
+    except SessionNotFound:
+        existing = []
+    writer = store.open_writer(project, session_id)
+    artifacts = StoreArtifacts(paths.session_artifact_dir(project_root, session_id), max_bytes, store, project,
+                               session_id)
+    return AuditingSink(writer, store.audit, store.tenant, session_id), existing, artifacts
