@@ -100,7 +100,8 @@ class ReplHost:
         if report is None or report.last_plan is None:
             return None
         recorded = WindowUsage.from_plan_record(report.last_plan, session.window, session.model_name)
-        return replace(recorded, threshold=session.threshold)  # the record's threshold is of its own window
+        # the record's window and threshold are of the window it ran with; show this one's
+        return replace(recorded, token_limit=session.window, threshold=session.threshold)
 
     def artifact_root(self) -> str | None:
         return str(self.session.artifacts.root) if self.session else None
