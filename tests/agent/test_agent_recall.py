@@ -29,7 +29,8 @@ def test_records_are_indexed_live_and_compacted_identifiers_come_back(project: P
         session.engine.summarizer = TerseSummarizer()  # a model's summary would not quote every line read
         assert "recall" in session.tools
         session.run_turn("look at the ledger module")
-        live = Recaller(RecallIndexer(project, settings.recall))
+        live = Recaller(RecallIndexer(project, settings.recall))  # another reader, as `mtagent recall` is
+        live.indexer.refresh()
         assert live.search("quasar_ledger_rollover")[0].session == session.session_id
         for i in range(12):
             session.run_turn(f"step {i}: " + "more routine work and details " * 250)

@@ -85,6 +85,7 @@ def test_corrupt_index_is_rebuilt_from_the_transcripts(tmp_path: Path) -> None:
 def test_corruption_while_open_is_not_fatal(tmp_path: Path) -> None:
     indexer = RecallIndexer(tmp_path)
     _write(tmp_path, "s1", _conversation(), indexer)
+    indexer.flush()
     indexer.store.run(lambda c: c.execute("DROP TABLE items"), None)
     assert Recaller(indexer).search("redirectAfterLogin") == []  # rebuilt empty, not raised
     indexer.refresh()

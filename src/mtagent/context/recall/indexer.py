@@ -34,6 +34,8 @@ from mtagent.session.transcript import ReadReport, iter_entries
 log = logging.getLogger(__name__)
 
 INDEX_FILE = "recall.sqlite"
+FLUSH_DOCS = 256
+FLUSH_CHARS = 4_000_000
 
 
 def index_path(project_root: str | os.PathLike[str]) -> Path:
@@ -51,8 +53,19 @@ class RecallIndexer:
         self.store = store or RecallStore(None if in_memory else index_path(self.root))
         self._trackers: dict[str, documents.CallTracker] = {}
         self._artifacts: dict[str, ArtifactStore] = {}
+        self._pending: list[Doc] = []
+        self._pending_chars = 0
+
+    def flush(self) -> int:
+        """Write the records indexed since the last flush, in one transaction (a transaction per
+        record would cost FTS5 a segment and a merge each time). Searches flush first."""
+        if not self._pending:
+            return 0
+        docs, self._pending, self._pending_chars = self._pending, [], 0
+        return len(self.store.add(docs))
 
     def close(self) -> None:
+        self.flush()
         self.store.close()
 
     def _tracker(self, session: str) -> documents.CallTracker:
@@ -80,19 +93,24 @@ class RecallIndexer:
         return documents.Extracted()
 
     def add_record(self, record: dict[str, Any], session: str) -> int:
-        """Index one transcript record of ``session``; returns the items added. Never raises."""
+        """Index one transcript record of ``session`` (written at the next :meth:`flush`); returns
+        the items it yields — an item already indexed is skipped when written. Never raises."""
         try:
-            paths.validate_session_id(session)
+            if session not in self._trackers:
+                paths.validate_session_id(session)
             if not isinstance(record, dict):
                 return 0
             found = self.extract(record, session)
-            replace = record.get("type") == schema.SESSION_MEMORY_UPDATE
-            added = self.store.add(found.docs, replace=replace)
+            self._pending += found.docs
+            self._pending_chars += sum(len(d.text) for d in found.docs)
             for edit in found.edits:
                 self.store.add_edit(edit.file_key, edit.ts, session, edit.message_id)
             if found.compacted_before is not None:
+                self.flush()
                 self.store.mark_compacted(session, found.compacted_before or None)
-            return len(added)
+            elif len(self._pending) >= FLUSH_DOCS or self._pending_chars >= FLUSH_CHARS:
+                self.flush()
+            return len(found.docs)
         except Exception as exc:  # noqa: BLE001 - indexing is a cache; the transcript keeps the truth
             log.warning("recall: could not index a %s record of %s: %s", record.get("type"), session, exc)
             return 0
@@ -107,7 +125,11 @@ class RecallIndexer:
         files = [folder / f"{session}.jsonl"] if session else sorted(folder.glob("*.jsonl"))
         if session is None:  # subagents' transcripts (<session>/subagents/<child>.jsonl) are recallable too
             files += sorted(folder.glob("*/subagents/*.jsonl"))
-        return sum(self._catch_up_file(path) for path in files if path.is_file())
+        before = self.store.count()
+        for path in files:
+            if path.is_file():
+                self._catch_up_file(path)
+        return self.store.count() - before
 
     def _catch_up_file(self, path: Path) -> int:
         session = path.stem
@@ -134,6 +156,7 @@ class RecallIndexer:
                 added += self.add_record(entry.record, session)
         except Exception as exc:  # noqa: BLE001 - a damaged transcript is indexed as far as it reads
             log.warning("recall: stopped indexing %s: %s", path, exc)
+        self.flush()
         self.store.set_source_state(source, end[0], size)
         return added
 
@@ -157,6 +180,7 @@ class RecallIndexer:
                                 expires_at=entry.meta.expires_at.timestamp() if entry.meta.expires_at else None,
                                 ts=entry.meta.at.timestamp() if entry.meta.at else None,
                                 message_id=entry.meta.key))
+        self.flush()
         self.store.delete_where("mem:", keep={d.uid for d in docs})
         return len(self.store.add(docs))
 

@@ -24,6 +24,10 @@ _BACKTICK = re.compile(r"`([^`\n]{3,80})`")
 _ERROR_NAME = re.compile(r"\b(\w+(?:Error|Exception))\b")
 _ERROR_LINE = re.compile(r"(\b\w+(?:Error|Exception)\b|\bError:|\bFAILED\b|\berror[:\[]|\bfatal:|\bpanic:)")
 MIN_IDENTIFIER_CHARS = 4
+# Single words that match nearly every item: skipped when a query has other words (their posting
+# lists are the whole index, and they rank nothing).
+STOPWORDS = frozenset("a an the to of in on at by for and or is it be as no not with from this that was are "
+                      "were has have had do does did if then else".split())
 
 
 def fts_query(text: str, *, max_terms: int = 32) -> str | None:
@@ -52,7 +56,8 @@ def fts_query(text: str, *, max_terms: int = 32) -> str | None:
             break
     if not chunks:
         return None
-    return " OR ".join(chunks)
+    specific = [c for c in chunks if " " in c or (len(c) > 4 and c[1:-1] not in STOPWORDS)]
+    return " OR ".join(specific or chunks)
 
 
 def query_words(text: str, *, max_terms: int = 32) -> list[str]:

@@ -84,11 +84,13 @@ def snippet(text: str, words: list[str], chars: int) -> str:
 
 
 def confidence(text: str, words: list[str]) -> float:
+    """Share of the query's distinct words that occur in ``text`` as whole words (one C-speed pass)."""
     unique = {w for w in words if w}
     if not unique:
         return 0.0
-    tokens = set(re.findall(r"\w+", text.lower()))
-    return round(sum(1 for w in unique if w in tokens) / len(unique), 3)
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, sorted(unique, key=len, reverse=True))) + r")(?!\w)")
+    found = {m.group(0) for m in pattern.finditer(text.lower())}
+    return round(len(found & unique) / len(unique), 3)
 
 
 class Recaller:
@@ -113,6 +115,7 @@ class Recaller:
         if scope == "session" and not session:
             raise UsageError("recall scope 'session' needs a session id (--session ID)")
         k = max(1, min(int(k or self.settings.default_k), 50))
+        self.indexer.flush()
         match = fts_query(query, max_terms=self.settings.max_query_terms)
         words = query_words(query, max_terms=self.settings.max_query_terms)
         kinds = _SCOPE_KINDS[scope]
@@ -127,8 +130,7 @@ class Recaller:
             excluded = set(exclude_message_ids)
             nearest = [i for i in nearest if i in rows and self._in_scope(rows[i], kinds, session, excluded)][:limit]
             ranked = [rowid for rowid, _ in reciprocal_rank_fusion([ranked, nearest], self.settings.rrf_k)]
-        hits = self._hits(self.store.rows(ranked), words, stale, include_expired)
-        return hits[:k]
+        return self._hits(self.store.rows(ranked), words, stale, include_expired, k)
 
     @staticmethod
     def _in_scope(row: Row, kinds: tuple[str, ...], session: str | None, excluded: set[str]) -> bool:
@@ -136,11 +138,14 @@ class Recaller:
         return ((not kinds or doc.kind in kinds) and (session is None or doc.session == session)
                 and (doc.message_id is None or doc.message_id not in excluded))
 
-    def _hits(self, rows: list[Row], words: list[str], stale: StaleMode, include_expired: bool) -> list[RecallHit]:
+    def _hits(self, rows: list[Row], words: list[str], stale: StaleMode, include_expired: bool,
+              k: int) -> list[RecallHit]:
         edits = self.store.last_edits(r.doc.file_key for r in rows if r.doc.file_key)
         now = time.time()
         hits: list[RecallHit] = []
         for row in rows:
+            if len(hits) >= k:
+                break
             doc = row.doc
             freshness, reason = "fresh", None
             edited = edits.get(doc.file_key or "")

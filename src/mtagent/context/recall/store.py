@@ -15,6 +15,7 @@ and line range, authority, timestamp), ``items_fts`` (the FTS5 index over ``item
 from __future__ import annotations
 
 import logging
+import operator
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -25,6 +26,8 @@ from typing import Any, TypeVar
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1"
+CACHE_KIB = 32_768  # page cache per connection: FTS5 segment merges stay in memory
+REPLACED_KINDS = frozenset({"session_memory"})  # one item per session, rewritten on each update
 T = TypeVar("T")
 
 _SCHEMA = """
@@ -74,6 +77,7 @@ class Doc:
 
 
 _DOC_FIELDS = [f.name for f in fields(Doc)]
+_doc_values = operator.attrgetter(*_DOC_FIELDS)
 
 
 @dataclass(slots=True)
@@ -83,6 +87,10 @@ class Row:
     rowid: int
     doc: Doc
     compacted: bool
+
+
+_INSERT_ITEM = (f"INSERT OR IGNORE INTO items({', '.join(_DOC_FIELDS)}) "
+                f"VALUES({', '.join('?' * len(_DOC_FIELDS))})")
 
 
 def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
@@ -114,6 +122,7 @@ class RecallStore:
         if self.path is not None:
             conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=OFF")  # a cache of the transcripts: losing it only costs a rebuild
+        conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         conn.executescript(_SCHEMA)
         row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
@@ -184,22 +193,19 @@ class RecallStore:
             return []
 
         def write(conn: sqlite3.Connection) -> list[int]:
-            added: list[int] = []
             conn.execute("BEGIN")
             try:
                 for doc in docs:
-                    if replace:
+                    if replace or doc.kind in REPLACED_KINDS:
                         self._delete_uid(conn, doc.uid)
                     if doc.seq is None and doc.session is not None:
                         doc.seq = self._next_seq(conn, doc.session)
-                    values = [getattr(doc, name) for name in _DOC_FIELDS]
-                    cur = conn.execute(
-                        f"INSERT OR IGNORE INTO items({', '.join(_DOC_FIELDS)}) "
-                        f"VALUES({', '.join('?' * len(_DOC_FIELDS))})", values)
-                    if cur.rowcount:
-                        rowid = int(cur.lastrowid or 0)
-                        conn.execute("INSERT INTO items_fts(rowid, text) VALUES(?, ?)", (rowid, doc.text))
-                        added.append(rowid)
+                # rowids grow past the largest, so the new items are exactly those above it
+                last = conn.execute("SELECT coalesce(max(rowid), 0) FROM items").fetchone()[0]
+                conn.executemany(_INSERT_ITEM, map(_doc_values, docs))
+                conn.execute("INSERT INTO items_fts(rowid, text) SELECT rowid, text FROM items WHERE rowid > ?",
+                             (last,))
+                added = [int(r[0]) for r in conn.execute("SELECT rowid FROM items WHERE rowid > ?", (last,))]
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -276,6 +282,10 @@ class RecallStore:
     def search(self, match: str, *, kinds: Sequence[str] = (), session: str | None = None,
                limit: int = 20, exclude_message_ids: Sequence[str] = ()) -> list[tuple[int, float]]:
         """(rowid, bm25) of the best matches, best first (bm25 is lower-is-better in SQLite)."""
+        if not kinds and not session and not exclude_message_ids:  # FTS5 alone: no join per match
+            return self.run(lambda c: [(int(r[0]), float(r[1])) for r in c.execute(
+                "SELECT rowid, rank FROM items_fts WHERE items_fts MATCH ? ORDER BY rank LIMIT ?",
+                (match, int(limit)))], [])
         where, params = ["items_fts MATCH ?"], [match]
         if kinds:
             where.append(f"items.kind IN ({', '.join('?' * len(kinds))})")

@@ -1,0 +1,170 @@
+"""Recall benchmark: indexing throughput, search latency, and the recall probe on real sessions.
+
+    python benchmarks/recall_bench.py [--quick] [--root DIR]
+
+* **indexing** — every message of the shared trajectories (``shared/trajectories``) is fed to
+  :class:`~mtagent.context.recall.RecallIndexer` one record at a time, as a live session's sink
+  does (one transaction per record, an on-disk index). The corpus is repeated under new session
+  ids until the index holds at least 1M tokens (the table says how many passes that took).
+  Throughput is indexed text (UTF-8 bytes) per second. Target ≥ 5 MB/s.
+* **search** — queries built from the corpus itself (paths, code names, error lines a session
+  mentions, sampled with a fixed seed) against that index; p50/p95/max latency. Target p95 ≤ 50 ms.
+* **recall probe** — :mod:`mtagent.replay.recall_probe`: every session is replayed through the
+  real engine at a 65,536-token window; after each compaction, facts of compacted-away messages
+  are queried and must find their message in the top 5. Target ≥ 90%. (``context_bench`` reports
+  retention; this figure sits beside it here.)
+
+Prints a table, writes benchmarks/results/recall_bench.md, ends with ``RESULT`` lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from mtagent.context.recall import Recaller, RecallIndexer
+from mtagent.context.recall.query import identifiers
+from mtagent.context.tokens import count_text_tokens, message_text
+from mtagent.replay.formats import load_trajectories
+from mtagent.replay.recall_probe import probe_trajectory
+from mtagent.replay.trajectory import Trajectory
+from mtagent.session.schema import message_to_record
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_ROOT = HERE.parents[1] / "shared" / "trajectories"
+MIN_TOKENS = 1_000_000
+PROBE_WINDOW = 65_536
+QUICK_PROBE_FILES = 4
+
+
+def load_corpus(root: Path) -> list[tuple[str, Trajectory]]:
+    out: list[tuple[str, Trajectory]] = []
+    for path in sorted(p for p in root.glob("*/*") if p.is_file() and p.name not in ("README.md", "FORMATS.md")):
+        try:
+            sessions = load_trajectories(path)
+        except Exception as exc:  # noqa: BLE001 - one unreadable file does not stop the benchmark
+            print(f"skipping {path.name}: {exc}", file=sys.stderr)
+            continue
+        out += [(f"{path.parent.name}/{path.name}#{i}", t) for i, t in enumerate(sessions)]
+    return out
+
+
+def build_index(corpus: list[tuple[str, Trajectory]], home: Path) -> tuple[RecallIndexer, float, int, int, int]:
+    """(indexer, seconds spent indexing, bytes indexed, tokens indexed, passes)."""
+    os.environ["MTAGENT_HOME"] = str(home)
+    project = home / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    indexer = RecallIndexer(project)
+    seconds, tokens, passes = 0.0, 0, 0
+    while tokens < MIN_TOKENS:
+        passes += 1
+        records = [(f"p{passes}-s{i:03d}", message_to_record(m.model_copy()))
+                   for i, (_, traj) in enumerate(corpus) for m in traj.messages]
+        start = time.perf_counter()
+        for session, record in records:
+            indexer.add_record(record, session)
+        seconds += time.perf_counter() - start
+        if passes == 1:
+            first_pass = sum(count_text_tokens(str(t)) for (t,) in indexer.store.execute("SELECT text FROM items"))
+            if first_pass == 0:
+                raise SystemExit("the trajectories produced no indexable text")
+        tokens = first_pass * passes
+    (size,) = indexer.store.execute("SELECT sum(length(CAST(text AS BLOB))) FROM items")[0]
+    return indexer, seconds, int(size or 0), tokens, passes
+
+
+def sample_queries(corpus: list[tuple[str, Trajectory]], count: int) -> list[str]:
+    rng = random.Random(16)
+    pool: list[str] = []
+    for _, traj in corpus:
+        for m in traj.messages:
+            pool += identifiers(message_text(m), limit=4)
+    pool = sorted(set(pool))
+    rng.shuffle(pool)
+    return pool[:count]
+
+
+def time_queries(recaller: Recaller, queries: list[str]) -> list[float]:
+    times: list[float] = []
+    for q in queries:
+        start = time.perf_counter()
+        recaller.search(q, k=5)
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def run_probe(corpus: list[tuple[str, Trajectory]], quick: bool) -> tuple[int, int, int, list[str]]:
+    chosen = corpus
+    if quick:
+        chosen = sorted(corpus, key=lambda pair: -len(pair[1].messages))[:QUICK_PROBE_FILES]
+    probes = hits = compactions = 0
+    rows: list[str] = []
+    for label, traj in chosen:
+        result = probe_trajectory(traj, label=label, window=PROBE_WINDOW)
+        if result.compactions:
+            rows.append(f"| {label} | {result.compactions} | {result.probes} | {result.hits} |")
+        probes, hits, compactions = probes + result.probes, hits + result.hits, compactions + result.compactions
+    return probes, hits, compactions, rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer queries, the recall probe on a few sessions")
+    parser.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="folder of trajectories")
+    args = parser.parse_args(argv)
+    if not args.root.is_dir():
+        print(f"trajectories not found at {args.root}; pass --root", file=sys.stderr)
+        return 2
+    corpus = load_corpus(args.root)
+    with tempfile.TemporaryDirectory(prefix="mtagent-recall-bench-") as tmp:
+        indexer, seconds, size, tokens, passes = build_index(corpus, Path(tmp))
+        recaller = Recaller(indexer)
+        queries = sample_queries(corpus, 100 if args.quick else 500)
+        time_queries(recaller, queries[:10])  # warm the page cache, as a live session's index is
+        times = sorted(time_queries(recaller, queries))
+        items = indexer.store.count()
+        indexer.close()
+    mb_per_s = size / 1e6 / seconds if seconds else 0.0
+    p50 = statistics.median(times)
+    p95 = times[max(0, int(round(0.95 * len(times))) - 1)]
+    probes, hits, compactions, rows = run_probe(corpus, args.quick)
+    rate = hits / probes if probes else 0.0
+    lines = [
+        "# recall_bench" + (" (--quick)" if args.quick else ""),
+        "",
+        "| figure | value | target |",
+        "| --- | --- | --- |",
+        f"| sessions (files × sessions) | {len(corpus)} | |",
+        f"| corpus passes to reach 1M tokens | {passes} | |",
+        f"| indexed items | {items:,} | |",
+        f"| indexed tokens | {tokens:,} | ≥ 1,000,000 |",
+        f"| indexed text | {size / 1e6:.1f} MB in {seconds:.2f} s | |",
+        f"| indexing throughput | {mb_per_s:.1f} MB/s | ≥ 5 MB/s |",
+        f"| queries | {len(times)} | |",
+        f"| search p50 / p95 / max | {p50:.2f} / {p95:.2f} / {times[-1]:.2f} ms | p95 ≤ 50 ms |",
+        f"| recall probe (top 5) | {hits}/{probes} = {rate:.1%} over {compactions} compactions | ≥ 90% |",
+        "",
+        "| session | compactions | probes | found in top 5 |",
+        "| --- | --- | --- | --- |",
+        *rows,
+    ]
+    text = "\n".join(lines)
+    print(text)
+    out = HERE / "results" / ("recall_bench_quick.md" if args.quick else "recall_bench.md")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + "\n")
+    print(f"RESULT recall_index_mb_per_s={mb_per_s:.2f}")
+    print(f"RESULT recall_index_tokens={tokens}")
+    print(f"RESULT recall_p95_ms={p95:.2f}")
+    print(f"RESULT recall_probe_top5={rate:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
