@@ -260,7 +260,7 @@ class UiSettings(_Section):
 class AgentSettings(_Section):
     model: str | None = Field(None, description="provider:name, e.g. openai:gpt-4o-mini")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp)")
-    compact_model: str | None = Field(None, description="cheaper model for compaction and session memory")
+    compact_model: str | None = Field(None, description="model for hand-off summaries and session memory (default: the session's model; 'extractive': no model call)")
     model_windows: dict[str, int] = Field(default_factory=dict, description="model → context window override")
     approval: dict[str, str] = Field(
         default_factory=dict,

@@ -38,7 +38,7 @@ def long_session_settings():
         context={"token_limit": WINDOW, "summary_reserved_tokens": 2_000, "autocompact_buffer_tokens": 1_000,
                  "compression_preserve_min_tokens": 1_500, "compression_preserve_max_tokens": 3_000},
         tool_results={"shell_max_chars": 3_000, "preview_chars": 800},
-        agent={"approval": {"shell": "allow"}},
+        agent={"approval": {"shell": "allow"}, "compact_model": "extractive"},  # the stub scripts turns only
     )
 
 
@@ -186,3 +186,36 @@ def test_a_configured_compact_model_writes_the_summary(project):
         compact_requests = [b for b in stub.requests if "hand-off sheet" in (b["messages"][0].get("content") or "")]
     assert len(compact_requests) == 1 and compact_requests[0]["model"] == "gpt-4o-mini"
     assert result.summary_source == "llm" and "Half done." in result.summary
+
+
+SMALL_TAIL = {"compression_preserve_min_tokens": 300, "compression_preserve_max_tokens": 1_000}
+
+
+def test_without_compact_model_the_session_model_writes_the_summary_and_reads_the_instructions(project):
+    """``/compact <instructions>``: the session's own model gets the instructions in its prompt."""
+    def responder(body):
+        text = json.dumps(body["messages"])
+        if "keep the parser decisions" in text:
+            return {"content": "## User goal\nHand-off written by the model, keeping the parser decisions."}
+        return {"content": "Noted. " + "The parser handles nested blocks now. " * 60}
+
+    settings = agent_settings(context=SMALL_TAIL)
+    with StubOpenAI(responder=responder) as stub:
+        with AgentSession.create(project, model=_model(stub, settings), settings=settings) as session:
+            for i in range(6):
+                session.run_turn(f"Step {i}: explain the parser change in detail.")
+            result = session.compact("keep the parser decisions")
+        asked = [b for b in stub.requests if "keep the parser decisions" in json.dumps(b["messages"])]
+    assert asked and result.summary_source == "llm"
+    assert "Hand-off written by the model" in result.summary
+
+
+def test_extractive_by_choice_makes_no_summary_call(project):
+    settings = agent_settings(agent={"compact_model": "extractive"}, context=SMALL_TAIL)
+    with StubOpenAI(responder=lambda body: {"content": "ok " * 400}) as stub:
+        with AgentSession.create(project, model=_model(stub, settings), settings=settings) as session:
+            for i in range(6):
+                session.run_turn(f"Step {i}.")
+            calls = len(stub.requests)
+            result = session.compact("keep everything")
+        assert len(stub.requests) == calls and result.summary_source == "extractive"

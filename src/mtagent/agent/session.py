@@ -40,6 +40,7 @@ from mtagent.agent.graph import APPROVAL_KIND, AgentRuntime, build_graph
 from mtagent.agent.models import context_window, create_chat_model
 from mtagent.redaction import Redactor, RedactingSink, collect_secrets
 from mtagent.agent.state import Conversation, initial_state
+from mtagent.agent.summary_model import EXTRACTIVE, summary_model
 from mtagent.agent import storage as agent_storage
 from mtagent.agent.storage import open_session_storage
 from mtagent.config import Settings, load_settings
@@ -448,13 +449,13 @@ def _resolve_model(model: str | BaseChatModel | None, settings: Settings, base_u
     secrets = collect_secrets(environ, [api_key])
     spec = settings.agent.compact_model
     summarizer = (create_chat_model(spec, settings=settings, base_url=base_url, api_key=api_key, environ=environ)
-                  if spec else None)
+                  if spec and spec != EXTRACTIVE else None)
     if isinstance(model, BaseChatModel):
         name = getattr(model, "model_name", None) or type(model).__name__
-        return model, str(name), secrets, summarizer
+        return model, str(name), secrets, summary_model(model, summarizer, spec)
     spec_or_default = model or settings.agent.model
     if not spec_or_default:
         raise _no_model_error()
     chat = create_chat_model(spec_or_default, settings=settings, base_url=base_url, api_key=api_key,
                              environ=environ)
-    return chat, spec_or_default, secrets, summarizer
+    return chat, spec_or_default, secrets, summary_model(chat, summarizer, spec)
