@@ -23,7 +23,7 @@ from mtagent.errors import SessionNotFound
 from mtagent.session.artifacts import ArtifactMeta, ArtifactStore, TOOL_RESULTS_DIR
 from mtagent.session.audit import JsonlAuditSink
 from mtagent.session.index import locate_resume_point
-from mtagent.session.store import Document, ResumeRead, query_terms, validate_name, visible
+from mtagent.session.store_types import Document, ResumeRead, query_terms, validate_name, visible
 from mtagent.session.transcript import (
     Entry, FsyncPolicy, ReadReport, TranscriptWriter, iter_entries, read_first_record,
 )

@@ -24,7 +24,7 @@ from mtagent.session.postgres import migrations
 from mtagent.session.postgres.audit_table import PostgresAuditSink
 from mtagent.session.postgres.connect import choose_role, connect_kwargs, redact_dsn, tenant_configurer, unreachable
 from mtagent.session.postgres.writer import PostgresWriter
-from mtagent.session.store import Document, ResumeRead, query_terms, validate_name
+from mtagent.session.store_types import Document, ResumeRead, query_terms, validate_name
 from mtagent.session.transcript import Entry, FsyncPolicy
 
 _SESSION = "tenant = %s AND project = %s AND session_id = %s"
