@@ -123,8 +123,12 @@ def root(
         from mtagent.cli.glyphs import use_ascii
 
         use_ascii()
-    opts.root_entry(ctx, opts.SessionOptions(cwd=cwd, model=model, base_url=base_url, approval=approval,
-                                             window=window, resume=resume, continue_=continue_))
+    options = opts.SessionOptions(cwd=cwd, model=model, base_url=base_url, approval=approval,
+                                  window=window, resume=resume, continue_=continue_)
+    if opts.root_entry(ctx, options):
+        from mtagent.cli.repl import launch
+
+        raise typer.Exit(launch(options))
 
 
 def main() -> None:

@@ -26,7 +26,9 @@ from rich.markup import escape
 
 from mtagent import paths
 from mtagent.cli.repl_host import ReplHost
-from mtagent.cli.run_cmd import SessionOptions, window_warning
+from mtagent.cli.run_cmd import guarded, window_warning
+from mtagent.cli.session_options import SessionOptions
+from mtagent.cli import slash_session  # noqa: F401  (adds /clear, /model, /cost)
 from mtagent.cli.slash import Outcome, dispatch, error_line
 from mtagent.cli.turn_display import TurnDisplay, make_approver
 from mtagent.errors import MTAgentError
@@ -207,3 +209,8 @@ class Repl:
 
 def start_repl(options: SessionOptions) -> int:
     return Repl(options).run()
+
+
+def launch(options: SessionOptions) -> int:
+    """The REPL with every user error as one line and its exit code (the root command's body)."""
+    return guarded(lambda: start_repl(options))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from mtagent.cli.context_render import WindowUsage
-from mtagent.cli.run_cmd import SessionOptions
+from mtagent.cli.session_options import SessionOptions
 from mtagent.cli.session_report import SessionReport, read_session_report
 from mtagent.cli.slash import CompactOutcome, SessionRow
 from mtagent.cli.window_now import current_buckets

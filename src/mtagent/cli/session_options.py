@@ -177,8 +177,10 @@ def window_option() -> Any:
 
 # ── the root command: the REPL ─────────────────────────────────────────────────────────
 
-def root_entry(ctx: typer.Context, options: SessionOptions) -> None:
-    """``mtagent`` alone starts the REPL in a terminal and prints the help otherwise."""
+def root_entry(ctx: typer.Context, options: SessionOptions) -> bool:
+    """``mtagent`` alone: True when the REPL should start (a terminal); prints the help otherwise.
+
+    The caller (the app) starts the REPL, so this light module never imports the REPL back."""
     from mtagent.cli.output import fail
 
     if ctx.invoked_subcommand is not None:
@@ -187,11 +189,8 @@ def root_entry(ctx: typer.Context, options: SessionOptions) -> None:
         if given:
             fail(f"{', '.join(given)} before the command only applies to the interactive mtagent; "
                  f"put it after the command: mtagent {ctx.invoked_subcommand} {given[0]} …", EXIT_USAGE)
-        return
+        return False
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         typer.echo(ctx.get_help())
-        return
-    from mtagent.cli.repl import start_repl
-    from mtagent.cli.run_cmd import guarded
-
-    raise typer.Exit(guarded(lambda: start_repl(options)))
+        return False
+    return True
