@@ -261,3 +261,41 @@ def test_repl_compact_of_a_short_session_changes_nothing_and_says_why(project, t
     assert lines and lines[0].startswith("nothing") and len(lines[0]) > 20
     records = list(read_records(list_sessions(project)[0].path))
     assert not any(r["type"] == "compact_boundary" for r in records)
+
+
+def test_clear_starts_a_new_session_model_switches_and_cost_splits_cache(project, tmp_path, pipe):
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(["from the other model"]), encoding="utf-8")
+    repl, console = make_repl(project, tmp_path, ["first answer", "second answer"], pipe)
+    pipe.send_text(f"hello\r/cost\r/model scripted:{other}\rgo on\r/clear\r/cost\r/model nosuch:thing\r/exit\r")
+    repl.run()
+    out = console.export_text()
+    sessions = list_sessions(project)
+    assert len(sessions) == 2  # /clear opened a second one; /model kept the first
+    assert "from the other model" in out and "model is now" in out and "new session" in out
+    assert "cache reads" in out and "cache writes" in out and "model call(s)" in out
+    assert "No model call yet." in out
+    first_users = [r.get("content") for r in read_records(sessions[0].path) if r.get("role") == "user"]
+    assert first_users == ["hello", "go on"]
+    assert out.count("error:") == 1  # the bad /model spec; the session went on as it was
+
+
+def test_cost_prices_recorded_usage_with_cache_reads_and_writes_apart(project, tmp_path):
+    from mtagent.cli.repl_host import ReplHost
+    from mtagent.config import Settings
+
+    host = ReplHost(console=Console(record=True), options=SessionOptions(cwd=project, model="scripted:x"))
+
+    class Session:
+        model_name = "openai:gpt-4o-mini"
+        transcript_path = tmp_path / "t.jsonl"
+        settings = Settings()
+
+    usage = {"input_tokens": 1_000_000, "output_tokens": 0,
+             "input_token_details": {"cache_read": 1_000_000, "cache_creation": 0}}
+    Session.transcript_path.write_text(json.dumps({"type": "transcript_message", "role": "assistant",
+                                                   "usage": usage}) + "\n")
+    host.session = Session()  # type: ignore[assignment]
+    report = host.cost()
+    assert report is not None and report.usage.cache_read == 1_000_000 and report.usage.input == 0
+    assert report.cost_usd == pytest.approx(0.075)

@@ -20,6 +20,7 @@ from mtagent.cli.context_render import WindowUsage
 from mtagent.cli.session_options import SessionOptions
 from mtagent.cli.session_report import SessionReport, read_session_report
 from mtagent.cli.slash import CompactOutcome, SessionRow
+from mtagent.cli.slash_session import CostReport
 from mtagent.cli.window_now import current_buckets
 from mtagent.errors import UsageError
 from mtagent.events import Event, EventBus, EventType
@@ -175,6 +176,39 @@ class ReplHost:
         self.session = fresh
         self.compacted_since_plan = False
         return fresh.session_id
+
+    def clear(self) -> str:
+        fresh = replace(self.options, resume=None, continue_=False).open_session(
+            on_token=self.on_token, events=self.events)
+        self.close()
+        self.session = fresh
+        self.compacted_since_plan = False
+        return fresh.session_id
+
+    def switch_model(self, spec: str) -> str:
+        """Reopen this session under ``spec``; a bad spec reopens it as it was and says why."""
+        current = self._live().session_id
+        options = replace(self.options, model=spec, resume=None, continue_=False)
+        self.close()  # the transcript has one writer: release it before reopening
+        try:
+            self.session = options.open_session(on_token=self.on_token, events=self.events, session_id=current)
+        except Exception:
+            self.session = self.options.open_session(on_token=self.on_token, events=self.events, session_id=current)
+            raise
+        self.options = options
+        return self.session.model_name
+
+    def cost(self) -> CostReport | None:
+        from mtagent.cli.usage import cost_usd, price_for, usage_of_transcript
+
+        session = self.session
+        if session is None or not session.transcript_path.exists():
+            return None
+        usage = usage_of_transcript(session.transcript_path)
+        if not usage.calls:
+            return None
+        price = price_for(session.model_name, session.settings.agent.prices)
+        return CostReport(session.model_name, usage, cost_usd(usage, price))
 
     def list_sessions(self) -> list[SessionRow]:
         from mtagent.session.catalog import list_sessions
