@@ -28,6 +28,7 @@ from mtagent.errors import ConfigError
 SECURITY_KEYS: frozenset[tuple[str, str]] = frozenset({
     ("agent", "approval"), ("agent", "workspace_extra_roots"), ("agent", "base_url"), ("agent", "model"),
     ("agent", "compact_model"), ("shell", "*"),
+    ("storage", "*"),  # a repository must not send its sessions to a database of its choosing
 })
 _MAX_STORE_BYTES = 4 * 1024 * 1024
 _warned: set[str] = set()

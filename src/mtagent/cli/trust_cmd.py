@@ -37,7 +37,16 @@ def answer_first_run(root: Path, answer: str) -> bool:
     """Store the user's answer to :func:`first_run_question`; anything but yes is no."""
     trusted = answer.strip().lower() in ("y", "yes")
     trust.set_trust(root, trusted)
+    _audit(root, trusted)
     return trusted
+
+
+def _audit(root: Path, trusted: bool) -> None:
+    """Trust decisions go to the audit trail (the store named by the user's own settings)."""
+    from mtagent.config import load_settings
+    from mtagent.session.store import record_audit
+
+    record_audit(load_settings(None), "trust", None, {"project": str(root), "trusted": trusted})
 
 
 @user_errors
@@ -66,6 +75,7 @@ def trust_command(
 
         raise UsageError(f"{path} is not a folder; give the project folder to trust")
     key = trust.set_trust(root, not revoke)
+    _audit(root, not revoke)
     keys = _project_keys(root)
     if as_json:
         typer.echo(json.dumps({"project": key, "trusted": not revoke, "security_keys": keys}))
