@@ -39,6 +39,15 @@ sessions_app = typer.Typer(help="List, show and export this project's sessions."
 bare_group_help(sessions_app)
 
 
+def _subagent_transcript(cwd: Path, child_id: str) -> Path | None:
+    """A subagent's transcript (``<session>/subagents/<child-id>.jsonl``) by its id, e.g. ``agent-1f2e…``."""
+    if not child_id.startswith("agent-"):
+        return None
+    paths.validate_session_id(child_id)
+    found = sorted(paths.history_dir(cwd).glob(f"*/subagents/{child_id}.jsonl"))
+    return found[0] if len(found) == 1 else None
+
+
 def _io_errors(func: F) -> F:
     """Disk trouble while reading a transcript is one line too, not a traceback."""
 
@@ -53,6 +62,9 @@ def _io_errors(func: F) -> F:
 
 
 def _transcript(cwd: Path, session_id: str) -> Path:
+    child = _subagent_transcript(cwd, session_id)
+    if child is not None:
+        return child
     path = paths.session_transcript_path(cwd, resolve_session_id(cwd.resolve(), session_id))
     if not path.is_file():
         raise SessionNotFound(f"no session {session_id} for {cwd.resolve()}; see `mtagent sessions list`")

@@ -84,8 +84,20 @@ def test_a_childs_transcript_is_recallable_live_and_after_a_catch_up(code):
     with session:
         session.run_turn("explore")
     child_id = subagent_records(session.transcript_path)[0]["child_id"]
-    hits = Recaller(RecallIndexer(code)).search("home_view")
+    live = Recaller(RecallIndexer(code))  # another reader, as `mtagent recall` is
+    live.indexer.refresh()
+    hits = live.search("home_view")
     assert child_id in {h.session for h in hits}
     index_path(code).unlink()
     fresh = RecallIndexer(code)
     assert fresh.catch_up() > 0 and child_id in {h.session for h in Recaller(fresh).search("home_view")}
+
+
+def test_sessions_show_reads_a_child_transcript_by_its_id(code):
+    session = _run(code)
+    child_id = subagent_records(session.transcript_path)[0]["child_id"]
+    result = CliRunner().invoke(app, ["sessions", "show", child_id, "--cwd", str(code)])
+    assert result.exit_code == 0, result.output
+    assert f"session {child_id} started" in result.output and "grep" in result.output
+    forged = CliRunner().invoke(app, ["sessions", "show", "agent-*", "--cwd", str(code)])
+    assert forged.exit_code != 0 and "invalid session id" in forged.output

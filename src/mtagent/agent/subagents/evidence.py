@@ -18,7 +18,6 @@ from mtagent.agent.subagents.report import EvidenceRef, SubagentReport
 from mtagent.session import schema
 from mtagent.session.transcript import read_records
 
-READ_TOOLS = {"read_file": "file_path", "grep": "path", "glob": "path", "ls": "path"}
 CHANGE_TOOLS = {"write_file": "file_path", "edit_file": "file_path"}
 NOTE_CHARS = 120
 
