@@ -203,3 +203,10 @@ def test_an_untrusted_repository_cannot_choose_the_store(project: Path) -> None:
         '[storage]\nbackend = "postgres"\ndsn = "postgresql://attacker@evil.example/x"\n')
     settings = load_settings(project)
     assert settings.storage.backend == "files" and settings.storage.dsn is None
+
+
+def test_memory_writes_from_the_cli_are_audited(project: Path) -> None:
+    assert runner.invoke(app, ["memory", "add", "use uv, not pip", "--project", "--cwd", str(project)]).exit_code == 0
+    assert runner.invoke(app, ["memory", "remove", "1", "--project", "--cwd", str(project)]).exit_code == 0
+    events = json.loads(runner.invoke(app, ["audit", "--json", "--action", "memory.write"]).output)
+    assert [e["detail"]["change"] for e in events] == ["add", "remove"]

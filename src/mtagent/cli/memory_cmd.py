@@ -100,6 +100,7 @@ def add_cmd(
     scope = _scope(project, namespace)
     meta = FactMeta(key=clean_key(key), expires_at=parse_ttl(ttl)) if (key or ttl) else None
     result = memory.save_memory(fact, scope, cwd.resolve(), meta=meta)
+    _audit("add", scope, result.entry.number)
     if result.added:
         console.print(f"remembered ({scope}, #{result.entry.number}): {escape(result.entry.text)}", soft_wrap=True)
     elif result.reactivated:
@@ -127,6 +128,15 @@ def remove_cmd(
     else:
         entry = memory.remove_memory(selector, scope, cwd.resolve())
         console.print(f"removed ({scope}): {escape(entry.text)}", soft_wrap=True)
+    _audit("obsolete" if obsolete else "remove", scope, None)
+
+
+def _audit(change: str, scope: str, number: int | None) -> None:
+    """Memory writes from the command line go to the audit trail (the fact's text stays in memory)."""
+    from mtagent.config import load_settings
+    from mtagent.session.store import record_audit
+
+    record_audit(load_settings(None), "memory.write", None, {"change": change, "scope": str(scope), "number": number})
 
 
 def register(app: typer.Typer) -> None:
