@@ -18,6 +18,7 @@ from mtagent import paths
 from mtagent.cli.output import console, user_errors
 from mtagent.config import load_settings
 from mtagent.context.recall import SCOPES, RecallIndexer, Recaller
+from mtagent.context.recall.embeddings import make_embeddings
 from mtagent.context.recall.render import render_hits
 from mtagent.errors import UsageError
 
@@ -40,7 +41,7 @@ def recall_cmd(
     settings = load_settings(root)
     if session:
         paths.validate_session_id(session)
-    recaller = Recaller(RecallIndexer(root, settings.recall))
+    recaller = Recaller(RecallIndexer(root, settings.recall), make_embeddings(settings.recall.embeddings))
     try:
         recaller.indexer.refresh()
         if ref:
@@ -66,7 +67,8 @@ def print_recall(out: Console, cwd: Path, text: str) -> None:
     """``/recall QUERY`` and ``/recall --ref REF`` in the REPL (errors are the caller's one line)."""
     words = text.split()
     root = cwd.resolve()
-    recaller = Recaller(RecallIndexer(root, load_settings(root).recall))
+    recall = load_settings(root).recall
+    recaller = Recaller(RecallIndexer(root, recall), make_embeddings(recall.embeddings))
     try:
         recaller.indexer.refresh()
         if words[:1] == ["--ref"]:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, PrivateAttr
 
 from mtagent.context.recall import RecallIndexer, Recaller
+from mtagent.context.recall.embeddings import make_embeddings
 from mtagent.context.recall.render import render_hits
 from mtagent.errors import UsageError
 from mtagent.tools.base import ToolInputError, WorkspaceTool
@@ -45,7 +46,8 @@ class RecallTool(WorkspaceTool):
     def _get_recaller(self) -> Recaller:
         if self._recaller is None:
             ctx = self.context
-            self._recaller = Recaller(RecallIndexer(ctx.workspace.root, ctx.settings.recall))
+            recall = ctx.settings.recall
+            self._recaller = Recaller(RecallIndexer(ctx.workspace.root, recall), make_embeddings(recall.embeddings))
         return self._recaller
 
     def _session_id(self) -> str | None:

@@ -162,7 +162,7 @@ def test_memory_namespaces_are_indexed_and_expired_facts_flagged(tmp_path: Path)
     indexer.sync_memory()
     recaller = Recaller(indexer)
     (hit,) = recaller.search("ArgoRollout", scope="memory")
-    assert hit.namespace == "team" and hit.temperature == "long_term" and hit.authority == "memory"
+    assert hit.namespace == "team" and hit.temperature == "long_term" and hit.authority == "org"
     assert recaller.search("gatekeeper") == []
     assert recaller.search("gatekeeper", include_expired=True)[0].freshness == "expired"
     memory.remove_memory(1, "team", tmp_path)

@@ -27,6 +27,7 @@ from mtagent.config import RecallSettings
 from mtagent.context.recall import documents
 from mtagent.context.recall.store import Doc, RecallStore
 from mtagent.context.static import memory
+from mtagent.context.static.memory_meta import NAMESPACE_AUTHORITY
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.transcript import ReadReport, iter_entries
@@ -176,7 +177,8 @@ class RecallIndexer:
                 digest = hashlib.sha256(f"{entry.text}|{entry.meta}".encode()).hexdigest()[:16]
                 docs.append(Doc(uid=f"mem:{namespace}:{digest}", kind="memory", text=entry.text,
                                 path=str(memory.memory_path(namespace, self.root)), line_start=entry.line_index + 1,
-                                line_end=entry.line_index + 1, authority="memory", namespace=namespace,
+                                line_end=entry.line_index + 1, namespace=namespace,
+                                authority=entry.meta.authority or NAMESPACE_AUTHORITY.get(namespace, "memory"),
                                 expires_at=entry.meta.expires_at.timestamp() if entry.meta.expires_at else None,
                                 ts=entry.meta.at.timestamp() if entry.meta.at else None,
                                 message_id=entry.meta.key))
