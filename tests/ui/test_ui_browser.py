@@ -104,6 +104,9 @@ def test_html_and_script_in_a_transcript_render_as_text_and_secrets_stay_redacte
     page = chromium_page
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(ui_url + "/")  # the hostile session's folder (with markup) is listed
+    assert page.locator("main script, main img, main b").count() == 0 and page.evaluate("window.__pwned") is None
+    assert SCRIPT in page.locator("section.project", has_text=HOSTILE_ID).inner_text()
     base = f"{ui_url}/p/{HOSTILE_PROJECT}/s/{HOSTILE_ID}"
     for path in ("", "/call/1", "/artifacts", "/artifacts?q=script", "/artifact?path=tool-results/call_x.txt",
                  "/memory"):

@@ -24,10 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-try:  # the redaction helpers are moving from agent/ to the package root
-    from mtagent.redaction import Redactor, collect_secrets
-except ImportError:  # pragma: no cover - before the move lands
-    from mtagent.agent.redaction import Redactor, collect_secrets  # type: ignore[no-redef]
+from mtagent.redaction import Redactor, collect_secrets
 from mtagent.session import schema
 from mtagent.session.index import parse_line
 from mtagent.session.transcript import READ_CHUNK_BYTES, ReadReport, iter_entries
