@@ -51,7 +51,9 @@ def migrate_cmd(
     """Copy sessions, artifacts and memory between files and PostgreSQL (idempotent, resumable).
 
     Run it again after an interruption: it continues where it stopped and copies nothing twice.
-    The source is left as it was. Sessions in use by a running mtagent are reported as in use.
+    The source keeps every record (a torn last line left by a crash is trimmed, as any writer
+    would). A session in use by a running mtagent stops the copy with an "in use" error: run it
+    again once that session is closed.
     """
     if to not in TARGETS:
         raise UsageError(f"--to must be postgres or files, not {to!r}")
