@@ -29,7 +29,7 @@ def test_version_loads_neither_typer_nor_rich():
 def test_root_help_loads_no_command_module_no_config_and_no_langchain():
     loaded = _loaded_after(["--help"])
     assert "typer" in loaded
-    heavy = {m for m in loaded if m.endswith("_cmd") or m in ("mtagent.config", "pydantic", "langchain_core")}
+    heavy = {m for m in loaded if m.endswith("_cmd") or m in ("mtagent.config", "pydantic", "langchain_core", "rich")}
     assert heavy == set()
 
 

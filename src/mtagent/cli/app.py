@@ -23,7 +23,6 @@ from typer.exceptions import TyperException
 
 from mtagent import __version__
 from mtagent.cli import session_options as opts
-from mtagent.cli.output import print_error
 from mtagent.errors import MTAgentError
 
 # name → (module with ``register(app)``, the command's one-line help as its module declares it)
@@ -92,6 +91,7 @@ app = typer.Typer(
     cls=LazyGroup,
     help="A coding agent for very long sessions, and the context engine at its heart.",
     no_args_is_help=False,
+    rich_markup_mode=None,  # plain help: `mtagent --help` then loads no rich (a third of its start-up)
     add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -131,6 +131,12 @@ def root(
         raise typer.Exit(launch(options))
 
 
+def _print_error(message: str) -> None:
+    from mtagent.cli.output import print_error  # only on an error: `--help` loads no rich console
+
+    print_error(message)
+
+
 def main() -> None:
     """Run the app; every error a user can cause is one line on stderr with a meaningful exit code.
 
@@ -147,10 +153,10 @@ def main() -> None:
             sys.exit(0)
         where = getattr(getattr(exc, "ctx", None), "command_path", None) or "mtagent"
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-        print_error(f"{message} (see `{where} --help`)")
+        _print_error(f"{message} (see `{where} --help`)")
         sys.exit(int(getattr(exc, "exit_code", 2) or 2))
     except MTAgentError as exc:  # raised outside a command's own handling
-        print_error(str(exc))
+        _print_error(str(exc))
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):
         sys.stderr.write("interrupted\n")
