@@ -43,7 +43,7 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from mtagent.context.tokens import MessageTokenCounter, count_text_tokens
-from mtagent.replay.strategies import StepResult, StrategyContext
+from mtagent.replay.strategy_base import StepResult, StrategyContext
 from mtagent.replay.summarizer import ExtractiveChatModel, MeteredSummarizer
 
 

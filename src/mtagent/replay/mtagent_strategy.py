@@ -32,7 +32,7 @@ from mtagent.context.session_memory.manager import SessionMemoryManager
 from mtagent.context.tokens import message_text
 from mtagent.context.tool_results.budgeter import ToolResultBudgeter, ToolResultPolicy
 from mtagent.context.window import ContextWindowManager
-from mtagent.replay.strategies import StepResult, StrategyContext
+from mtagent.replay.strategy_base import StepResult, StrategyContext
 from mtagent.replay.summarizer import MeteredSummarizer, SummaryCall
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.schema import parse_timestamp

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Protocol
 
 from langchain_core.messages import (
     AIMessage,
@@ -37,11 +35,12 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from mtagent.config import Settings
 from mtagent.context.invariants import find_safe_split_index
-from mtagent.context.tokens import MessageTokenCounter, message_text
+from mtagent.context.tokens import message_text
+from mtagent.errors import UsageError
 from mtagent.replay.names import PEERS, STRATEGY_NAMES  # noqa: F401 - re-exported
-from mtagent.replay.summarizer import MeteredSummarizer, SummaryCall
+from mtagent.replay.strategy_base import StepResult, Strategy, StrategyContext  # noqa: F401 - re-exported
+from mtagent.replay.summarizer import MeteredSummarizer
 
 MASK_KEEP_TURNS = 10
 MASK_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
@@ -50,37 +49,6 @@ CLI_SUMMARY_PREFIX = (
     "This session is being continued from a previous conversation that ran out of context. "
     "The conversation is summarized below:\n"
 )
-
-
-@dataclass(slots=True)
-class StepResult:
-    """The view for one model call and what producing it cost."""
-
-    view: list[BaseMessage]
-    compacted: bool = False
-    summary_calls: list[SummaryCall] = field(default_factory=list)
-
-
-class Strategy(Protocol):
-    name: str
-
-    def step(self, new_messages: Sequence[BaseMessage]) -> StepResult: ...
-
-
-@dataclass(slots=True)
-class StrategyContext:
-    """What every strategy is built from: the recording's system prompt and the window."""
-
-    system: list[SystemMessage]
-    window: int
-    counter: MessageTokenCounter
-    settings: Settings = field(default_factory=Settings)
-    summarizer_factory: Callable[[], MeteredSummarizer] = MeteredSummarizer
-    workdir: Path | None = None
-
-    @property
-    def threshold(self) -> int:
-        return self.settings.auto_compact_threshold_tokens(self.window)
 
 
 @dataclass(slots=True)
@@ -173,22 +141,33 @@ class ThresholdCompactStrategy:
 
 
 
+def _lc(name: str, ctx: StrategyContext) -> Strategy:
+    from mtagent.replay import lc_strategies  # LangChain's middleware: loaded only when compared
+
+    return lc_strategies.make(name, ctx)
+
+
+def _mtagent(name: str, ctx: StrategyContext) -> Strategy:
+    from mtagent.replay.mtagent_strategy import MTAgentStrategy
+
+    return MTAgentStrategy(ctx, name=name, session_memory=name == "mtagent-sm")
+
+
+# The registry: every strategy a replay can compare, by name (the names live in replay.names).
+REGISTRY: dict[str, Callable[[str, StrategyContext], Strategy]] = {
+    "raw": lambda _name, ctx: RawStrategy(ctx),
+    "masking": lambda _name, ctx: MaskingStrategy(ctx),
+    "threshold-compact": lambda _name, ctx: ThresholdCompactStrategy(ctx),
+    "lc-summarization": _lc,
+    "lc-clear-tool-uses": _lc,
+    "mtagent": _mtagent,
+    "mtagent-sm": _mtagent,
+}
+
+
 def make_strategy(name: str, ctx: StrategyContext) -> Strategy:
     """A fresh strategy instance for one replay."""
-    if name == "raw":
-        return RawStrategy(ctx)
-    if name == "masking":
-        return MaskingStrategy(ctx)
-    if name == "threshold-compact":
-        return ThresholdCompactStrategy(ctx)
-    if name in ("lc-summarization", "lc-clear-tool-uses"):
-        from mtagent.replay import lc_strategies
-
-        return lc_strategies.make(name, ctx)
-    if name in ("mtagent", "mtagent-sm"):
-        from mtagent.replay.mtagent_strategy import MTAgentStrategy
-
-        return MTAgentStrategy(ctx, name=name, session_memory=name == "mtagent-sm")
-    from mtagent.errors import UsageError
-
-    raise UsageError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGY_NAMES)}")
+    factory = REGISTRY.get(name)
+    if factory is None:
+        raise UsageError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGY_NAMES)}")
+    return factory(name, ctx)
