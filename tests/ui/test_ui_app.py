@@ -201,3 +201,18 @@ def test_a_file_the_replay_cannot_read_is_an_error_page(demo_session: DemoSessio
     c = client(demo_session, replay_dirs=[tmp_path])
     r = c.get("/replay", params={"source": "dir:0:broken.jsonl", "strategy": "mtagent", "window": "4096"})
     assert r.status_code == 400 and "broken.jsonl" in r.text and "<script>" not in r.text
+
+
+def test_project_memory_is_shown_escaped_redacted_and_confined(demo_session: DemoSession, tmp_path: Path) -> None:
+    folder = demo_session.home / "projects" / HOSTILE_PROJECT / "memory"
+    (folder / "team").mkdir(parents=True, exist_ok=True)
+    (folder / "MEMORY.md").write_text(f"- run <b>uv</b> with key {SECRET}\n")
+    (folder / "team" / "MEMORY.md").write_text("- team fact\n")
+    (tmp_path / "outside.md").write_text("private note\n")
+    (folder / "linked.md").symlink_to(tmp_path / "outside.md")
+    try:
+        text = client(demo_session).get(f"/p/{HOSTILE_PROJECT}/s/{HOSTILE_ID}/memory").text
+        assert "run &lt;b&gt;uv&lt;/b&gt; with key [redacted]" in text and SECRET not in text
+        assert "team fact" in text and "private note" not in text
+    finally:
+        (folder / "linked.md").unlink()

@@ -33,7 +33,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from mtagent.config import Settings, UiSettings
-from mtagent.errors import ArtifactPathError, MTAgentError, SessionNotFound
+from mtagent.errors import ArtifactPathError, MTAgentError, ReplayFormatError, SessionNotFound, UsageError
 from mtagent.replay.names import STRATEGY_NAMES
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.ui import artifacts as art
@@ -203,7 +203,9 @@ class Pages:
         entry, outline = self._session(request)
         return self.render("memory.html", title=f"Session memory · {entry.key}", entry=entry,
                            current=art.current_memory(self._store(entry), self.redactor),
-                           history=art.memory_history(outline.records))
+                           history=art.memory_history(outline.records),
+                           project_memory=art.project_memory(self.catalog.history.parent / "projects" / entry.project
+                                                             / "memory", self.redactor, self.ui.artifact_page_lines))
 
     # ── replay ───────────────────────────────────────────────────────────────────────
     def replay(self, request: Request) -> Response:
@@ -214,7 +216,12 @@ class Pages:
         comparison, charts = None, []
         if ref:
             source = resolve_source(self.catalog, self.options.replay_dirs, ref)
-            comparison = self.replays.compare(source, chosen, window)
+            try:
+                comparison = self.replays.compare(source, chosen, window)
+            except MTAgentError:
+                raise
+            except Exception as exc:  # a converter choking on a malformed recording is that file's problem
+                raise ReplayFormatError(f"cannot replay {source.label}: {type(exc).__name__}: {exc}") from exc
             charts = [_replay_charts(s, comparison.strategies) for s in comparison.sessions]
         return self.render("replay.html", title="Replay comparison", sources=sources, ref=ref, chosen=chosen,
                            window=window, strategies=STRATEGY_NAMES, comparison=comparison, charts=charts)
@@ -242,8 +249,6 @@ def _int_param(request: Request, name: str, default: int) -> int:
     try:
         return int(raw) if raw else default
     except ValueError:
-        from mtagent.errors import UsageError
-
         raise UsageError(f"{name}={raw!r} is not a whole number") from None
 
 

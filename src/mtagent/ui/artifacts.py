@@ -199,3 +199,34 @@ def current_memory(store: ArtifactStore, redactor: Redactor) -> str | None:
         return redactor.text(store.read_text(f"{SESSION_MEMORY_DIR}/summary.md"))
     except ArtifactPathError:
         return None
+
+
+@dataclass(slots=True, frozen=True)
+class MemoryFile:
+    """One file of the project's long-term memory (``MEMORY.md``, topic files, ``team/``)."""
+
+    name: str
+    lines: list[str]
+    cut: bool
+
+
+def project_memory(folder: Path, redactor: Redactor, max_lines: int) -> list[MemoryFile]:
+    """The project's long-term memory files, read-only; anything resolving outside ``folder`` is skipped."""
+    if not folder.is_dir():
+        return []
+    root = folder.resolve()
+    out: list[MemoryFile] = []
+    for path in sorted([*folder.glob("*.md"), *folder.glob("*/*.md")]):
+        target = path.resolve()
+        if root not in target.parents or not target.is_file():
+            continue
+        lines: list[str] = []
+        cut = False
+        with open(target, "rb") as fh:
+            for number, raw in enumerate(fh, 1):
+                if number > max_lines:
+                    cut = True
+                    break
+                lines.append(redactor.text(raw.decode("utf-8", "replace").rstrip("\r\n")))
+        out.append(MemoryFile(path.relative_to(folder).as_posix(), lines, cut))
+    return out
