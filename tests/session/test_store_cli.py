@@ -210,3 +210,17 @@ def test_memory_writes_from_the_cli_are_audited(project: Path) -> None:
     assert runner.invoke(app, ["memory", "remove", "1", "--project", "--cwd", str(project)]).exit_code == 0
     events = json.loads(runner.invoke(app, ["audit", "--json", "--action", "memory.write"]).output)
     assert [e["detail"]["change"] for e in events] == ["add", "remove"]
+
+
+def test_a_session_in_use_is_skipped_and_copied_by_the_next_run(project: Path, pg_dsn: str, tenant: str,
+                                                                monkeypatch) -> None:
+    monkeypatch.setenv("MTAGENT_STORAGE__TENANT", tenant)
+    _files_session(project, "s-busy", 2)
+    _files_session(project, "s-free", 2)
+    with FilesStore().open_writer(paths.project_hash(project), "s-busy"):  # a live agent holds it
+        result = runner.invoke(app, ["sessions", "migrate", "--to", "postgres", "--dsn", pg_dsn, "--json"])
+    assert result.exit_code == 1
+    out = json.loads(result.stdout)
+    assert [s["session_id"] for s in out["sessions"]] == ["s-free"] and "s-busy" in out["in_use"][0]
+    assert [s["session_id"] for s in _migrate("--to", "postgres", "--dsn", pg_dsn)["sessions"]
+            if s["records_copied"]] == ["s-busy"]

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mtagent import paths
-from mtagent.cli.output import console, user_errors
+from mtagent.cli.output import console, print_error, user_errors
 from mtagent.config import load_settings
 from mtagent.errors import ConfigError, UsageError
 from mtagent.session.store import Store, validate_tenant
@@ -52,8 +52,8 @@ def migrate_cmd(
 
     Run it again after an interruption: it continues where it stopped and copies nothing twice.
     The source keeps every record (a torn last line left by a crash is trimmed, as any writer
-    would). A session in use by a running mtagent stops the copy with an "in use" error: run it
-    again once that session is closed.
+    would). A session in use by a running mtagent is skipped and named (exit 1): run the command
+    again once it is closed.
     """
     if to not in TARGETS:
         raise UsageError(f"--to must be postgres or files, not {to!r}")
@@ -71,11 +71,11 @@ def migrate_cmd(
         typer.echo(json.dumps({
             "from": src.backend, "to": dst.backend, "tenant": dst.tenant,
             "records_copied": report.records_copied, "artifacts_copied": report.artifacts_copied,
-            "memories_copied": report.memories_copied,
+            "memories_copied": report.memories_copied, "in_use": report.in_use,
             "sessions": [{"project": s.project, "session_id": s.session_id, "records_copied": s.records_copied,
                           "records_present": s.records_present, "artifacts_copied": s.artifacts_copied,
                           "session_memory_copied": s.session_memory_copied} for s in report.sessions]}))
-        return
+        raise typer.Exit(1 if report.in_use else 0)
     table = Table(title=f"{src.backend} -> {dst.backend} (tenant {dst.tenant})", title_justify="left")
     for name in ("project", "session", "copied", "already there", "artifacts"):
         table.add_column(name, justify="left" if name in ("project", "session") else "right")
@@ -85,6 +85,10 @@ def migrate_cmd(
     console.print(table)
     console.print(f"{len(report.sessions)} sessions: {report.records_copied} records, {report.artifacts_copied} "
                   f"artifacts and {report.memories_copied} memory files copied")
+    for skipped in report.in_use:
+        print_error(f"skipped {skipped}; run `mtagent sessions migrate` again once it is closed")
+    if report.in_use:
+        raise typer.Exit(1)
 
 
 def register(sessions_app: typer.Typer) -> None:

@@ -4,7 +4,8 @@ A transcript is append-only and both backends read records back in order, so the
 record count *is* the resume point: records ``[0, n)`` are already there (the last one is
 compared to make sure the two have not diverged), and only the rest is appended. Running the
 copy again copies nothing; an interrupted copy continues where it stopped. Each session is
-copied while holding both sessions' writer locks, so a live agent is never copied mid-turn.
+copied while holding both sessions' writer locks, so a live agent is never copied mid-turn: a
+session in use is skipped and reported, and the next run copies it.
 
 Not copied: LangGraph checkpoints (a resumed session rebuilds its state from the transcript),
 the keyed documents (the recall index is derived and rebuilt from the transcripts) and the audit
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mtagent.errors import UsageError
+from mtagent.errors import SessionLocked, UsageError
 from mtagent.session.audit import AuditEvent, current_principal
 from mtagent.session.store import Store
 
@@ -35,6 +36,7 @@ class SessionCopy:
 class CopyReport:
     sessions: list[SessionCopy] = field(default_factory=list)
     memories_copied: int = 0
+    in_use: list[str] = field(default_factory=list)  # "<project>/<session>: <who>", skipped this time
 
     @property
     def records_copied(self) -> int:
@@ -81,7 +83,11 @@ def copy_store(src: Store, dst: Store, *, projects: list[str] | None = None,
     report = CopyReport()
     for project in projects if projects is not None else src.projects():
         for session_id in src.sessions(project):
-            copied = copy_session(src, dst, project, session_id)
+            try:
+                copied = copy_session(src, dst, project, session_id)
+            except SessionLocked as exc:  # a live agent owns it; the next run copies it
+                report.in_use.append(f"{project}/{session_id}: {exc}")
+                continue
             report.sessions.append(copied)
             if on_session is not None:
                 on_session(copied)
