@@ -26,6 +26,7 @@ from mtagent import paths
 from mtagent.config import RecallSettings
 from mtagent.context.recall import documents
 from mtagent.context.recall.store import Doc, RecallStore
+from mtagent.context.recall.workspace import sync_workspace
 from mtagent.context.static import memory
 from mtagent.context.static.memory_meta import NAMESPACE_AUTHORITY
 from mtagent.session import schema
@@ -190,7 +191,5 @@ class RecallIndexer:
         """Everything a search should see: transcripts caught up, memory synced, workspace if on."""
         added = self.catch_up(session) + self.sync_memory()
         if self.settings.index_workspace:
-            from mtagent.context.recall.workspace import sync_workspace
-
-            added += sync_workspace(self)
+            added += sync_workspace(self.root, self.store, self.settings)
         return added

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pathspec
 
+from mtagent.config import RecallSettings
 from mtagent.context.recall.documents import chunk_lines
-from mtagent.context.recall.indexer import RecallIndexer
-from mtagent.context.recall.store import Doc
+from mtagent.context.recall.store import Doc, RecallStore
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +64,8 @@ def _read_text(path: Path, limit: int) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def sync_workspace(indexer: RecallIndexer) -> int:
+def sync_workspace(root: Path, store: RecallStore, settings: RecallSettings) -> int:
     """Index new and changed workspace files; drop files that disappeared. Returns items added."""
-    root, store, settings = indexer.root, indexer.store, indexer.settings
     added = 0
     seen: set[str] = set()
     for path in workspace_files(root):
