@@ -254,6 +254,7 @@ class UiSettings(_Section):
     artifact_page_lines: int = Field(2_000, gt=0, description="artifact lines shown per page (raw streams all)")
     search_max_hits: int = Field(200, gt=0, description="artifact and memory search hits shown, at most")
     line_max_chars: int = Field(2_000, gt=0, description="longer artifact lines are cut on the page (not in raw)")
+    message_max_chars: int = Field(200_000, gt=0, description="a message longer than this is cut on a call's page")
     stream_chunk_bytes: int = Field(256 * 1024, gt=0, description="bytes per chunk when streaming a raw artifact")
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import os
+import re
 import subprocess
 import sys
 import time
@@ -216,3 +218,13 @@ def test_project_memory_is_shown_escaped_redacted_and_confined(demo_session: Dem
         assert "team fact" in text and "private note" not in text
     finally:
         (folder / "linked.md").unlink()
+
+
+def test_a_huge_message_is_cut_on_the_call_page(demo_session: DemoSession, tmp_path: Path) -> None:
+    from mtagent.config import Settings
+
+    settings = Settings.model_validate({"ui": {"message_max_chars": 1000}})
+    text = client(demo_session, settings=settings).get(f"/p/{demo_session.project}/s/{demo_session.session_id}/call/5").text
+    assert "more characters" in text
+    blocks = [html.unescape(b) for b in re.findall(r'<pre class="text">(.*?)</pre>', text, re.S)]
+    assert blocks and max(len(b) for b in blocks) == 1000

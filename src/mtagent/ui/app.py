@@ -165,7 +165,7 @@ class Pages:
         buckets = [(b, detail.point.buckets.get(b, 0)) for b in BUCKET_ORDER if detail.point.buckets.get(b)]
         buckets += [(b, v) for b, v in detail.point.buckets.items() if b not in BUCKET_ORDER and v]
         return self.render("call.html", title=f"Call {number} · {entry.key}", entry=entry, d=detail,
-                           count=count, buckets=buckets)
+                           count=count, buckets=buckets, max_chars=self.ui.message_max_chars)
 
     # ── artifacts and memory ─────────────────────────────────────────────────────────
     def _store(self, entry: SessionEntry) -> ArtifactStore:
