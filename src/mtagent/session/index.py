@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mtagent.session import schema
+from mtagent.session.reader import ReadReport, iter_entries
 
 log = logging.getLogger(__name__)
 
@@ -320,8 +321,6 @@ class WriterIndex:
 
     @classmethod
     def open(cls, transcript: Path, size: int) -> WriterIndex:
-        from mtagent.session.transcript import ReadReport, iter_entries
-
         if size == 0:
             save_index(transcript, [])
             return cls(transcript, [], {})
