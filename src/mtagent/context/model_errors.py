@@ -6,7 +6,8 @@ attached, and the message text. The agent then acts per kind:
 
 * ``CONTEXT_LENGTH`` → the engine's reactive compact, then one retry (:class:`~mtagent.context.engine_session.EngineSession`);
 * ``RATE_LIMIT`` / ``SERVER`` / ``TIMEOUT`` / ``CONNECTION`` → :func:`call_with_retries`,
-  bounded by ``agent.max_retries`` with exponential backoff from ``agent.retry_base_seconds``;
+  bounded by ``agent.max_retries`` with exponential backoff and jitter from ``agent.retry_base_seconds``
+  (a provider's longer ``Retry-After`` wins; :mod:`mtagent.context.retry`);
 * ``AUTH`` and everything else → one :class:`~mtagent.errors.ModelError` whose message says
   what to do (and never repeats a key).
 """
@@ -18,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from langchain_core import exceptions as lc_errors
 
@@ -132,14 +133,24 @@ def to_model_error(exc: BaseException, kind: ErrorKind, *, model: str, attempts:
 
 @dataclass(slots=True, frozen=True)
 class RetryPolicy:
-    """Bounded retries with exponential backoff: base, 2×base, 4×base …"""
+    """Bounded retries: exponential backoff with jitter (see :mod:`mtagent.context.retry`)."""
 
     max_retries: int
     base_seconds: float
     max_seconds: float = 60.0
+    jitter_fraction: float = 0.25
 
-    def delay(self, attempt: int) -> float:
-        return min(self.max_seconds, self.base_seconds * (2 ** attempt))
+    def delay(self, attempt: int, exc: BaseException | None = None) -> float:
+        """The wait before retry ``attempt + 1``: backoff with jitter, or the provider's longer Retry-After."""
+        from tenacity import RetryCallState
+
+        from mtagent.context.retry import backoff_wait, retry_after_seconds
+
+        state = RetryCallState(None, None, (), {})
+        state.attempt_number = attempt + 1
+        wait = min(self.max_seconds, backoff_wait(self.base_seconds, self.max_seconds, self.jitter_fraction)(state))
+        asked = retry_after_seconds(exc) if exc is not None else None
+        return max(wait, asked) if asked is not None else wait
 
 
 def call_with_retries(
@@ -149,21 +160,20 @@ def call_with_retries(
     on_retry: Callable[[int, ErrorKind, BaseException, float], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
-    """Run ``fn``; retry it on transient errors only. Other errors propagate unchanged.
+    """Run ``fn``; retry it on transient errors only (tenacity drives the loop). Other errors
+    propagate unchanged, and so does the last one when retries are used up; callers turn it into
+    a :class:`ModelError` with :func:`to_model_error` (they know the model's name)."""
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt
 
-    When retries are used up the last exception propagates too; callers turn it into a
-    :class:`ModelError` with :func:`to_model_error` (they know the model's name).
-    """
-    attempt = 0
-    while True:
-        try:
-            return fn()
-        except Exception as exc:
-            kind = classify(exc)
-            if kind not in RETRYABLE or attempt >= policy.max_retries:
-                raise
-            wait = policy.delay(attempt)
-            if on_retry is not None:
-                on_retry(attempt + 1, kind, exc, wait)
-            sleep(wait)
-            attempt += 1
+    def wait(state: Any) -> float:
+        return policy.delay(state.attempt_number - 1, state.outcome.exception())
+
+    def before_sleep(state: Any) -> None:
+        exc = state.outcome.exception()
+        if on_retry is not None:
+            on_retry(state.attempt_number, classify(exc), exc, state.next_action.sleep)
+
+    retrying = Retrying(retry=retry_if_exception(lambda exc: classify(exc) in RETRYABLE),
+                        stop=stop_after_attempt(policy.max_retries + 1), wait=wait, sleep=sleep,
+                        before_sleep=before_sleep, reraise=True)
+    return retrying(fn)

@@ -3,8 +3,9 @@
 ``grep`` uses ripgrep when it is installed and a pure-Python search otherwise; both print the
 same format — ``path:line:text`` for matches, ``path-line-text`` for context lines, ``--``
 between groups — with paths relative to the workspace root, sorted by path. Both skip
-:data:`~mtagent.tools.workspace.IGNORED_DIRS` and virtualenvs, search hidden files, and do not
-apply ``.gitignore`` (so the two back ends agree). Large results are left to the budgeter,
+:data:`~mtagent.tools.workspace.IGNORED_DIRS` and virtualenvs, search hidden files, and honour
+the workspace's ``.gitignore`` files (:mod:`mtagent.tools.ignore`; ``include_ignored=true`` turns
+that off). Globs use the one dialect of :mod:`mtagent.globs`. Large results are left to the budgeter,
 which persists them and shows a grep preview.
 """
 
@@ -24,7 +25,9 @@ import regex as bounded_re
 from pydantic import BaseModel, Field
 
 from mtagent.errors import WorkspacePathError
+from mtagent.globs import compile_glob
 from mtagent.tools.base import ToolInputError, WorkspaceTool
+from mtagent.tools.ignore import RG_GITIGNORE_FLAGS, GitIgnore
 from mtagent.tools.text_files import binary_kind, human_size
 from mtagent.tools.walk import has_venv_marker, read_workspace_file, walk_files
 from mtagent.tools.workspace import IGNORED_DIRS, Workspace, is_ignored_dir
@@ -52,41 +55,15 @@ def ripgrep_path() -> str | None:
     return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None
 
 
-def glob_to_regex(pattern: str) -> re.Pattern[str]:
-    """A glob as a regex over '/'-separated relative paths; ``**`` crosses folders.
+def glob_to_regex(pattern: str) -> Any:
+    """A compiled glob over '/'-separated relative paths (:mod:`mtagent.globs`, the one dialect).
 
     A pattern without '/' matches file names at any depth (``*.py``), like ripgrep's --glob.
     """
-    if "/" not in pattern:
-        pattern = "**/" + pattern
-    out = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and "]" in pattern[i + 1:]:
-            end = pattern.index("]", i + 1)
-            body = pattern[i + 1:end].replace("\\", "\\\\")
-            out.append(f"[{'^' + body[1:] if body.startswith('!') else body}]")
-            i = end + 1
-        elif pattern[i] == "{" and "}" in pattern[i:]:
-            end = pattern.index("}", i)
-            out.append("(?:" + "|".join(re.escape(p) for p in pattern[i + 1:end].split(",")) + ")")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
+    try:
+        return compile_glob(pattern)
+    except ValueError as exc:
+        raise ToolInputError(str(exc)) from None
 
 
 def _in_ignored_dir(ws: Workspace, relative: str, cache: dict[str, bool]) -> bool:
@@ -110,6 +87,7 @@ class GrepArgs(BaseModel):
     case_insensitive: bool = Field(False, description="Ignore case.")
     context: int = Field(0, ge=0, le=MAX_CONTEXT_LINES, description="Lines of context before and after each match.")
     max_results: int = Field(DEFAULT_MAX_RESULTS, ge=1, description="Stop after this many matching lines.")
+    include_ignored: bool = Field(False, description="Also search files .gitignore excludes (skipped by default).")
 
 
 class GrepTool(WorkspaceTool):
@@ -123,7 +101,7 @@ class GrepTool(WorkspaceTool):
 
     def execute(self, call_id: str, pattern: str, path: str = ".", glob: str | None = None,
                 case_insensitive: bool = False, context: int = 0,
-                max_results: int = DEFAULT_MAX_RESULTS) -> tuple[str, dict[str, Any]]:
+                max_results: int = DEFAULT_MAX_RESULTS, include_ignored: bool = False) -> tuple[str, dict[str, Any]]:
         ws = self.context.workspace
         base = ws.resolve(path)
         if not base.exists():
@@ -143,13 +121,15 @@ class GrepTool(WorkspaceTool):
         found, engine = None, "ripgrep"
         if rg is not None:
             try:
-                found = _grep_rg(rg, ws, base, pattern, glob, case_insensitive, context, max_results)
+                found = _grep_rg(rg, ws, base, pattern, glob, case_insensitive, context, max_results,
+                                 gitignore=not include_ignored)
             except _RipgrepRefused:
                 found = None
         if found is None:
             timed = _TimedPattern(pattern, case_insensitive, PY_GREP_TIMEOUT_SECONDS)
             try:
-                found, engine = _grep_python(ws, base, timed, glob, context, max_results, skipped), "python"
+                ignore = None if include_ignored or base.is_file() else GitIgnore(ws)
+                found, engine = _grep_python(ws, base, timed, glob, context, max_results, skipped, ignore), "python"
             except TimeoutError:
                 raise ToolInputError(
                     f"the regular expression {pattern!r} took over {PY_GREP_TIMEOUT_SECONDS:g}s (catastrophic "
@@ -195,11 +175,13 @@ class _TimedPattern:
 
 
 def _grep_python(ws: Workspace, base: Path, regex: _TimedPattern, glob: str | None, context: int,
-                 max_results: int, skipped: list[str]) -> tuple[list[str], int, bool]:
+                 max_results: int, skipped: list[str], ignore: GitIgnore | None = None) -> tuple[list[str], int, bool]:
     glob_re = glob_to_regex(glob) if glob else None
     out: list[str] = []
     matches = 0
     for file in walk_files(ws, base):
+        if ignore is not None and ignore.ignored(file):
+            continue
         if glob_re is not None:
             rel = file.relative_to(base).as_posix() if file != base else file.name
             if not glob_re.match(rel):
@@ -235,11 +217,12 @@ def _grep_python(ws: Workspace, base: Path, regex: _TimedPattern, glob: str | No
                 out.append(f"{shown}{sep}{j + 1}{sep}{lines[j]}")
             last = max(last, hi)
         if stopped or matches >= max_results:
-            return out, matches, stopped or _has_more(ws, base, file, regex, glob_re)
+            return out, matches, stopped or _has_more(ws, base, file, regex, glob_re, ignore)
     return out, matches, False
 
 
-def _has_more(ws: Workspace, base: Path, after: Path, regex: _TimedPattern, glob_re: re.Pattern[str] | None) -> bool:
+def _has_more(ws: Workspace, base: Path, after: Path, regex: _TimedPattern, glob_re: Any,
+              ignore: GitIgnore | None = None) -> bool:
     """Whether any file after ``after`` also matches (so 'stopped early' is not a false alarm)."""
     seen = False
     for file in walk_files(ws, base):
@@ -247,6 +230,8 @@ def _has_more(ws: Workspace, base: Path, after: Path, regex: _TimedPattern, glob
             seen = file == after
             continue
         if glob_re is not None and not glob_re.match(file.relative_to(base).as_posix()):
+            continue
+        if ignore is not None and ignore.ignored(file):
             continue
         data = read_workspace_file(ws, file, PY_GREP_MAX_FILE_BYTES)
         if data is None:
@@ -261,11 +246,12 @@ class _RipgrepRefused(Exception):
 
 
 def _grep_rg(rg: str, ws: Workspace, base: Path, pattern: str, glob: str | None, case_insensitive: bool,
-             context: int, max_results: int) -> tuple[list[str], int, bool]:
+             context: int, max_results: int, *, gitignore: bool = False) -> tuple[list[str], int, bool]:
     """Run ripgrep with ``--null`` (path, NUL, ``N:text`` or ``N-text``) and render our format."""
     target = ws.relative(base)
     cmd = [rg, "--line-number", "--with-filename", "--no-heading", "--null", "--color", "never",
-           "--sort", "path", "--hidden", "--no-ignore", "--no-messages", "--no-follow"]
+           "--sort", "path", "--hidden", "--no-messages", "--no-follow"]
+    cmd += RG_GITIGNORE_FLAGS if gitignore and not base.is_file() else ["--no-ignore"]
     if case_insensitive:
         cmd.append("--ignore-case")
     if context:
@@ -378,6 +364,7 @@ def _trim_after_last_match(rows: list[tuple[str, int, bool, str] | None],
 class GlobArgs(BaseModel):
     pattern: str = Field(description="Glob such as '**/*.py' or 'src/*.ts'; without '/' it matches names at any depth.")
     path: str = Field(".", description="Folder to search in, relative to the workspace root.")
+    include_ignored: bool = Field(False, description="Also list files .gitignore excludes (skipped by default).")
 
 
 class GlobTool(WorkspaceTool):
@@ -385,17 +372,19 @@ class GlobTool(WorkspaceTool):
     description: str = "Find files by name pattern. Prints matching paths relative to the workspace root, sorted."
     args_schema: type[BaseModel] = GlobArgs
 
-    def execute(self, call_id: str, pattern: str, path: str = ".") -> tuple[str, dict[str, Any]]:
+    def execute(self, call_id: str, pattern: str, path: str = ".",
+                include_ignored: bool = False) -> tuple[str, dict[str, Any]]:
         ws = self.context.workspace
         base = ws.resolve(path)
         if not base.is_dir():
             raise ToolInputError(f"{path} is not a folder; give the folder to search in")
         _check_pattern_path(pattern)
         regex = glob_to_regex(pattern)
+        ignore = None if include_ignored else GitIgnore(ws)
         found: list[str] = []
         total = 0
         for file in walk_files(ws, base):
-            if regex.match(file.relative_to(base).as_posix()):
+            if regex.match(file.relative_to(base).as_posix()) and not (ignore and ignore.ignored(file)):
                 total += 1
                 if len(found) < GLOB_MAX_RESULTS:
                     found.append(ws.relative(file))

@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from mtagent.globs import glob_match as shared_glob_match
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 PROJECT_CONTEXT_FILES = ("CONTEXT.md", ".mtagent/CONTEXT.md")
@@ -82,7 +84,12 @@ def parse_front_matter(text: str) -> tuple[dict[str, Any], str, str | None]:
 
 @lru_cache(maxsize=512)
 def _parse_front_matter(text: str) -> tuple[dict[str, Any], str, str | None]:
-    """Cached by text: rules are re-read every turn and YAML parsing is the slow part."""
+    """Cached by text: rules are re-read every turn and YAML parsing is the slow part.
+
+    Why not python-frontmatter: it would add a dependency for the ``---`` split only (YAML parsing
+    is PyYAML's ``safe_load`` either way), it raises on bad YAML where a rule must still apply and
+    report one line, and it also accepts TOML/JSON front matter that rules do not define.
+    """
     m = _FRONT_MATTER_RE.match(text)
     if not m:
         return {}, text, None
@@ -109,45 +116,12 @@ def _globs_from(meta: dict[str, Any]) -> tuple[tuple[str, ...], str | None]:
     return tuple(x for x in items if x), None
 
 
-@lru_cache(maxsize=512)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """gitignore-flavoured glob: ``**`` spans folders, ``*`` stays inside one; no '/' means any depth."""
-    pat = _norm(pattern.strip())
-    anchored = pat.startswith("/")
-    pat = pat.lstrip("/")
-    if "/" not in pat.rstrip("/") and not anchored:
-        pat = "**/" + pat
-    if pat.endswith("/"):
-        pat += "**"
-    out: list[str] = []
-    i = 0
-    while i < len(pat):
-        c = pat[i]
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif c == "*":
-            out.append("[^/]*")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[" and (end := pat.find("]", i + 1)) > i:
-            body = pat[i + 1:end].replace("\\", "\\\\")
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return re.compile("".join(out) + r"(?:/.*)?\Z")
-
-
 def glob_match(pattern: str, path: str) -> bool:
-    """Whether a project-relative ``path`` matches a rule's glob."""
-    return bool(_glob_regex(pattern).match(_norm(path)))
+    """Whether a project-relative ``path`` matches a rule's glob (gitignore's dialect, :mod:`mtagent.globs`)."""
+    try:
+        return shared_glob_match(_norm(pattern.strip()), _norm(path))
+    except ValueError:  # a brace bomb matches nothing
+        return False
 
 
 def _norm(path: str) -> str:
