@@ -133,9 +133,7 @@ def deny_asks(requests: list[ApprovalRequest]) -> dict[str, dict[str, str]]:
 def open_child(parent: AgentSession, *, child_id: str, profile: AgentProfile, depth: int, model: Any,
                model_name: str, tool_call_id: str, description: str, cancel: threading.Event,
                rules: bool) -> AgentSession:
-    """Create the child's session and write its ``session_start`` (with the link to the parent)."""
-    from mtagent.agent.session import AgentSession
-
+    """Create the child's session (the parent's class) and write its ``session_start`` (with the link)."""
     root = parent.project_root
     settings = child_settings(parent.settings, profile, parent.window)
     path = paths.subagent_transcript_path(root, parent.session_id, child_id)
@@ -144,7 +142,7 @@ def open_child(parent: AgentSession, *, child_id: str, profile: AgentProfile, de
         writer.append(schema.session_start_record(
             child_id, str(root), model_name, __version__, parent_session_id=parent.session_id,
             parent_tool_call_id=tool_call_id, agent=profile.name, depth=depth, description=description))
-        child = AgentSession(
+        child = type(parent)(
             project_root=root, session_id=child_id, settings=settings, model=CancellableModel(model, cancel),
             model_name=model_name, writer=writer, history=[], tools=ChildTools(profile, depth),
             approval=parent.policy.mode, events=None, on_token=None, secrets=parent.redactor.secrets,
