@@ -82,3 +82,14 @@ def test_disabled_subagents_offer_no_task_tool(code):
     session, _ = open_session(code, ["hi"], [], cfg=settings(enabled=False))
     with session:
         assert "task" not in session.tools
+
+
+def test_a_malformed_task_call_is_an_error_result_and_starts_nothing(code):
+    bad = [tool_call("task", {"description": "x" * 500, "prompt": "p"}, id="long"),
+           tool_call("task", {"description": "no prompt"}, id="none"),
+           tool_call("task", {"description": "d", "prompt": "p", "files": "auth.py"}, id="shape")]
+    session, made = open_session(code, [*bad, "done"], [])
+    with session:
+        result = session.run_turn("go")
+    results = {m.tool_call_id: m for m in result.messages if getattr(m, "tool_call_id", None)}
+    assert all(results[i].status == "error" for i in ("long", "none", "shape")) and made == []
