@@ -61,6 +61,8 @@ def test_off_loopback_every_request_needs_the_token(demo_session: DemoSession) -
     fresh.cookies.set(TOKEN_COOKIE, options.token)
     assert fresh.get("/").status_code == 200
     assert access_rule(ui_options(demo_session), "127.0.0.1").token is None
+    shared = access_rule(ui_options(demo_session), "127.0.0.1", require_token=True)
+    assert shared.token and shared.loopback_only
 
 
 def test_responses_forbid_inline_script_and_framing(demo_session: DemoSession) -> None:
@@ -228,3 +230,43 @@ def test_a_huge_message_is_cut_on_the_call_page(demo_session: DemoSession, tmp_p
     assert "more characters" in text
     blocks = [html.unescape(b) for b in re.findall(r'<pre class="text">(.*?)</pre>', text, re.S)]
     assert blocks and max(len(b) for b in blocks) == 1000
+
+
+def _start(demo: DemoSession, cwd: Path, *args: str) -> tuple[subprocess.Popen, str]:
+    env = {**os.environ, "MTAGENT_HOME": str(demo.home)}
+    proc = subprocess.Popen([sys.executable, "-m", "mtagent", "ui", "--port", "0", "--no-browser", *args],
+                            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline() if proc.stdout else ""
+    return proc, line
+
+
+def test_ui_command_with_token_prints_it_and_requires_it(demo_session: DemoSession, tmp_path: Path) -> None:
+    """The token path the CLI takes off loopback, exercised on loopback with --token (tests stay local)."""
+    import httpx
+
+    proc, line = _start(demo_session, tmp_path, "--token")
+    try:
+        assert "?token=" in line, line
+        port = line.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1]
+        token = line.split("?token=", 1)[1].split()[0]
+        base = f"http://127.0.0.1:{port}/"
+        assert httpx.get(base, timeout=10).status_code == 401
+        with httpx.Client(follow_redirects=True, timeout=10) as c:
+            r = c.get(base, params={"token": token})
+            assert r.status_code == 200 and demo_session.session_id in r.text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_ui_command_on_a_busy_port_is_one_line(tmp_path: Path, demo_session: DemoSession) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = {**os.environ, "MTAGENT_HOME": str(demo_session.home)}
+        r = subprocess.run([sys.executable, "-m", "mtagent", "ui", "--port", str(port), "--no-browser"], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "pick another --port" in r.stderr

@@ -29,16 +29,19 @@ def ui(
     host: str = typer.Option(None, "--host", show_default=False,
                              help="Address to bind (default 127.0.0.1). Any other needs the token printed at start."),
     no_browser: bool = typer.Option(False, "--no-browser", help="Do not open a browser."),
+    token: bool = typer.Option(False, "--token", help="Require the printed access token on loopback too "
+                               "(a machine shared with other users); always required off loopback."),
     cwd: Path = typer.Option(None, "--cwd", help="Project whose sessions are listed first (default: here)."),
     replay_dir: list[Path] = typer.Option([], "--replay-dir",
                                           help="Folder (or file) of recorded trajectories to offer on the replay page; repeat."),
 ) -> None:
     """Open the explain UI: a local, read-only web app over every session's transcript."""
-    run_ui(port, host, no_browser, cwd, replay_dir)
+    run_ui(port, host, no_browser, cwd, replay_dir, token)
 
 
 @user_errors
-def run_ui(port: int | None, host: str | None, no_browser: bool, cwd: Path | None, replay_dirs: list[Path]) -> None:
+def run_ui(port: int | None, host: str | None, no_browser: bool, cwd: Path | None, replay_dirs: list[Path],
+           token: bool = False) -> None:
     if missing_ui_modules():
         raise MTAgentError(INSTALL_HINT)
     root = (cwd or Path.cwd()).expanduser().resolve()
@@ -53,7 +56,7 @@ def run_ui(port: int | None, host: str | None, no_browser: bool, cwd: Path | Non
     from mtagent.ui.server import serve
 
     options = UiOptions(cwd=root, replay_dirs=[p.expanduser().resolve() for p in replay_dirs], settings=settings)
-    serve(options, host or settings.ui.host, port, open_browser=not no_browser,
+    serve(options, host or settings.ui.host, port, open_browser=not no_browser, require_token=token,
           announce=lambda line: typer.echo(line))
 
 

@@ -22,10 +22,12 @@ from mtagent.ui.security import TOKEN_PARAM, is_loopback, new_token
 STARTUP_TIMEOUT_SECONDS = 15.0
 
 
-def access_rule(options: UiOptions, host: str) -> UiOptions:
-    """``options`` with the token and loopback rule that ``host`` calls for."""
+def access_rule(options: UiOptions, host: str, require_token: bool = False) -> UiOptions:
+    """``options`` with the token and loopback rule that ``host`` calls for (``require_token``: a
+    token on loopback too, for a machine shared with other users)."""
     if is_loopback(host):
-        options.loopback_only, options.token = True, None
+        options.loopback_only = True
+        options.token = (options.token or new_token()) if require_token else None
     else:
         options.loopback_only = False
         options.token = options.token or new_token()
@@ -54,12 +56,28 @@ def _uvicorn_server(options: UiOptions, host: str, port: int) -> Any:
     return uvicorn.Server(config)
 
 
-def serve(options: UiOptions, host: str, port: int, *, open_browser: bool,
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``, or a one-line :class:`UsageError` saying what to change."""
+    try:
+        family, kind, proto, _, address_ = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise UsageError(f"cannot use --host {host}: {exc.strerror}; give an address of this machine") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address_)
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot serve on {host}:{port}: {exc.strerror}; pick another --port") from None
+    return sock
+
+
+def serve(options: UiOptions, host: str, port: int, *, open_browser: bool, require_token: bool = False,
           announce: Callable[[str], None] = print) -> None:
     """Run until interrupted; prints the address (with the token off loopback) once bound."""
-    options = access_rule(options, host)
-    server = _uvicorn_server(options, host, port)
-    started = threading.Event()
+    options = access_rule(options, host, require_token)
+    sock = bind(host, port)
+    server = _uvicorn_server(options, host, sock.getsockname()[1])
 
     def watch() -> None:
         while not server.started and not server.should_exit:
@@ -68,19 +86,13 @@ def serve(options: UiOptions, host: str, port: int, *, open_browser: bool,
             url = address(host, _bound_port(server), options.token)
             announce(f"mtagent ui: {url}  (read-only; Ctrl-C stops it)")
             if options.token:
-                announce("bound off loopback: the address carries the access token; share it only with whom "
-                         "may read these sessions")
+                announce("the address carries the access token; share it only with whom may read these sessions")
             if open_browser:
                 _open(url)
-        started.set()
 
     threading.Thread(target=watch, daemon=True).start()
-    try:
-        server.run()
-    except OSError as exc:
-        raise UsageError(f"cannot serve on {host}:{port}: {exc.strerror or exc}; pick another --port") from exc
-    if not server.started:
-        raise UsageError(f"cannot serve on {host}:{port}; is the port in use? pick another --port")
+    with sock:
+        server.run(sockets=[sock])
 
 
 def _open(url: str) -> None:
