@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtagent.config import Settings
-from mtagent.replay.cost import ANTHROPIC
+from mtagent.replay.cost import ANTHROPIC, DEFAULT_CACHE_MODELS, lower_bounds
 from mtagent.replay.formats import load_trajectories
 from mtagent.replay.report import replay_session
 from mtagent.replay.strategies import PEERS, STRATEGY_NAMES
@@ -40,6 +40,9 @@ QUICK_FILES = (
     "claude-code/tool_heavy.jsonl",
 )
 CACHE_MODELS = ("anthropic", "openai")
+PROBE_KINDS = ("task", "error", "files_changed", "constraints")
+# Peers whose pressured retention is within this of mtagent's are compared on cost.
+COMPARABLE_RETENTION = 0.02
 
 
 @dataclass(slots=True)
@@ -57,6 +60,10 @@ class Stats:
     retentions: list[float] = field(default_factory=list)
     pressured_retentions: list[float] = field(default_factory=list)
     cost: dict[str, float] = field(default_factory=lambda: {m: 0.0 for m in CACHE_MODELS})
+    summary_cost: dict[str, float] = field(default_factory=lambda: {m: 0.0 for m in CACHE_MODELS})
+    bounds: dict[str, list[float]] = field(default_factory=lambda: {m: [0.0, 0.0] for m in CACHE_MODELS})
+    kinds: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in PROBE_KINDS})
+    pressured_kinds: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in PROBE_KINDS})
 
     def add(self, other: Stats) -> None:
         self.sessions += other.sessions
@@ -71,6 +78,19 @@ class Stats:
         self.pressured_retentions += other.pressured_retentions
         for k, v in other.cost.items():
             self.cost[k] = self.cost.get(k, 0.0) + v
+        for k, v in other.summary_cost.items():
+            self.summary_cost[k] = self.summary_cost.get(k, 0.0) + v
+        for k, (lb1, lb2) in other.bounds.items():
+            mine = self.bounds.setdefault(k, [0.0, 0.0])
+            mine[0] += lb1
+            mine[1] += lb2
+        for k in PROBE_KINDS:
+            self.kinds[k] += other.kinds.get(k, [])
+            self.pressured_kinds[k] += other.pressured_kinds.get(k, [])
+
+    def kind_retention(self, kind: str, pressured: bool = False) -> float | None:
+        values = (self.pressured_kinds if pressured else self.kinds)[kind]
+        return sum(values) / len(values) if values else None
 
     @property
     def retention(self) -> float | None:
@@ -106,12 +126,16 @@ def run_file(rel: str, root: str, window: int) -> FileResult:
     for i, traj in enumerate(sessions):
         replay = replay_session(traj, f"{rel}#{i}", STRATEGY_NAMES, window)
         pressured = replay.raw.peak_tokens >= threshold
+        requests = [(t.view_tokens, t.shared_tokens) for t in replay.raw.turns]
+        bounds = {m.name: list(lower_bounds(requests, m)) for m in DEFAULT_CACHE_MODELS}
         for name, r in replay.results.items():
             kept = [r.retention] if r.retention is not None else []
+            kinds = {k: [v] for k in PROBE_KINDS if (v := r.retention_of(k)) is not None}
             s = Stats(sessions=1, turns=len(r.turns), cumulative=r.cumulative_tokens, peak=r.peak_tokens,
                       summary_calls=r.summary_calls, compactions=r.compactions, violations=r.violations,
                       overflows=r.overflows, retentions=kept, pressured_retentions=kept if pressured else [],
-                      cost=dict(r.cached_cost))
+                      cost=dict(r.cached_cost), summary_cost=dict(r.summary_cost), bounds=bounds,
+                      kinds=kinds, pressured_kinds=kinds if pressured else {})
             stats[name].add(s)
         for usage in traj.recorded_usage:
             if usage is not None:
@@ -191,8 +215,70 @@ def totals_table(tot: dict[str, Stats], label: str) -> list[str]:
     return lines
 
 
+def _share(part: float, whole: float) -> str:
+    return f"{part / whole:.3f}" if whole else "–"
+
+
+def cost_table(tot: dict[str, Stats], label: str) -> list[str]:
+    """Per cache model: cost vs raw, the summary calls' share, distance from the two lower bounds,
+    and pressured retention per probe kind."""
+    lines = [f"### Cost and retention per cache model — {label}", "",
+             ("| cache model | strategy | cost vs raw | summary share | × bound 1 (written once) "
+              "| × bound 2 (+10K re-read) | pressured retention | " + " | ".join(PROBE_KINDS) + " |"),
+             "|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(PROBE_KINDS)]
+    for model in CACHE_MODELS:
+        lb1, lb2 = tot["raw"].bounds[model]
+        lines.append(f"| {model} | *bounds* | {_share(lb1, tot['raw'].cost[model])} / "
+                     f"{_share(lb2, tot['raw'].cost[model])} | | | | | " + "| " * len(PROBE_KINDS))
+        for name in STRATEGY_NAMES:
+            st = tot[name]
+            kinds = " | ".join(_fmt_ret(st.kind_retention(k, pressured=True)) for k in PROBE_KINDS)
+            lines.append(
+                f"| {model} | {name} | {_share(st.cost[model], tot['raw'].cost[model])} | "
+                f"{_share(st.summary_cost[model], st.cost[model])} | {_share(st.cost[model], lb1)} | "
+                f"{_share(st.cost[model], lb2)} | {_fmt_ret(st.pressured_retention)} | {kinds} |"
+            )
+    return lines
+
+
+def comparable_peers(tot: dict[str, Stats]) -> list[str]:
+    """Peers whose pressured retention is within COMPARABLE_RETENTION of mtagent's."""
+    mine = tot["mtagent"].pressured_retention
+    if mine is None:
+        return list(PEERS)
+    return [p for p in PEERS if tot[p].pressured_retention is not None
+            and abs(tot[p].pressured_retention - mine) <= COMPARABLE_RETENTION]
+
+
+def acceptance_lines(tot: dict[str, Stats], w: int) -> list[str]:
+    """The issue's figures for one window: cost share of raw, the gap to comparable peers, the
+    summary share, the distance from the bounds, pressured retention (all kinds, latest error)."""
+    out: list[str] = []
+    mt = tot["mtagent"]
+    for model in CACHE_MODELS:
+        raw = tot["raw"].cost[model]
+        out.append(f"RESULT mtagent_cost_share_of_raw_{model}_{w}={mt.cost[model] / raw:.4f}")
+        peers = comparable_peers(tot)
+        if peers:
+            worst = max(mt.cost[model] / tot[p].cost[model] - 1 for p in peers)
+            out.append(f"RESULT mtagent_cost_vs_comparable_peers_{model}_{w}={worst:+.4f}")
+        else:
+            out.append(f"RESULT mtagent_cost_vs_comparable_peers_{model}_{w}=none")
+        out.append(f"RESULT mtagent_summary_share_{model}_{w}={mt.summary_cost[model] / mt.cost[model]:.4f}")
+        lb1, lb2 = tot["raw"].bounds[model]
+        out.append(f"RESULT mtagent_vs_bound1_{model}_{w}={mt.cost[model] / lb1:.3f}")
+        out.append(f"RESULT mtagent_vs_bound2_{model}_{w}={mt.cost[model] / lb2:.3f}")
+    out.append(f"RESULT mtagent_retention_pressured_{w}={mt.pressured_retention or 0.0:.4f}")
+    error = mt.kind_retention("error", pressured=True)
+    out.append(f"RESULT mtagent_error_retention_pressured_{w}={error if error is not None else 0.0:.4f}")
+    out.append(f"RESULT comparable_peers_{w}={','.join(comparable_peers(tot)) or 'none'}")
+    return out
+
+
 def result_lines(results: list[FileResult], windows: tuple[int, ...]) -> list[str]:
     out: list[str] = []
+    for w in windows:
+        out += acceptance_lines(totals(results, w), w)
     for w in windows:
         tot = totals(results, w)
         out.append(f"RESULT mtagent_ratio_to_raw_{w}={tot['mtagent'].cumulative / tot['raw'].cumulative:.4f}")
@@ -242,13 +328,17 @@ def main(argv: list[str] | None = None) -> int:
          f"{elapsed:.0f} s with {args.jobs} worker(s). Reproduce: `python benchmarks/context_bench.py"
          f"{' --quick' if args.quick else ''}`."),
         ("Cost = input-token equivalents (uncached input = 1; Anthropic-style cache read 0.1 / write 1.25, "
-         "OpenAI-style cached 0.1 from 1,024 tokens; summary calls: input 1, output 5 (Anthropic) / 4 (OpenAI))."),
+         "OpenAI-style cached 0.1 from 1,024 tokens; summary calls: output 5 (Anthropic) / 4 (OpenAI), input "
+         "uncached unless the request shares the previous request's prefix, which is then priced as cache reads)."),
+        ("Bound 1 = every token written to the cache once, never re-read; bound 2 = bound 1 + re-reading a 10K "
+         "working context on every call. A final model call whose tool call has no recorded result counts."),
         ("Retention = mean share of probe facts visible in the view (per-session mean, then mean over sessions); "
          "*pressured* = only the sessions whose raw view reaches the compaction threshold at that window."),
         "",
     ]
     for w in windows:
         lines += totals_table(totals(results, w), f"window {w:,}") + [""]
+        lines += cost_table(totals(results, w), f"window {w:,}") + [""]
     if len(windows) > 1:
         lines += totals_table(totals(results, None), "both windows") + [""]
     for w in windows:

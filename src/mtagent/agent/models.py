@@ -179,8 +179,7 @@ def _anthropic(parsed: ModelSpec, *, api_key: str | None, timeout: float,
     key = api_key or env.get("ANTHROPIC_API_KEY")
     if not key:
         raise ModelConfigError(f"no API key for {parsed}: set ANTHROPIC_API_KEY in the environment")
-    from langchain.chat_models import init_chat_model
+    from mtagent.agent.prompt_cache import caching_anthropic_model
 
-    return init_chat_model(
-        parsed.name, model_provider="anthropic", api_key=key, timeout=timeout, max_retries=0, **extra
-    )
+    # Cache breakpoints on system + tools and the newest messages (agent/prompt_cache.py).
+    return caching_anthropic_model(parsed.name, api_key=key, timeout=timeout, max_retries=0, **extra)

@@ -244,6 +244,10 @@ def render_context_stats(usage: WindowUsage, report: SessionReport | None = None
     facts.add_row("tokens left before auto compact", f"{max(0, usage.threshold - usage.used):,}")
     for name, value in (counters or {}).items():
         facts.add_row(name.replace("_", " "), f"{value:,}")
+    if report is not None and (report.cache_read_tokens or report.cache_write_tokens):
+        share = report.cache_read_tokens / report.input_tokens if report.input_tokens else 0.0
+        facts.add_row("prompt cache reads", f"{report.cache_read_tokens:,} ({share:.0%} of input)")
+        facts.add_row("prompt cache writes", f"{report.cache_write_tokens:,}")
     for name, value in subagent_rows(report):
         facts.add_row(name, value)
 

@@ -35,9 +35,38 @@ def replay(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no notes: only the tables."),
     per_session: bool = typer.Option(False, "--per-session", help="A table for every session before the overall "
                                      "one (the default when there is only one session)."),
+    tune: bool = typer.Option(False, "--tune", help="Search the context policy's knobs (trigger, tail sizes, "
+                              "clearing) on these sessions; print the best setting as a config snippet."),
 ) -> None:
     """Replay sessions open-loop: what each strategy would have sent at every model call."""
+    if tune:
+        run_tune(files, window, fmt, as_json, quiet=quiet)
+        return
     run_replay(files, strategy, window, fmt, as_json, html, quiet=quiet, per_session=per_session)
+
+
+@user_errors
+def run_tune(files: list[Path], window: int, fmt: str | None, as_json: bool, *, quiet: bool = False) -> None:
+    """``--tune``: every candidate of :data:`mtagent.replay.tune.GRID` on the sessions (see that module)."""
+    if fmt is not None and fmt not in FORMAT_NAMES:
+        raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMAT_NAMES)}")
+    from mtagent.replay.formats import load_trajectories
+    from mtagent.replay.tune import best, report_lines, to_json, tune
+
+    sessions = [traj for path in files for traj in load_trajectories(path, fmt)]
+    show = not quiet and not as_json and err_console.is_terminal
+
+    def progress(done: int, total: int) -> None:
+        if show:
+            err_console.print(f"tuning: {done}/{total} replays", end="\r")
+
+    scores = tune(sessions, load_settings(Path.cwd()), window=window, progress=progress)
+    chosen = best(scores)
+    if as_json:
+        typer.echo(json.dumps(to_json(scores, chosen), ensure_ascii=False))
+        return
+    for line in report_lines(scores, chosen, window=window, cache_model="anthropic"):
+        typer.echo(line)
 
 
 @user_errors

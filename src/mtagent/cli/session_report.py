@@ -26,6 +26,7 @@ _WANTED = re.compile(
     rb'|session_memory_update|session_start|compression)"'
 )
 _TOOL_MESSAGE = re.compile(rb'"role"\s*:\s*"tool"')
+_USAGE = re.compile(rb'"input_token_details"')
 
 
 @dataclass(slots=True, frozen=True)
@@ -86,6 +87,10 @@ class SessionReport:
     session_memory_updates: int = 0
     last_plan: dict[str, Any] | None = None
     skipped_lines: int = 0
+    # Prompt-cache reads and writes the provider reported (usage_metadata.input_token_details).
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def compaction_tokens_saved(self) -> int:
@@ -143,7 +148,13 @@ def _apply(report: SessionReport, rec: dict[str, Any], previews: dict[str, int])
         report.session_memory_updates += 1
     elif kind == schema.CONTEXT_PLAN:
         report.last_plan = rec
-    elif kind == schema.TRANSCRIPT_MESSAGE and rec.get("role") == "tool":
+    elif kind == schema.TRANSCRIPT_MESSAGE and isinstance(rec.get("usage"), dict):
+        usage = rec["usage"]
+        details = usage.get("input_token_details") if isinstance(usage.get("input_token_details"), dict) else {}
+        report.input_tokens += _int(usage.get("input_tokens"))
+        report.cache_read_tokens += _int(details.get("cache_read"))
+        report.cache_write_tokens += _int(details.get("cache_creation"))
+    if kind == schema.TRANSCRIPT_MESSAGE and rec.get("role") == "tool":
         result = rec.get("toolUseResult") or {}
         if result.get("artifact") and rec.get("tool_call_id"):
             previews[str(rec["tool_call_id"])] = _int(result.get("preview_chars"))
@@ -160,7 +171,7 @@ def read_session_report(transcript: str | os.PathLike[str]) -> SessionReport:
     previews: dict[str, int] = {}
     with open(path, "rb") as fh:
         for line in fh:
-            if not (_WANTED.search(line) or _TOOL_MESSAGE.search(line)):
+            if not (_WANTED.search(line) or _TOOL_MESSAGE.search(line) or _USAGE.search(line)):
                 continue
             try:
                 rec = json.loads(line)

@@ -353,6 +353,7 @@ class ContextWindowManager:
                                            base.settings, tokens, self._summary_tokens)
             else:
                 result = compact(history, summarizer, options)
+            self.policy.summary_written(getattr(summarizer, "last_output", None))
         if trigger != "manual" and result.post_tokens >= result.pre_tokens:
             raise CompactionFailed(
                 f"compaction did not shrink the context ({result.pre_tokens} → {result.post_tokens} tokens); "

@@ -135,3 +135,21 @@ def _common_prefix_tokens(a: str, b: str, encoding: str) -> int:
     if n == 0:
         return 0
     return max(0, count_text_tokens(a[:n], encoding) - 1)
+
+
+WORKING_CONTEXT_TOKENS = 10_000
+
+
+def lower_bounds(
+    requests: Sequence[tuple[int, int]], model: CacheModel, working_tokens: int = WORKING_CONTEXT_TOKENS
+) -> tuple[float, float]:
+    """Two floors for a session's cost, from the raw replay's ``(tokens, shared_tokens)`` per call.
+
+    The first: every token is written to the cache once and never read again (no strategy that
+    sends each new token can pay less). The second adds re-reading a ``working_tokens`` working
+    context (or the whole request, when smaller) on every call — what an agent that keeps only
+    a small live context still pays.
+    """
+    written = sum(max(0, tokens - shared) for tokens, shared in requests) * model.write_ratio
+    reread = sum(min(working_tokens, tokens) for tokens, _ in requests) * model.read_ratio
+    return written, written + reread

@@ -157,7 +157,9 @@ def repair_pairing(messages: Iterable[BaseMessage]) -> tuple[list[BaseMessage], 
 
     A call without a recorded result (interrupted, or the recording ended) is removed from its
     assistant message; a result with no call before it is dropped; an assistant message left
-    with neither text nor calls is dropped. A result recorded late (after other messages) is
+    with neither text nor calls is dropped — except the recording's last message: that model
+    call was really made (its tool never ran), so it stays as a request to replay. A result
+    recorded late (after other messages) is
     moved up to directly follow its call, where the provider required it to be.
     """
     msgs = _dedupe_call_ids(list(messages))
@@ -177,7 +179,7 @@ def repair_pairing(messages: Iterable[BaseMessage]) -> tuple[list[BaseMessage], 
             repairs["dropped_unanswered_calls"] += len(m.tool_calls) - len(kept)
             if len(kept) != len(m.tool_calls):
                 m = m.model_copy(update={"tool_calls": kept})
-            if not kept and not _has_text(m):
+            if not kept and not _has_text(m) and index != len(msgs) - 1:
                 continue
             out.append(m)
             block_end = index + 1

@@ -76,6 +76,8 @@ class AlignedSummarizer:
     prefix: Sequence[BaseMessage] = ()
     incremental: bool = True
     _attempts: int = field(default=0, init=False)
+    # What the model wrote last (the delta when incremental): the cost trigger learns its size.
+    last_output: str | None = field(default=None, init=False)
 
     @property
     def source(self) -> str:
@@ -107,6 +109,7 @@ class AlignedSummarizer:
             )
         else:
             text = self.inner.summarize(messages, instructions=instructions, previous_summary=prior)
+        self.last_output = text
         return merge_handoffs(previous_summary, text) if delta else text
 
 

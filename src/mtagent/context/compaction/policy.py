@@ -22,6 +22,7 @@ from typing import Any
 
 from mtagent.config import Settings
 from mtagent.context.compaction.trigger import CostEstimate, CostTrigger, cost_trigger_enabled
+from mtagent.context.tokens import count_text_tokens
 from mtagent.errors import ContextLengthExceeded
 from mtagent.events import EventBus, EventType, SessionStats
 from mtagent.session.schema import event_record
@@ -194,6 +195,12 @@ class AutoCompactPolicy:
             self.stats.compactions += 1
             self.stats.compression_failure_count = 0
             self.stats.last_context_tokens = post_tokens
+
+    def summary_written(self, text: str | None) -> None:
+        """The summary model's last output: the cost trigger's next estimate of ``S`` (a delta
+        hand-off is much shorter than a first, full one)."""
+        if text and self.cost is not None:
+            self.cost.last_summary_tokens = count_text_tokens(text, self.settings.context.encoding)
 
     def record_failure(self, error: BaseException | str, *, early: bool = False, tokens: int = 0) -> None:
         """Count a failed auto compaction; the limit-th one in a row disables auto compaction.

@@ -16,9 +16,14 @@ result, else system + tools ``X`` + the expected summary ``S`` + the middle of t
 a session that has run *k* calls is, absent other knowledge, expected to run about *k* more. It
 compacts when ``saving > cost``. Prices come from ``context.price_*`` (uncached input = 1).
 
-With the defaults (read 0.1, write 1.25, output 5) and ``P`` ≈ 15K tokens, a 40K request needs
-≈ 14 more calls to pay off a compaction, a 60K one ≈ 8: long sessions compact early and often at
-moderate size; short ones never pay and keep their full context.
+A second test keeps it from compacting too often: with growth ``g`` tokens per call, compacting
+every ``E`` tokens costs ``cost·g/E`` per call in compactions and ``E/2·read`` in extra reads, least
+at ``E* = √(2·cost·g/read)`` (the square-root law of batch sizes), so it waits until ``V − P ≥ E*``.
+
+With the defaults (read 0.1, write 1.25, output 5, a 2K–6K cost tail) and 3K of system prompt
+and tools, ``P`` ≈ 9K and compacting a 40K request costs ≈ 22.6K: it pays after ≈ 8 more calls.
+A session adding 1.5K tokens a call compacts at ≈ 35K (``E*`` ≈ 26K); one adding 500 at ≈ 23K.
+Short sessions never pay and keep their full context.
 
 The spec's threshold stays the hard ceiling (the policy compacts there whatever this says), and a
 user's exact ``context.auto_compact_threshold`` switches this trigger off: the user asked for a

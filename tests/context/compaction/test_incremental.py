@@ -1,0 +1,144 @@
+"""Incremental hand-offs (merge by section) and the facts every compaction must keep."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from mtagent.context.compaction import facts as F
+from mtagent.context.compaction.handoff import verify_handoff
+from mtagent.context.compaction.incremental import merge_handoffs
+from mtagent.context.compaction.summarize import ExtractiveSummarizer
+
+PREVIOUS = """## User goal
+Port the parser to the new AST.
+
+## Hard constraints
+- never edit files under tests/
+
+## Current state
+- reading the lexer
+
+## Key facts
+- lexer.py has 3 entry points (source: read_file src/lexer.py)
+
+## Files read
+- src/lexer.py
+
+## Files changed
+- src/parser.py — first draft
+
+## Failed attempts
+(none)
+
+## Latest verification
+`pytest -q` failed: AssertionError: 3 != 4
+
+## Next step
+fix the count
+
+## Carried facts
+- Latest error: shell: pytest: AssertionError: 3 != 4"""
+
+DELTA = """## User goal
+Also update the docs.
+
+## Hard constraints
+- only touch docs/ and src/
+
+## Current state
+- docs updated
+
+## Key facts
+(none)
+
+## Files read
+- docs/ast.md
+
+## Files changed
+- src/parser.py — second pass, counts fixed
+- docs/ast.md — new section
+
+## Failed attempts
+(none)
+
+## Latest verification
+(none)
+
+## Next step
+run the docs build"""
+
+
+def test_merge_keeps_the_goal_and_unions_constraints_and_files():
+    merged = F.parse_handoff(merge_handoffs(PREVIOUS, DELTA))
+    assert merged[F.SECTION_GOAL][0] == "Port the parser to the new AST."
+    assert "Also update the docs." in merged[F.SECTION_GOAL]  # a later request
+    assert merged[F.SECTION_CONSTRAINTS] == ["never edit files under tests/", "only touch docs/ and src/"]
+    assert merged[F.SECTION_FILES_CHANGED] == ["src/parser.py — second pass, counts fixed", "docs/ast.md — new section"]
+    assert merged[F.SECTION_FILES_READ] == ["src/lexer.py", "docs/ast.md"]
+    assert merged[F.SECTION_STATE] == ["docs updated"]
+    assert merged[F.SECTION_NEXT] == ["run the docs build"]
+    # the delta says nothing about verification: the previous result stands
+    assert merged[F.SECTION_VERIFICATION] == ["`pytest -q` failed: AssertionError: 3 != 4"]
+    assert F.SECTION_CARRIED not in merged
+
+
+def test_merge_without_a_previous_hand_off_is_the_delta():
+    assert merge_handoffs(None, DELTA) == DELTA
+    assert merge_handoffs("  ", DELTA) == DELTA
+
+
+def test_the_verifier_re_carries_what_the_merge_dropped():
+    merged = merge_handoffs(PREVIOUS, DELTA.replace("`", ""))
+    check = verify_handoff(merged, [], previous_summary=PREVIOUS)
+    assert "never edit files under tests/" in check.summary
+    assert "AssertionError: 3 != 4" in check.summary
+
+
+def test_a_merged_sheet_can_be_merged_again():
+    once = merge_handoffs(PREVIOUS, DELTA)
+    twice = F.parse_handoff(merge_handoffs(once, "## User goal\n(not stated)\n\n## Files changed\n- setup.cfg — pin"))
+    assert twice[F.SECTION_GOAL][0] == "Port the parser to the new AST."
+    assert twice[F.SECTION_FILES_CHANGED][-1] == "setup.cfg — pin"
+    assert "only touch docs/ and src/" in twice[F.SECTION_CONSTRAINTS]
+
+
+def test_files_written_by_shell_commands_are_files_changed():
+    assert F.shell_written_files("cat > repro.py << 'EOF'\nprint(1)\nEOF") == ["repro.py"]
+    assert F.shell_written_files("sed -i 's/a/b/' django/db/models.py && python x.py") == ["django/db/models.py"]
+    assert F.shell_written_files("echo x | tee -a notes.md; ls > /dev/null 2>&1") == ["notes.md"]
+    assert F.shell_written_files("grep -n foo src/a.py 2>&1 | head") == []
+    msgs = [
+        HumanMessage("fix it", id="u"),
+        AIMessage("write a repro", id="a", tool_calls=[
+            {"id": "c1", "name": "bash", "args": {"command": "cat > repro_case.py << 'EOF'\nx\nEOF"}}]),
+        ToolMessage("", tool_call_id="c1", id="t"),
+    ]
+    found = F.extract_facts(msgs)
+    assert "repro_case.py" in found.files_changed
+    check = verify_handoff("## User goal\nfix it", msgs)
+    assert "File changed: repro_case.py" in check.summary
+
+
+def test_the_latest_error_is_a_real_error_line_not_source_text():
+    text = "  12→    raise ValueError('bad')\nsrc/x.py:40: # FAILED case\nTraceback (most recent call last):\n" \
+           "KeyError: 'missing'\n"
+    assert F.error_line(text) == "KeyError: 'missing'"
+    assert F.error_line("  12→    raise ValueError('bad')\n# Error: in a comment") == ""
+    msgs = [
+        HumanMessage("run the tests", id="u"),
+        AIMessage("", id="a", tool_calls=[{"id": "c1", "name": "Read", "args": {"file_path": "log.txt"}}]),
+        ToolMessage("ok\nerror: undefined function get/2 (expected Foo to define it)\nmore", tool_call_id="c1", id="t"),
+    ]
+    found = F.extract_facts(msgs)
+    assert found.latest_error_line == "error: undefined function get/2 (expected Foo to define it)"
+    # an extractive sheet that mentions only part of the line does not pass: the full line is carried
+    check = verify_handoff("## User goal\nrun the tests\n\nundefined function get/2", msgs)
+    assert "error: undefined function get/2 (expected Foo to define it)" in check.summary
+
+
+def test_extractive_delta_then_merge_keeps_the_first_goal():
+    first = ExtractiveSummarizer().summarize([HumanMessage("Port the parser. never edit tests/", id="u1")])
+    delta = ExtractiveSummarizer().summarize([HumanMessage("now the docs", id="u2")])
+    merged = F.parse_handoff(merge_handoffs(first, delta))
+    assert merged[F.SECTION_GOAL][0].startswith("Port the parser.")
+    assert "now the docs" in merged[F.SECTION_GOAL]
