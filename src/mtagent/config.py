@@ -117,6 +117,26 @@ class ContextSettings(_Section):
         return int(value)
 
 
+_CONTEXT = ContextSettings.model_fields  # the formula below sits beside its settings: they never import the engine
+
+
+def effective_context_limit(token_limit: int, reserved_summary_tokens: int = _CONTEXT["summary_reserved_tokens"].default
+                            ) -> int:
+    """The window less what a summary's output needs (spec 000 M0)."""
+    if token_limit <= 0:
+        raise ValueError(f"token_limit must be positive, got {token_limit}")
+    return max(1, token_limit - reserved_summary_tokens)
+
+
+def auto_compact_threshold(token_limit: int, reserved_summary_tokens: int = _CONTEXT["summary_reserved_tokens"].default,
+                           buffer_tokens: int = _CONTEXT["autocompact_buffer_tokens"].default,
+                           min_fraction: float = _CONTEXT["min_threshold_fraction"].default) -> int:
+    """``limit - reserved - buffer`` (spec 000 M0: 131072 → 98072, 65536 → 32536), never below
+    ``min_fraction`` of the window: a small local model's window would otherwise compact every call."""
+    formula = effective_context_limit(token_limit, reserved_summary_tokens) - buffer_tokens
+    return max(1, formula, int(token_limit * min_fraction))
+
+
 class ToolResultSettings(_Section):
     """Tool-result budget (spec 000 M2)."""
 
@@ -322,8 +342,6 @@ class Settings(_Section):
 
     def auto_compact_threshold_tokens(self, token_limit: int | None = None) -> int:
         """The token count at which auto compaction fires, honouring a user override exactly."""
-        from mtagent.context.budget import auto_compact_threshold
-
         ctx = self.context
         window = token_limit or ctx.token_limit
         override = ctx.auto_compact_threshold

@@ -10,33 +10,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-DEFAULT_RESERVED_SUMMARY_TOKENS = 20_000
-DEFAULT_BUFFER_TOKENS = 13_000
-DEFAULT_MIN_THRESHOLD_FRACTION = 0.45
+from mtagent.config import ContextSettings, auto_compact_threshold, effective_context_limit
 
+__all__ = [
+    "DEFAULT_BUFFER_TOKENS",
+    "DEFAULT_MIN_THRESHOLD_FRACTION",
+    "DEFAULT_RESERVED_SUMMARY_TOKENS",
+    "Bucket",
+    "BudgetBuckets",
+    "auto_compact_threshold",
+    "effective_context_limit",
+]
 
-def effective_context_limit(token_limit: int, reserved_summary_tokens: int = DEFAULT_RESERVED_SUMMARY_TOKENS) -> int:
-    """The window less what a summary's output needs."""
-    if token_limit <= 0:
-        raise ValueError(f"token_limit must be positive, got {token_limit}")
-    return max(1, token_limit - reserved_summary_tokens)
-
-
-def auto_compact_threshold(
-    token_limit: int,
-    reserved_summary_tokens: int = DEFAULT_RESERVED_SUMMARY_TOKENS,
-    buffer_tokens: int = DEFAULT_BUFFER_TOKENS,
-    min_fraction: float = DEFAULT_MIN_THRESHOLD_FRACTION,
-) -> int:
-    """Context size at which auto compaction fires: ``limit - reserved - buffer``.
-
-    The spec's fixed reserve and buffer (33K together) would leave a small local model's window
-    (below ~34K) a threshold of zero — compacting on every call — so the threshold never drops
-    below ``min_fraction`` of the window. The floor does not touch the spec's figures
-    (131072 → 98072, 65536 → 32536).
-    """
-    formula = effective_context_limit(token_limit, reserved_summary_tokens) - buffer_tokens
-    return max(1, formula, int(token_limit * min_fraction))
+# The threshold formula lives beside the settings (config.py); re-exported for the engine's callers.
+DEFAULT_RESERVED_SUMMARY_TOKENS: int = ContextSettings.model_fields["summary_reserved_tokens"].default
+DEFAULT_BUFFER_TOKENS: int = ContextSettings.model_fields["autocompact_buffer_tokens"].default
+DEFAULT_MIN_THRESHOLD_FRACTION: float = ContextSettings.model_fields["min_threshold_fraction"].default
 
 
 class Bucket(str, Enum):
