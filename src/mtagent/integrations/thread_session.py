@@ -30,6 +30,7 @@ from mtagent import __version__, paths
 from mtagent.config import Settings
 from mtagent.events import EventBus, EventType, SessionStats
 from mtagent.redaction import RedactingSink, Redactor, collect_secrets
+from mtagent.context.recall.sink import recall_sink
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.index import locate_resume_point
@@ -127,7 +128,7 @@ class ThreadSession:
         is_new = not path.exists() or path.stat().st_size == 0
         writer = TranscriptWriter(path, session_id=session_id, fsync=settings.transcript.fsync)
         redactor = Redactor(collect_secrets(None, secrets))
-        sink = RedactingSink(LockedSink(writer), redactor)
+        sink = RedactingSink(recall_sink(LockedSink(writer), root, session_id, settings), redactor)
         if is_new:
             sink.append(schema.session_start_record(
                 session_id, str(root.resolve()), model_name or settings.agent.model, __version__,
@@ -196,7 +197,7 @@ class ThreadSession:
             is_new = not path.exists() or path.stat().st_size == 0
             writer = TranscriptWriter(path, session_id=session_id, fsync=settings.transcript.fsync)
         redactor = Redactor(collect_secrets(None, secrets))
-        sink = RedactingSink(LockedSink(writer), redactor)
+        sink = RedactingSink(recall_sink(LockedSink(writer), root, session_id, settings), redactor)
         if is_new:
             sink.append(schema.session_start_record(
                 session_id, str(root.resolve()), model_name or settings.agent.model, __version__,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -57,14 +58,16 @@ class RecallIndexer:
         self._artifacts: dict[str, ArtifactStore] = {}
         self._pending: list[Doc] = []
         self._pending_chars = 0
+        self._lock = threading.RLock()  # parallel tool threads append records through one sink
 
     def flush(self) -> int:
         """Write the records indexed since the last flush, in one transaction (a transaction per
         record would cost FTS5 a segment and a merge each time). Searches flush first."""
-        if not self._pending:
-            return 0
-        docs, self._pending, self._pending_chars = self._pending, [], 0
-        return len(self.store.add(docs))
+        with self._lock:
+            if not self._pending:
+                return 0
+            docs, self._pending, self._pending_chars = self._pending, [], 0
+            return len(self.store.add(docs))
 
     def close(self) -> None:
         self.flush()
@@ -98,24 +101,29 @@ class RecallIndexer:
         """Index one transcript record of ``session`` (written at the next :meth:`flush`); returns
         the items it yields — an item already indexed is skipped when written. Never raises."""
         try:
-            if session not in self._trackers:
-                paths.validate_session_id(session)
-            if not isinstance(record, dict):
-                return 0
-            found = self.extract(record, session)
-            self._pending += found.docs
-            self._pending_chars += sum(len(d.text) for d in found.docs)
-            for edit in found.edits:
-                self.store.add_edit(edit.file_key, edit.ts, session, edit.message_id)
-            if found.compacted_before is not None:
-                self.flush()
-                self.store.mark_compacted(session, found.compacted_before or None)
-            elif len(self._pending) >= FLUSH_DOCS or self._pending_chars >= FLUSH_CHARS:
-                self.flush()
-            return len(found.docs)
+            with self._lock:
+                return self._add_record(record, session)
         except Exception as exc:  # noqa: BLE001 - indexing is a cache; the transcript keeps the truth
-            log.warning("recall: could not index a %s record of %s: %s", record.get("type"), session, exc)
+            log.warning("recall: could not index a %s record of %s: %s",
+                        record.get("type") if isinstance(record, dict) else type(record).__name__, session, exc)
             return 0
+
+    def _add_record(self, record: dict[str, Any], session: str) -> int:
+        if session not in self._trackers:
+            paths.validate_session_id(session)
+        if not isinstance(record, dict):
+            return 0
+        found = self.extract(record, session)
+        self._pending += found.docs
+        self._pending_chars += sum(len(d.text) for d in found.docs)
+        for edit in found.edits:
+            self.store.add_edit(edit.file_key, edit.ts, session, edit.message_id)
+        if found.compacted_before is not None:
+            self.flush()
+            self.store.mark_compacted(session, found.compacted_before or None)
+        elif len(self._pending) >= FLUSH_DOCS or self._pending_chars >= FLUSH_CHARS:
+            self.flush()
+        return len(found.docs)
 
     # ---- catch-up ----------------------------------------------------------------------------
 
