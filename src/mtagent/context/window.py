@@ -33,17 +33,13 @@ from langchain_core.messages import BaseMessage
 
 from mtagent.config import Settings
 from mtagent.context.compaction.compactor import CompactionOptions, CompactionResult, compact, compact_from
-from mtagent.context.compaction.microcompact import (
-    MicrocompactResult,
-    maybe_size_based_microcompact,
-    maybe_time_based_microcompact,
-)
 from mtagent.context.compaction.policy import AutoCompactPolicy, RecordSink
 from mtagent.context.compaction.reattach import ReadState
 from mtagent.context.compaction.manual import memoise, shrink_or_explain
 from mtagent.context.compaction.summarize import Summarizer
 from mtagent.context.compaction.cache_align import align_summarizer
 from mtagent.context.compaction.trigger import early_compaction_settings
+from mtagent.context.clearing import ViewClearing
 from mtagent.context.meter import ContextMeter
 from mtagent.context.plan import CompressedItem, ContextPlan, DroppedItem, id_range
 from mtagent.context.plan_builder import CallLog, PlanFrame, plan_for_view
@@ -52,7 +48,6 @@ from mtagent.context.static.authority import Conflict
 from mtagent.context.tokens import MessageTokenCounter
 from mtagent.errors import CompactionFailed
 from mtagent.events import EventBus, EventType, SessionStats
-from mtagent.session.schema import microcompact_record
 
 
 class SessionMemory(Protocol):
@@ -87,27 +82,6 @@ class PreparedContext:
     plan: ContextPlan
     compaction: CompactionResult | None = None
     cleared_ids: list[str] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class SizeClearingSchedule:
-    """When size-based clearing may run again.
-
-    It fires above the trigger fraction; after a batch that could not reach the target it waits
-    for another (trigger − target) share of growth, so a view full of referenced results is not
-    rescanned on every call.
-    """
-
-    trigger_fraction: float
-    target_fraction: float
-    retry_floor: int = 0
-
-    def next_attempt(self, token_limit: int) -> int:
-        return max(int(token_limit * self.trigger_fraction), self.retry_floor)
-
-    def ran(self, token_limit: int, tokens_after: int) -> None:
-        step = max(1, int(token_limit * (self.trigger_fraction - self.target_fraction)))
-        self.retry_floor = tokens_after + step
 
 
 class ContextWindowManager:
@@ -145,8 +119,7 @@ class ContextWindowManager:
         self.policy = AutoCompactPolicy(settings, token_limit, bus, sink, stats)
         self.meter = ContextMeter(self.counter)
         self.last_plan: ContextPlan | None = None
-        self._size_schedule = SizeClearingSchedule(settings.microcompact.size_trigger_fraction,
-                                                   settings.microcompact.size_target_fraction)
+        self.clearing = ViewClearing(settings.microcompact, self.meter, sink, bus, stats)
         self._turn = 0
         self._last_call_ts: float | None = None
         self._last_extra = 0
@@ -189,7 +162,9 @@ class ContextWindowManager:
         log = CallLog()
         working = not query_source.startswith(("compact", "session_memory"))
         if working:
-            self._microcompact(history, now, extra, log)
+            stamps = [t for t in (meter.last_ai_ts, self._last_call_ts) if t is not None]
+            self.clearing.run(history, now=now, last_ts=max(stamps) if stamps else None, extra=extra,
+                              token_limit=self.token_limit, log=log)
         tokens, anchored = meter.measure(extra)
 
         if self.session_memory is not None and working:
@@ -376,39 +351,4 @@ class ContextWindowManager:
         if self.stats is not None and result.trigger != "auto":
             self.stats.compactions += 1
         self.meter.rebase(result.new_history())
-        self._size_schedule.retry_floor = 0
-
-    # ---- microcompact -----------------------------------------------------------------------
-
-    def _microcompact(self, history: Sequence[BaseMessage], now: float, extra: int, log: CallLog) -> None:
-        """Time-based clearing after an idle gap, then size-based clearing over its trigger."""
-        meter = self.meter
-        stamps = [t for t in (meter.last_ai_ts, self._last_call_ts) if t is not None]
-        last_ts = max(stamps) if stamps else None
-        gap = self.settings.microcompact.gap_threshold_minutes * 60
-        if last_ts is not None and now - last_ts > gap:
-            result = maybe_time_based_microcompact(
-                meter.view, now, last_ts, settings=self.settings.microcompact, already_cleared=meter.cleared
-            )
-            self._apply_clearing(history, result, log)
-        tokens, _ = meter.measure(extra)
-        if tokens > self._size_schedule.next_attempt(self.token_limit):
-            result = maybe_size_based_microcompact(
-                meter.view, tokens, self.token_limit, token_of=meter.view_tokens,
-                settings=self.settings.microcompact, already_cleared=meter.cleared,
-            )
-            self._apply_clearing(history, result, log)
-            self._size_schedule.ran(self.token_limit, tokens - result.tokens_saved)
-
-    def _apply_clearing(self, history: Sequence[BaseMessage], result: MicrocompactResult, log: CallLog) -> None:
-        if not result.cleared_ids:
-            return
-        trigger = result.trigger or "size"
-        log.compressed += self.meter.clear(history, result.cleared_ids, trigger)
-        log.cleared_ids += result.cleared_ids
-        if self.sink is not None:
-            self.sink.append(microcompact_record(trigger, result.cleared_ids))
-        if self.bus is not None:
-            self.bus.emit(EventType.MICRO_COMPACTED, trigger=result.trigger, cleared_ids=list(result.cleared_ids))
-        if self.stats is not None:
-            self.stats.microcompactions += 1
+        self.clearing.schedule.retry_floor = 0
