@@ -20,6 +20,7 @@ from rich.text import Text
 
 from mtagent import paths
 from mtagent.cli.output import bare_group_help, console, err_console, fail, user_errors
+from mtagent.cli.sanitize import sanitize_deep, terminal_safe
 from mtagent.cli.session_lines import record_line
 from mtagent.cli.session_options import resolve_session_id
 from mtagent.context.view import artifact_store_for, load_transcript
@@ -30,6 +31,8 @@ from mtagent.session.catalog import list_sessions
 from mtagent.session.transcript import ReadReport, iter_entries
 
 PREVIEW_CHARS = 600
+# --full shows a body up to this many characters (a 100 MB line would take minutes to lay out)
+FULL_MAX_CHARS = 256 * 1024
 EXPORT_FORMATS = ("jsonl", "md")
 ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "tool": "bold yellow", "system": "bold magenta"}
 
@@ -118,7 +121,12 @@ def list_cmd(
 
 
 def _preview(text: str, full: bool) -> str:
-    if full or len(text) <= PREVIEW_CHARS:
+    if full:
+        if len(text) <= FULL_MAX_CHARS:
+            return text
+        return (f"{text[:FULL_MAX_CHARS]}… [{len(text) - FULL_MAX_CHARS:,} more chars; "
+                "`sessions export` writes everything]")
+    if len(text) <= PREVIEW_CHARS:
         return text
     return f"{text[:PREVIEW_CHARS]}… [{len(text) - PREVIEW_CHARS} more chars; --full shows all]"
 
@@ -141,7 +149,7 @@ def _tool_result_text(rec: dict[str, Any], store: ArtifactStore, full: bool, not
     artifact = result.get("artifact") if isinstance(result, dict) else None
     if full and isinstance(artifact, str):
         try:
-            return store.read_text(artifact)
+            return terminal_safe(store.read_head(artifact, FULL_MAX_CHARS * 4 + 4))
         except ArtifactPathError as exc:
             notes.append(str(exc))
     return text
@@ -153,6 +161,7 @@ def _rule(out: Console, title: str) -> None:
 
 
 def _render_record(out: Console, rec: dict[str, Any], store: ArtifactStore, full: bool) -> None:
+    rec = sanitize_deep(rec)  # stored text may carry escape sequences: show them, never run them
     kind = rec.get("type")
     stamp = rec.get("timestamp") or ""
     if kind == schema.TRANSCRIPT_MESSAGE:
@@ -197,7 +206,7 @@ _READABLE = (schema.TRANSCRIPT_MESSAGE, schema.COMPACT_BOUNDARY, schema.COMPRESS
 
 def _print_warnings(report: ReadReport) -> None:
     for warning in report.warnings:
-        err_console.print(Text(f"warning: {warning}", style="yellow"), soft_wrap=True)
+        err_console.print(Text(f"warning: {terminal_safe(warning)}", style="yellow"), soft_wrap=True)
 
 
 @sessions_app.command("show")
@@ -226,7 +235,7 @@ def show_cmd(
     report = ReadReport()
     for entry in iter_entries(path, skip_corrupt=skip_corrupt, report=report):
         if raw and entry.record.get("type") not in _READABLE:
-            console.print(Text(json.dumps(entry.record, ensure_ascii=False), style="dim"))
+            console.print(Text(terminal_safe(json.dumps(entry.record, ensure_ascii=False)), style="dim"))
         else:
             _render_record(console, entry.record, store, full)
     _print_warnings(report)
@@ -241,11 +250,12 @@ def _print_subagents(path: Path) -> None:
     if nodes:
         _rule(console, "subagents")
         for line in tree_lines(nodes):
-            console.print(Text(line), soft_wrap=True)
+            console.print(Text(terminal_safe(line)), soft_wrap=True)
 
 
 def _markdown(records: Iterator[dict[str, Any]]) -> Iterator[str]:
     for rec in records:
+        rec = sanitize_deep(rec)  # a Markdown export is read in terminals too
         kind = rec.get("type")
         if kind == schema.TRANSCRIPT_MESSAGE:
             title = f"## {rec.get('role')}"
@@ -283,8 +293,14 @@ def export_cmd(
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
     path = _transcript(cwd or Path.cwd(), session_id)
     report = ReadReport()
-    records = (e.record for e in iter_entries(path, skip_corrupt=skip_corrupt, report=report))
-    chunks = (schema.dumps_record(r).decode() for r in records) if fmt == "jsonl" else _markdown(records)
+    raw_lines: dict[int, bytes] = {}
+    entries = iter_entries(path, skip_corrupt=skip_corrupt, report=report,
+                           on_line=raw_lines.__setitem__ if fmt == "jsonl" else None)
+    if fmt == "jsonl":  # the records' own bytes: an export changes nothing (and never re-serialises)
+        chunks: Iterator[str] = (raw_lines.pop(e.offset).decode("utf-8") + "\n" for e in entries
+                                 if not _forget_before(raw_lines, e.offset))
+    else:
+        chunks = _markdown(e.record for e in entries)
     if output is None:
         try:
             for chunk in chunks:
@@ -312,6 +328,13 @@ def export_cmd(
     from mtagent.session.store import record_audit
 
     record_audit(load_settings(cwd), "export", path.stem, {"format": fmt, "to": str(output) if output else "stdout"})
+
+
+def _forget_before(raw_lines: dict[int, bytes], offset: int) -> bool:
+    """Drop raw lines of skipped records (before ``offset``) so memory stays one line; always False."""
+    for stale in [o for o in raw_lines if o < offset]:
+        del raw_lines[stale]
+    return False
 
 
 def _silence_stdout() -> None:

@@ -104,6 +104,24 @@ class ArtifactStore:
                 "may have been moved or cleaned"
             ) from exc
 
+    def read_head(self, relative: str, max_bytes: int) -> str:
+        """At most ``max_bytes`` of an artifact as text, with a note of what was left out (readers
+        that print artifacts must not load 64 MB to show a screenful)."""
+        target = self.resolve(relative)
+        try:
+            with target.open("rb") as fh:
+                data = fh.read(max_bytes + 1)
+                size = os.fstat(fh.fileno()).st_size
+        except FileNotFoundError as exc:
+            raise ArtifactPathError(
+                f"artifact {relative!r} is missing from {self.root}; the session's artifact folder "
+                "may have been moved or cleaned"
+            ) from exc
+        text = data[:max_bytes].decode("utf-8", errors="replace")
+        if len(data) > max_bytes:
+            text += f"… [{size - max_bytes:,} more bytes in {relative}]"
+        return text
+
     def exists(self, relative: str) -> bool:
         try:
             return self.resolve(relative).is_file()

@@ -49,7 +49,7 @@ def _head(path: Path) -> str:
 def _json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
 
 
@@ -82,11 +82,30 @@ def detect_format(path: str | Path) -> str:
     )
 
 
+# What a converter raises on input it was not written for: bad bytes, nesting, wrong field types.
+_MALFORMED = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, OverflowError)
+
+
 def load_trajectories(path: str | Path, format: str | None = None) -> list[Trajectory]:
-    """Every session in ``path`` as trajectories (most files hold exactly one)."""
+    """Every session in ``path`` as trajectories (most files hold exactly one).
+
+    A recorded session is untrusted input: invalid UTF-8, JSON nested past the recursion limit,
+    fields of the wrong type or absurd numbers become one :class:`ReplayFormatError` naming the
+    file and the format, never a traceback."""
     p = Path(path)
     fmt = format or detect_format(p)
     _head(p)
+    try:
+        return _convert(p, fmt)
+    except ReplayFormatError:
+        raise
+    except _MALFORMED as exc:
+        what = "nests too deeply" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {str(exc)[:160]}"
+        raise ReplayFormatError(f"{p} is not a readable {fmt} trajectory ({what}); check the file or pass "
+                                "--format") from None
+
+
+def _convert(p: Path, fmt: str) -> list[Trajectory]:
     if fmt == claude_code.FORMAT:
         return claude_code.load(p)
     if fmt == aider.FORMAT:
