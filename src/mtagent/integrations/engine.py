@@ -22,11 +22,10 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from mtagent.config import Settings, load_settings
 from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from mtagent.context.assembly import build_engine_session
 from mtagent.context.engine_session import EngineSession, ToolGuard
 from mtagent.context.session_memory.manager import SessionMemoryManager
 from mtagent.context.tokens import count_text_tokens
-from mtagent.context.tool_results.budgeter import ToolResultBudgeter, ToolResultPolicy
-from mtagent.context.window import ContextWindowManager
 from mtagent.events import EventBus
 from mtagent.integrations.thread_session import ThreadSession, session_id_for_thread, thread_id_of
 from mtagent.session.schema import new_session_id
@@ -82,22 +81,15 @@ def build_engine(session: ThreadSession, *, summarizer: Summarizer | None = None
                  summarizer_model: BaseChatModel | None = None) -> EngineSession:
     """Wire the engine session of one thread (see the module docstring)."""
     settings = session.settings
-    budgeter = ToolResultBudgeter(
-        policy=ToolResultPolicy.from_settings(settings.tool_results), artifacts=session.artifacts,
-        sink=session.sink, events=session.events, stats=session.stats,
-    )
-    window = ContextWindowManager(
-        settings,
-        summarizer=make_summarizer(summarizer, summarizer_model, settings.tool_results.preview_chars),
-        sink=session.sink, bus=session.events, stats=session.stats,
-        session_memory=build_session_memory(session, summarizer_model),
-        token_limit=settings.context.token_limit, root=session.project_root,
-    )
     guard = ToolGuard()
     guard.restore(session.existing_records)
-    return EngineSession(window, budgeter, session.sink, settings=settings, events=session.events,
-                         stats=session.stats, redactor=session.redactor, guard=guard, recorded=session.recorded,
-                         session_id=session.session_id)
+    return build_engine_session(
+        settings, sink=session.sink, artifacts=session.artifacts,
+        summarizer=make_summarizer(summarizer, summarizer_model, settings.tool_results.preview_chars),
+        session_memory=build_session_memory(session, summarizer_model), events=session.events,
+        stats=session.stats, redactor=session.redactor, root=session.project_root, guard=guard,
+        recorded=session.recorded, session_id=session.session_id,
+    )
 
 
 def resolve_settings(settings: Settings | None, token_limit: int | None, project_root: Path) -> Settings:
