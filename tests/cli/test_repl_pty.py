@@ -108,3 +108,31 @@ def test_ctrl_c_stops_a_running_tool_and_returns_to_the_prompt(tmp_path, mtagent
     tool = [r for r in records if r.get("role") == "tool"]
     assert len(tool) == 1 and "interrupt" in str(tool[0]["content"]).lower()
     assert [r["content"] for r in records if r.get("role") == "user"] == ["wait a minute", "go on"]
+
+
+def test_repl_cost_compact_and_clear_in_a_terminal(tmp_path, mtagent_home):
+    project = tmp_path / "proj"
+    project.mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["First answer.", "Second answer."]), encoding="utf-8")
+    child = spawn(project, script, mtagent_home)
+    try:
+        child.expect("›")
+        child.sendline("hello")
+        child.expect("First answer")
+        child.expect("›")
+        child.sendline("/cost")
+        child.expect("cache reads")
+        child.expect("cache writes")
+        child.expect("›")
+        child.sendline("/compact")
+        child.expect("nothing (to )?compact")  # one short exchange: nothing changes, and it says why
+        child.expect("›")
+        child.sendline("/clear")
+        child.expect("new session")
+        child.expect("›")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert len(list_sessions(project)) == 2
