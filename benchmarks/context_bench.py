@@ -8,6 +8,12 @@ an OpenAI-style prefix cache (input-token equivalents, summary calls included). 
 many sessions (aider's history, OpenHands resolver output) are one row, summed over sessions.
 For Claude Code sessions the tool's own recorded usage is shown too.
 
+Per window and cache model it also reports each strategy's cost as a share of raw, the summary
+calls' share of that cost, the distance from two lower bounds (every token written to the cache
+once; that plus re-reading a 10K working context on every call) and pressured retention per probe
+kind; the ``RESULT`` lines carry the issue-12 acceptance figures (cost share of raw, the gap to
+every peer whose pressured retention is within 0.02 of mtagent's, latest-error retention).
+
     python benchmarks/context_bench.py            # both windows, all files (~5 min on 2 cores)
     python benchmarks/context_bench.py --quick    # a few files, one window (< 1 min)
 
