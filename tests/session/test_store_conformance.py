@@ -141,10 +141,11 @@ def test_the_lock_is_released_when_the_holder_is_killed(store: Store, backend: s
     writer.close()
 
 
-@pytest.mark.parametrize("kill_after", [3, 8])
 def test_sigkill_mid_append_leaves_whole_records_only(store: Store, backend: str, store_dsn: str | None,
-                                                     mtagent_home: Path, kill_after: int) -> None:
-    sid = f"s-crash-{kill_after}"
+                                                     mtagent_home: Path) -> None:
+    """Two rounds of: a child appends (every third record 200 kB), is SIGKILLed mid-append, a writer reopens."""
+    kill_after = 5
+    sid = "s-crash"
     acknowledged = -1
     for round_ in range(2):
         start = str(acknowledged + 1)
