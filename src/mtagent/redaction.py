@@ -1,14 +1,18 @@
-"""Keep secrets out of model payloads and transcripts.
+"""Keep secrets out of model payloads, transcripts, artifacts and every output.
 
 An API key reaches the model client's auth header and nowhere else — but a tool can still
 surface one (``env``, ``cat .env``, a stack trace). So the agent collects the secret *values*
-it knows of (the key it was given, and environment variables whose names look like secrets)
-and replaces them in every tool result before the model or the transcript sees it, and in
-every record before it is written.
+it knows of (the key it was given, environment variables whose names look like secrets, and
+environment values that look like keys by their shape or randomness) and replaces them — and
+every known key shape (``sk-``, ``ghp_``, ``AKIA``, JWTs, PEM private keys, URL passwords …),
+known value or not — in every tool result before the model or the transcript sees it, and in
+every record and artifact before it is written. Limits: a secret the process never saw in its
+environment and that has no known shape (a short password typed in a file) is not recognised.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -16,42 +20,106 @@ from dataclasses import dataclass
 from typing import Any
 
 REDACTED = "[redacted]"
-_SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY)", re.IGNORECASE)
+_SECRET_NAME = re.compile(
+    r"(API_?KEY|ACCESS_?KEY|_KEY$|^KEY$|TOKEN|SECRET|PASSWORD|PASSWD|PASS$|CREDENTIAL|PRIVATE|AUTH|DSN|"
+    r"DATABASE_URL|_URL$|_URI$|COOKIE|SESSION)", re.IGNORECASE)
 # Shorter values are too likely to be ordinary words or numbers to replace everywhere.
 MIN_SECRET_CHARS = 8
+# An env value this long whose characters look random is treated as a secret whatever its name.
+HIGH_ENTROPY_MIN_CHARS = 20
+HIGH_ENTROPY_BITS_PER_CHAR = 3.5
+# Known credential shapes, redacted wherever they appear (not only when we know the value).
+KEY_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("pem", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S)),
+    ("anthropic", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{16,}")),
+    ("openai", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}")),
+    ("github", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
+    ("aws", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("slack", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}")),
+    ("google", re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}")),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
+    ("stripe", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}")),
+)
+# scheme://user:password@host — the password goes, the rest stays readable
+_URL_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]*:)(?P<pw>[^\s@/]+)(?P<at>@)")
+
+
+def _entropy(value: str) -> float:
+    counts: dict[str, int] = {}
+    for ch in value:
+        counts[ch] = counts.get(ch, 0) + 1
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def looks_secret(value: str) -> bool:
+    """A value that is a secret by its shape: a known key format, or long and random-looking."""
+    v = value.strip()
+    if any(p.search(v) for _, p in KEY_SHAPES):
+        return True
+    if len(v) < HIGH_ENTROPY_MIN_CHARS or any(c.isspace() for c in v) or "/" in v.strip("/") and "://" not in v:
+        return False
+    classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v)))
+    return classes >= 2 and _entropy(v) >= HIGH_ENTROPY_BITS_PER_CHAR
 
 
 def collect_secrets(environ: Mapping[str, str] | None = None, extra: Iterable[str | None] = ()) -> tuple[str, ...]:
-    """Secret values: ``extra`` (keys in use) plus env vars named like ``*_API_KEY``, ``*TOKEN*`` …"""
+    """Secret values: ``extra`` (keys in use, configured secrets), env vars named like secrets
+    (``*_API_KEY``, ``*TOKEN*``, ``DATABASE_URL`` …), env values shaped like keys or long random
+    strings whatever their name, and the password of every URL among them."""
     env = os.environ if environ is None else environ
-    found = {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= MIN_SECRET_CHARS}
-    found |= {v for v in extra if v and len(v) >= MIN_SECRET_CHARS}
+    found: set[str] = set()
+    for name, value in env.items():
+        if len(value) < MIN_SECRET_CHARS:
+            continue
+        if _SECRET_NAME.search(name) or looks_secret(value):
+            found.add(value)
+        for m in _URL_PASSWORD.finditer(value):
+            if len(m.group("pw")) >= 4:
+                found.add(m.group("pw"))
+    for value in extra:
+        if value and len(value) >= MIN_SECRET_CHARS:
+            found.add(value)
+            found.update(m.group("pw") for m in _URL_PASSWORD.finditer(value) if len(m.group("pw")) >= 4)
     return tuple(sorted(found, key=len, reverse=True))
+
+
+def redact_shapes(value: str) -> str:
+    """``value`` with every known key shape and URL password replaced (no secret list needed)."""
+    for _, pattern in KEY_SHAPES:
+        if pattern.search(value):
+            value = pattern.sub(REDACTED, value)
+    if "://" in value:
+        value = _URL_PASSWORD.sub(lambda m: f"{m.group('head')}{REDACTED}{m.group('at')}", value)
+    return value
 
 
 @dataclass(slots=True, frozen=True)
 class Redactor:
+    """Replaces known secret values and every known key shape. Applied to tool results before the
+    model sees them, to every transcript record, to artifacts as they are written and to exports."""
+
     secrets: tuple[str, ...] = ()
 
     def text(self, value: str) -> str:
         for secret in self.secrets:
             if secret in value:
                 value = value.replace(secret, REDACTED)
-        return value
+        return redact_shapes(value)
 
     def __call__(self, value: str) -> str:
         return self.text(value)
 
-    def deep(self, value: Any) -> Any:
+    def deep(self, value: Any, _depth: int = 0) -> Any:
         """``value`` with every string inside (dict keys and values, lists) redacted."""
-        if not self.secrets:
-            return value
         if isinstance(value, str):
             return self.text(value)
+        if _depth > 500:
+            return value
         if isinstance(value, dict):
-            return {self.deep(k): self.deep(v) for k, v in value.items()}
+            return {self.deep(k, _depth + 1): self.deep(v, _depth + 1) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
-            return [self.deep(v) for v in value]
+            return [self.deep(v, _depth + 1) for v in value]
         return value
 
 

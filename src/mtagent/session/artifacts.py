@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtagent import paths
 from mtagent.errors import ArtifactPathError
+from mtagent.redaction import Redactor, collect_secrets
 
 DEFAULT_ARTIFACT_MAX_BYTES = 64 * 1024 * 1024
 TOOL_RESULTS_DIR = "tool-results"
@@ -58,6 +59,9 @@ class ArtifactStore:
 
     root: Path
     max_bytes: int = DEFAULT_ARTIFACT_MAX_BYTES
+    # Artifacts are written before the agent redacts a tool result for the model, so the store
+    # redacts on its own: secret env values and every known key shape never reach the disk.
+    redactor: Redactor = field(default_factory=lambda: Redactor(collect_secrets()), repr=False, kw_only=True)
 
     @classmethod
     def for_session(cls, project_root: str | os.PathLike[str], session_id: str,
@@ -83,7 +87,7 @@ class ArtifactStore:
 
     def write_text(self, relative: str, text: str) -> ArtifactMeta:
         """Store ``text``; beyond ``max_bytes`` it is cut on a UTF-8 boundary and marked truncated."""
-        data = text.encode("utf-8", errors="replace")
+        data = self.redactor.text(text).encode("utf-8", errors="replace")
         truncated = len(data) > self.max_bytes
         if truncated:
             data = data[: self.max_bytes].decode("utf-8", errors="ignore").encode("utf-8")

@@ -25,7 +25,7 @@ class StoreArtifacts(ArtifactStore):
 
     def write_text(self, relative: str, text: str) -> ArtifactMeta:
         meta = ArtifactStore.write_text(self, relative, text)
-        self.store.write_artifact(self.project, self.session_id, relative, text)
+        self.store.write_artifact(self.project, self.session_id, relative, self.redactor.text(text))
         return meta
 
     def read_text(self, relative: str) -> str:
