@@ -123,3 +123,18 @@ def test_breakpoints_respect_the_limit_and_fall_back_to_the_last_tool():
     add_cache_breakpoints(thinking)
     assert "cache_control" in thinking["messages"][0]["content"][0]
     assert "cache_control" not in thinking["messages"][0]["content"][1]
+
+
+def test_the_sessions_own_model_writes_cache_aligned_hand_offs_with_the_main_tools(tmp_path, stub_url):
+    from mtagent.agent.session import AgentSession
+    from mtagent.config import Settings
+    from mtagent.context.compaction.summarize import LLMSummarizer
+
+    chat = _model(stub_url)
+    with AgentSession.create(tmp_path, model=chat, settings=Settings()) as session:
+        summarizer = session.engine.summarizer
+        assert isinstance(summarizer, LLMSummarizer) and summarizer.cache_aligned
+        assert summarizer.model is session.runtime.model  # the same tools bound: the same cached prefix
+    off = Settings(context={"cache_aligned_summaries": False})
+    with AgentSession.create(tmp_path, model=chat, settings=off) as session:
+        assert not session.engine.summarizer.cache_aligned

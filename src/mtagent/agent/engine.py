@@ -53,6 +53,16 @@ def make_summarizer(settings: Settings, model: BaseChatModel | None) -> Summariz
     return ExtractiveSummarizer()
 
 
+def share_main_request(summarizer: Summarizer, is_main: bool, bound_model: Any, settings: Settings) -> None:
+    """When the session's own model writes the hand-offs, give the summarizer that model *with the
+    main tools bound* and mark it cache-aligned: a summary request is then the last main request +
+    one instruction, served from the provider's prompt cache (``context/compaction/cache_align.py``).
+    Another model (``agent.compact_model``) cannot share the main model's cache: left as is."""
+    if is_main and isinstance(summarizer, LLMSummarizer) and settings.context.cache_aligned_summaries:
+        summarizer.model = bound_model
+        summarizer.cache_aligned = True
+
+
 def build(*, project_root: Path, settings: Settings, sink: Any, events: EventBus, stats: SessionStats,
           artifacts: ArtifactStore, tools: ToolsSpec = None,
           summarizer_model: BaseChatModel | None = None, redactor: Redactor | None = None) -> EngineParts:

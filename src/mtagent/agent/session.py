@@ -137,8 +137,10 @@ class AgentSession:
                            for t in parts.tools)
         self.conversation = Conversation()
         self.conversation.replace(history)
+        bound = model.bind_tools(list(parts.tools)) if parts.tools else model
+        engine_factory.share_main_request(parts.summarizer, summarizer_model is model, bound, self.settings)
         self.runtime = AgentRuntime(
-            model=model.bind_tools(list(parts.tools)) if parts.tools else model,
+            model=bound,
             model_name=model_name, engine=parts.session, tools=self.tools, policy=self.policy,
             conversation=self.conversation, settings=self.settings, events=self.events,
             system=self._system_messages, conflicts=lambda: self._static_conflicts, tools_tokens=tools_tokens,
