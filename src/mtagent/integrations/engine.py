@@ -113,7 +113,8 @@ class ThreadSessions:
                  events: EventBus | None = None, secrets: Sequence[str] = (), store: Any = None) -> None:
         self.project_root = Path(project_root) if project_root is not None else Path.cwd()
         self.settings = resolve_settings(settings, token_limit, self.project_root)
-        if store is None and self.settings.storage.backend == "postgres":
+        self._owns_store = store is None and self.settings.storage.backend == "postgres"
+        if self._owns_store:
             from mtagent.session.store import open_store
 
             store = open_store(self.settings)
@@ -166,3 +167,6 @@ class ThreadSessions:
             sessions, self._open = list(self._open.values()), {}
         for session in sessions:
             session.close()
+        if self._owns_store:
+            self.store.close()
+            self._owns_store = False
