@@ -81,12 +81,13 @@ def run_demo_command(cwd: Path | None, window: int | None) -> None:
 def _print_subagents(transcript: Path) -> None:
     """The subagent the demo started: what it explored in its own window and what it reported."""
     from mtagent.agent.subagents.tree import subagent_tree, tree_lines
+    from mtagent.cli.sanitize import terminal_safe
 
     nodes = subagent_tree(transcript)
     if nodes:
         console.print(f"{len(nodes)} subagent(s) explored in their own window and reported back:")
         for line in tree_lines(nodes):
-            console.print(escape(line), soft_wrap=True, highlight=False)
+            console.print(escape(terminal_safe(line)), soft_wrap=True, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -101,3 +101,16 @@ def test_sessions_show_reads_a_child_transcript_by_its_id(code):
     assert f"session {child_id} started" in result.output and "grep" in result.output
     forged = CliRunner().invoke(app, ["sessions", "show", "agent-*", "--cwd", str(code)])
     assert forged.exit_code != 0 and "invalid session id" in forged.output
+
+
+def test_hostile_text_in_a_subagent_record_is_shown_not_run(code):
+    session = _run(code)
+    hostile = schema.subagent_record("agent-evil", "finished", tool_call_id="x", agent="explore\x1b[2J",
+                                     path=f"{session.session_id}/subagents/agent-evil.jsonl",
+                                     description="\x1b]0;pwned\x07", report={"outcome": "success",
+                                                                             "summary": "\x9b31m red"})
+    with session.transcript_path.open("ab") as fh:
+        fh.write(schema.dumps_record(hostile))
+    result = CliRunner().invoke(app, ["sessions", "show", session.session_id, "--cwd", str(code)])
+    assert result.exit_code == 0 and "agent-evil" in result.output
+    assert not any(seq in result.output for seq in ("\x1b", "\x9b", "\x07"))
