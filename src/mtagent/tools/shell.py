@@ -7,7 +7,9 @@
   gigabytes costs at most that much memory; the omitted middle is reported in bytes.
 * On timeout the whole process group gets SIGTERM, then SIGKILL after
   ``shell.kill_grace_seconds``; background children left behind when the command exits are
-  killed the same way, so nothing outlives the call holding the pipe.
+  killed the same way, so nothing outlives the call holding the pipe; descendants that left
+  the group (``setsid``, daemons) are found and killed too, and a watchdog kills the tree if
+  mtagent itself dies (:mod:`~mtagent.tools.proctree`).
 * An approval hook (``callable(command) -> ApprovalDecision | bool``) may refuse a command
   before it runs; the agent wires it to the user's prompt.
 """
@@ -27,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from mtagent.tools import proctree
 from mtagent.tools.base import ApprovalDecision, ToolInputError, WorkspaceTool
 from mtagent.tools.text_files import human_size
 
@@ -120,10 +123,14 @@ def run_command(command: str, cwd: str, *, timeout: float, max_capture_bytes: in
     """Run ``command``; return exit code, captured text, byte counts, duration and timeout flag."""
     shell = shutil.which("bash") or "/bin/sh"
     started = time.monotonic()
+    proctree.become_subreaper()
+    marker = proctree.new_marker()
+    env = {**(os.environ if env is None else env), proctree.MARKER_ENV: marker}
     proc = subprocess.Popen(
         [shell, "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, start_new_session=True, env=env,
+        stderr=subprocess.STDOUT, start_new_session=True, env=env, preexec_fn=proctree.die_with_parent,
     )
+    watchdog = proctree.start_watchdog(proc.pid, marker)
     capture = BoundedCapture(max_capture_bytes)
     timed_out = False
     assert proc.stdout is not None
@@ -164,8 +171,10 @@ def run_command(command: str, cwd: str, *, timeout: float, max_capture_bytes: in
         else:
             with contextlib.suppress(ProcessLookupError, PermissionError):  # background children left behind
                 os.killpg(proc.pid, signal.SIGKILL)
+        proctree.kill_tree(proc.pid, marker)  # setsid/daemonised descendants too
         proc.stdout.close()
         proc.wait()
+        proctree.stop_watchdog(watchdog)
     return {
         "exit_code": proc.returncode, "timed_out": timed_out, "output": capture.text(),
         "output_bytes": capture.total, "omitted_bytes": capture.omitted,

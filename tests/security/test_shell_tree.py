@@ -1,0 +1,88 @@
+"""A shell call's whole process tree ends with the call (issue #13): setsid children, daemons,
+timeouts, and a SIGKILL of mtagent itself."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mtagent.tools.shell import run_command
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process-tree containment is Linux-only")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return state[state.rindex(b")") + 2:].split()[0] != b"Z"
+
+
+def _wait_pid(pidfile: Path, seconds: float = 5.0) -> int:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        text = pidfile.read_text().strip() if pidfile.exists() else ""
+        if text:
+            return int(text)
+        time.sleep(0.02)
+    raise AssertionError(f"{pidfile} never written")
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+ESCAPES = {
+    "setsid": "setsid sh -c 'echo $$ > {pf}; exec sleep 300' > /dev/null 2>&1 &",
+    "double_fork": "( ( setsid sh -c 'echo $$ > {pf}; exec sleep 300' > /dev/null 2>&1 & ) & )",
+    "nohup": "nohup setsid sh -c 'echo $$ > {pf}; exec sleep 300' > /dev/null 2>&1 &",
+}
+
+
+@pytest.mark.parametrize("how", list(ESCAPES))
+def test_children_that_leave_the_group_do_not_outlive_the_call(tmp_path: Path, how: str) -> None:
+    pf = tmp_path / "pid"
+    command = ESCAPES[how].format(pf=pf) + f"\nwhile [ ! -s {pf} ]; do sleep 0.02; done; echo started"
+    run = run_command(command, str(tmp_path), timeout=20, max_capture_bytes=1 << 20, kill_grace=1)
+    assert "started" in run["output"]
+    pid = _wait_pid(pf)
+    assert _gone_within(pid, 3), f"{how}: pid {pid} outlived the call"
+
+
+def test_children_that_leave_the_group_do_not_outlive_a_timeout(tmp_path: Path) -> None:
+    pf = tmp_path / "pid"
+    command = ESCAPES["setsid"].format(pf=pf) + "\nsleep 60"
+    run = run_command(command, str(tmp_path), timeout=1.0, max_capture_bytes=1 << 20, kill_grace=0.5)
+    assert run["timed_out"]
+    assert _gone_within(_wait_pid(pf), 3)
+
+
+def test_shell_children_die_when_mtagent_is_sigkilled(tmp_path: Path) -> None:
+    pf_group, pf_escaped = tmp_path / "group", tmp_path / "escaped"
+    command = (f"sh -c 'echo $$ > {pf_group}; exec sleep 300' & "
+               + ESCAPES["setsid"].format(pf=pf_escaped) + "\nsleep 300")
+    script = ("import sys; from mtagent.tools.shell import run_command; "
+              f"run_command(sys.argv[1], {str(tmp_path)!r}, timeout=300, max_capture_bytes=1<<20, kill_grace=1)")
+    agent = subprocess.Popen([sys.executable, "-c", script, command], start_new_session=True)
+    try:
+        in_group, escaped = _wait_pid(pf_group, 15), _wait_pid(pf_escaped, 15)
+        os.kill(agent.pid, signal.SIGKILL)
+        agent.wait()
+        assert _gone_within(in_group, 5), "a child in the shell's group survived mtagent's SIGKILL"
+        assert _gone_within(escaped, 5), "a setsid child survived mtagent's SIGKILL"
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
