@@ -123,6 +123,7 @@ class ContextWindowManager:
         self._turn = 0
         self._last_call_ts: float | None = None
         self._last_extra = 0
+        self._summary_tokens_of = lambda result: self.counter.estimate(result.summary_messages)
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -133,11 +134,6 @@ class ContextWindowManager:
     @property
     def threshold(self) -> int:
         return self.policy.threshold
-
-    @property
-    def cleared(self) -> dict[str, str]:
-        """Tool-result ids cleared by microcompact → trigger (their view copies are placeholders)."""
-        return self.meter.cleared
 
     def prepare(
         self,
@@ -202,14 +198,8 @@ class ContextWindowManager:
             messages = self.retriever.extend(meter.view, messages, plan)
         self._last_call_ts = now
         self.last_plan = plan
-        if self.sink is not None:
-            self.sink.append(plan.to_record())
-        if self.bus is not None:
-            self.bus.emit(EventType.CONTEXT_PLANNED, turn=plan.turn, tokens=plan.tokens, threshold=plan.threshold)
-        if self.stats is not None:
-            self.stats.last_effective_context_limit = self.token_limit - self.settings.context.summary_reserved_tokens
-            self.stats.last_auto_compact_threshold = plan.threshold
-            self.stats.last_context_tokens = tokens
+        effective = self.token_limit - self.settings.context.summary_reserved_tokens
+        _publish_plan(plan, self.sink, self.bus, self.stats, effective)
         return PreparedContext(messages, history, plan, compaction, log.cleared_ids)
 
     def compact(
@@ -251,12 +241,9 @@ class ContextWindowManager:
         result = shrink_or_explain(
             lambda s: compact_from(history, message_id, memo, replace(options, settings=s),
                                    direction=direction),  # type: ignore[arg-type]
-            options.settings, tokens, self._summary_tokens)
+            options.settings, tokens, self._summary_tokens_of)
         self._commit(result)
         return result
-
-    def _summary_tokens(self, result: CompactionResult) -> int:
-        return self.counter.estimate(result.summary_messages)
 
     def reactive_compact(
         self,
@@ -325,7 +312,7 @@ class ContextWindowManager:
             if trigger == "manual":
                 memo, base = memoise(summarizer), options
                 result = shrink_or_explain(lambda s: compact(history, memo, replace(base, settings=s)),
-                                           base.settings, tokens, self._summary_tokens)
+                                           base.settings, tokens, self._summary_tokens_of)
             else:
                 result = compact(history, summarizer, options)
             self.policy.summary_written(getattr(summarizer, "last_output", None))
@@ -339,16 +326,34 @@ class ContextWindowManager:
 
     def _commit(self, result: CompactionResult) -> None:
         """Record a compaction and re-base the incremental state on the new history."""
-        record = result.boundary_record
-        if result.fallback_reason:
-            record = {**record, "fallback_reason": result.fallback_reason}
-        if self.sink is not None:
-            self.sink.append(record)
-        if self.bus is not None:
-            self.bus.emit(EventType.COMPACT_BOUNDARY, id=result.boundary_id, trigger=result.trigger,
-                          pre_tokens=result.pre_tokens, post_tokens=result.post_tokens,
-                          summary_source=result.summary_source)
-        if self.stats is not None and result.trigger != "auto":
-            self.stats.compactions += 1
+        _publish_compaction(result, self.sink, self.bus, self.stats)
         self.meter.rebase(result.new_history())
         self.clearing.schedule.retry_floor = 0
+
+
+def _publish_plan(plan: ContextPlan, sink: RecordSink | None, bus: EventBus | None, stats: SessionStats | None,
+                  effective_limit: int) -> None:
+    """The ``context_plan`` record, its event and the statistics ``/context stats`` shows."""
+    if sink is not None:
+        sink.append(plan.to_record())
+    if bus is not None:
+        bus.emit(EventType.CONTEXT_PLANNED, turn=plan.turn, tokens=plan.tokens, threshold=plan.threshold)
+    if stats is not None:
+        stats.last_effective_context_limit = effective_limit
+        stats.last_auto_compact_threshold = plan.threshold
+        stats.last_context_tokens = plan.tokens
+
+
+def _publish_compaction(result: CompactionResult, sink: RecordSink | None, bus: EventBus | None,
+                        stats: SessionStats | None) -> None:
+    """The ``compact_boundary`` record (with why the model's summary was not used, if so) and its event."""
+    record = result.boundary_record
+    if result.fallback_reason:
+        record = {**record, "fallback_reason": result.fallback_reason}
+    if sink is not None:
+        sink.append(record)
+    if bus is not None:
+        bus.emit(EventType.COMPACT_BOUNDARY, id=result.boundary_id, trigger=result.trigger,
+                 pre_tokens=result.pre_tokens, post_tokens=result.post_tokens, summary_source=result.summary_source)
+    if stats is not None and result.trigger != "auto":
+        stats.compactions += 1
