@@ -38,8 +38,3 @@ def check_ranges(settings: Any) -> None:
             "context.compression_preserve_min_tokens",
             f"context.compression_preserve_min_tokens ({ctx.compression_preserve_min_tokens:,}) is above "
             f"context.compression_preserve_max_tokens ({ctx.compression_preserve_max_tokens:,}); make min <= max")
-    if ctx.summary_reserved_tokens >= ctx.token_limit:
-        raise SettingRangeError(
-            "context.summary_reserved_tokens",
-            f"context.summary_reserved_tokens ({ctx.summary_reserved_tokens:,}) must be below "
-            f"context.token_limit ({ctx.token_limit:,})")

@@ -103,7 +103,7 @@ def test_a_config_that_is_a_device_fifo_or_huge_fails_fast(tmp_path: Path, kind:
     ("[context]\ncompression_preserve_min_tokens = 50000\ncompression_preserve_max_tokens = 40000\n",
      "context.compression_preserve_min_tokens"),
     ("[shell]\ndefault_timeout_seconds = inf\n", "shell.default_timeout_seconds"),
-    ("[context]\nsummary_reserved_tokens = 200000\n", "context.summary_reserved_tokens"),
+    ("[context]\nsummary_reserved_tokens = 1e15\n", "context.summary_reserved_tokens"),
 ])
 def test_out_of_range_and_contradicting_settings_name_the_key(tmp_path: Path, mtagent_home: Path,
                                                               text: str, key: str) -> None:
