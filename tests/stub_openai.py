@@ -6,7 +6,8 @@ on exactly what the agent sent (window size, secrets). Replies come from a scrip
 then from ``responder`` once the script is used up:
 
 * ``{"content": "...", "tool_calls": [{"name": ..., "args": {...} | "raw json", "id": ...}]}``
-* ``{"error": 400, "code": "context_length_exceeded", "message": "..."}`` (also 429, 500, …)
+* ``{"error": 400, "code": "context_length_exceeded", "message": "...", "type": "..."}`` (also 429,
+  500, …; ``type`` as the server names it, e.g. llama.cpp's ``exceed_context_size_error``)
 * ``{"sleep": 2.0, ...reply}`` — wait first (past a client timeout, to test one)
 * a callable ``step(body) -> step`` that decides from the request.
 
@@ -143,8 +144,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _error(self, step: dict[str, Any]) -> None:
         status = int(step["error"])
-        kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}.get(
-            status, "server_error")
+        kind = step.get("type") or {400: "invalid_request_error", 401: "authentication_error",
+                                    429: "rate_limit_error"}.get(status, "server_error")
         self._json(status, {"error": {
             "message": step.get("message", f"stub error {status}"),
             "type": kind, "param": None, "code": step.get("code"),

@@ -37,10 +37,27 @@ class ErrorKind(str, Enum):
     CONNECTION = "connection"
     AUTH = "auth"
     BAD_REQUEST = "bad_request"
+    PERMANENT = "permanent"
     OTHER = "other"
 
 
 RETRYABLE = frozenset({ErrorKind.RATE_LIMIT, ErrorKind.SERVER, ErrorKind.TIMEOUT, ErrorKind.CONNECTION})
+
+# Rejections no retry can fix (server started without a feature, parameter the model refuses,
+# model missing, account out of money), whatever the status says — llama-server answers
+# "tools param requires --jinja flag" with a 500. Each pattern carries the next step for the user.
+_PERMANENT: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.IGNORECASE), hint) for p, hint in (
+    (r"requires --jinja", "start llama-server with --jinja so it accepts tools"),
+    (r"enable-auto-tool-choice|tool choice requires",
+     "start vLLM with --enable-auto-tool-choice --tool-call-parser <parser>"),
+    (r"does not support tools", "pick a model whose chat template supports tools (e.g. qwen2.5, llama3.1)"),
+    (r"unsupported[_ ]parameter|is not supported with this model|unsupported_value",
+     "remove that option from agent.model_options (or set agent.server to the right profile)"),
+    (r"insufficient_quota|exceeded your current quota|credit balance is too low|insufficient balance",
+     "add credit to the provider account, or use another model"),
+    (r"model_not_found|does not exist|not found, try pulling|no models loaded",
+     "check the model name (--model), or load/pull the model on the server"),
+))
 
 _SECRET_LIKE = re.compile(r"\b(sk|key|tok)[-_][A-Za-z0-9_\-]{8,}")
 
@@ -61,10 +78,21 @@ def _status(exc: BaseException) -> int | None:
     return value if isinstance(value, int) else None
 
 
+def permanent_hint(exc: BaseException) -> str | None:
+    """The next step for a rejection that retrying cannot fix, or None when ``exc`` is not one."""
+    text = f"{exc} {getattr(exc, 'body', '')} {getattr(exc, 'code', '')}"
+    for pattern, hint in _PERMANENT:
+        if pattern.search(text):
+            return hint
+    return None
+
+
 def classify(exc: BaseException) -> ErrorKind:
     """The :class:`ErrorKind` of an exception raised by a chat model call."""
     if is_context_length_error(exc):
         return ErrorKind.CONTEXT_LENGTH
+    if permanent_hint(exc) is not None or _status(exc) == 402:
+        return ErrorKind.PERMANENT
     typed: list[tuple[type[BaseException], ErrorKind]] = [
         (lc_errors.ModelAuthenticationError, ErrorKind.AUTH),
         (lc_errors.ModelPermissionDeniedError, ErrorKind.AUTH),
@@ -128,6 +156,9 @@ def to_model_error(exc: BaseException, kind: ErrorKind, *, model: str, attempts:
             f"{model} rejected the request as too long even after compacting: {detail}; "
             "run /compact, or set agent.model_windows for this model to its real window"
         )
+    if kind is ErrorKind.PERMANENT:
+        hint = permanent_hint(exc) or "check the provider account and the model settings"
+        return ModelError(f"{model} refused the request and retrying will not help: {detail}; {hint}")
     return ModelError(f"{model} call failed ({kind.value}): {detail}")
 
 

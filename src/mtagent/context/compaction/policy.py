@@ -35,7 +35,10 @@ _CONTEXT_PATTERNS = re.compile(
     r"context_length_exceeded|maximum context length|context length|context window|"
     r"prompt is too long|prompt too long|input is too long|too many (?:input )?tokens|"
     r"reduce the length of the messages|request too large|exceeds the (?:model's )?(?:maximum|max)|"
-    r"string_above_max_length|max_tokens_exceeded|input length .* exceeds",
+    r"string_above_max_length|max_tokens_exceeded|input length .* exceeds|"
+    # llama.cpp (exceed_context_size_error), LM Studio (n_keep/n_ctx), Ollama ("max context length")
+    r"exceed_context_size_error|exceeds the available context size|context the overflows|"
+    r"n_keep \(?\d+\)? ?>= ?n_ctx|max context length",
     re.IGNORECASE,
 )
 _OPENAI_GAP = re.compile(
