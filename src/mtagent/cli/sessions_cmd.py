@@ -25,6 +25,7 @@ from mtagent.cli.session_lines import record_line
 from mtagent.cli.session_options import resolve_session_id
 from mtagent.context.view import artifact_store_for, load_transcript
 from mtagent.errors import ArtifactPathError, SessionNotFound, UsageError
+from mtagent.redaction import Redactor, collect_secrets
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.catalog import list_sessions
@@ -149,7 +150,9 @@ def _tool_result_text(rec: dict[str, Any], store: ArtifactStore, full: bool, not
     artifact = result.get("artifact") if isinstance(result, dict) else None
     if full and isinstance(artifact, str):
         try:
-            return terminal_safe(store.read_head(artifact, FULL_MAX_CHARS * 4 + 4))
+            # artifacts from before redaction-on-write may still hold secrets: redact on the way out
+            head = store.read_head(artifact, FULL_MAX_CHARS * 4 + 4)
+            return terminal_safe(Redactor(collect_secrets()).text(head))
         except ArtifactPathError as exc:
             notes.append(str(exc))
     return text
