@@ -20,12 +20,10 @@ in a new process after :meth:`AgentSession.resume`. Ctrl-C during a turn returns
 from __future__ import annotations
 
 import json
-import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -40,6 +38,13 @@ from mtagent.agent.graph import APPROVAL_KIND, AgentRuntime, build_graph
 from mtagent.agent.models import context_window, create_chat_model
 from mtagent.redaction import Redactor, RedactingSink, collect_secrets
 from mtagent.agent.state import Conversation, initial_state
+from mtagent.agent.turns import (  # noqa: F401 - re-exported: front ends import them from here
+    ApprovalRequest,
+    Approver,
+    TurnResult,
+    TurnStatus,
+    drive_turn,
+)
 from mtagent.agent.summary_model import EXTRACTIVE, summary_model
 from mtagent.agent import storage as agent_storage
 from mtagent.agent.storage import open_session_storage
@@ -58,34 +63,9 @@ from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.catalog import list_sessions
 from mtagent.session.transcript import TranscriptWriter, iter_entries
 
-log = logging.getLogger(__name__)
-
-TurnStatus = Literal["done", "approval_required", "interrupted", "max_steps"]
-Approver = Callable[[list["ApprovalRequest"]], Any]
 CHECKPOINT_FILE = "checkpoints.sqlite"
 # Model names recorded by scripted policies (the demo): not something a resume can reconnect to.
 SCRIPTED_PREFIX = "scripted"
-
-
-@dataclass(slots=True, frozen=True)
-class ApprovalRequest:
-    """A tool call waiting for the user's yes or no."""
-
-    tool_call_id: str
-    tool: str
-    args: dict[str, Any]
-    rule: str
-
-
-@dataclass(slots=True)
-class TurnResult:
-    status: TurnStatus
-    reply: str = ""
-    approvals: list[ApprovalRequest] = field(default_factory=list)
-    model_calls: int = 0
-    tool_executions: int = 0
-    executed_tool_call_ids: list[str] = field(default_factory=list)
-    messages: list[BaseMessage] = field(default_factory=list)
 
 
 def _no_model_error() -> ModelError:
@@ -144,7 +124,7 @@ class AgentSession:
             model_name=model_name, engine=parts.session, tools=self.tools, policy=self.policy,
             conversation=self.conversation, settings=self.settings, events=self.events,
             system=self._system_messages, conflicts=lambda: self._static_conflicts, tools_tokens=tools_tokens,
-            stats=self.stats, on_token=on_token, on_prepared=self._remember_prepared, secrets=secrets,
+            stats=self.stats, on_token=on_token, on_prepared=lambda p: setattr(self, "last_prepared", p), secrets=secrets,
             on_message=lambda m: engine_factory.touch_paths(self.static, m, project_root),
         )
         for message in history:
@@ -264,7 +244,7 @@ class AgentSession:
         message = HumanMessage(content=text, id=schema.new_message_id())
         self.runtime.add(message)
         self._turn += 1
-        return self._drive(initial_state(self._turn), approver)
+        return drive_turn(self, initial_state(self._turn), approver)
 
     def _abandon_unanswered_calls(self) -> None:
         """The user moved on (a new message) while tool calls waited: answer them as not run."""
@@ -279,7 +259,7 @@ class AgentSession:
         if not self.pending_approval:
             raise SessionNotFound(f"session {self.session_id} has no tool call waiting for approval")
         self._remember(answer)
-        return self._drive(Command(resume=answer), approver)
+        return drive_turn(self, Command(resume=answer), approver)
 
     def _remember(self, answer: Any) -> None:
         """``remember: true`` on an allow turns it into a session rule (the exact shell command)."""
@@ -290,66 +270,11 @@ class AgentSession:
             if isinstance(decision, dict) and decision.get("remember") and decision.get("decision") == "allow":
                 self.policy.remember(request.tool, request.args)
 
-    def _drive(self, payload: Any, approver: Approver | None) -> TurnResult:
-        counters = self.runtime.counters
-        before = (counters.model_calls, counters.tool_executions, len(counters.executed))
-        size_before = len(self.conversation.messages)
-        status: TurnStatus = "done"
-        try:
-            while True:
-                self.graph.invoke(payload, self._config)
-                requests = self.pending_approval
-                if not requests:
-                    break
-                if approver is None:
-                    status = "approval_required"
-                    break
-                answer = approver(requests)
-                self._remember(answer)
-                payload = Command(resume=answer)
-        except KeyboardInterrupt:
-            status = "interrupted"
-            self.runtime.record_event("turn_interrupted", turn=self._turn)
-        finally:
-            self._writer.end_turn()
-        values = self.graph.get_state(self._config).values or {}
-        if status == "done" and values.get("status") == "max_steps":
-            status = "max_steps"
-        if status == "done":
-            self._extract_memories()
-        new = self.conversation.messages[size_before:] if len(self.conversation.messages) >= size_before else []
-        reply = next((m.text if isinstance(m.text, str) else m.text() for m in reversed(self.conversation.messages)
-                      if isinstance(m, AIMessage) and not m.tool_calls), "") if status == "done" else ""
-        return TurnResult(
-            status=status, reply=reply,
-            approvals=self.pending_approval if status == "approval_required" else [],
-            model_calls=counters.model_calls - before[0], tool_executions=counters.tool_executions - before[1],
-            executed_tool_call_ids=list(counters.executed[before[2]:]), messages=list(new),
-        )
-
-    def _extract_memories(self) -> None:
-        """``memory.auto_extract``: propose project memories after a turn that ended without tool
-        calls. A failure is recorded and logged, never the turn's failure — the answer is already given."""
-        if self.memory_extractor is None:
-            return
-        try:
-            result = self.memory_extractor.maybe_extract(self.conversation.messages)
-        except Exception as exc:  # noqa: BLE001 - a flaky extraction call must not cost the user the turn
-            log.warning("memory extraction failed: %s", exc)
-            self.runtime.record_event("memory_extract_failed", error=self.redactor.text(str(exc))[:300])
-        else:
-            if result.ran:
-                self.runtime.record_event("memory_extracted", added=result.added, skipped=len(result.skipped))
-        self._writer.end_turn()
-
     # engine passthroughs ----------------------------------------------------------------
     def _system_messages(self) -> list[BaseMessage]:
         parts = engine_factory.static_parts(self.static, self.tools.values(), self.project_root)
         self._static_conflicts = list(parts.conflicts)
         return list(parts.messages)
-
-    def _remember_prepared(self, prepared: Any) -> None:
-        self.last_prepared = prepared
 
     def compact(self, instructions: str | None = None, *, from_message_id: str | None = None) -> CompactionResult:
         """``/compact [instructions]``: session memory first without instructions, else a full

@@ -1,0 +1,102 @@
+"""One turn of an :class:`~mtagent.agent.session.AgentSession`: drive the graph until the model
+answers without tool calls, a call waits for approval, the step limit is hit or the user presses
+Ctrl-C — and then what the turn produced (:class:`TurnResult`) and the end-of-turn memory extraction.
+
+Kept apart from the session (which owns construction, resume and the engine's passthroughs) so
+each has one job; the session calls :func:`drive_turn` for a new message and for an approval.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage
+from langgraph.types import Command
+
+if TYPE_CHECKING:
+    from mtagent.agent.session import AgentSession
+
+log = logging.getLogger(__name__)
+
+TurnStatus = Literal["done", "approval_required", "interrupted", "max_steps"]
+Approver = Callable[[list["ApprovalRequest"]], Any]
+
+
+@dataclass(slots=True, frozen=True)
+class ApprovalRequest:
+    """A tool call waiting for the user's yes or no."""
+
+    tool_call_id: str
+    tool: str
+    args: dict[str, Any]
+    rule: str
+
+
+@dataclass(slots=True)
+class TurnResult:
+    status: TurnStatus
+    reply: str = ""
+    approvals: list[ApprovalRequest] = field(default_factory=list)
+    model_calls: int = 0
+    tool_executions: int = 0
+    executed_tool_call_ids: list[str] = field(default_factory=list)
+    messages: list[BaseMessage] = field(default_factory=list)
+
+
+def drive_turn(session: AgentSession, payload: Any, approver: Approver | None) -> TurnResult:
+    """Run the graph on ``payload`` (a new turn's state or an approval's ``Command``)."""
+    counters = session.runtime.counters
+    before = (counters.model_calls, counters.tool_executions, len(counters.executed))
+    size_before = len(session.conversation.messages)
+    status: TurnStatus = "done"
+    try:
+        while True:
+            session.graph.invoke(payload, session._config)
+            requests = session.pending_approval
+            if not requests:
+                break
+            if approver is None:
+                status = "approval_required"
+                break
+            answer = approver(requests)
+            session._remember(answer)
+            payload = Command(resume=answer)
+    except KeyboardInterrupt:
+        status = "interrupted"
+        session.runtime.record_event("turn_interrupted", turn=session._turn)
+    finally:
+        session._writer.end_turn()
+    values = session.graph.get_state(session._config).values or {}
+    if status == "done" and values.get("status") == "max_steps":
+        status = "max_steps"
+    if status == "done":
+        extract_memories(session)
+    messages = session.conversation.messages
+    new = messages[size_before:] if len(messages) >= size_before else []
+    reply = next((m.text if isinstance(m.text, str) else m.text() for m in reversed(messages)
+                  if isinstance(m, AIMessage) and not m.tool_calls), "") if status == "done" else ""
+    return TurnResult(
+        status=status, reply=reply,
+        approvals=session.pending_approval if status == "approval_required" else [],
+        model_calls=counters.model_calls - before[0], tool_executions=counters.tool_executions - before[1],
+        executed_tool_call_ids=list(counters.executed[before[2]:]), messages=list(new),
+    )
+
+
+def extract_memories(session: AgentSession) -> None:
+    """``memory.auto_extract``: propose project memories after a turn that ended without tool
+    calls. A failure is recorded and logged, never the turn's failure — the answer is already given."""
+    if session.memory_extractor is None:
+        return
+    try:
+        result = session.memory_extractor.maybe_extract(session.conversation.messages)
+    except Exception as exc:  # noqa: BLE001 - a flaky extraction call must not cost the user the turn
+        log.warning("memory extraction failed: %s", exc)
+        session.runtime.record_event("memory_extract_failed", error=session.redactor.text(str(exc))[:300])
+    else:
+        if result.ran:
+            session.runtime.record_event("memory_extracted", added=result.added, skipped=len(result.skipped))
+    session._writer.end_turn()
