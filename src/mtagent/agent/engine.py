@@ -53,14 +53,32 @@ def make_summarizer(settings: Settings, model: BaseChatModel | None) -> Summariz
     return ExtractiveSummarizer()
 
 
-def share_main_request(summarizer: Summarizer, is_main: bool, bound_model: Any, settings: Settings) -> None:
-    """When the session's own model writes the hand-offs, give the summarizer that model *with the
-    main tools bound* and mark it cache-aligned: a summary request is then the last main request +
-    one instruction, served from the provider's prompt cache (``context/compaction/cache_align.py``).
-    Another model (``agent.compact_model``) cannot share the main model's cache: left as is."""
-    if is_main and isinstance(summarizer, LLMSummarizer) and settings.context.cache_aligned_summaries:
+@dataclass(slots=True)
+class CacheAlignedModel:
+    """The main model (main tools bound) writing session-memory notes: ``cache_aligned`` tells the
+    updater it may send the main request + one instruction (a prompt-cache hit)."""
+
+    model: Any
+    cache_aligned: bool = True
+
+    def invoke(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        return self.model.invoke(request, *args, **kwargs)
+
+
+def share_main_request(summarizer: Summarizer, is_main: bool, bound_model: Any, settings: Settings,
+                       memory: SessionMemoryManager | None = None) -> None:
+    """When the session's own model writes the hand-offs (and notes), give the summarizer that model
+    *with the main tools bound* and mark it cache-aligned: a summary or notes request is then the
+    last main request + one instruction, served from the provider's prompt cache
+    (``context/compaction/cache_align.py``). Another model (``agent.compact_model``) cannot share
+    the main model's cache: left as is."""
+    if not (is_main and settings.context.cache_aligned_summaries):
+        return
+    if isinstance(summarizer, LLMSummarizer):
         summarizer.model = bound_model
         summarizer.cache_aligned = True
+    if memory is not None and memory.model is not None:
+        memory.model = CacheAlignedModel(bound_model)
 
 
 def build(*, project_root: Path, settings: Settings, sink: Any, events: EventBus, stats: SessionStats,

@@ -118,7 +118,8 @@ class AgentSession:
         self.conversation = Conversation()
         self.conversation.replace(history)
         bound = model.bind_tools(list(parts.tools)) if parts.tools else model
-        engine_factory.share_main_request(parts.summarizer, summarizer_model is model, bound, self.settings)
+        engine_factory.share_main_request(parts.summarizer, summarizer_model is model, bound, self.settings,
+                                          parts.session_memory)
         self.runtime = AgentRuntime(
             model=bound,
             model_name=model_name, engine=parts.session, tools=self.tools, policy=self.policy,

@@ -164,6 +164,9 @@ class ContextWindowManager:
         tokens, anchored = meter.measure(extra)
 
         if self.session_memory is not None and working:
+            align = getattr(self.session_memory, "align_to", None)
+            if align is not None:  # an update request can share the main request's cached prefix
+                align(system)
             self.session_memory.maybe_update(history, tokens=tokens)
 
         compaction: CompactionResult | None = None

@@ -92,15 +92,20 @@ class NotesModelMeter:
     count: Any
     summarizer: MeteredSummarizer
     _pending: int | None = None
+    _request: tuple[BaseMessage, ...] | None = None
+    # Like the session's own model: an update request may be the main request + one instruction.
+    cache_aligned: bool = True
 
     def invoke(self, request: Sequence[BaseMessage], *args: Any, **kwargs: Any) -> AIMessage:
         self._pending = sum(self.count(message_text(m)) for m in request)
+        self._request = tuple(request)
         return AIMessage(content="")
 
     def append(self, record: dict[str, Any]) -> None:
         if self._pending is not None:
-            self.summarizer.calls.append(SummaryCall(self._pending, int(record.get("tokens") or 0)))
+            self.summarizer.calls.append(SummaryCall(self._pending, int(record.get("tokens") or 0), self._request))
             self._pending = None
+            self._request = None
 
 
 @dataclass(slots=True)

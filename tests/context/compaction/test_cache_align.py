@@ -140,3 +140,44 @@ def test_shares_prefix_spots_a_changed_message():
     assert shares_prefix(aligned_request(a, delta=False), a)
     changed = [*SYSTEM, HumanMessage("hi!", id="u1")]
     assert not shares_prefix(changed, a[:2])
+
+
+class AlignedNotesModel:
+    """A notes-writing model that shares the main request's cache; records requests, writes nothing
+    (the updater then falls back to its extractive notes, which is fine here)."""
+
+    cache_aligned = True
+
+    def __init__(self) -> None:
+        self.requests: list[list[BaseMessage]] = []
+
+    def invoke(self, request, *args, **kwargs) -> AIMessage:
+        self.requests.append(list(request))
+        return AIMessage("")
+
+
+def test_a_session_memory_update_request_is_the_previous_main_request_plus_one_instruction(tmp_path):
+    from mtagent.context.session_memory.manager import SessionMemoryManager
+    from mtagent.context.session_memory.updater import UPDATE_INSTRUCTION_ID
+
+    cfg = settings()
+    model = AlignedNotesModel()
+    memory = SessionMemoryManager(path=tmp_path / "summary.md", settings=cfg, model=model, token_limit=20_000)
+    manager = ContextWindowManager(cfg, session_memory=memory)
+    sess = SyntheticSession(seed=5, result_chars=900)
+    history: list[BaseMessage] = []
+    sent: list[list[BaseMessage]] = []
+    for _ in range(200):
+        history = history + sess.round()
+        before = len(model.requests)
+        prepared = manager.prepare(history, system=SYSTEM)
+        if len(model.requests) > before and sent:
+            request = model.requests[-1]
+            previous = sent[-1]
+            assert wire(request[:len(previous)]) == wire(previous)
+            assert request[-1].id == UPDATE_INSTRUCTION_ID and "<notes>" in request[-1].content
+            break
+        sent.append(list(prepared.messages))
+        history = prepared.history
+    else:
+        raise AssertionError("session memory never updated")

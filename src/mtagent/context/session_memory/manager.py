@@ -126,6 +126,7 @@ class SessionMemoryManager:
         self.background_updates = background_updates
         self.token_limit = token_limit
         self._serial: SerialUpdates[SessionMemoryUpdate] = SerialUpdates(self._run_update)
+        self._request_system: tuple[BaseMessage, ...] = ()
 
     @property
     def last_summarized_message_id(self) -> str | None:
@@ -217,6 +218,11 @@ class SessionMemoryManager:
         """
         return self._serial.run(messages, token_count, scheduled=_scheduled)
 
+    def align_to(self, system: Sequence[BaseMessage]) -> None:
+        """The system messages of the main requests: an update request can then be the last main
+        request + one instruction (a prompt-cache hit, when the model is ``cache_aligned``)."""
+        self._request_system = tuple(system)
+
     def maybe_update(self, messages: Sequence[BaseMessage], *, tokens: int | None = None,
                      background: bool | None = None) -> SessionMemoryUpdate | threading.Thread | None:
         """Per-call hook: update when :meth:`should_extract_memory` says so.
@@ -237,8 +243,9 @@ class SessionMemoryManager:
 
     def _run_update(self, messages: list[BaseMessage], token_count: int | None) -> SessionMemoryUpdate:
         new = list(self.coverage.uncovered(messages))
+        prefix = [*self._request_system, *messages] if self._request_system else []
         folded = fold_into_notes(self.read_notes(), new, model=self.model, settings=self.settings,
-                                 token_of=self.counter.message_tokens, count=self._count)
+                                 token_of=self.counter.message_tokens, count=self._count, prefix=prefix)
         rendered = folded.notes.render()
         self._write(rendered)
         self.coverage.add([str(m.id) for m in messages if m.id is not None])

@@ -8,10 +8,10 @@ budgets.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from mtagent.config import Settings
 from mtagent.context.compaction.summarize import ChatModel
@@ -19,7 +19,9 @@ from mtagent.context.session_memory import notes as N
 from mtagent.context.session_memory.notes import Notes
 from mtagent.context.tokens import message_text
 
-__all__ = ["FoldedNotes", "fold_into_notes", "split_for_model"]
+__all__ = ["FoldedNotes", "aligned_update_request", "fold_into_notes", "split_for_model"]
+
+UPDATE_INSTRUCTION_ID = "session-memory-instruction"
 
 
 @dataclass(slots=True, frozen=True)
@@ -43,6 +45,18 @@ def split_for_model(
     return new[:cut], new[cut:]
 
 
+def aligned_update_request(prefix: Sequence[BaseMessage], notes: Notes, new_messages: int, *,
+                           section_max_tokens: int) -> list[BaseMessage]:
+    """The cache-aligned notes update: the last main request (``prefix``, unchanged) + one
+    instruction holding the notes and naming how many of the messages above are new — the
+    provider serves the conversation from its prompt cache (``compaction/cache_align.py``)."""
+    prompt = N.SESSION_MEMORY_SYSTEM_PROMPT.format(section_max_tokens=section_max_tokens)
+    text = (f"{prompt}\n\nCurrent notes:\n<notes>\n{notes.render()}</notes>\n\n"
+            f"Update them with the last {new_messages} messages of the conversation above. Do not call any "
+            "tool. Return the complete updated notes file.")
+    return [*prefix, HumanMessage(content=text, id=UPDATE_INSTRUCTION_ID)]
+
+
 def fold_into_notes(
     notes: Notes,
     new: list[BaseMessage],
@@ -51,7 +65,10 @@ def fold_into_notes(
     settings: Settings,
     token_of: Callable[[BaseMessage], int],
     count: Callable[[str], int],
+    prefix: Sequence[BaseMessage] = (),
 ) -> FoldedNotes:
+    """``prefix`` is the last main request (system + history) when known: a model that shares the
+    main request's cache (``cache_aligned``) then gets the cache-aligned request."""
     cfg = settings.session_memory
     source = "extractive"
     repairs: list[str] = []
@@ -59,8 +76,11 @@ def fold_into_notes(
         head, tail = split_for_model(new, cfg.update_input_max_tokens, token_of)
         if head:
             notes = N.extractive_update(notes, head)
-        request = N.build_update_request(notes, tail, section_max_tokens=cfg.section_max_tokens,
-                                         tool_result_chars=settings.tool_results.preview_chars)
+        if prefix and getattr(model, "cache_aligned", False) and settings.context.cache_aligned_summaries:
+            request = aligned_update_request(prefix, notes, len(tail), section_max_tokens=cfg.section_max_tokens)
+        else:
+            request = N.build_update_request(notes, tail, section_max_tokens=cfg.section_max_tokens,
+                                             tool_result_chars=settings.tool_results.preview_chars)
         try:
             reply = model.invoke(request)
             text = message_text(reply) if isinstance(reply, BaseMessage) else str(reply)
