@@ -12,8 +12,10 @@ import json
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
+from mtagent.cli.executor_options import ExecutorChoice, executor_option, ray_address_option, workers_option
 from mtagent.cli.output import console, err_console, table_box, user_errors
 from mtagent.cli.replay_progress import replay_progress
 from mtagent.config import load_settings
@@ -37,30 +39,43 @@ def replay(
                                      "one (the default when there is only one session)."),
     tune: bool = typer.Option(False, "--tune", help="Search the context policy's knobs (trigger, tail sizes, "
                               "clearing) on these sessions; print the best setting as a config snippet."),
+    executor: str = executor_option(),
+    ray_address: str | None = ray_address_option(),
+    workers: int | None = workers_option(),
 ) -> None:
     """Replay sessions open-loop: what each strategy would have sent at every model call."""
+    run = ExecutorChoice(executor, ray_address, workers)
     if tune:
-        run_tune(files, window, fmt, as_json, quiet=quiet)
+        run_tune(files, window, fmt, as_json, quiet=quiet, run=run)
         return
-    run_replay(files, strategy, window, fmt, as_json, html, quiet=quiet, per_session=per_session)
+    run_replay(files, strategy, window, fmt, as_json, html, quiet=quiet, per_session=per_session, run=run)
 
 
 @user_errors
-def run_tune(files: list[Path], window: int, fmt: str | None, as_json: bool, *, quiet: bool = False) -> None:
+def run_tune(files: list[Path], window: int, fmt: str | None, as_json: bool, *, quiet: bool = False,
+             run: ExecutorChoice | None = None) -> None:
     """``--tune``: every candidate of :data:`mtagent.replay.tune.GRID` on the sessions (see that module)."""
     if fmt is not None and fmt not in FORMAT_NAMES:
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMAT_NAMES)}")
     from mtagent.replay.formats import load_trajectories
     from mtagent.replay.tune import best, report_lines, to_json, tune
 
-    sessions = [traj for path in files for traj in load_trajectories(path, fmt)]
+    from mtagent.replay.units import refs_for
+
+    run = run or ExecutorChoice()
+    executor = run.open()
+    sessions = [ref for path in files
+                for ref in refs_for(path, len(load_trajectories(path, fmt)), fmt, inline=executor.name != "local")]
     show = not quiet and not as_json and err_console.is_terminal
 
     def progress(done: int, total: int) -> None:
         if show:
             err_console.print(f"tuning: {done}/{total} replays", end="\r")
 
-    scores = tune(sessions, load_settings(Path.cwd()), window=window, progress=progress)
+    try:
+        scores = tune(sessions, load_settings(Path.cwd()), window=window, progress=progress, executor=executor)
+    finally:
+        executor.close()
     chosen = best(scores)
     if as_json:
         typer.echo(json.dumps(to_json(scores, chosen), ensure_ascii=False))
@@ -72,18 +87,27 @@ def run_tune(files: list[Path], window: int, fmt: str | None, as_json: bool, *, 
 @user_errors
 def run_replay(
     files: list[Path], strategies: list[str], window: int, fmt: str | None, as_json: bool, html: Path | None,
-    *, quiet: bool = False, per_session: bool = False,
+    *, quiet: bool = False, per_session: bool = False, run: ExecutorChoice | None = None,
 ) -> None:
     unknown = [s for s in strategies if s not in STRATEGY_NAMES]
     if unknown:
         raise UsageError(f"unknown strategy {unknown[0]!r}; choose from {', '.join(STRATEGY_NAMES)}")
     if fmt is not None and fmt not in FORMAT_NAMES:
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMAT_NAMES)}")
-    from mtagent.replay.report import overall_rows, replay_files, rows  # the engine and LangChain load here
+    from mtagent.replay.report import overall_rows, rows  # the engine and LangChain load here
+    from mtagent.replay.units import replay_parallel
 
     names = list(dict.fromkeys(strategies))
-    with replay_progress(err_console, enabled=not quiet and err_console.is_terminal) as progress:
-        sessions = replay_files(files, names, window, fmt, load_settings(Path.cwd()), progress=progress)
+    executor = (run or ExecutorChoice()).open()
+    try:
+        with replay_progress(err_console, enabled=not quiet and err_console.is_terminal) as progress:
+            sessions, failures = replay_parallel(files, names, window, fmt, load_settings(Path.cwd()), executor,
+                                                 progress=progress)
+    finally:
+        executor.close()
+    for failure in failures:
+        err_console.print(f"[red]failed[/] {escape(failure.label)} · {escape(failure.strategy)} after "
+                          f"{failure.attempts} attempts: {escape(str(failure.error))}", highlight=False, soft_wrap=True)
     table_rows = rows(sessions, names)
     overall = overall_rows(table_rows, names)
     if html is not None:
@@ -91,7 +115,10 @@ def run_replay(
 
         write_report(html, sessions, names)
     if as_json:
-        typer.echo(json.dumps({"results": table_rows, "overall": overall}, ensure_ascii=False))
+        typer.echo(json.dumps({"results": table_rows, "overall": overall,
+                               "failures": [f.as_dict() for f in failures]}, ensure_ascii=False))
+        if failures:
+            raise typer.Exit(1)
         return
     both_costs = console.width >= 100
     if not quiet:
@@ -114,6 +141,8 @@ def run_replay(
             console.print("--per-session adds a table for each session")
     if html is not None:
         err_console.print(f"report written to {html}")
+    if failures:
+        raise typer.Exit(1)
 
 
 def _table(title: str, group: list[dict], both_costs: bool) -> Table:

@@ -17,13 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtagent.config import Settings
 from mtagent.replay.cost import DEFAULT_CACHE_MODELS
 from mtagent.replay.probes import build_probes
 from mtagent.replay.simulate import simulate
 from mtagent.replay.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from mtagent.replay.executors import Executor
+    from mtagent.replay.units import SessionRef
 
 RETENTION_SLACK = 0.01
 
@@ -88,17 +92,33 @@ def describe(candidate: Candidate) -> str:
 
 
 def tune(
-    sessions: Sequence[Trajectory],
+    sessions: Sequence[Trajectory | SessionRef],
     settings: Settings,
     *,
     window: int,
     cache_model: str = "anthropic",
     grid: Iterable[Candidate] = GRID,
     progress: Callable[[int, int], None] | None = None,
+    executor: Executor | None = None,
 ) -> list[Score]:
-    """Score every candidate of ``grid`` on ``sessions``; the list is in grid order."""
+    """Score every candidate of ``grid`` on ``sessions``; the list is in grid order.
+
+    With an ``executor`` each (session × candidate) replay, and each session's raw reference, is a
+    work unit (:func:`tune_parallel`); the scores are the same as the serial loop's. A unit that
+    fails twice raises :class:`TuneFailed`: a score missing a session would compare unlike totals.
+    """
     if cache_model not in {m.name for m in DEFAULT_CACHE_MODELS}:
         raise ValueError(f"unknown cache model {cache_model!r}")
+    if executor is not None:
+        from mtagent.replay.tune_units import tune_parallel
+
+        grid = list(grid)
+        return tune_parallel(sessions, settings, [Score(c) for c in grid], [apply(settings, c) for c in grid],
+                             window=window, cache_model=cache_model, progress=progress, executor=executor,
+                             add=add_result)
+    from mtagent.replay.units import SessionRef, load_session
+
+    sessions = [load_session(s)[0] if isinstance(s, SessionRef) else s for s in sessions]
     candidates = list(grid)
     scores = [Score(c) for c in candidates]
     configured = [apply(settings, c) for c in candidates]
@@ -111,19 +131,24 @@ def tune(
         pressured = raw.peak_tokens >= threshold
         for score, cand_settings in zip(scores, configured, strict=True):
             r = simulate(traj, "mtagent", window=window, probes=probes, settings=cand_settings)
-            score.cost += r.cached_cost[cache_model]
-            score.raw_cost += raw.cached_cost[cache_model]
-            score.compactions += r.compactions
-            score.overflows += r.overflows
-            score.violations += r.violations
-            if r.retention is not None:
-                score.retentions.append(r.retention)
-                if pressured:
-                    score.pressured.append(r.retention)
+            add_result(score, r, raw, cache_model, pressured)
             done += 1
             if progress is not None:
                 progress(done, total)
     return scores
+
+
+def add_result(score: Score, r: Any, raw: Any, cache_model: str, pressured: bool) -> None:
+    """One replay of one candidate on one session, added to its totals."""
+    score.cost += r.cached_cost[cache_model]
+    score.raw_cost += raw.cached_cost[cache_model]
+    score.compactions += r.compactions
+    score.overflows += r.overflows
+    score.violations += r.violations
+    if r.retention is not None:
+        score.retentions.append(r.retention)
+        if pressured:
+            score.pressured.append(r.retention)
 
 
 def best(scores: Sequence[Score], retention_slack: float = RETENTION_SLACK) -> Score:

@@ -1,0 +1,107 @@
+"""``--executor local``: a process pool sized to the machine (or the caller's process for one worker).
+
+Workers ignore SIGINT: on Ctrl-C the parent alone decides, cancels what has not started,
+terminates the workers and re-raises, so no half-dead pool or orphan process is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any
+
+from mtagent.replay.executors.base import ATTEMPTS, InOrder, Outcome, Progress, UnitError, attempt
+
+
+def default_workers() -> int:
+    """Every CPU this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class LocalExecutor:
+    """A :class:`~concurrent.futures.ProcessPoolExecutor`; ``workers=1`` runs units in this process."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = workers if workers and workers > 0 else default_workers()
+        self._pool: ProcessPoolExecutor | None = None
+
+    def map(self, fn: Callable[[Any], Any], units: Iterable[Any], progress: Progress | None = None) -> Iterator[Outcome]:
+        items = list(units)
+        if self.workers == 1:
+            yield from self._inline(fn, items, progress)
+            return
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_ignore_sigint)
+        pool = self._pool
+        order: InOrder[Any, Any] = InOrder()
+        running: dict[Future, tuple[int, int]] = {pool.submit(attempt, fn, u): (i, 1) for i, u in enumerate(items)}
+        done_count = 0
+        try:
+            while running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    index, tries = running.pop(future)
+                    ok, value = _result(future)
+                    if not ok and tries < ATTEMPTS:
+                        running[pool.submit(attempt, fn, items[index])] = (index, tries + 1)
+                        continue
+                    done_count += 1
+                    if progress is not None:
+                        progress(done_count, len(items))
+                    outcome = Outcome(index, items[index], value if ok else None, None if ok else value, tries)
+                    yield from order.add(outcome)
+        except BaseException:  # Ctrl-C, or the consumer stopped early: stop every worker now
+            for future in running:
+                future.cancel()
+            self._terminate()
+            raise
+
+    def _inline(self, fn: Callable[[Any], Any], items: list[Any], progress: Progress | None) -> Iterator[Outcome]:
+        for index, unit in enumerate(items):
+            tries = 1
+            ok, value = attempt(fn, unit)
+            if not ok:
+                tries = 2
+                ok, value = attempt(fn, unit)
+            if progress is not None:
+                progress(index + 1, len(items))
+            yield Outcome(index, unit, value if ok else None, None if ok else value, tries)
+
+    def _terminate(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        for process in list(getattr(pool, "_processes", {}).values()):
+            if process.is_alive():
+                process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> LocalExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _result(future: Future) -> tuple[bool, Any]:
+    """A worker that died (killed, out of memory) is a failed attempt, not a crash of the run."""
+    try:
+        return future.result()
+    except Exception as exc:  # noqa: BLE001 — BrokenProcessPool and friends
+        return False, UnitError(type(exc).__name__, str(exc)[:2000])

@@ -1,0 +1,92 @@
+"""``--executor ray``: the same units as Ray tasks, on a local instance or an existing cluster.
+
+Without ``--ray-address`` a private local instance is started (``num_cpus`` = the worker count,
+no dashboard, loopback only) and shut down at :meth:`RayExecutor.close`; with ``auto`` or
+``ray://host:10001`` the job joins that cluster and leaves it running. Every node must have
+mtagent installed (the task function is sent by reference) and, for path units, see the same
+files — small inputs travel as bytes (see :mod:`mtagent.replay.units`).
+
+Ctrl-C cancels every task still running (``force=True`` kills their worker processes) before
+re-raising, so the cluster is left idle, not busy with an abandoned job.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from mtagent.replay.executors.base import ATTEMPTS, InOrder, Outcome, Progress, UnitError, attempt
+from mtagent.replay.executors.local import default_workers
+
+
+def ray_available() -> bool:
+    return importlib.util.find_spec("ray") is not None
+
+
+class RayExecutor:
+    """Units as Ray tasks (one CPU each); outcomes still come back in the units' order."""
+
+    name = "ray"
+
+    def __init__(self, workers: int | None = None, *, address: str | None = None) -> None:
+        import ray
+
+        self._ray = ray
+        self._started = False
+        if not ray.is_initialized():
+            if address:
+                ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+            else:
+                ray.init(num_cpus=workers or default_workers(), include_dashboard=False, log_to_driver=False,
+                         logging_level=logging.ERROR, _node_ip_address="127.0.0.1")
+            self._started = True
+        self.workers = int(ray.cluster_resources().get("CPU", 1))
+        self._remote = ray.remote(num_cpus=1, max_retries=0)(attempt)
+
+    def map(self, fn: Callable[[Any], Any], units: Iterable[Any], progress: Progress | None = None) -> Iterator[Outcome]:
+        ray = self._ray
+        items = list(units)
+        fn_ref = ray.put(fn)
+        running: dict[Any, tuple[int, int]] = {self._remote.remote(fn_ref, u): (i, 1) for i, u in enumerate(items)}
+        order: InOrder[Any, Any] = InOrder()
+        done_count = 0
+        try:
+            while running:
+                ready, _ = ray.wait(list(running), num_returns=1)
+                for ref in ready:
+                    index, tries = running.pop(ref)
+                    ok, value = self._get(ref)
+                    if not ok and tries < ATTEMPTS:
+                        running[self._remote.remote(fn_ref, items[index])] = (index, tries + 1)
+                        continue
+                    done_count += 1
+                    if progress is not None:
+                        progress(done_count, len(items))
+                    yield from order.add(Outcome(index, items[index], value if ok else None, None if ok else value, tries))
+        except BaseException:  # Ctrl-C, or the consumer stopped early
+            for ref in running:
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001 — already finished or gone
+                    pass
+            raise
+
+    def _get(self, ref: Any) -> tuple[bool, Any]:
+        """A task whose worker died (or that Ray could not run) is a failed attempt."""
+        try:
+            return self._ray.get(ref)
+        except Exception as exc:  # noqa: BLE001 — RayTaskError, WorkerCrashedError, …
+            return False, UnitError(type(exc).__name__, str(exc)[:2000])
+
+    def close(self) -> None:
+        if self._started:
+            self._ray.shutdown()
+            self._started = False
+
+    def __enter__(self) -> RayExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
