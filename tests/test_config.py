@@ -95,12 +95,58 @@ def test_invalid_toml_is_reported_with_its_path(tmp_path):
     assert str(cfg) in str(err.value)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can read any file")
+def _load_as_nobody(project: Path, home: Path) -> str:
+    """``load_settings`` in a forked child that dropped root to ``nobody``; the ConfigError text."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            os.environ["MTAGENT_HOME"] = str(home)  # the test's home is root-only
+            try:
+                load_settings(project, environ={})
+                message = "loaded without error"
+            except ConfigError as exc:
+                message = str(exc)
+            os.write(write_end, message.encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as fh:
+        out = fh.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, out
+    return out
+
+
 def test_unreadable_config_is_reported(tmp_path):
-    cfg = _write(tmp_path / ".mtagent" / "config.toml", "[context]\n")
-    cfg.chmod(0)
-    with pytest.raises(ConfigError, match="cannot read"):
-        load_settings(tmp_path, environ={})
+    """Root reads any file, so as root (CI) the check runs in a child that drops to ``nobody``."""
+    if os.geteuid() != 0:
+        cfg = _write(tmp_path / ".mtagent" / "config.toml", "[context]\n")
+        cfg.chmod(0)
+        with pytest.raises(ConfigError, match="cannot read"):
+            load_settings(tmp_path, environ={})
+        return
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="mtagent-unreadable-", dir="/tmp"))  # traversable by nobody
+    try:
+        base.chmod(0o755)
+        project = base / "project"
+        cfg = _write(project / ".mtagent" / "config.toml", "[context]\n")
+        for folder in (project, project / ".mtagent"):
+            folder.chmod(0o755)
+        cfg.chmod(0)
+        out = _load_as_nobody(project, base / "home")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert f"cannot read config file {cfg}" in out and "fix its permissions" in out
 
 
 def test_config_path_that_is_a_directory_is_reported(tmp_path):
