@@ -12,11 +12,22 @@ then from ``responder`` once the script is used up:
 * a callable ``step(body) -> step`` that decides from the request.
 
 A tool call whose ``args`` is a string is sent verbatim, so invalid JSON can be injected.
+
+Server quirks (``quirks=``, as real servers have them — docs/servers.md):
+
+* ``tools_need_tool_choice`` — tools are ignored (prose reply) unless ``tool_choice`` is sent;
+* ``empty_stream_with_tools`` — a streamed request with tools gets an empty 200;
+* ``null_content_500`` — an assistant turn with ``content: null`` is answered with a 500;
+* ``html_escape`` — strings inside tool arguments come back HTML-escaped;
+* ``one_slot=True`` serves one request at a time (a one-slot llama-server);
+* ``models=`` is the ``GET /v1/models`` answer (404 without it);
+* a ``{"ramble": 0.05}`` step streams text every 0.05 s until the client hangs up.
 Usage numbers are counted exactly from the request with the o200k tokenizer.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import threading
 import time
@@ -55,7 +66,12 @@ class StubOpenAI:
 
     def __init__(self, script: list[Step] | None = None,
                  responder: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-                 model: str = "stub-model") -> None:
+                 model: str = "stub-model", quirks: set[str] | frozenset[str] = frozenset(),
+                 one_slot: bool = False, models: dict[str, Any] | None = None) -> None:
+        self.quirks = frozenset(quirks)
+        self.models = models
+        self.slot = threading.Lock() if one_slot else None
+        self.model_probes = 0
         self.script: list[Step] = list(script or [])
         self.responder = responder
         self.model = model
@@ -120,7 +136,36 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         return
 
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        self.owner.model_probes += 1
+        if self.path.rstrip("/").endswith("/models") and self.owner.models is not None:
+            self._json(200, self.owner.models)
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        if self.owner.slot is None:
+            self._post()
+            return
+        with self.owner.slot:
+            self._post()
+
+    def _quirky(self, body: dict[str, Any], step: dict[str, Any]) -> dict[str, Any]:
+        quirks = self.owner.quirks
+        if "null_content_500" in quirks and any(
+                m.get("role") == "assistant" and m.get("content") is None for m in body.get("messages", [])):
+            return {"error": 500, "message": "Internal Server Error: content must be a string"}
+        if "error" in step or "ramble" in step:
+            return step
+        if "tools_need_tool_choice" in quirks and body.get("tools") and "tool_choice" not in body:
+            return {"content": step.get("content") or "I would use a tool here."}
+        if "html_escape" in quirks and step.get("tool_calls"):
+            step = {**step, "tool_calls": [{**c, "args": {k: html.escape(v) if isinstance(v, str) else v
+                                                          for k, v in c.get("args", {}).items()}}
+                                           for c in step["tool_calls"]]}
+        return step
+
+    def _post(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
         raw = self.rfile.read(length)
         if not self.path.rstrip("/").endswith("/chat/completions"):
@@ -129,11 +174,18 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(raw or b"{}")
         self.owner.raw_bodies.append(raw)
         self.owner.headers.append(dict(self.headers.items()))
-        step = self.owner._next_step(body)
+        step = self._quirky(body, self.owner._next_step(body))
         try:
             if step.get("sleep"):
                 time.sleep(float(step["sleep"]))
-            if "error" in step:
+            if "ramble" in step:
+                self._ramble(float(step["ramble"]))
+            elif body.get("stream") and body.get("tools") and "empty_stream_with_tools" in self.owner.quirks:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                self.wfile.write(b"data: [DONE]\n\n")
+            elif "error" in step:
                 self._error(step)
             elif body.get("stream"):
                 self._stream(body, step)
@@ -141,6 +193,20 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(200, self._completion(body, step))
         except (BrokenPipeError, ConnectionResetError):
             return  # the client gave up (a timeout test); nothing to answer
+
+    def _ramble(self, every: float) -> None:
+        """Stream words until the client hangs up (a model that never stops), 120 s at most."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            chunk = {"id": "chatcmpl-ramble", "object": "chat.completion.chunk", "created": int(time.time()),
+                     "model": self.owner.model,
+                     "choices": [{"index": 0, "delta": {"content": "and so on "}, "finish_reason": None}]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.flush()
+            time.sleep(every)
 
     def _error(self, step: dict[str, Any]) -> None:
         status = int(step["error"])

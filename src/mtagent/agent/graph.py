@@ -33,6 +33,7 @@ from langgraph.types import interrupt
 
 from mtagent.agent import prompts
 from mtagent.agent.approval import ApprovalPolicy, unique_call_ids
+from mtagent.agent.tool_args import parse_tool_arguments
 from mtagent.agent.state import (
     INVALID_ARGS_KEY,
     AgentState,
@@ -161,7 +162,7 @@ def _strict_streamed_calls(message: AIMessage, acc: AIMessageChunk) -> AIMessage
         text = raw.get(call.get("id"), "")
         try:
             if text:
-                json.loads(text)
+                parse_tool_arguments(text)  # raw newlines in strings pass; duplicate keys do not
             good.append(call)
         except ValueError as exc:
             bad.append({"name": call["name"], "args": text, "id": call.get("id"), "error": str(exc),

@@ -19,7 +19,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from mtagent.config import Settings
+from mtagent.config import MAX_OUTPUT_CAP_TOKENS, MAX_OUTPUT_FLOOR_TOKENS, MAX_OUTPUT_WINDOW_SHARE, Settings
 from mtagent.errors import ConfigError, ModelConfigError, ModelError
 
 # Context windows (tokens) of well-known models, matched by the longest prefix of the
@@ -122,6 +122,23 @@ def context_window(settings: Settings, model: str | None) -> int:
     return table_window(name) or ctx.token_limit
 
 
+def max_output_tokens(settings: Settings, model: str | None) -> int:
+    """Output tokens asked for on every call: ``agent.max_output_tokens``, else a share of the window."""
+    if settings.agent.max_output_tokens:
+        return settings.agent.max_output_tokens
+    share = context_window(settings, model) // MAX_OUTPUT_WINDOW_SHARE
+    return max(MAX_OUTPUT_FLOOR_TOKENS, min(MAX_OUTPUT_CAP_TOKENS, share))
+
+
+def model_options(settings: Settings, model: str) -> dict[str, Any]:
+    """``agent.model_options`` for ``model`` (matched as provider:name, name, or last path part)."""
+    name = model.partition(":")[2] if ":" in model else model
+    for key in (model, name, _window_key(name)):
+        if key in settings.agent.model_options:
+            return dict(settings.agent.model_options[key])
+    return {}
+
+
 def create_chat_model(
     spec: str,
     *,
@@ -141,7 +158,9 @@ def create_chat_model(
     base_url = base_url or settings.agent.base_url
     parsed = parse_model_spec(spec, base_url=base_url)
     timeout = settings.agent.request_timeout_seconds
+    output_tokens = max_output_tokens(settings, spec)
     if parsed.provider == "anthropic":
+        extra.setdefault("max_tokens", output_tokens)
         return _anthropic(parsed, api_key=api_key, timeout=timeout, env=env, **extra)
 
     default_url, key_env = OPENAI_COMPATIBLE[parsed.provider]
@@ -154,19 +173,26 @@ def create_chat_model(
             f"no API key for {parsed}: set {key_env} in the environment, or pass --base-url "
             "for a local OpenAI-compatible server (Ollama, vLLM, llama.cpp)"
         )
-    from langchain.chat_models import init_chat_model
+    from mtagent.agent.deadline import deadline_clients
+    from mtagent.agent.profiled_openai import ProfiledChatOpenAI
+    from mtagent.agent.server_profiles import resolve_profile
 
+    sync_client, async_client = deadline_clients(timeout)
     kwargs: dict[str, Any] = {
-        "model_provider": "openai",
         "api_key": key,
         "timeout": timeout,
         "max_retries": 0,
         "stream_usage": True,
+        "http_client": sync_client,
+        "http_async_client": async_client,
+        "server_profile": resolve_profile(settings.agent.server, url),
+        "output_tokens": output_tokens,
+        "request_options": model_options(settings, spec),
     }
     if url:
         kwargs["base_url"] = url
     kwargs.update(extra)
-    return init_chat_model(parsed.name, **kwargs)
+    return ProfiledChatOpenAI(model=parsed.name, **kwargs)
 
 
 def _anthropic(parsed: ModelSpec, *, api_key: str | None, timeout: float,

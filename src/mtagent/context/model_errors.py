@@ -38,6 +38,7 @@ class ErrorKind(str, Enum):
     AUTH = "auth"
     BAD_REQUEST = "bad_request"
     PERMANENT = "permanent"
+    DEADLINE = "deadline"
     OTHER = "other"
 
 
@@ -87,8 +88,23 @@ def permanent_hint(exc: BaseException) -> str | None:
     return None
 
 
+def deadline_error(exc: BaseException) -> BaseException | None:
+    """The total-deadline stop (an error marked ``total_deadline_exceeded``) in ``exc``'s chain.
+    Not retried: the same request would run as long again."""
+    current: BaseException | None = exc
+    for _ in range(8):
+        if current is None:
+            return None
+        if getattr(current, "total_deadline_exceeded", False):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def classify(exc: BaseException) -> ErrorKind:
     """The :class:`ErrorKind` of an exception raised by a chat model call."""
+    if deadline_error(exc) is not None:
+        return ErrorKind.DEADLINE
     if is_context_length_error(exc):
         return ErrorKind.CONTEXT_LENGTH
     if permanent_hint(exc) is not None or _status(exc) == 402:
@@ -156,6 +172,8 @@ def to_model_error(exc: BaseException, kind: ErrorKind, *, model: str, attempts:
             f"{model} rejected the request as too long even after compacting: {detail}; "
             "run /compact, or set agent.model_windows for this model to its real window"
         )
+    if kind is ErrorKind.DEADLINE:
+        return ModelError(f"{model}: {deadline_error(exc) or detail}")
     if kind is ErrorKind.PERMANENT:
         hint = permanent_hint(exc) or "check the provider account and the model settings"
         return ModelError(f"{model} refused the request and retrying will not help: {detail}; {hint}")
