@@ -34,6 +34,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
             "130 interrupted)."),
     "replay": ("mtagent.cli.replay_cmd", "Replay sessions open-loop: what each strategy would have sent at "
                "every model call."),
+    "batch": ("mtagent.cli.batch_cmd", "Run the agent on every task of a JSONL file, in parallel, each in its "
+              "own session (resumable)."),
     "config": ("mtagent.cli.config_cmd", "Show the merged configuration and where it is read from."),
     "memory": ("mtagent.cli.memory_cmd", "List, add and remove long-term memories (global or per project)."),
     "sessions": ("mtagent.cli.sessions_cmd", "List, show and export this project's sessions."),
