@@ -278,10 +278,7 @@ class UiSettings(_Section):
     stream_chunk_bytes: int = Field(256 * 1024, gt=0, description="bytes per chunk when streaming a raw artifact")
 
 
-# Output asked for on every call when agent.max_output_tokens is unset: window // share, within bounds.
-MAX_OUTPUT_WINDOW_SHARE = 8
-MAX_OUTPUT_FLOOR_TOKENS = 256
-MAX_OUTPUT_CAP_TOKENS = 8_192
+MAX_OUTPUT_WINDOW_SHARE, MAX_OUTPUT_FLOOR_TOKENS, MAX_OUTPUT_CAP_TOKENS = 8, 256, 8_192  # output = window // 8 in bounds
 
 
 class AgentSettings(_Section):
@@ -289,30 +286,18 @@ class AgentSettings(_Section):
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp)")
     compact_model: str | None = Field(None, description="model for hand-off summaries and session memory (default: the session's model; 'extractive': no model call)")
     model_windows: dict[str, int] = Field(default_factory=dict, description="model → context window override")
-    approval: dict[str, str] = Field(
-        default_factory=dict,
-        description="tool or 'shell:<glob>' → ask|allow|deny (shell, write_file, edit_file default to ask)",
-    )
+    approval: dict[str, str] = Field(default_factory=dict, description="tool or 'shell:<glob>' → ask|allow|deny (shell, write_file, edit_file default to ask)")
     max_retries: int = Field(3, ge=0, description="retries on rate limit / 5xx / timeout")
     retry_base_seconds: float = Field(1.0, ge=0, description="first backoff; doubles each retry")
-    request_timeout_seconds: float = Field(
-        300, gt=0, description="one model call in total (a stream included; each retry gets its own)"
-    )
-    max_output_tokens: int | None = Field(
-        None, gt=0, description="output tokens asked for on every call; None = the window's share (1/8, 256–8192)"
-    )
-    server: Literal["auto", "openai", "vllm", "ollama", "llamacpp", "lmstudio"] = Field(
-        "auto", description="request options of the server behind base_url (auto: ask its /v1/models)"
-    )
-    model_options: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="model → extra request fields (e.g. tool_choice, temperature)"
-    )
+    request_timeout_seconds: float = Field(300, gt=0, description="one model call in total, a stream included")
+    max_output_tokens: int | None = Field(None, gt=0, description="output tokens per call; None = window/8, 256–8192")
+    server: Literal["auto", "openai", "vllm", "ollama", "llamacpp", "lmstudio"] = Field("auto", description="server kind behind base_url (auto: ask its /v1/models once)")
+    model_options: dict[str, dict[str, Any]] = Field(default_factory=dict, description="model → extra request fields")
     max_steps: int = Field(200, gt=0, description="model calls per user turn, at most")
     workspace_extra_roots: list[str] = Field(default_factory=list, description="more folders tools may touch")
     prices: dict[str, dict[str, float]] = Field(
         default_factory=lambda: {k: dict(v) for k, v in DEFAULT_PRICES.items()},
-        description="model (provider:name, bare name or glob) → USD per million tokens: input, output, "
-        "cache_read, cache_write (for /cost and run --json)",
+        description="model (provider:name, bare name or glob) → USD per million tokens: input, output, cache_read, cache_write (for /cost and run --json)",
     )
 
 
