@@ -20,6 +20,7 @@ from mtagent.replay.report import replay_files
 from mtagent.replay.report_html import STYLES, nice_ticks, render_report, write_report
 
 SMALL = "mini-swe-agent/tests__test_data__github_issue.traj.json"
+TRAJECTORIES = Path(__file__).resolve().parents[3] / "shared" / "trajectories"
 TIGHT = {"MTAGENT_CONTEXT__SUMMARY_RESERVED_TOKENS": "500", "MTAGENT_CONTEXT__AUTOCOMPACT_BUFFER_TOKENS": "500",
          "MTAGENT_CONTEXT__COMPRESSION_PRESERVE_MIN_TOKENS": "500",
          "MTAGENT_CONTEXT__COMPRESSION_PRESERVE_MAX_TOKENS": "1500"}
@@ -27,8 +28,6 @@ TIGHT = {"MTAGENT_CONTEXT__SUMMARY_RESERVED_TOKENS": "500", "MTAGENT_CONTEXT__AU
 
 @pytest.fixture(scope="module")
 def sessions(request):
-    from conftest import TRAJECTORIES
-
     if not TRAJECTORIES.is_dir():
         pytest.skip(f"shared trajectories not found at {TRAJECTORIES}")
     settings = load_settings(None, environ=TIGHT)
