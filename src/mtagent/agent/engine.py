@@ -18,6 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
 
+from mtagent.agent.model_gate import background
 from mtagent.config import Settings
 from mtagent.context.static.rules import touched_paths
 from mtagent.context.session_memory.manager import SessionMemoryManager
@@ -78,7 +79,7 @@ def share_main_request(summarizer: Summarizer, is_main: bool, bound_model: Any, 
         summarizer.model = bound_model
         summarizer.cache_aligned = True
     if memory is not None and memory.model is not None:
-        memory.model = CacheAlignedModel(bound_model)
+        memory.model = background(CacheAlignedModel(bound_model))
 
 
 def build(*, project_root: Path, settings: Settings, sink: Any, events: EventBus, stats: SessionStats,
@@ -97,7 +98,8 @@ def build(*, project_root: Path, settings: Settings, sink: Any, events: EventBus
     else:
         tool_list = list(tools)
     summarizer = make_summarizer(settings, summarizer_model)
-    memory = (SessionMemoryManager(path=artifacts.session_memory_path, settings=settings, model=summarizer_model,
+    memory = (SessionMemoryManager(path=artifacts.session_memory_path, settings=settings,
+                                   model=background(summarizer_model),  # yields to the main call
                                    sink=sink, events=events)
               if settings.session_memory.enabled else None)
     engine = ContextWindowManager(

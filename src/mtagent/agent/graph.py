@@ -33,6 +33,7 @@ from langgraph.types import interrupt
 
 from mtagent.agent import prompts
 from mtagent.agent.approval import ApprovalPolicy, unique_call_ids
+from mtagent.agent.model_gate import GATE
 from mtagent.agent.tool_args import parse_tool_arguments
 from mtagent.agent.state import (
     INVALID_ARGS_KEY,
@@ -136,6 +137,11 @@ def normalize_reply(message: AIMessage, now: float) -> AIMessage:
 
 
 def _invoke(rt: AgentRuntime, messages: list[BaseMessage]) -> AIMessage:
+    with GATE.main_call():  # background model work waits until this call is answered
+        return _invoke_model(rt, messages)
+
+
+def _invoke_model(rt: AgentRuntime, messages: list[BaseMessage]) -> AIMessage:
     if rt.on_token is None:
         result = rt.model.invoke(messages)
         return result if isinstance(result, AIMessage) else AIMessage(content=str(result))
