@@ -35,6 +35,7 @@ class LocalExecutor:
     def __init__(self, workers: int | None = None) -> None:
         self.workers = workers if workers and workers > 0 else default_workers()
         self._pool: ProcessPoolExecutor | None = None
+        self.last_pids: list[int] = []  # the workers stopped by the last cancellation (tests check them)
 
     def map(self, fn: Callable[[Any], Any], units: Iterable[Any], progress: Progress | None = None) -> Iterator[Outcome]:
         items = list(units)
@@ -82,7 +83,9 @@ class LocalExecutor:
         pool, self._pool = self._pool, None
         if pool is None:
             return
-        for process in list(getattr(pool, "_processes", {}).values()):
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        self.last_pids = [p.pid for p in processes]
+        for process in processes:
             if process.is_alive():
                 process.terminate()
         pool.shutdown(wait=True, cancel_futures=True)
