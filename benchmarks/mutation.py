@@ -1,0 +1,414 @@
+"""Mutation testing of the engine's critical modules: do the tests notice a small realistic bug?
+
+A small AST mutator, in this script so a run needs nothing but pytest: each mutant is one change to
+one module — a comparison flipped, an integer constant moved by one, ``and``/``or`` swapped, a
+condition negated or a ``not`` dropped, ``+``/``-`` swapped, a return value replaced by ``None``,
+a statement removed. Mutants are applied one at a time to a COPY of ``src/`` in a temp dir (the
+shared tree is never touched) and the module's own tests run there (``pytest -x -q`` with
+``PYTHONPATH`` on the copy). A mutant is *killed* when a test fails (or the run times out) and
+*survives* when all pass. The score is killed / (mutants − equivalent ones).
+
+Sites are sampled deterministically (``--seed``) up to ``--max-mutants`` per module, because CPU
+is scarce: a full run of every site of every module takes hours. ``--quick`` runs one module.
+
+    python benchmarks/mutation.py --quick
+    python benchmarks/mutation.py --module read_state --module artifacts --max-mutants 40
+    python benchmarks/mutation.py --list
+
+docs/mutation.md explains how to read a survivor and kill it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One critical module, the tests that cover it, and (optionally) which functions to mutate."""
+
+    source: str  # relative to src/mtagent
+    tests: tuple[str, ...]
+    only: tuple[str, ...] = ()  # function/class names; empty = the whole module
+
+
+TARGETS: dict[str, Target] = {
+    "invariants": Target("context/invariants.py",
+                         ("tests/context/test_invariants.py", "tests/context/test_planted_split.py")),
+    "compactor": Target("context/compaction/compactor.py",
+                        ("tests/context/compaction/test_planted_ptl.py", "tests/context/compaction/test_compactor.py")),
+    "policy": Target("context/compaction/policy.py", ("tests/context/compaction/test_policy.py",)),
+    "microcompact": Target("context/compaction/microcompact.py", ("tests/context/compaction/test_microcompact.py",)),
+    "budgeter": Target("context/tool_results/budgeter.py", ("tests/context/tool_results/test_tool_results.py",)),
+    "session_memory": Target("context/session_memory/triggers.py",
+                             ("tests/context/session_memory/test_session_memory.py",)),
+    "transcript": Target("session/transcript.py",
+                         ("tests/session/test_transcript_writer.py", "tests/session/test_transcript_schema.py")),
+    "artifacts": Target("session/artifacts.py",
+                        ("tests/session/test_planted_artifacts.py", "tests/session/test_artifacts.py")),
+    "workspace": Target("tools/workspace.py",
+                        ("tests/tools/test_workspace.py", "tests/security/test_workspace_escapes.py")),
+    "read_state": Target("tools/read_state.py",
+                         ("tests/tools/test_planted_read_state.py", "tests/tools/test_read_file.py")),
+    "approval": Target("agent/approval.py",
+                       ("tests/agent/test_approval_policy.py", "tests/security/test_approval_bypasses.py")),
+    "at_most_once": Target("context/engine_session.py",
+                           ("tests/agent/test_planted_at_most_once.py", "tests/context/test_front_door.py"),
+                           only=("ToolGuard", "tool_started")),
+    "redaction": Target("redaction.py", ("tests/agent/test_redaction.py", "tests/security/test_secret_canaries.py")),
+    "replay_cost": Target("replay/cost.py", ("tests/replay/test_cost_aware.py", "tests/replay/test_cost_probes.py")),
+}
+QUICK_MODULE = "artifacts"
+
+# Mutants that cannot change behaviour, keyed by (module, mutant description): excluded from the
+# score, listed with the reason. Add one only after reading the code and convincing yourself.
+EQUIVALENT: dict[tuple[str, str], str] = {}
+
+_FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
+}
+_REMOVABLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Raise, ast.Return, ast.If, ast.For,
+              ast.With, ast.Try, ast.Delete)
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a mutant goes: the n-th node of a kind in walk order, and what it does there."""
+
+    index: int  # position in the module's ordered site list
+    line: int
+    operator: str
+    description: str
+
+
+@dataclass
+class Outcome:
+    site: Site
+    killed: bool
+    seconds: float
+    equivalent: str | None = None
+
+
+@dataclass
+class ModuleResult:
+    name: str
+    outcomes: list[Outcome] = field(default_factory=list)
+    total_sites: int = 0
+    baseline_ok: bool = True
+    baseline_output: str = ""
+
+    @property
+    def counted(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.equivalent is None]
+
+    @property
+    def score(self) -> float:
+        counted = self.counted
+        return sum(o.killed for o in counted) / len(counted) if counted else 1.0
+
+
+def _docstring_nodes(tree: ast.AST) -> set[int]:
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = getattr(node, "body", [])
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                out.add(id(body[0]))
+    return out
+
+
+def _in_scope(tree: ast.Module, only: tuple[str, ...]) -> list[ast.AST]:
+    """The nodes mutants may touch: those inside the named functions/classes (or all)."""
+    if not only:
+        return [tree]
+    return [n for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name in only]
+
+
+def _skip_node(node: ast.AST) -> bool:
+    """Annotations, imports, ``__all__`` and logging are not behaviour worth mutating."""
+    return isinstance(node, (ast.Import, ast.ImportFrom)) or (
+        isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets))
+
+
+def _walk(roots: list[ast.AST]) -> Iterator[ast.AST]:
+    """Nodes in a stable order, skipping annotations and type-only parts."""
+    seen: set[int] = set()
+    stack = list(reversed(roots))
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or _skip_node(node):
+            continue
+        seen.add(id(node))
+        yield node
+        children = []
+        for name, value in ast.iter_fields(node):
+            if name in ("annotation", "returns", "decorator_list", "type_comment"):
+                continue
+            items = value if isinstance(value, list) else [value]
+            children += [v for v in items if isinstance(v, ast.AST)]
+        stack.extend(reversed(children))
+
+
+def _candidates(node: ast.AST, docstrings: set[int]) -> list[tuple[str, str]]:
+    """The (operator, description) mutants possible at ``node``."""
+    out: list[tuple[str, str]] = []
+    line = getattr(node, "lineno", 0)
+    if isinstance(node, ast.Compare):
+        for k, op in enumerate(node.ops):
+            if type(op) in _FLIP:
+                out.append(("compare", f"L{line} {type(op).__name__}->{_FLIP[type(op)].__name__} #{k}"))
+    elif isinstance(node, ast.Constant) and type(node.value) is int:
+        out += [("const", f"L{line} {node.value}->{node.value + 1}"), ("const", f"L{line} {node.value}->{node.value - 1}")]
+    elif isinstance(node, ast.BoolOp):
+        out.append(("boolop", f"L{line} {type(node.op).__name__}->{'Or' if isinstance(node.op, ast.And) else 'And'}"))
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        out.append(("not", f"L{line} drop not"))
+    elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
+        out.append(("negate", f"L{line} negate condition"))
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        out.append(("arith", f"L{line} {type(node.op).__name__}->{'Sub' if isinstance(node.op, ast.Add) else 'Add'}"))
+    if isinstance(node, ast.Return) and node.value is not None and not (
+            isinstance(node.value, ast.Constant) and node.value.value is None):
+        out.append(("return", f"L{line} return None"))
+    if isinstance(node, _REMOVABLE) and id(node) not in docstrings:
+        out.append(("remove", f"L{line} remove {type(node).__name__}"))
+    return out
+
+
+def list_sites(source: str, only: tuple[str, ...]) -> list[Site]:
+    tree = ast.parse(source)
+    docstrings = _docstring_nodes(tree)
+    sites: list[Site] = []
+    for node in _walk(_in_scope(tree, only)):
+        for operator, description in _candidates(node, docstrings):
+            sites.append(Site(len(sites), getattr(node, "lineno", 0), operator, description))
+    return sites
+
+
+def _apply(node: ast.AST, parent_body: list[ast.stmt] | None, operator: str, description: str) -> ast.AST | None:
+    """Mutate ``node`` in place (or return its replacement)."""
+    if operator == "compare":
+        k = int(description.rsplit("#", 1)[1])
+        assert isinstance(node, ast.Compare)
+        node.ops[k] = _FLIP[type(node.ops[k])]()
+    elif operator == "const":
+        assert isinstance(node, ast.Constant)
+        node.value = int(description.rsplit("->", 1)[1])
+    elif operator == "boolop":
+        assert isinstance(node, ast.BoolOp)
+        node.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+    elif operator == "not":
+        assert isinstance(node, ast.UnaryOp)
+        return node.operand
+    elif operator == "negate":
+        assert isinstance(node, (ast.If, ast.While, ast.IfExp))
+        node.test = ast.UnaryOp(op=ast.Not(), operand=node.test)
+    elif operator == "arith":
+        assert isinstance(node, ast.BinOp)
+        node.op = ast.Sub() if isinstance(node.op, ast.Add) else ast.Add()
+    elif operator == "return":
+        assert isinstance(node, ast.Return)
+        node.value = ast.Constant(value=None)
+    elif operator == "remove":
+        return ast.Pass()
+    return None
+
+
+class _Mutator(ast.NodeTransformer):
+    def __init__(self, target: Site, only: tuple[str, ...], tree: ast.Module) -> None:
+        docstrings = _docstring_nodes(tree)
+        self.node = None
+        count = 0
+        for node in _walk(_in_scope(tree, only)):
+            for operator, description in _candidates(node, docstrings):
+                if count == target.index:
+                    assert (operator, description) == (target.operator, target.description)
+                    self.node = node
+                count += 1
+        self.site = target
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        super().generic_visit(node)
+        if node is self.node:
+            replacement = _apply(node, None, self.site.operator, self.site.description)
+            if replacement is not None:
+                return replacement
+        return node
+
+
+def mutate(source: str, site: Site, only: tuple[str, ...]) -> str:
+    tree = ast.parse(source)
+    mutator = _Mutator(site, only, tree)
+    new = mutator.visit(tree)
+    ast.fix_missing_locations(new)
+    return ast.unparse(new)
+
+
+_WARM = ("pytest", "pydantic", "pydantic_settings", "hypothesis", "langchain_core.messages",
+         "langchain_core.tools", "langchain_core.language_models", "langgraph.graph", "tiktoken")
+
+
+def _warm_up() -> None:
+    """Import the heavy third-party libraries once, so each forked mutant run skips their import
+    (most of a small test file's time on a busy machine). ``mtagent`` itself is never imported
+    here: each child imports it fresh from its mutated copy."""
+    import importlib
+
+    for name in _WARM:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    assert "mtagent" not in sys.modules
+
+
+def _pytest_forked(copy_src: Path, tests: tuple[str, ...], timeout: float) -> tuple[int, str]:
+    """Run pytest in a forked child that puts the mutated copy first on ``sys.path``."""
+    log = copy_src.parent / "pytest.log"
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            os.chdir(ROOT)
+            os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+            sys.dont_write_bytecode = True
+            sys.path.insert(0, str(copy_src))
+            import pytest
+
+            code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", *tests]))
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            return -1, "timeout"
+        time.sleep(0.05)
+    return os.waitstatus_to_exitcode(status), log.read_text(errors="replace")[-3000:]
+
+
+def _pytest(copy_src: Path, tests: tuple[str, ...], timeout: float) -> tuple[int, str]:
+    if hasattr(os, "fork"):
+        return _pytest_forked(copy_src, tests, timeout)
+    env = dict(os.environ, PYTHONPATH=str(copy_src), PYTHONDONTWRITEBYTECODE="1")
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    try:
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return -1, "timeout"
+    return done.returncode, (done.stdout + done.stderr)[-3000:]
+
+
+def run_module(name: str, max_mutants: int, seed: int, workdir: Path) -> ModuleResult:
+    target = TARGETS[name]
+    result = ModuleResult(name)
+    path = SRC / "mtagent" / target.source
+    source = path.read_text(encoding="utf-8")
+    copy_src = workdir / name / "src"
+    shutil.copytree(SRC, copy_src, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    copy_file = copy_src / "mtagent" / target.source
+    tests = tuple(t for t in target.tests if (ROOT / t).exists())
+    started = time.monotonic()
+    rc, out = _pytest(copy_src, tests, timeout=600)
+    baseline = time.monotonic() - started
+    if rc != 0:
+        result.baseline_ok, result.baseline_output = False, out
+        return result
+    sites = list_sites(source, target.only)
+    result.total_sites = len(sites)
+    sample = sorted(random.Random(f"{seed}:{name}").sample(sites, min(max_mutants, len(sites))),
+                    key=lambda s: s.index)
+    for site in sample:
+        try:
+            copy_file.write_text(mutate(source, site, target.only), encoding="utf-8")
+        except (AssertionError, SyntaxError, ValueError):
+            continue  # a site the unparser cannot express; not counted
+        begun = time.monotonic()
+        rc, _ = _pytest(copy_src, tests, timeout=max(60.0, 4 * baseline))
+        result.outcomes.append(Outcome(site, rc != 0, time.monotonic() - begun,
+                                       EQUIVALENT.get((name, site.description))))
+        copy_file.write_text(source, encoding="utf-8")
+        mark = "killed" if rc != 0 else "SURVIVED"
+        print(f"  {name:<15} {site.description:<40} {mark}", flush=True)
+    return result
+
+
+def _snippet(name: str, site: Site) -> str:
+    lines = (SRC / "mtagent" / TARGETS[name].source).read_text(encoding="utf-8").splitlines()
+    return lines[site.line - 1].strip()[:90] if 0 < site.line <= len(lines) else ""
+
+
+def report(results: list[ModuleResult]) -> None:
+    print()
+    print(f"{'module':<15} {'sites':>6} {'sampled':>8} {'killed':>7} {'survived':>9} {'equiv':>6} {'score':>7}")
+    for r in results:
+        if not r.baseline_ok:
+            print(f"{r.name:<15} baseline tests fail — not measured")
+            continue
+        counted = r.counted
+        killed = sum(o.killed for o in counted)
+        print(f"{r.name:<15} {r.total_sites:>6} {len(r.outcomes):>8} {killed:>7} {len(counted) - killed:>9} "
+              f"{len(r.outcomes) - len(counted):>6} {r.score:>7.2f}")
+    for r in results:
+        for o in r.outcomes:
+            if not o.killed:
+                tag = f"equivalent: {o.equivalent}" if o.equivalent else "SURVIVOR"
+                print(f"{tag}: {r.name} {TARGETS[r.name].source}:{o.site.line} {o.site.description} | {_snippet(r.name, o.site)}")
+        if not r.baseline_ok:
+            print(f"baseline failure in {r.name}:\n{r.baseline_output}")
+    measured = [r for r in results if r.baseline_ok]
+    for r in measured:
+        print(f"RESULT mutation_score_{r.name}={r.score:.3f}")
+    counted = [o for r in measured for o in r.counted]
+    overall = sum(o.killed for o in counted) / len(counted) if counted else 0.0
+    print(f"RESULT mutation_score={overall:.3f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help=f"one module ({QUICK_MODULE}), 8 mutants")
+    parser.add_argument("--module", action="append", choices=sorted(TARGETS), help="repeatable; default all")
+    parser.add_argument("--max-mutants", type=int, default=30, help="sampled mutants per module (default 30)")
+    parser.add_argument("--seed", type=int, default=22)
+    parser.add_argument("--list", action="store_true", help="list modules, their tests and site counts")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, target in TARGETS.items():
+            sites = list_sites((SRC / "mtagent" / target.source).read_text(encoding="utf-8"), target.only)
+            print(f"{name:<15} {target.source:<40} {len(sites):>4} sites  {' '.join(target.tests)}")
+        return 0
+    names = [QUICK_MODULE] if args.quick else (args.module or list(TARGETS))
+    max_mutants = 8 if args.quick and args.max_mutants == 30 else args.max_mutants
+    _warm_up()
+    with tempfile.TemporaryDirectory(prefix="mtagent-mutation-") as tmp:
+        results = [run_module(name, max_mutants, args.seed, Path(tmp)) for name in names]
+    report(results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
