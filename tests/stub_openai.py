@@ -72,6 +72,7 @@ class StubOpenAI:
         self.models = models
         self.slot = threading.Lock() if one_slot else None
         self.model_probes = 0
+        self.arrivals = 0
         self.script: list[Step] = list(script or [])
         self.responder = responder
         self.model = model
@@ -144,11 +145,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.owner.arrivals += 1  # before the slot: tests can wait until a request is queued
         if self.owner.slot is None:
-            self._post()
+            self._post(raw)
             return
         with self.owner.slot:
-            self._post()
+            self._post(raw)
 
     def _quirky(self, body: dict[str, Any], step: dict[str, Any]) -> dict[str, Any]:
         quirks = self.owner.quirks
@@ -165,9 +168,7 @@ class _Handler(BaseHTTPRequestHandler):
                                            for c in step["tool_calls"]]}
         return step
 
-    def _post(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
-        raw = self.rfile.read(length)
+    def _post(self, raw: bytes) -> None:
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return

@@ -14,7 +14,14 @@ from stub_openai import StubOpenAI
 
 
 def _reply(body: dict) -> dict:
-    return {"content": "ok", "sleep": 0.4}
+    return {"content": "ok", "sleep": 0.6}
+
+
+def _until(done, timeout: float = 10.0) -> None:
+    end = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < end, "the stub never got there"
+        time.sleep(0.01)
 
 
 def _run_order(gate: CallGate | None) -> list[str]:
@@ -37,9 +44,14 @@ def _run_order(gate: CallGate | None) -> list[str]:
         threads = [threading.Thread(target=main_call, args=("main-1",)),
                    threading.Thread(target=notes.invoke, args=("notes",)),
                    threading.Thread(target=main_call, args=("main-2",))]
-        for thread in threads:  # main-1 is in flight, then notes arrive, then main-2 is sent
-            thread.start()
-            time.sleep(0.1)
+        threads[0].start()  # main-1 is in flight, then the notes are sent, then main-2
+        _until(lambda: len(stub.requests) == 1)
+        threads[1].start()
+        if gate is None:
+            _until(lambda: stub.arrivals == 2)  # the notes are queued at the server
+        else:
+            time.sleep(0.2)  # the notes are waiting at the gate
+        threads[2].start()
         for thread in threads:
             thread.join(10)
         return [r["messages"][-1]["content"] for r in stub.requests]

@@ -87,6 +87,7 @@ class WindowUsage:
     buckets: Mapping[str, int] = field(default_factory=dict)
     model: str | None = None
     note: str | None = None
+    basis: str | None = None  # which moment the numbers measure: "as of call N" or "estimated now"
 
     @classmethod
     def from_budget(cls, budget: BudgetBuckets, model: str | None = None) -> WindowUsage:
@@ -223,7 +224,8 @@ def render_context_stats(usage: WindowUsage, report: SessionReport | None = None
                          *, effective_limit: int | None = None,
                          counters: Mapping[str, int] | None = None) -> RenderableType:
     """``/context stats``: tokens per bucket, threshold, room left, and compaction history."""
-    table = Table(title="Token estimate per bucket", title_justify="left", show_footer=True)
+    title = "Token estimate per bucket" + (f" ({usage.basis})" if usage.basis else "")
+    table = Table(title=title, title_justify="left", show_footer=True)
     table.add_column("bucket", footer="total used")
     table.add_column("tokens", justify="right", footer=f"{usage.used:,}")
     table.add_column("% of window", justify="right",

@@ -92,17 +92,20 @@ class ReplHost:
             return None
         plan = self._plan()
         if plan is not None:
-            usage = WindowUsage.from_budget(plan.buckets, session.model_name)
+            usage = replace(WindowUsage.from_budget(plan.buckets, session.model_name),
+                            basis=f"as of call {plan.turn}")
             if self.compacted_since_plan:
                 usage = replace(usage, buckets=current_buckets(usage.buckets, session.history,
-                                                               session.engine.counter.message_tokens))
+                                                               session.engine.counter.message_tokens),
+                                basis="estimated now")
             return usage
         report = self.session_report()
         if report is None or report.last_plan is None:
             return None
         recorded = WindowUsage.from_plan_record(report.last_plan, session.window, session.model_name)
         # the record's window and threshold are of the window it ran with; show this one's
-        return replace(recorded, token_limit=session.window, threshold=session.threshold)
+        return replace(recorded, token_limit=session.window, threshold=session.threshold,
+                       basis=f"as of call {report.last_plan.get('turn', '?')}")
 
     def artifact_root(self) -> str | None:
         return str(self.session.artifacts.root) if self.session else None

@@ -235,6 +235,13 @@ def _print_compaction(console: Console, outcome: CompactOutcome) -> None:
                   f"{outcome.post_tokens:,} tokens ({effect})")
 
 
+def _print_meter(host: SlashHost) -> None:
+    """The window's current size as ``/context stats`` shows it, with the moment it measures."""
+    usage = host.window_usage()
+    if usage is not None and usage.basis:
+        host.console.print(f"window: {usage.used:,} / {usage.token_limit:,} tokens ({usage.basis})")
+
+
 def cmd_compact(host: SlashHost, command: SlashCommand) -> Outcome:
     words = command.rest.split()
     if words and words[0] == "from":
@@ -243,6 +250,7 @@ def cmd_compact(host: SlashHost, command: SlashCommand) -> Outcome:
         _print_compaction(host.console, host.compact_from(words[1]))
         return Outcome.CONTINUE
     _print_compaction(host.console, host.compact(command.rest or None))
+    _print_meter(host)
     return Outcome.CONTINUE
 
 
@@ -278,6 +286,7 @@ def cmd_context(host: SlashHost, command: SlashCommand) -> Outcome:
         return Outcome.CONTINUE
     if sub == "explain":
         plan, explanation = host.last_plan()
+        _print_meter(host)
         host.console.print(render.render_plan_explain(plan, explanation))
         return Outcome.CONTINUE
     usage = host.window_usage()
