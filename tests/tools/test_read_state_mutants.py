@@ -35,3 +35,16 @@ def test_file_stamp_of_a_missing_file_is_none(tmp_path: Path) -> None:
     assert file_stamp(tmp_path / "missing.txt") is None
     (tmp_path / "here.txt").write_text("x")
     assert file_stamp(tmp_path / "here.txt") is not None
+
+
+def test_files_up_to_16_mib_are_hashed_and_larger_ones_are_not(tmp_path: Path) -> None:
+    """The digest tells two quick writes apart; past 16 MiB mtime+size must do (hashing would stall)."""
+    edge = tmp_path / "edge.bin"
+    with edge.open("wb") as fh:
+        fh.truncate(16 * 1024 * 1024)  # sparse: cheap to create
+    stamp = file_stamp(edge)
+    assert stamp is not None and stamp.digest is not None
+    with edge.open("ab") as fh:
+        fh.write(b"x")
+    stamp = file_stamp(edge)
+    assert stamp is not None and stamp.digest is None
