@@ -86,8 +86,14 @@ def test_a_folder_swapped_for_a_symlink_while_every_tool_runs_escapes_nothing(ki
         nonlocal swaps
         parked = kit.root / "d_parked"
         while not stop.is_set():
-            os.rename(d, parked)
-            os.symlink(outside, d)
+            try:
+                os.rename(d, parked)
+                os.symlink(outside, d)
+            except OSError:  # a tool recreated d/ in the gap; put the real folder back and go on
+                if parked.is_dir() and not d.is_symlink():
+                    shutil.rmtree(d, ignore_errors=True)
+                    os.rename(parked, d)
+                continue
             time.sleep(0.0005)
             os.unlink(d)
             while True:  # a tool may have made a fresh d/ while it was gone

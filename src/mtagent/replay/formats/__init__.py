@@ -34,6 +34,8 @@ FORMATS = (
     mtagent_transcript.FORMAT,
 )
 _HEAD_BYTES = 65_536
+# What a converter raises on input it was not written for: bad bytes, nesting, wrong field types.
+_MALFORMED = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, OverflowError)
 
 
 def _head(path: Path) -> str:
@@ -57,6 +59,16 @@ def detect_format(path: str | Path) -> str:
     """The format name of ``path`` (one of :data:`FORMATS`), or ReplayFormatError."""
     p = Path(path)
     head = _head(p)
+    try:
+        return _sniff(p, head)
+    except ReplayFormatError:
+        raise
+    except _MALFORMED as exc:  # a sniffer met JSON nested past the recursion limit, or worse
+        raise ReplayFormatError(f"cannot tell the format of {p} ({type(exc).__name__}); pass --format to "
+                                "choose one") from None
+
+
+def _sniff(p: Path, head: str) -> str:
     if aider.sniff(p, head):
         return aider.FORMAT
     if p.suffix in (".yaml", ".yml"):
@@ -80,10 +92,6 @@ def detect_format(path: str | Path) -> str:
     raise ReplayFormatError(
         f"cannot tell the format of {p}; expected one of {', '.join(FORMATS)} (pass --format to choose one)"
     )
-
-
-# What a converter raises on input it was not written for: bad bytes, nesting, wrong field types.
-_MALFORMED = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, OverflowError)
 
 
 def load_trajectories(path: str | Path, format: str | None = None) -> list[Trajectory]:
