@@ -130,14 +130,12 @@ def test_replay_tune_prints_a_config_snippet(tmp_path: Path):
     from mtagent.cli.app import app
 
     recording = tmp_path / "session.traj.json"
-    traj = _long_session(40)
     history = [{"role": "system", "content": "You are a coding agent."},
                {"role": "user", "content": "Fix src/pkg/core.py; never edit tests."}]
     for i in range(40):
         history.append({"role": "assistant", "content": f"THOUGHT: step {i}\n```bash\ncat f{i}.txt\n```"})
         history.append({"role": "user", "content": f"<output>{'line ' * 400}</output>"})
     recording.write_text(json.dumps({"info": {}, "messages": history, "trajectory_format": "mini-swe-agent-1"}))
-    assert traj.model_calls
     result = CliRunner().invoke(app, ["replay", "--tune", "--json", str(recording), "-w", "65536"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
