@@ -20,6 +20,9 @@ from typing import Any
 from mtagent.replay.executors.base import ATTEMPTS, InOrder, Outcome, Progress, UnitError, attempt
 from mtagent.replay.executors.local import default_workers
 
+CANCEL_ROUNDS = 3  # a task being handed to a worker can miss one cancel
+CANCEL_WAIT_S = 1.0
+
 
 def ray_available() -> bool:
     return importlib.util.find_spec("ray") is not None
@@ -66,12 +69,21 @@ class RayExecutor:
                         progress(done_count, len(items))
                     yield from order.add(Outcome(index, items[index], value if ok else None, None if ok else value, tries))
         except BaseException:  # Ctrl-C, or the consumer stopped early
-            for ref in running:
+            self._cancel(list(running))
+            raise
+
+    def _cancel(self, refs: list[Any]) -> None:
+        """Cancel and kill every task of ``refs``; again for any that a scheduling race let start."""
+        ray = self._ray
+        for _ in range(CANCEL_ROUNDS):
+            for ref in refs:
                 try:
                     ray.cancel(ref, force=True)
                 except Exception:  # noqa: BLE001 — already finished or gone
                     pass
-            raise
+            _, refs = ray.wait(refs, num_returns=len(refs), timeout=CANCEL_WAIT_S)
+            if not refs:
+                return
 
     def _get(self, ref: Any) -> tuple[bool, Any]:
         """A task whose worker died (or that Ray could not run) is a failed attempt."""
