@@ -48,9 +48,11 @@ class Target:
 
 TARGETS: dict[str, Target] = {
     "invariants": Target("context/invariants.py",
-                         ("tests/context/test_invariants.py", "tests/context/test_planted_split.py")),
+                         ("tests/context/test_invariants.py", "tests/context/test_planted_split.py",
+                          "tests/context/test_invariants_mutants.py")),
     "compactor": Target("context/compaction/compactor.py",
-                        ("tests/context/compaction/test_planted_ptl.py", "tests/context/compaction/test_compactor.py")),
+                        ("tests/context/compaction/test_planted_ptl.py", "tests/context/compaction/test_compactor_mutants.py",
+                         "tests/context/compaction/test_compactor.py")),
     "policy": Target("context/compaction/policy.py", ("tests/context/compaction/test_policy.py",)),
     "microcompact": Target("context/compaction/microcompact.py", ("tests/context/compaction/test_microcompact.py",)),
     "budgeter": Target("context/tool_results/budgeter.py", ("tests/context/tool_results/test_tool_results.py",)),
@@ -69,7 +71,8 @@ TARGETS: dict[str, Target] = {
     "approval": Target("agent/approval.py",
                        ("tests/agent/test_approval_policy.py", "tests/security/test_approval_bypasses.py")),
     "at_most_once": Target("context/engine_session.py",
-                           ("tests/agent/test_planted_at_most_once.py", "tests/context/test_front_door.py"),
+                           ("tests/context/test_engine_session_mutants.py", "tests/agent/test_planted_at_most_once.py",
+                            "tests/context/test_front_door.py"),
                            only=("ToolGuard", "tool_started")),
     "redaction": Target("redaction.py", ("tests/agent/test_redaction.py", "tests/security/test_secret_canaries.py")),
     "replay_cost": Target("replay/cost.py", ("tests/replay/test_cost_aware.py", "tests/replay/test_cost_probes.py")),
