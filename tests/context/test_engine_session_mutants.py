@@ -38,3 +38,28 @@ def test_a_new_assistant_message_reusing_an_id_makes_it_a_new_call():
         {"id": "c1", "name": "shell", "args": {"command": "status"}}])))
     guard.restore(records)
     assert guard.verdict("c1") == "run" and "c1" not in guard.results
+
+
+def _engine_after(records: list[dict]):
+    from mtagent.context import MemorySink, build_engine_session
+
+    sink = MemorySink()
+    engine = build_engine_session(sink=sink)
+    engine.guard.restore(records)
+    return engine, sink
+
+
+def test_tool_started_records_the_lost_answer_and_never_runs_it():
+    engine, sink = _engine_after(_records(with_result=False))
+    lost = engine.tool_started("c1", "shell", {"command": "deploy"})
+    assert isinstance(lost, ToolMessage) and lost.status == "error" and lost.content.startswith("Unknown outcome")
+    assert [r.get("tool_call_id") for r in sink.records] == ["c1"]  # the answer is in the transcript
+    assert engine.tool_started("c1", "shell", {"command": "deploy"}).content == lost.content  # asked again
+
+
+def test_an_answered_call_asked_again_gets_its_recorded_result_and_a_new_call_runs():
+    engine, sink = _engine_after(_records(with_result=True))
+    again = engine.tool_started("c1", "shell", {"command": "deploy"})
+    assert isinstance(again, ToolMessage) and again.content == "deployed"
+    assert engine.tool_started("c2", "shell", {"command": "ls"}) is True
+    assert [r.get("event") for r in sink.records] == ["tool_started"]
