@@ -46,6 +46,9 @@ from mtagent.config_sections import (  # noqa: F401  (re-exported: the public na
     effective_context_limit,
     auto_compact_threshold,
     DEFAULT_PRICES,
+    MAX_OUTPUT_CAP_TOKENS,
+    MAX_OUTPUT_FLOOR_TOKENS,
+    MAX_OUTPUT_WINDOW_SHARE,
 )
 
 ENV_PREFIX = "MTAGENT_"
