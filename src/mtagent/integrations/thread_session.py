@@ -121,70 +121,6 @@ class ThreadSession:
     @classmethod
     def open(cls, project_root: str | os.PathLike[str], session_id: str, settings: Settings,
              *, model_name: str | None = None, events: EventBus | None = None,
-             secrets: Sequence[str] = ()) -> ThreadSession:
-        root = Path(project_root)
-        path = paths.session_transcript_path(root, session_id)
-        existing = read_existing(path)
-        is_new = not path.exists() or path.stat().st_size == 0
-        writer = TranscriptWriter(path, session_id=session_id, fsync=settings.transcript.fsync)
-        redactor = Redactor(collect_secrets(None, secrets))
-        sink = RedactingSink(recall_sink(LockedSink(writer), root, session_id, settings), redactor)
-        if is_new:
-            sink.append(schema.session_start_record(
-                session_id, str(root.resolve()), model_name or settings.agent.model, __version__,
-                source="langchain-middleware",
-            ))
-        artifacts = ArtifactStore.for_session(root, session_id, settings.tool_results.artifact_max_bytes)
-        return cls(session_id, root, settings, writer, sink, artifacts, recorded_message_ids(existing), existing,
-                   events=events or EventBus(), redactor=redactor)
-
-    @property
-    def transcript_path(self) -> Path:
-        return self.writer.path
-
-    def append(self, record: dict[str, Any]) -> None:
-        with self._lock:
-            self.writer.append(record)
-
-
-def read_existing(path: Path) -> list[dict[str, Any]]:
-    """The records a resumed thread needs: from the last boundary's kept messages on.
-
-    A thread's state never holds a message from before its last compaction's first kept one,
-    so reading from the resume point (not from the start of a long transcript) is enough to know
-    which of the state's messages are recorded. Empty for a new transcript.
-    """
-    if not path.exists() or path.stat().st_size == 0:
-        return []
-    start = locate_resume_point(path).start
-    return [entry.record for entry in iter_entries(path, start=start, skip_corrupt=True)]
-
-
-def recorded_message_ids(records: Iterable[dict[str, Any]]) -> set[str]:
-    """Ids of the ``transcript_message`` records among ``records``."""
-    return {str(r["id"]) for r in records if r.get("type") == schema.TRANSCRIPT_MESSAGE and r.get("id")}
-
-
-@dataclass
-class ThreadSession:
-    """The mtagent session behind one thread. Create with :meth:`open`; close when done."""
-
-    session_id: str
-    project_root: Path
-    settings: Settings
-    writer: TranscriptWriter
-    sink: RedactingSink
-    artifacts: ArtifactStore
-    recorded: set[str] = field(default_factory=set)
-    existing_records: list[dict[str, Any]] = field(default_factory=list)
-    events: EventBus = field(default_factory=EventBus)
-    stats: SessionStats = field(default_factory=SessionStats)
-    engine: Any = None  # the thread's EngineSession, attached by the integration
-    redactor: Redactor = field(default_factory=Redactor)
-
-    @classmethod
-    def open(cls, project_root: str | os.PathLike[str], session_id: str, settings: Settings,
-             *, model_name: str | None = None, events: EventBus | None = None,
              secrets: Sequence[str] = (), store: Any = None) -> ThreadSession:
         root = Path(project_root)
         if store is not None:  # a shared Store (PostgreSQL): rows, audited, artifacts read through
@@ -211,20 +147,6 @@ class ThreadSession:
     @property
     def transcript_path(self) -> Path:
         return self.writer.path
-
-    def record_new(self, messages: Iterable[BaseMessage]) -> list[BaseMessage]:
-        """Append every message not yet in the transcript, in order; return the ones written."""
-        written: list[BaseMessage] = []
-        with self.lock:
-            for message in messages:
-                if is_engine_message(message):
-                    continue
-                if message.id and message.id in self.recorded:
-                    continue
-                self.sink.append(schema.message_to_record(message))
-                self.recorded.add(str(message.id))
-                written.append(message)
-        return written
 
     def append(self, record: dict[str, Any]) -> None:
         self.sink.append(record)
