@@ -252,6 +252,16 @@ def _base(kind: str, timestamp: str | None) -> dict[str, Any]:
     return {"type": kind, "schema_version": SCHEMA_VERSION, "timestamp": timestamp or now_iso()}
 
 
+def encode_record(record: Mapping[str, Any], *, validate: bool) -> bytes:
+    """``record`` as its transcript line, checked first when ``validate``: what every writer stores."""
+    if validate:
+        try:
+            parse_record(record)
+        except RecordError as exc:
+            raise ValueError(f"refusing to write an invalid record: {exc}") from None
+    return dumps_record(record)
+
+
 def dumps_record(record: Mapping[str, Any]) -> bytes:
     """One record as one UTF-8 JSON line (with the newline).
 

@@ -175,12 +175,7 @@ class TranscriptWriter:
         """Write one record as one line; return the byte offset where its line starts."""
         if self._fd is None:
             raise ValueError(f"transcript writer for {self.path} is closed")
-        if self.validate:
-            try:
-                schema.parse_record(record)
-            except schema.RecordError as exc:
-                raise ValueError(f"refusing to write an invalid record: {exc}") from None
-        data = schema.dumps_record(record)
+        data = schema.encode_record(record, validate=self.validate)
         with self._mutex:
             offset = self._size
             view = memoryview(data)

@@ -89,12 +89,7 @@ class PostgresWriter:
         """Commit one record as one row; return its sequence number."""
         if self._conn is None:
             raise ValueError(f"transcript writer for session {self.session_id} is closed")
-        if self.validate:
-            try:
-                schema.parse_record(record)
-            except schema.RecordError as exc:
-                raise ValueError(f"refusing to write an invalid record: {exc}") from None
-        line = schema.dumps_record(record).rstrip(b"\n")
+        line = schema.encode_record(record, validate=self.validate).rstrip(b"\n")
         kind = str(record.get("type"))
         message_id = record.get("id") if kind == schema.TRANSCRIPT_MESSAGE and isinstance(record.get("id"), str) \
             else None
