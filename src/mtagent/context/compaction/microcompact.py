@@ -168,7 +168,9 @@ def referenced_later(messages: Sequence[BaseMessage], paths_by_call: Mapping[str
 
 
 def _stripped(word: str) -> str:
-    return word.split(":", 1)[0].strip(".,;-").removeprefix("./")
+    """A mention as a path: no ``:line`` suffix, no trailing punctuation, no leading ``./``.
+    Leading dots stay: stripping them made ``./a.py`` into ``/a.py``, never equal to ``a.py``."""
+    return word.split(":", 1)[0].rstrip(".,;-").removeprefix("./")
 
 
 def _paths_by_call(messages: Iterable[BaseMessage]) -> dict[str, str]:
