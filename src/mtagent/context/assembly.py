@@ -13,6 +13,7 @@ from pathlib import Path
 from mtagent.config import Settings
 from mtagent.context.compaction.reattach import ReadState
 from mtagent.context.compaction.summarize import ExtractiveSummarizer, Summarizer
+from mtagent.context.recall.sink import compacted_recall
 from mtagent.context.engine_session import EngineSession, ToolGuard
 from mtagent.context.tool_results.budgeter import ToolResultBudgeter, ToolResultPolicy
 from mtagent.context.window import ContextWindowManager, SessionMemory
@@ -58,6 +59,7 @@ def build_engine_session(
     window = ContextWindowManager(
         settings, summarizer=summarizer or ExtractiveSummarizer(), sink=sink, bus=events, stats=stats,
         session_memory=session_memory, read_state=read_state, token_limit=settings.context.token_limit, root=root,
+        retriever=compacted_recall(sink, settings),
     )
     return EngineSession(window, budgeter, sink, settings=settings, events=events, stats=stats, redactor=redactor,
                          guard=guard, recorded=recorded, session_id=session_id)

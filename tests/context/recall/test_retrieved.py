@@ -121,3 +121,24 @@ def test_context_explain_shows_temperature_and_the_retrieved_bucket(tmp_path: Pa
     text = console.export_text()
     assert "Temperature:" in text and "hot" in text
     assert "Retrieved (hot)" in text and "frobnicate_quux_total" in text
+
+
+def test_a_compaction_summary_is_not_a_new_message_that_triggers_recall(tmp_path: Path) -> None:
+    """The summary names compacted-away identifiers by design, and an auto compaction can drop
+    the message the previous call ended with: neither may make the summary (or the whole kept
+    tail) look "new" and pull a retrieved bucket into every later request."""
+    from mtagent.context.boundary import summary_message
+
+    settings = _settings()
+    engine, _indexer = _compacted(tmp_path, settings)
+    retriever = engine.retriever
+    assert retriever is not None
+    before = _history()
+    retriever.step(before, window=60_000, room=30_000)  # the previous call ended with t19
+    summary = summary_message("cb-1", "Goal: keep going. frobnicate_quux_total lives in module 3; see mod3.txt.",
+                              pre_tokens=9_000, post_tokens=500, reason="auto")
+    after = [summary,
+             AIMessage("", id="a-new", tool_calls=[{"id": "cn", "name": "shell", "args": {"command": "ls"}}]),
+             ToolMessage("ok", tool_call_id="cn", id="t-new", name="shell")]
+    retrieval = retriever.step(after, window=60_000, room=30_000)
+    assert retrieval.items == [] and retrieval.dropped == []

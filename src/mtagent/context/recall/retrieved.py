@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from mtagent.config import RecallSettings
+from mtagent.context.boundary import SUMMARY_KIND
 from mtagent.context.budget import Bucket
 from mtagent.context.recall.query import identifiers
 from mtagent.context.recall.router import Recaller, RecallHit
@@ -35,7 +36,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 RETRIEVED_ID = "retrieved-context"
 MAX_IDENTIFIERS = 6
-_STATIC_KINDS = ("static_context", "retrieved", "reattached")
+# Engine-made messages are never "new" words of the user: a compaction summary names compacted-away
+# identifiers by design, session notes and re-attached files are the engine's own.
+_STATIC_KINDS = ("static_context", "retrieved", "reattached", "session_memory", SUMMARY_KIND)
 
 
 @dataclass(slots=True, frozen=True)
@@ -101,20 +104,17 @@ class CompactedRecall:
         self.count_tokens = count_tokens
         self.session_id = session_id
         self.current = Retrieval()
-        self._last_seen: str | None = None
+        self._seen: set[str] | None = None
 
     def _new_messages(self, view: Sequence[BaseMessage]) -> list[BaseMessage]:
-        if self._last_seen is None:
+        """The messages the previous call's view did not hold (by id). A compaction only removes
+        and summarizes, so the kept tail stays "seen" even when the previous call's last message
+        was compacted away. The first call (a new or resumed session) looks at the last only."""
+        if self._seen is None:
             new = list(view[-1:])
         else:
-            new = []
-            for message in reversed(view):
-                if message.id == self._last_seen:
-                    break
-                new.append(message)
-            new.reverse()
-        if view:
-            self._last_seen = view[-1].id
+            new = [m for m in view if not m.id or m.id not in self._seen]
+        self._seen = {str(m.id) for m in view if m.id}
         return new
 
     def step(self, view: Sequence[BaseMessage], *, window: int, room: int) -> Retrieval:
@@ -179,9 +179,9 @@ class CompactedRecall:
         per_item = max(1, budget // max(1, len(chosen))) if chosen else 0
         items: list[RetrievedItem] = []
         for hit, name in chosen:
-            text = _excerpt(self.recaller.rehydrate(hit.ref), name, per_item * 3)
-            items.append(RetrievedItem(hit.ref, hit.reference, name, hit.confidence,
-                                       self.count_tokens(text) + self.count_tokens(hit.reference) + 8, text))
+            frame = self.count_tokens(hit.reference) + 8
+            text, tokens = self._fitted(self.recaller.rehydrate(hit.ref), name, per_item - frame)
+            items.append(RetrievedItem(hit.ref, hit.reference, name, hit.confidence, tokens + frame, text))
         result = Retrieval(reason="the new message names what a compaction removed: "
                            + ", ".join(n.replace('"', "'")[:60] for n in names))
         candidates = [BudgetCandidate(i.ref, "retrieval", i.tokens, confidence=i.confidence) for i in items]
@@ -199,6 +199,22 @@ class CompactedRecall:
         result.items = [i for i in items if i.ref not in gone]
         result.dropped = [(ref, step.replace("_", " ")) for ref, step in gone.items()]
         return result
+
+
+    def _fitted(self, text: str, name: str, tokens: int) -> tuple[str, int]:
+        """An excerpt around ``name`` of at most ``tokens`` tokens when one fits (dense text — hex,
+        base64 — holds far fewer characters per token than prose, so characters are only a first
+        guess), and its token count."""
+        chars = max(1, tokens) * 3
+        excerpt = _excerpt(text, name, chars)
+        used = self.count_tokens(excerpt)
+        for _ in range(4):
+            if used <= tokens or chars <= len(name) + 2:
+                break
+            chars = max(len(name) + 2, int(chars * tokens / used * 0.95))
+            excerpt = _excerpt(text, name, chars)
+            used = self.count_tokens(excerpt)
+        return excerpt, used
 
 
 def _excerpt(text: str, name: str, chars: int) -> str:
