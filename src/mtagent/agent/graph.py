@@ -28,6 +28,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Tool
 from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.runnables import Runnable
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
@@ -74,6 +75,10 @@ class AgentRuntime:
     secrets: tuple[str, ...] = ()
     clock: Callable[[], float] = time.time
     stats: SessionStats | None = None  # the session's statistics (``/context stats``), shared with the engine
+    # A result for a call that was not run here but finished elsewhere (a subagent's report after Ctrl-C).
+    ready_result: Callable[[PendingCall], tuple[str, str] | None] = lambda call: None
+    tools_epoch: int = 0  # executions of the tools node (an interrupt inside it re-runs it)
+    tools_round: int = 0  # completed runs of the tools node
 
     @property
     def counters(self) -> EngineCounters:
@@ -278,6 +283,8 @@ def run_tool(rt: AgentRuntime, call: PendingCall) -> ToolMessage:
     tool = rt.tools[call["name"]]
     try:
         result = tool.invoke({"name": call["name"], "args": call["args"], "id": call["id"], "type": "tool_call"})
+    except GraphBubbleUp:  # a tool that pauses the turn (a subagent's question to the user)
+        raise
     except Exception as exc:  # a failing tool is information for the model, not a crash
         return _tool_message(rt, call, prompts.tool_failed_result(call["name"], exc))
     if isinstance(result, ToolMessage):
@@ -301,6 +308,7 @@ def _decided_result(rt: AgentRuntime, call: PendingCall, decision: ToolDecision)
 
 def make_tools(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
     def tools(state: AgentState) -> AgentState:
+        rt.tools_epoch += 1
         pending = [c for c in state.get("pending", []) if c["id"] not in rt.conversation.answered]
         decisions = state.get("decisions", {})
         for index, call in enumerate(pending):
@@ -320,16 +328,34 @@ def make_tools(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
                         rt._adopt(started)
                     continue
                 result = run_tool(rt, call)
+            except GraphBubbleUp:  # paused: on resume this node runs again and this call with it
+                rt.engine.guard.started.discard(call["id"])
+                raise
             except KeyboardInterrupt:
-                rt.add(_tool_message(rt, call, prompts.interrupted_result(call["name"], call["args"])))
-                for rest in pending[index + 1:]:
-                    if rest["id"] not in rt.conversation.answered:
-                        rt.add(_tool_message(rt, rest, prompts.not_run_after_interrupt(rest["name"], rest["args"])))
+                rt.tools_round += 1
+                _settle_after_interrupt(rt, call, pending[index + 1:])
                 raise
             rt.add_result(result)
+        rt.tools_round += 1
         return {"pending": [], "decisions": {}}
 
     return tools
+
+
+def _settle_after_interrupt(rt: AgentRuntime, current: PendingCall, rest: Sequence[PendingCall]) -> None:
+    """Ctrl-C: answer the call in flight and the calls after it — with the result that finished
+    elsewhere meanwhile (a sibling subagent's report) where there is one, else as interrupted / not run."""
+    for index, call in enumerate([current, *rest]):
+        if call["id"] in rt.conversation.answered:
+            continue
+        ready = rt.ready_result(call)
+        if ready is not None:
+            content, status = ready
+            rt.add_result(_tool_message(rt, call, content, status=status))
+        elif index == 0:
+            rt.add(_tool_message(rt, call, prompts.interrupted_result(call["name"], call["args"])))
+        else:
+            rt.add(_tool_message(rt, call, prompts.not_run_after_interrupt(call["name"], call["args"])))
 
 
 # ── wiring ─────────────────────────────────────────────────────────────────────────────

@@ -52,6 +52,7 @@ def drive_turn(session: AgentSession, payload: Any, approver: Approver | None) -
     before = (counters.model_calls, counters.tool_executions, len(counters.executed))
     size_before = len(session.conversation.messages)
     status: TurnStatus = "done"
+    session.subagents.asks.turn_approver = approver  # a subagent's question goes where the parent's would
     try:
         while True:
             session.graph.invoke(payload, session._config)

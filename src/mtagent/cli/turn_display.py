@@ -179,7 +179,10 @@ def make_approver(console: Console, read_line: ReadLine, *,
             before()
         answers: dict[str, Any] = {}
         for i, request in enumerate(requests):
-            question = f"Run {describe_call(request.tool, dict(request.args))}? [y]es / [n]o / [a]lways "
+            rule = str(getattr(request, "rule", ""))
+            asker = rule.split(":")[0] if rule.startswith("subagent ") else ""
+            question = (f"{asker + ' asks: ' if asker else ''}Run {describe_call(request.tool, dict(request.args))}? "
+                        "[y]es / [n]o / [a]lways ")
             while True:
                 try:
                     reply = parse_approval_answer(read_line(question))

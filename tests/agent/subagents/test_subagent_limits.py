@@ -84,3 +84,24 @@ def test_a_runner_at_max_depth_refuses_even_a_forged_call(code):
         assert "task" not in session.tools
         with pytest.raises(ToolException, match="max_depth"):
             session.subagents.launch(TaskRequest("call_x", "d", "p"))
+
+
+def test_max_parallel_bounds_the_whole_tree_at_depth_two(code):
+    gauge = Gauge()
+
+    def children(profile, request):
+        if request.prompt.startswith("top"):  # a general child that splits its part in two
+            return [tool_calls(*[("task", {"description": f"leaf {i}", "prompt": f"leaf {request.prompt} {i}"})
+                                 for i in range(2)]), report_json("middle done")]
+        return [gauge.step]
+
+    top = tool_calls(*[("task", {"description": f"top {i}", "prompt": f"top {i}", "agent": "general"})
+                       for i in range(2)])
+    session, made = open_session(code, [top, "done"], children, cfg=settings(max_parallel=2, max_depth=2))
+    with session:
+        result = session.run_turn("split the work twice")
+    assert len(made) == 6 and 1 <= gauge.peak <= 2  # four leaves, never more than two at work at once
+    reports = [json.loads(m.content) for m in result.messages if getattr(m, "name", None) == "task"]
+    assert [r["summary"] for r in reports] == ["middle done"] * 2
+    leaves = [m for model in made[:2] for m in model.calls[-1] if getattr(m, "name", None) == "task"]
+    assert [json.loads(m.content)["summary"] for m in leaves] == ["part done"] * 4

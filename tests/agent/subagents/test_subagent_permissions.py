@@ -7,7 +7,6 @@ import json
 from subagent_helpers import open_session, report_json, settings, task
 
 from mtagent.agent.scripted import tool_call
-from mtagent.agent.subagents.child import NO_ASKING
 from mtagent.config import Settings
 
 
@@ -59,15 +58,6 @@ def test_a_general_child_may_write_when_the_parent_may(code):
         result = session.run_turn("go")
     assert (code / "new.txt").read_text() == "hello\n"
     assert json.loads(result.messages[1].content)["files_changed"] == ["new.txt"]
-
-
-def test_a_child_never_blocks_on_an_approval_prompt(code):
-    steps = [tool_call("shell", {"command": "echo hi"}, id="s"), report_json("asked")]
-    session, children = open_session(code, [task(agent="general"), "done"], [steps], approval="ask")
-    with session:
-        result = session.run_turn("go", approver=lambda requests: "allow")  # the parent's own task call is allowed
-    assert result.status == "done"
-    assert NO_ASKING in _tool_results(children[0])["s"].content
 
 
 def test_an_unknown_profile_is_refused_with_the_choices(code):

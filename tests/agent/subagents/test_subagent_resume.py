@@ -79,3 +79,33 @@ def test_ctrl_c_stops_running_children_and_leaves_the_session_usable(code):
         child_records = list(read_records(session.transcript_path.parent / records[-1]["path"]))
         assert any(r.get("event") == "turn_interrupted" for r in child_records)
         assert session.run_turn("continue").reply == "after the interrupt"
+
+
+def test_ctrl_c_answers_a_sibling_that_already_finished_with_its_report(code):
+    def children(profile, request):
+        if request.tool_call_id == "call_a":
+            return [report_json("A finished before Ctrl-C")]
+
+        def interrupt_after_a(messages):
+            deadline = time.monotonic() + 10
+            while not any(r["status"] == "finished" for r in subagent_records(session.transcript_path)):
+                assert time.monotonic() < deadline, "child A never finished"
+                time.sleep(0.02)
+            _thread.interrupt_main()  # the user presses Ctrl-C while B still works
+            time.sleep(0.3)
+            return tool_call("grep", {"pattern": "login"})
+
+        return [interrupt_after_a, report_json("never")]
+
+    session, made = open_session(code, [_two_tasks(), "after the interrupt"], children)
+    with session:
+        result = session.run_turn("split the work")
+        assert result.status == "interrupted"
+        results = {m.tool_call_id: m for m in session.history if getattr(m, "tool_call_id", None)}
+        assert json.loads(results["call_a"].content)["summary"] == "A finished before Ctrl-C"
+        assert results["call_a"].status == "success"
+        assert results["call_b"].content.startswith("Interrupted: subagent agent-")
+        written = {r["tool_call_id"]: r for r in read_records(session.transcript_path)
+                   if r["type"] == "transcript_message" and r["role"] == "tool"}
+        assert json.loads(written["call_a"]["content"])["summary"] == "A finished before Ctrl-C"
+        assert session.run_turn("continue").reply == "after the interrupt"

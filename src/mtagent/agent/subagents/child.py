@@ -8,8 +8,8 @@ compaction and transcript guarantees as the main session) with:
 * its own window (the profile's, else ``subagents.window_tokens``, else the parent's);
 * only the profile's tools — ``explore``/``review`` get no tool that writes or runs commands,
   and the approval policy denies those tools besides (defence in depth);
-* the parent's approval rules (``general``); a call that would need the user's yes is denied —
-  a child never blocks on a prompt the user cannot see;
+* the parent's approval rules (``general``); a call that needs the user's yes is put to the
+  user through the parent (:mod:`.asks`), exactly as the parent's own call would be;
 * a model wrapped so that a cancel (the parent's Ctrl-C) stops it before its next model call.
 """
 
@@ -35,10 +35,6 @@ from mtagent.tools import ToolContext, default_tools
 
 if TYPE_CHECKING:
     from mtagent.agent.session import AgentSession, ApprovalRequest
-
-NO_ASKING = ("a subagent cannot ask the user; allow this call in agent.approval, run with --approval allow, "
-             "or do it in the main session")
-
 
 class SubagentCancelled(KeyboardInterrupt):
     """The parent was interrupted (Ctrl-C): the child stops before its next model call."""
@@ -126,10 +122,6 @@ def child_policy(parent: ApprovalPolicy, profile: AgentProfile) -> ApprovalPolic
     return policy
 
 
-def deny_asks(requests: list[ApprovalRequest]) -> dict[str, dict[str, str]]:
-    return {r.tool_call_id: {"decision": "deny", "reason": NO_ASKING} for r in requests}
-
-
 def open_child(parent: AgentSession, *, child_id: str, profile: AgentProfile, depth: int, model: Any,
                model_name: str, tool_call_id: str, description: str, cancel: threading.Event,
                rules: bool) -> AgentSession:
@@ -154,6 +146,8 @@ def open_child(parent: AgentSession, *, child_id: str, profile: AgentProfile, de
     child.runtime.policy = child.policy
     child.runtime.system = _system_for(child, profile, rules)
     child.subagents.model_factory = parent.subagents.model_factory  # one model choice for the whole tree
+    child.subagents.slots = parent.subagents.slots  # max_parallel bounds the whole tree
+    child.subagents.parent_cancel = cancel  # the parent's Ctrl-C stops this child's children too
     return child
 
 
@@ -165,9 +159,11 @@ def _system_for(child: AgentSession, profile: AgentProfile, rules: bool) -> Call
     return build
 
 
-def drive_to_report(child: AgentSession, brief: Brief, *, repair_attempts: int) -> tuple[SubagentReport, str, bool]:
-    """Run the child on its brief; (report, status, repaired). One repair request for a bad answer."""
-    result = child.run_turn(str(brief.message.content), approver=deny_asks)
+def drive_to_report(child: AgentSession, brief: Brief, *, repair_attempts: int,
+                    approver: Callable[[list[ApprovalRequest]], Any]) -> tuple[SubagentReport, str, bool]:
+    """Run the child on its brief; (report, status, repaired). One repair request for a bad answer.
+    ``approver`` carries the child's questions to the user through the parent."""
+    result = child.run_turn(str(brief.message.content), approver=approver)
     if result.status == "interrupted":
         return unvalidated_report(result.reply or "stopped by Ctrl-C in the parent", "interrupted"), "interrupted", False
     if result.status == "max_steps":
@@ -177,7 +173,7 @@ def drive_to_report(child: AgentSession, brief: Brief, *, repair_attempts: int) 
     attempts = 0
     while report is None and attempts < repair_attempts:
         attempts += 1
-        again = child.run_turn(repair_request(str(problem)), approver=deny_asks)
+        again = child.run_turn(repair_request(str(problem)), approver=approver)
         if again.status == "interrupted":
             return unvalidated_report(result.reply, "interrupted"), "interrupted", False
         report, problem = parse_report(again.reply)

@@ -20,6 +20,7 @@ from mtagent.session.transcript import read_records
 
 CHANGE_TOOLS = {"write_file": "file_path", "edit_file": "file_path"}
 NOTE_CHARS = 120
+MAX_OPEN_QUESTIONS = 20  # SubagentReport.open_questions' bound
 
 
 @dataclass(slots=True)
@@ -27,6 +28,7 @@ class ChildTrace:
     files_read: list[str] = field(default_factory=list)
     files_changed: list[str] = field(default_factory=list)
     evidence: list[EvidenceRef] = field(default_factory=list)
+    denied: list[str] = field(default_factory=list)  # calls the user or a rule refused
     input_tokens: int = 0
     output_tokens: int = 0
     model_calls: int = 0
@@ -52,6 +54,10 @@ def trace_child(transcript: Path, child_id: str, *, max_refs: int) -> ChildTrace
     trace = ChildTrace()
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
     for record in read_records(transcript, skip_corrupt=True):
+        if record.get("type") == schema.EVENT and record.get("event") == "tool_denied":
+            data = record.get("data") or {}
+            name, args = calls.get(str(data.get("tool_call_id")), (str(data.get("tool")), {}))
+            _add(trace.denied, f"denied: {_note(name, args)} — {str(data.get('reason') or '')[:NOTE_CHARS]}")
         if record.get("type") != schema.TRANSCRIPT_MESSAGE:
             continue
         if record.get("role") == "assistant":
@@ -86,9 +92,12 @@ def _merged(first: Iterable[str], second: Iterable[str]) -> list[str]:
 
 
 def complete_report(report: SubagentReport, trace: ChildTrace) -> SubagentReport:
-    """The report with the files the child really touched and the evidence that backs it."""
+    """The report with the files the child really touched, the evidence that backs it, and the
+    calls it was refused (an open question for the parent: the work may be incomplete)."""
+    questions = _merged(report.open_questions, trace.denied)[:MAX_OPEN_QUESTIONS]
     return report.model_copy(update={
         "files_read": _merged(trace.files_read, report.files_read),
         "files_changed": _merged(trace.files_changed, report.files_changed),
+        "open_questions": questions,
         "evidence": trace.evidence,
     })

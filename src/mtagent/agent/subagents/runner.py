@@ -3,9 +3,11 @@
 Runtime rules (spec 003 Boundary, v1.3):
 
 * **Bounded.** A child at depth ``subagents.max_depth`` gets no ``task`` tool, and a call that
-  reaches a runner at that depth anyway is refused. At most ``max_parallel`` children of a session
-  run at once (a thread pool: the agent's LangGraph loop is synchronous) and one assistant message
-  may start at most ``max_per_turn``.
+  reaches a runner at that depth anyway is refused. At most ``max_parallel`` children of the
+  whole tree work at once (:mod:`.slots`; threads: the agent's LangGraph loop is synchronous)
+  and one assistant message may start at most ``max_per_turn``.
+* **Asking.** A child's "ask" reaches the user like the parent's own (:mod:`.asks`).
+* **Ctrl-C** reaches the whole tree: a child waiting for its own children stops them too.
 * **Concurrent.** The graph's tool node runs calls one by one; when it reaches the first ``task``
   call of an assistant message, the runner also starts that message's other ``task`` calls the
   approval policy allows, so they run side by side while the node waits for each in order.
@@ -31,12 +33,14 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import ToolException
 
+from mtagent.agent.subagents.asks import AskBridge
 from mtagent.agent.subagents.brief import build_brief
-from mtagent.agent.subagents.child import ChildRun, drive_to_report, open_child
+from mtagent.agent.subagents.child import ChildRun, SubagentCancelled, drive_to_report, open_child
 from mtagent.agent.subagents.evidence import complete_report, trace_child
 from mtagent.agent.subagents.merge import merge_into_notes
 from mtagent.agent.subagents.profiles import AgentProfile, ProfileSet, load_profiles
 from mtagent.agent.subagents.report import SubagentReport, render_report, unvalidated_report
+from mtagent.agent.subagents.slots import TreeSlots
 from mtagent import paths
 from mtagent.session import schema
 from mtagent.tools.task import TASK_TOOL, TaskRequest
@@ -92,6 +96,9 @@ class SubagentRunner:
         self._pool: ThreadPoolExecutor | None = None
         self._cancel = threading.Event()
         self._lock = threading.Lock()
+        self.asks = AskBridge(session)
+        self.slots = TreeSlots(self.cfg.max_parallel)  # a child's runner shares its root's (open_child)
+        self.parent_cancel: threading.Event | None = None  # a child's runner: its parent's Ctrl-C
 
     # profiles and models --------------------------------------------------------------
     @property
@@ -174,33 +181,36 @@ class SubagentRunner:
             except ToolException:
                 return  # the graph reaches this call and reports the same refusal as its result
 
+    def _stopped(self) -> bool:
+        return self._cancel.is_set() or (self.parent_cancel is not None and self.parent_cancel.is_set())
+
     def _wait(self, entry: ChildEntry) -> ChildRun:
+        """Wait for a child, serving its (and its siblings') questions to the user meanwhile."""
         assert entry.future is not None
+        if self.depth == 0:
+            return self._wait_loop(entry.future)
+        with self.slots.lent(self._stopped):  # this child works again only once a slot is free
+            return self._wait_loop(entry.future)
+
+    def _wait_loop(self, future: Future[ChildRun]) -> ChildRun:
         while True:
+            self.asks.serve()
             try:
-                return entry.future.result(timeout=WAIT_SLICE_SECONDS)
+                return future.result(timeout=WAIT_SLICE_SECONDS)
             except TimeoutError:
-                continue
+                if self.parent_cancel is not None and self.parent_cancel.is_set():
+                    raise SubagentCancelled("the parent session was interrupted") from None
 
     # one child --------------------------------------------------------------------------
     def _run_child(self, entry: ChildEntry) -> ChildRun:
         session, request = self.session, entry.request
         transcript = paths.subagent_transcript_path(session.project_root, session.session_id, entry.child_id)
+        cancel = self._cancel
         try:
-            if self._cancel.is_set():
-                raise KeyboardInterrupt
-            model, name = self._model_for(entry.profile, request)
-            child = open_child(session, child_id=entry.child_id, profile=entry.profile, depth=self.depth + 1,
-                               model=model, model_name=name, tool_call_id=request.tool_call_id,
-                               description=request.description, cancel=self._cancel,
-                               rules="rules" in request.context)
-            try:
-                brief = build_brief(request, workspace=child.parts.tool_context.workspace,
-                                    task_state=self._task_state(), files_max_tokens=self.cfg.files_max_tokens,
-                                    task_state_max_tokens=self.cfg.task_state_max_tokens)
-                report, status, repaired = drive_to_report(child, brief, repair_attempts=self.cfg.repair_attempts)
-            finally:
-                child.close()
+            with self.slots.held(cancel.is_set):
+                if cancel.is_set():
+                    raise KeyboardInterrupt
+                report, status, repaired = self._drive(entry, cancel)
         except KeyboardInterrupt:
             report, status, repaired = unvalidated_report("stopped before it started", "interrupted"), "interrupted", False
         except Exception as exc:  # noqa: BLE001 - a failing child is a failed report, not a crashed parent
@@ -218,6 +228,21 @@ class SubagentRunner:
         if status == "finished":
             self._merge(entry, report)
         return run
+
+    def _drive(self, entry: ChildEntry, cancel: threading.Event) -> tuple[SubagentReport, str, bool]:
+        request = entry.request
+        model, name = self._model_for(entry.profile, request)
+        child = open_child(self.session, child_id=entry.child_id, profile=entry.profile, depth=self.depth + 1,
+                           model=model, model_name=name, tool_call_id=request.tool_call_id,
+                           description=request.description, cancel=cancel, rules="rules" in request.context)
+        try:
+            brief = build_brief(request, workspace=child.parts.tool_context.workspace,
+                                task_state=self._task_state(), files_max_tokens=self.cfg.files_max_tokens,
+                                task_state_max_tokens=self.cfg.task_state_max_tokens)
+            approver = self.asks.approver_for(f"subagent {entry.child_id} ({entry.profile.name})", cancel.is_set)
+            return drive_to_report(child, brief, repair_attempts=self.cfg.repair_attempts, approver=approver)
+        finally:
+            child.close()
 
     def _task_state(self) -> str | None:
         memory = self.session.parts.session_memory
@@ -255,6 +280,17 @@ class SubagentRunner:
                 if entry.run is None:
                     self._record(entry, "interrupted")
         self._cancel = threading.Event()
+
+    def ready_result(self, call: dict[str, Any]) -> tuple[str, str] | None:
+        """After Ctrl-C: a ``task`` call whose child ended meanwhile is answered with its report
+        (finished) or as interrupted — never as "not run" (``AgentRuntime.ready_result``)."""
+        entry = self.children.get(str(call.get("id"))) if call.get("name") == TASK_TOOL else None
+        if entry is None or entry.run is None:
+            return None
+        if entry.run.status == "finished":
+            return self._render(entry, entry.run), "success"
+        return (f"Interrupted: subagent {entry.child_id} ({entry.profile.name}) did not finish; its partial "
+                f"transcript is {entry.path}. Start a new task to redo the work."), "error"
 
     def settle_after_crash(self, synthetic: Sequence[ToolMessage], records: Iterable[dict[str, Any]]) -> None:
         """Answer ``task`` calls a crash left open: a finished child's stored report, else interrupted."""

@@ -1,0 +1,116 @@
+"""A general child's "ask" reaches the user exactly like the parent's own (issue 17: the parent's approvals)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from subagent_helpers import open_session, report_json, task
+
+from mtagent.agent.scripted import tool_call
+
+COMMAND = "echo ran >> ran.txt"
+
+
+def _asking_child():
+    return [tool_call("shell", {"command": COMMAND}, id="child_shell"), report_json("tried the shell")]
+
+
+def _report(result):
+    return json.loads(next(m for m in result.messages if getattr(m, "name", None) == "task").content)
+
+
+def _child_result(model):
+    return next(m for m in model.calls[-1] if getattr(m, "tool_call_id", None) == "child_shell")
+
+
+def test_the_users_yes_at_the_prompt_runs_the_childs_shell_call_once(code):
+    asked = []
+
+    def approver(requests):
+        asked.append(list(requests))
+        return {r.tool_call_id: {"decision": "allow"} for r in requests}
+
+    session, children = open_session(code, [task(agent="general"), "done"], [_asking_child()], approval="ask")
+    with session:
+        result = session.run_turn("go", approver=approver)
+    assert result.status == "done"
+    [[request]] = asked  # the parent's task call needs no yes; the child's shell call does
+    assert request.tool == "shell" and request.args == {"command": COMMAND}
+    assert request.rule.startswith("subagent agent-") and "(general)" in request.rule
+    assert (code / "ran.txt").read_text() == "ran\n"
+    assert _child_result(children[0]).status == "success"
+    assert _report(result).get("open_questions", []) == []
+
+
+def test_the_users_no_is_a_denial_the_report_names(code):
+    def approver(requests):
+        return {r.tool_call_id: {"decision": "deny", "reason": "not on my machine"} for r in requests}
+
+    session, children = open_session(code, [task(agent="general"), "done"], [_asking_child()], approval="ask")
+    with session:
+        result = session.run_turn("go", approver=approver)
+    assert not (code / "ran.txt").exists()
+    assert "not on my machine" in _child_result(children[0]).content
+    [question] = _report(result)["open_questions"]
+    assert question.startswith("denied: shell(") and "not on my machine" in question
+
+
+@pytest.mark.parametrize("answer, runs", [("allow", True), ("deny", False)])
+def test_without_an_approver_the_childs_ask_pauses_the_parents_turn_like_its_own(code, answer, runs):
+    session, children = open_session(code, [task(agent="general"), "done"], [_asking_child()], approval="ask")
+    with session:
+        paused = session.run_turn("go")
+        assert paused.status == "approval_required"
+        [request] = paused.approvals
+        assert (request.tool_call_id, request.tool) == ("child_shell", "shell")
+        assert request.rule.startswith("subagent agent-")
+        assert session.pending_approval == paused.approvals
+        result = session.resume_approval({"child_shell": answer})
+    assert result.status == "done"
+    assert (code / "ran.txt").read_text() == "ran\n" if runs else not (code / "ran.txt").exists()
+    assert len(children) == 1 and len(children[0].calls) == 2  # the child was not restarted
+    report = json.loads(next(m for m in session.history if getattr(m, "name", None) == "task").content)
+    assert report["summary"] == "tried the shell"
+    assert bool(report.get("open_questions")) is not runs
+
+
+def test_approval_deny_denies_the_childs_call_without_asking(code):
+    def approver(requests):
+        raise AssertionError("--approval deny asks no one")
+
+    session, children = open_session(code, [task(agent="general"), "done"], [_asking_child()], approval="never")
+    with session:
+        result = session.run_turn("go", approver=approver)
+    assert result.status == "done" and not (code / "ran.txt").exists()
+    assert "denied" in _child_result(children[0]).content
+
+
+def test_always_for_a_childs_call_is_remembered_by_the_parent(code):
+    def approver(requests):
+        return {r.tool_call_id: {"decision": "allow", "remember": True} for r in requests}
+
+    session, _ = open_session(code, [task(agent="general"), "done"], [_asking_child()], approval="ask")
+    with session:
+        session.run_turn("go", approver=approver)
+        assert session.policy.decide("shell", {"command": COMMAND}).decision == "allow"
+        assert session.policy.decide("shell", {"command": "echo other"}).decision == "ask"
+
+
+def test_the_prompt_names_the_subagent_that_asks(code):
+    from rich.console import Console
+
+    from mtagent.cli.turn_display import make_approver
+
+    questions = []
+
+    def read(question):
+        questions.append(question)
+        return "n"
+
+    approver = make_approver(Console(record=True), read)
+    session, _ = open_session(code, [task(agent="general"), "done"], [_asking_child()], approval="ask")
+    with session:
+        session.run_turn("go", approver=approver)
+    [question] = questions
+    assert question.startswith("subagent agent-") and "(general) asks: Run shell command" in question
