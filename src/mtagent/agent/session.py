@@ -19,6 +19,7 @@ in a new process after :meth:`AgentSession.resume`. Ctrl-C during a turn returns
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.types import Command
 
 from mtagent import __version__, paths
@@ -33,7 +35,7 @@ from mtagent.agent import engine as engine_factory
 from mtagent.agent import prompts, subagents
 from mtagent.agent.approval import ApprovalPolicy
 from mtagent.agent.graph import APPROVAL_KIND, AgentRuntime, build_graph
-from mtagent.agent.models import create_chat_model, model_window
+from mtagent.agent.models import context_window, create_chat_model
 from mtagent.redaction import Redactor, RedactingSink, collect_secrets
 from mtagent.agent.state import Conversation, initial_state
 from mtagent.agent.turns import (  # noqa: F401 - re-exported: front ends import them from here
@@ -52,6 +54,7 @@ from mtagent.context.recall.sink import recall_sink
 from mtagent.context.static.memory_extract import MemoryExtractor
 from mtagent.context.plan import ContextPlan
 from mtagent.context.session_memory.manager import session_memory_for_resume
+from mtagent.context.tokens import count_text_tokens
 from mtagent.context.view import ResumedSession, build_resume_view, load_session
 from mtagent.errors import ModelError, SessionNotFound
 from mtagent.events import EventBus, SessionStats
@@ -86,8 +89,7 @@ class AgentSession:
         self.model_name = model_name
         self.events = events or EventBus()
         self.stats = SessionStats()
-        chosen = model_window(settings, model_name, model)  # asks a local server for its window when unset
-        self.window, self.window_source, self.window_warnings = chosen.tokens, chosen.source, list(chosen.warnings)
+        self.window = context_window(settings, model_name)
         self.settings = _with_window(settings, self.window)
         self.redactor = Redactor(secrets)
         self._writer = writer
@@ -96,7 +98,6 @@ class AgentSession:
                                               self.settings), self.redactor)  # indexed for recall, redacted
         self.artifacts = self._db.artifacts(project_root, session_id,
                                                    self.settings.tool_results.artifact_max_bytes)
-        self.artifacts.redactor = self.redactor  # the configured secrets too, not only the environment's
         self.policy = ApprovalPolicy.from_rules(self.settings.agent.approval, approval)
         self.last_prepared: Any = None
         self.resume_warnings: list[str] = []
@@ -112,14 +113,11 @@ class AgentSession:
         self.engine = parts.engine
         self.tools = {t.name: t for t in parts.tools}
         self.static = parts.static
-        # full schemas, or compact ones when they would crowd a small window (agent.tool_schemas)
-        offered, self.schema_choice = engine_factory.choose_tool_schemas(parts, self.settings, self.window,
-                                                                         project_root)
-        self._prompt_tools = offered if self.schema_choice.mode == "compact" else None
-        tools_tokens = self.schema_choice.schema_tokens
+        tools_tokens = sum(count_text_tokens(json.dumps(convert_to_openai_tool(t), sort_keys=True))
+                           for t in parts.tools)
         self.conversation = Conversation()
         self.conversation.replace(history)
-        bound = model.bind_tools(offered) if parts.tools else model
+        bound = model.bind_tools(list(parts.tools)) if parts.tools else model
         engine_factory.share_main_request(parts.summarizer, summarizer_model is model, bound, self.settings,
                                           parts.session_memory)
         self.runtime = AgentRuntime(
@@ -245,8 +243,7 @@ class AgentSession:
     def run_turn(self, text: str, *, approver: Approver | None = None) -> TurnResult:
         """Add the user's message and run the loop until the model answers without tool calls."""
         self._abandon_unanswered_calls()
-        # a secret pasted into a message is redacted like any other: the model never needs the value
-        message = HumanMessage(content=self.redactor.text(text), id=schema.new_message_id())
+        message = HumanMessage(content=text, id=schema.new_message_id())
         self.runtime.add(message)
         self._turn += 1
         return drive_turn(self, initial_state(self._turn), approver)
@@ -277,9 +274,7 @@ class AgentSession:
 
     # engine passthroughs ----------------------------------------------------------------
     def _system_messages(self) -> list[BaseMessage]:
-        compact = self._prompt_tools is not None
-        parts = engine_factory.static_parts(self.static, self._prompt_tools if compact else self.tools.values(),
-                                            self.project_root, list_tools=not compact)
+        parts = engine_factory.static_parts(self.static, self.tools.values(), self.project_root)
         self._static_conflicts = list(parts.conflicts)
         return list(parts.messages)
 
@@ -380,7 +375,7 @@ def _resolve_model(model: str | BaseChatModel | None, settings: Settings, base_u
                    api_key: str | None, environ: dict[str, str] | None
                    ) -> tuple[BaseChatModel, str, tuple[str, ...], BaseChatModel | None]:
     """The chat model, its display name, the secrets to redact, and the compaction model."""
-    secrets = collect_secrets(environ, [api_key], settings=settings)
+    secrets = collect_secrets(environ, [api_key])
     spec = settings.agent.compact_model
     summarizer = (create_chat_model(spec, settings=settings, base_url=base_url, api_key=api_key, environ=environ)
                   if spec and spec != EXTRACTIVE else None)
