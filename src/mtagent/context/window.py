@@ -332,6 +332,7 @@ class ContextWindowManager:
         _publish_compaction(result, self.sink, self.bus, self.stats)
         self.meter.rebase(result.new_history())
         self.clearing.schedule.retry_floor = 0
+        self.policy.rounds_since_compact = 0  # any compaction (/compact too) restarts compact_every_rounds
 
 
 def _publish_plan(plan: ContextPlan, sink: RecordSink | None, bus: EventBus | None, stats: SessionStats | None,

@@ -59,3 +59,17 @@ def test_window_compacts_on_the_round_count() -> None:
     history = _rounds(5)
     prepared = engine.prepare(history)
     assert prepared.compaction is not None and prepared.compaction.trigger == "auto"
+
+
+def test_a_manual_compact_restarts_the_round_count() -> None:
+    """/compact is a compaction: the next round-count compaction is N rounds after it, not after
+    the last automatic one (otherwise a /compact is followed at once by another compaction)."""
+    engine = ContextWindowManager(_settings(4), summarizer=FixedSummarizer(), sink=[])
+    history = _rounds(3)
+    for end in range(1, len(history) + 1, 2):
+        assert engine.prepare(history[:end]).compaction is None
+    assert engine.policy.rounds_since_compact == 3
+    history = engine.compact(history).new_history()
+    assert engine.policy.rounds_since_compact == 0
+    history += [AIMessage("after compact " + "word " * 60, id="ax"), HumanMessage("next " + "word " * 60, id="hx")]
+    assert engine.prepare(history).compaction is None  # one round since /compact, not five
