@@ -88,6 +88,8 @@ class WindowUsage:
     model: str | None = None
     note: str | None = None
     basis: str | None = None  # which moment the numbers measure: "as of call N" or "estimated now"
+    window_source: str | None = None  # where the window's size came from (a setting, the server, the table)
+    schemas: str | None = None  # the tool-schema mode and why (SchemaChoice.describe())
 
     @classmethod
     def from_budget(cls, budget: BudgetBuckets, model: str | None = None) -> WindowUsage:
@@ -181,8 +183,10 @@ def _glyph(key: str) -> str:
     return current.used
 
 
-def render_context_grid(usage: WindowUsage, *, title: str = "Context usage") -> RenderableType:
-    """The ``/context`` view: a coloured grid of the window beside a legend with tokens and %."""
+def render_context_grid(usage: WindowUsage, *, title: str = "Context usage",
+                        report: SessionReport | None = None) -> RenderableType:
+    """The ``/context`` view: a coloured grid of the window beside a legend with tokens and %
+    (and, on a line of their own, the subagents' tokens: spent in their windows, not this one)."""
     segments = usage.segments()
     whole = max(usage.token_limit, usage.used)
     counts = grid_counts([tokens for _, _, tokens in segments])
@@ -204,6 +208,9 @@ def render_context_grid(usage: WindowUsage, *, title: str = "Context usage") -> 
 
     if usage.note:
         head.append(f"\n{usage.note}", style="yellow")
+    for line in setup_lines(usage):
+        head.append("\n")
+        head.append_text(line)
     legend: list[Text] = [head, Text("")]
     for key, style, tokens in segments:
         line = Text()
@@ -212,12 +219,27 @@ def render_context_grid(usage: WindowUsage, *, title: str = "Context usage") -> 
         share = tokens / whole if whole else 0.0
         line.append(f"{tokens:,} tokens ({share:.1%})", style="dim" if key in (FREE, BUFFER) else None)
         legend.append(line)
+    children = subagent_line(report)
+    if children is not None:
+        legend += [Text(""), children]
 
     layout = Table.grid(padding=(0, 3))
     layout.add_column(no_wrap=True)
     layout.add_column()
     layout.add_row(Text("\n").join(rows), Text("\n").join(legend))
     return layout
+
+
+def setup_lines(usage: WindowUsage | None) -> list[Text]:
+    """Where the window's size came from and which tool schemas are sent (``/context`` and its views)."""
+    if usage is None:
+        return []
+    lines = []
+    if usage.window_source:
+        lines.append(Text(f"window {usage.token_limit:,} tokens from {usage.window_source}", style="dim"))
+    if usage.schemas:
+        lines.append(Text(usage.schemas, style="dim"))
+    return lines
 
 
 def render_context_stats(usage: WindowUsage, report: SessionReport | None = None,
@@ -240,6 +262,10 @@ def render_context_stats(usage: WindowUsage, report: SessionReport | None = None
     facts.add_column(style="bold")
     facts.add_column(justify="right")
     facts.add_row("context window", f"{usage.token_limit:,}")
+    if usage.window_source:
+        facts.add_row("window from", usage.window_source)
+    if usage.schemas:
+        facts.add_row("tool schemas", usage.schemas.removeprefix("tool schemas: "))
     if effective_limit is not None:
         facts.add_row("effective limit", f"{effective_limit:,}")
     facts.add_row("auto-compact threshold", f"{usage.threshold:,}")
@@ -270,6 +296,23 @@ def subagent_rows(report: SessionReport | None) -> list[tuple[str, str]]:
     return [("subagents (own windows)", f"{total['children']:,}"),
             ("subagent input tokens (not in this window)", f"{total['input_tokens']:,}"),
             ("subagent model calls", f"{total['model_calls']:,}")]
+
+
+def subagent_line(report: SessionReport | None) -> Text | None:
+    """The ``/context`` grid's line for the children: counted apart, since not in this window."""
+    if report is None or not report.transcript.is_file():
+        return None
+    from mtagent.agent.subagents.tree import children_usage, subagent_tree
+
+    total = children_usage(subagent_tree(report.transcript))
+    if not total["children"]:
+        return None
+    count = total["children"]
+    line = Text()
+    line.append(f"{glyphs().result} ", style="magenta")  # not a cell of the grid: these tokens are elsewhere
+    line.append(f"Subagents: {count:,} {'child' if count == 1 else 'children'} · {total['input_tokens']:,} input "
+                f"tokens · {total['model_calls']:,} model calls (own windows, not in this window)")
+    return line
 
 
 def render_compaction_history(report: SessionReport | None) -> RenderableType:

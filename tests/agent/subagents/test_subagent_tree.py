@@ -12,7 +12,7 @@ from mtagent import paths
 from mtagent.agent.scripted import tool_call
 from mtagent.agent.subagents.tree import children_usage, nodes_from_records, subagent_tree, tree_lines
 from mtagent.cli.app import app
-from mtagent.cli.context_render import WindowUsage, render_context_stats
+from mtagent.cli.context_render import WindowUsage, render_context_grid, render_context_stats
 from mtagent.cli.session_report import read_session_report
 from mtagent.session import schema
 from mtagent.session.transcript import read_records
@@ -64,6 +64,34 @@ def test_context_stats_counts_children_apart(code):
     text = console.export_text()
     total = subagent_tree(session.transcript_path)[0].usage["input_tokens"]
     assert "subagent input tokens (not in this window)" in text and f"{total:,}" in text
+
+
+def test_the_context_grid_shows_childrens_tokens_on_a_line_of_their_own(code):
+    from types import SimpleNamespace
+
+    from mtagent.cli.slash import dispatch
+
+    session = _run(code)
+    report = read_session_report(session.transcript_path)
+    console = Console(record=True, width=160)
+    host = SimpleNamespace(console=console, window_usage=lambda: WindowUsage(131_072, 100_000, {"messages": 1000}),
+                           session_report=lambda: report)
+    dispatch(host, "/context")
+    text = console.export_text()
+    total = subagent_tree(session.transcript_path)[0].usage["input_tokens"]
+    line = next(line for line in text.splitlines() if "Subagents" in line)
+    assert "1 child" in line and f"{total:,} input tokens" in line and "not in this window" in line
+    assert "Messages: 1,000 tokens" in text  # the window's own buckets are unchanged
+
+
+def test_the_context_grid_has_no_subagent_line_without_children(code):
+    session, _ = open_session(code, ["hello"], [])
+    with session:
+        session.run_turn("hi")
+    console = Console(record=True, width=160)
+    console.print(render_context_grid(WindowUsage(131_072, 100_000, {"messages": 1000}),
+                                      report=read_session_report(session.transcript_path)))
+    assert "Subagents" not in console.export_text()
 
 
 def test_a_forged_link_is_shown_broken_and_never_opened(tmp_path):
