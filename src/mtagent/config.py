@@ -43,6 +43,7 @@ from mtagent.config_sections import (  # noqa: F401  (re-exported: the public na
     UiSettings,
     AgentSettings,
     SubagentSettings,
+    SecuritySettings,
     effective_context_limit,
     auto_compact_threshold,
     DEFAULT_PRICES,
@@ -73,6 +74,7 @@ class Settings(_Section):
     agent: AgentSettings = Field(default_factory=AgentSettings)
     ui: UiSettings = Field(default_factory=UiSettings)
     subagents: SubagentSettings = Field(default_factory=SubagentSettings)
+    security: SecuritySettings = Field(default_factory=SecuritySettings)
 
     @model_validator(mode="after")
     def _ranges_and_relations(self) -> Settings:
@@ -180,7 +182,12 @@ def _parse_env_value(raw: str) -> Any:
 
 def _merge(base: dict[str, Any], layer: dict[str, Any]) -> None:
     for section, body in layer.items():
-        base.setdefault(section, {}).update(body)
+        target = base.setdefault(section, {})
+        for key, value in body.items():
+            earlier = target.get(key)
+            if (section, key) in trust.ADDITIVE_KEYS and isinstance(value, list) and isinstance(earlier, list):
+                value = earlier + [v for v in value if v not in earlier]  # a layer adds, never removes
+            target[key] = value
 
 
 def _validate(data: dict[str, Any], sources: dict[tuple[str, str], str]) -> Settings:

@@ -233,6 +233,36 @@ class StorageSettings(_Section):
     connect_timeout_seconds: float = Field(10, gt=0, description="give up reaching PostgreSQL after this long")
 
 
+# configured secrets, at most per list: each is searched for in every text that is redacted
+REDACT_LIST_MAX = 256
+
+
+class SecuritySettings(_Section):
+    """Extra secrets to redact (docs/security.md). These lists add up over every config layer
+    (home, project, environment, arguments): a later layer can add a redaction, never remove one."""
+
+    redact_values: list[str] = Field(
+        default_factory=list, max_length=REDACT_LIST_MAX,
+        description="secret values replaced by [redacted] in payloads, transcripts, artifacts and output "
+        "(each at least 8 characters)",
+    )
+    redact_env: list[str] = Field(
+        default_factory=list, max_length=REDACT_LIST_MAX,
+        description="names of environment variables whose values are secrets, whatever the name looks like",
+    )
+
+    @field_validator("redact_values")
+    @classmethod
+    def _long_enough(cls, values: list[str]) -> list[str]:
+        from mtagent.redaction import MIN_SECRET_CHARS
+
+        short = [i for i, v in enumerate(values) if len(v.strip()) < MIN_SECRET_CHARS]
+        if short:  # never echo the value: it is a secret
+            raise ValueError(f"entry {short[0] + 1} is shorter than {MIN_SECRET_CHARS} characters; a value "
+                             "that short would replace ordinary words everywhere")
+        return values
+
+
 class ShellSettings(_Section):
     default_timeout_seconds: float = Field(120, gt=0, description="shell tool timeout when none is given")
     max_timeout_seconds: float = Field(600, gt=0, description="largest timeout the model may ask for")

@@ -6,8 +6,11 @@ it knows of (the key it was given, environment variables whose names look like s
 environment values that look like keys by their shape or randomness) and replaces them — and
 every known key shape (``sk-``, ``ghp_``, ``AKIA``, JWTs, PEM private keys, URL passwords …),
 known value or not — in every tool result before the model or the transcript sees it, and in
-every record and artifact before it is written. Limits: a secret the process never saw in its
-environment and that has no known shape (a short password typed in a file) is not recognised.
+every record and artifact before it is written. The user adds their own in ``[security]``
+(``redact_values``, ``redact_env``), and the secrets the settings themselves hold — a storage
+DSN's password, a password in ``agent.base_url``, keys and auth headers in ``agent.model_options``
+— are added by :func:`settings_secrets`. Limits: a secret the process never saw (in its
+environment or settings) that has no known shape (a short password typed in a file) is not recognised.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mtagent.config import Settings
 
 REDACTED = "[redacted]"
 _SECRET_NAME = re.compile(
@@ -42,6 +48,9 @@ KEY_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 # scheme://user:password@host — the password goes, the rest stays readable
 _URL_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]*:)(?P<pw>[^\s@/]+)(?P<at>@)")
+# libpq key=value connection strings: password=secret or password='with spaces'
+_KV_PASSWORD = re.compile(r"\bpassword\s*=\s*(?:'(?P<quoted>(?:[^'\\]|\\.)*)'|(?P<bare>[^\s']+))", re.IGNORECASE)
+_BEARER = re.compile(r"^\s*(?:Bearer|Basic|Token)\s+(?P<token>\S+)\s*$", re.IGNORECASE)
 
 
 def _entropy(value: str) -> float:
@@ -63,11 +72,51 @@ def looks_secret(value: str) -> bool:
     return classes >= 2 and _entropy(v) >= HIGH_ENTROPY_BITS_PER_CHAR
 
 
-def collect_secrets(environ: Mapping[str, str] | None = None, extra: Iterable[str | None] = ()) -> tuple[str, ...]:
-    """Secret values: ``extra`` (keys in use, configured secrets), env vars named like secrets
-    (``*_API_KEY``, ``*TOKEN*``, ``DATABASE_URL`` …), env values shaped like keys or long random
-    strings whatever their name, and the password of every URL among them."""
+def passwords_in(value: str) -> list[str]:
+    """The passwords inside a connection string: ``scheme://user:PASSWORD@host`` and ``password=…``."""
+    found = [m.group("pw") for m in _URL_PASSWORD.finditer(value)]
+    found += [m.group("quoted") if m.group("quoted") is not None else m.group("bare")
+              for m in _KV_PASSWORD.finditer(value)]
+    return [pw for pw in found if pw]
+
+
+def _option_secrets(value: Any, named_secret: bool = False, _depth: int = 0) -> Iterable[str]:
+    """Strings under keys named like secrets (``api_key``, ``Authorization`` …) in nested options."""
+    if isinstance(value, str) and named_secret:
+        yield value
+        bearer = _BEARER.match(value)
+        if bearer:
+            yield bearer.group("token")
+    elif isinstance(value, dict) and _depth < 20:
+        for key, inner in value.items():
+            yield from _option_secrets(inner, named_secret or bool(_SECRET_NAME.search(str(key))), _depth + 1)
+    elif isinstance(value, (list, tuple)) and _depth < 20:
+        for inner in value:
+            yield from _option_secrets(inner, named_secret, _depth + 1)
+
+
+def settings_secrets(settings: Settings, environ: Mapping[str, str] | None = None) -> list[str]:
+    """What the settings say is secret: ``security.redact_values``, the values of the variables
+    named in ``security.redact_env``, the storage DSN's password, a password in ``agent.base_url``
+    and strings under secret-named keys of ``agent.model_options``."""
     env = os.environ if environ is None else environ
+    security = settings.security
+    found = list(security.redact_values)
+    found += [env[name] for name in security.redact_env if env.get(name)]
+    for url in (settings.storage.dsn, settings.agent.base_url):
+        found += passwords_in(url or "")
+    found += _option_secrets(settings.agent.model_options)
+    return found
+
+
+def collect_secrets(environ: Mapping[str, str] | None = None, extra: Iterable[str | None] = (),
+                    settings: Settings | None = None) -> tuple[str, ...]:
+    """Secret values: ``extra`` (keys in use), what ``settings`` names (:func:`settings_secrets`),
+    env vars named like secrets (``*_API_KEY``, ``*TOKEN*``, ``DATABASE_URL`` …), env values shaped
+    like keys or long random strings whatever their name, and the password of every URL among them."""
+    env = os.environ if environ is None else environ
+    if settings is not None:
+        extra = [*extra, *settings_secrets(settings, env)]
     found: set[str] = set()
     for name, value in env.items():
         if len(value) < MIN_SECRET_CHARS:
@@ -80,7 +129,8 @@ def collect_secrets(environ: Mapping[str, str] | None = None, extra: Iterable[st
     for value in extra:
         if value and len(value) >= MIN_SECRET_CHARS:
             found.add(value)
-            found.update(m.group("pw") for m in _URL_PASSWORD.finditer(value) if len(m.group("pw")) >= 4)
+        if value:
+            found.update(pw for pw in passwords_in(value) if len(pw) >= 4)
     return tuple(sorted(found, key=len, reverse=True))
 
 

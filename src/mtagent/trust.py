@@ -30,6 +30,9 @@ SECURITY_KEYS: frozenset[tuple[str, str]] = frozenset({
     ("agent", "compact_model"), ("shell", "*"),
     ("storage", "*"),  # a repository must not send its sessions to a database of its choosing
 })
+# Lists that add up over the config layers instead of replacing: redactions only ever grow, so an
+# untrusted project may set them (more redaction is safe) but can never drop one the user configured.
+ADDITIVE_KEYS: frozenset[tuple[str, str]] = frozenset({("security", "redact_values"), ("security", "redact_env")})
 _MAX_STORE_BYTES = 4 * 1024 * 1024
 _warned: set[str] = set()
 

@@ -59,7 +59,7 @@ def test_canaries_reach_no_payload_transcript_artifact_export_html_or_output(
     ])
     settings = Settings.model_validate({"agent": {"retry_base_seconds": 0.0}, "session_memory": {"enabled": False}})
     with AgentSession.create(project, model=model, settings=settings, approval="auto") as s:
-        s.run_turn("look at the config")  # what the user types is sent as typed (docs/security.md)
+        s.run_turn("look at the config")
         sid, transcript = s.session_id, s.transcript_path
     leaks: list[str] = []
 

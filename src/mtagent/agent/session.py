@@ -98,6 +98,7 @@ class AgentSession:
                                               self.settings), self.redactor)  # indexed for recall, redacted
         self.artifacts = self._db.artifacts(project_root, session_id,
                                                    self.settings.tool_results.artifact_max_bytes)
+        self.artifacts.redactor = self.redactor  # the configured secrets too, not only the environment's
         self.policy = ApprovalPolicy.from_rules(self.settings.agent.approval, approval)
         self.last_prepared: Any = None
         self.resume_warnings: list[str] = []
@@ -243,7 +244,8 @@ class AgentSession:
     def run_turn(self, text: str, *, approver: Approver | None = None) -> TurnResult:
         """Add the user's message and run the loop until the model answers without tool calls."""
         self._abandon_unanswered_calls()
-        message = HumanMessage(content=text, id=schema.new_message_id())
+        # a secret pasted into a message is redacted like any other: the model never needs the value
+        message = HumanMessage(content=self.redactor.text(text), id=schema.new_message_id())
         self.runtime.add(message)
         self._turn += 1
         return drive_turn(self, initial_state(self._turn), approver)
@@ -375,7 +377,7 @@ def _resolve_model(model: str | BaseChatModel | None, settings: Settings, base_u
                    api_key: str | None, environ: dict[str, str] | None
                    ) -> tuple[BaseChatModel, str, tuple[str, ...], BaseChatModel | None]:
     """The chat model, its display name, the secrets to redact, and the compaction model."""
-    secrets = collect_secrets(environ, [api_key])
+    secrets = collect_secrets(environ, [api_key], settings=settings)
     spec = settings.agent.compact_model
     summarizer = (create_chat_model(spec, settings=settings, base_url=base_url, api_key=api_key, environ=environ)
                   if spec and spec != EXTRACTIVE else None)

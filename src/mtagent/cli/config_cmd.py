@@ -11,6 +11,7 @@ from rich.markup import escape
 from mtagent import paths
 from mtagent.cli.output import bare_group_help, console, user_errors
 from mtagent.config import load_settings, settings_reference
+from mtagent.redaction import Redactor, collect_secrets
 
 config_app = typer.Typer(help="Show the merged configuration and where it is read from.")
 bare_group_help(config_app)
@@ -24,7 +25,8 @@ def show(
 ) -> None:
     """Print every setting after merging defaults, config files, environment and arguments."""
     settings = load_settings(cwd)
-    data = settings.model_dump(mode="json")
+    # a DSN's password, an auth header, the [security] values themselves: shown as [redacted]
+    data = Redactor(collect_secrets(settings=settings)).deep(settings.model_dump(mode="json"))
     if as_json:
         console.print_json(json.dumps(data))
         return

@@ -88,8 +88,6 @@ class WindowUsage:
     model: str | None = None
     note: str | None = None
     basis: str | None = None  # which moment the numbers measure: "as of call N" or "estimated now"
-    window_source: str | None = None  # where the window's size came from (a setting, the server, the table)
-    schemas: str | None = None  # the tool-schema mode and why (SchemaChoice.describe())
 
     @classmethod
     def from_budget(cls, budget: BudgetBuckets, model: str | None = None) -> WindowUsage:
@@ -208,9 +206,6 @@ def render_context_grid(usage: WindowUsage, *, title: str = "Context usage",
 
     if usage.note:
         head.append(f"\n{usage.note}", style="yellow")
-    for line in setup_lines(usage):
-        head.append("\n")
-        head.append_text(line)
     legend: list[Text] = [head, Text("")]
     for key, style, tokens in segments:
         line = Text()
@@ -228,18 +223,6 @@ def render_context_grid(usage: WindowUsage, *, title: str = "Context usage",
     layout.add_column()
     layout.add_row(Text("\n").join(rows), Text("\n").join(legend))
     return layout
-
-
-def setup_lines(usage: WindowUsage | None) -> list[Text]:
-    """Where the window's size came from and which tool schemas are sent (``/context`` and its views)."""
-    if usage is None:
-        return []
-    lines = []
-    if usage.window_source:
-        lines.append(Text(f"window {usage.token_limit:,} tokens from {usage.window_source}", style="dim"))
-    if usage.schemas:
-        lines.append(Text(usage.schemas, style="dim"))
-    return lines
 
 
 def render_context_stats(usage: WindowUsage, report: SessionReport | None = None,
@@ -262,10 +245,6 @@ def render_context_stats(usage: WindowUsage, report: SessionReport | None = None
     facts.add_column(style="bold")
     facts.add_column(justify="right")
     facts.add_row("context window", f"{usage.token_limit:,}")
-    if usage.window_source:
-        facts.add_row("window from", usage.window_source)
-    if usage.schemas:
-        facts.add_row("tool schemas", usage.schemas.removeprefix("tool schemas: "))
     if effective_limit is not None:
         facts.add_row("effective limit", f"{effective_limit:,}")
     facts.add_row("auto-compact threshold", f"{usage.threshold:,}")

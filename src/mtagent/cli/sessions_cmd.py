@@ -144,7 +144,16 @@ def _content_text(content: Any) -> str:
     return "\n".join(parts)
 
 
-def _tool_result_text(rec: dict[str, Any], store: ArtifactStore, full: bool, notes: list[str]) -> str:
+def _output_redactor(cwd: Path | None) -> Redactor:
+    """Secrets of the environment and the settings (``[security]``, a DSN's password): a transcript
+    written before one was configured, or by an older version, is still shown without it."""
+    from mtagent.config import load_settings
+
+    return Redactor(collect_secrets(settings=load_settings(cwd or Path.cwd())))
+
+
+def _tool_result_text(rec: dict[str, Any], store: ArtifactStore, full: bool, notes: list[str],
+                      redactor: Redactor) -> str:
     text = _content_text(rec.get("content"))
     result = rec.get("toolUseResult") or {}
     artifact = result.get("artifact") if isinstance(result, dict) else None
@@ -152,7 +161,7 @@ def _tool_result_text(rec: dict[str, Any], store: ArtifactStore, full: bool, not
         try:
             # artifacts from before redaction-on-write may still hold secrets: redact on the way out
             head = store.read_head(artifact, FULL_MAX_CHARS * 4 + 4)
-            return terminal_safe(Redactor(collect_secrets()).text(head))
+            return terminal_safe(redactor.text(head))
         except ArtifactPathError as exc:
             notes.append(str(exc))
     return text
@@ -163,8 +172,10 @@ def _rule(out: Console, title: str) -> None:
     out.print(Rule(title, style="magenta") if out.is_terminal else Text(f"── {title} ──", style="magenta"))
 
 
-def _render_record(out: Console, rec: dict[str, Any], store: ArtifactStore, full: bool) -> None:
-    rec = sanitize_deep(rec)  # stored text may carry escape sequences: show them, never run them
+def _render_record(out: Console, rec: dict[str, Any], store: ArtifactStore, full: bool,
+                   redactor: Redactor | None = None) -> None:
+    redactor = redactor or Redactor(collect_secrets())
+    rec = sanitize_deep(redactor.deep(rec))  # stored text may carry escape sequences: show them, never run them
     kind = rec.get("type")
     stamp = rec.get("timestamp") or ""
     if kind == schema.TRANSCRIPT_MESSAGE:
@@ -174,7 +185,7 @@ def _render_record(out: Console, rec: dict[str, Any], store: ArtifactStore, full
         notes: list[str] = []
         if role == "tool":
             header.append(f"  {rec.get('name') or ''} ({rec.get('status') or 'success'})", style="yellow")
-            body = _tool_result_text(rec, store, full, notes)
+            body = _tool_result_text(rec, store, full, notes, redactor)
         else:
             body = _content_text(rec.get("content"))
         out.print(header)
@@ -229,18 +240,20 @@ def show_cmd(
     """
     path = _transcript(cwd or Path.cwd(), session_id)
     store = artifact_store_for(path)
+    redactor = _output_redactor(cwd)
     if view:
         resumed = load_transcript(path, session_id=session_id, skip_corrupt=skip_corrupt)
         _print_warnings(resumed.report)
         for message in resumed.messages:
-            _render_record(console, {**schema.message_to_record(message), "timestamp": ""}, store, full)
+            _render_record(console, {**schema.message_to_record(message), "timestamp": ""}, store, full, redactor)
         return
     report = ReadReport()
     for entry in iter_entries(path, skip_corrupt=skip_corrupt, report=report):
         if raw and entry.record.get("type") not in _READABLE:
-            console.print(Text(terminal_safe(json.dumps(entry.record, ensure_ascii=False)), style="dim"))
+            line = json.dumps(redactor.deep(entry.record), ensure_ascii=False)
+            console.print(Text(terminal_safe(line), style="dim"))
         else:
-            _render_record(console, entry.record, store, full)
+            _render_record(console, entry.record, store, full, redactor)
     _print_warnings(report)
     _print_subagents(path)
 
@@ -256,9 +269,9 @@ def _print_subagents(path: Path) -> None:
             console.print(Text(terminal_safe(line)), soft_wrap=True)
 
 
-def _markdown(records: Iterator[dict[str, Any]]) -> Iterator[str]:
+def _markdown(records: Iterator[dict[str, Any]], redactor: Redactor) -> Iterator[str]:
     for rec in records:
-        rec = sanitize_deep(rec)  # a Markdown export is read in terminals too
+        rec = sanitize_deep(redactor.deep(rec))  # a Markdown export is read in terminals too
         kind = rec.get("type")
         if kind == schema.TRANSCRIPT_MESSAGE:
             title = f"## {rec.get('role')}"
@@ -303,7 +316,7 @@ def export_cmd(
         chunks: Iterator[str] = (raw_lines.pop(e.offset).decode("utf-8") + "\n" for e in entries
                                  if not _forget_before(raw_lines, e.offset))
     else:
-        chunks = _markdown(e.record for e in entries)
+        chunks = _markdown((e.record for e in entries), _output_redactor(cwd))
     if output is None:
         try:
             for chunk in chunks:

@@ -132,7 +132,7 @@ class ThreadSession:
             existing = read_existing(path)
             is_new = not path.exists() or path.stat().st_size == 0
             writer = TranscriptWriter(path, session_id=session_id, fsync=settings.transcript.fsync)
-        redactor = Redactor(collect_secrets(None, secrets))
+        redactor = Redactor(collect_secrets(None, secrets, settings=settings))
         sink = RedactingSink(recall_sink(LockedSink(writer), root, session_id, settings), redactor)
         if is_new:
             sink.append(schema.session_start_record(
@@ -141,6 +141,7 @@ class ThreadSession:
             ))
         artifacts = store_artifacts if store is not None else \
             ArtifactStore.for_session(root, session_id, settings.tool_results.artifact_max_bytes)
+        artifacts.redactor = redactor  # configured secrets too, as the transcript
         return cls(session_id, root, settings, writer, sink, artifacts, recorded_message_ids(existing), existing,
                    events=events or EventBus(), redactor=redactor)
 

@@ -97,7 +97,7 @@ class Pages:
     def __init__(self, options: UiOptions) -> None:
         self.options = options
         self.ui: UiSettings = options.settings.ui
-        self.redactor = options.redactor or default_redactor()
+        self.redactor = options.redactor or default_redactor(options.settings)
         self.catalog = Catalog(options.home)
         self.transcripts = TranscriptCache(self.redactor)
         self.replays = ReplayRunner(options.settings)

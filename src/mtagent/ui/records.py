@@ -22,12 +22,15 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtagent.redaction import Redactor, collect_secrets
 from mtagent.session import schema
 from mtagent.session.index import parse_line
 from mtagent.session.transcript import READ_CHUNK_BYTES, ReadReport, iter_entries
+
+if TYPE_CHECKING:
+    from mtagent.config import Settings
 
 __all__ = ["Outline", "Redactor", "TranscriptCache", "default_redactor", "read_outline", "read_range"]
 
@@ -60,9 +63,9 @@ class Outline:
         return notes
 
 
-def default_redactor() -> Redactor:
-    """Secrets the UI process knows of: environment variables named like keys and tokens."""
-    return Redactor(collect_secrets())
+def default_redactor(settings: Settings | None = None) -> Redactor:
+    """Secrets the UI process knows of: its environment's and the configured ones (``[security]``)."""
+    return Redactor(collect_secrets(settings=settings))
 
 
 def read_outline(path: Path, redactor: Redactor) -> Outline:
