@@ -96,9 +96,8 @@ class AgentSession:
         self._db = open_session_storage(settings, paths.session_artifact_dir(project_root, session_id))
         self.sink = RedactingSink(recall_sink(self._db.audited(writer, session_id), project_root, session_id,
                                               self.settings), self.redactor)  # indexed for recall, redacted
-        self.artifacts = self._db.artifacts(project_root, session_id,
-                                                   self.settings.tool_results.artifact_max_bytes)
-        self.artifacts.redactor = self.redactor  # the configured secrets too, not only the environment's
+        self.artifacts = _redacting(self._db.artifacts(project_root, session_id,
+                                                       self.settings.tool_results.artifact_max_bytes), self.redactor)
         self.policy = ApprovalPolicy.from_rules(self.settings.agent.approval, approval)
         self.last_prepared: Any = None
         self.resume_warnings: list[str] = []
@@ -244,8 +243,7 @@ class AgentSession:
     def run_turn(self, text: str, *, approver: Approver | None = None) -> TurnResult:
         """Add the user's message and run the loop until the model answers without tool calls."""
         self._abandon_unanswered_calls()
-        # a secret pasted into a message is redacted like any other: the model never needs the value
-        message = HumanMessage(content=self.redactor.text(text), id=schema.new_message_id())
+        message = HumanMessage(content=self.redactor.text(text), id=schema.new_message_id())  # a pasted secret too
         self.runtime.add(message)
         self._turn += 1
         return drive_turn(self, initial_state(self._turn), approver)
@@ -364,6 +362,12 @@ def _without_stale_usage(history: Sequence[BaseMessage], records: Sequence[dict[
     return [m.model_copy(update={"usage_metadata": None})
             if isinstance(m, AIMessage) and m.usage_metadata and m.id not in fresh else m
             for m in history]
+
+
+def _redacting(store: ArtifactStore, redactor: Redactor) -> ArtifactStore:
+    """``store`` redacting with the session's secrets (configured ones too), not only the environment's."""
+    store.redactor = redactor
+    return store
 
 
 def _with_window(settings: Settings, window: int) -> Settings:
