@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
 from mtagent.config import Settings
-from mtagent.context.compaction.compactor import CompactionOptions, compact
+from mtagent.context.compaction.compactor import (
+    CompactionOptions,
+    CompactionResult,
+    SummaryOutcome,
+    available_tokens,
+    build_compaction_result,
+    compact,
+    region_start,
+    summarize_with_retry,
+)
+from mtagent.context.compaction.summarize import SummaryRequestTooLong
 from mtagent.context.tokens import MessageTokenCounter
 from mtagent.testing.synthetic import SyntheticSession
 
@@ -16,3 +28,102 @@ def test_the_result_names_its_boundary_and_summary():
     result = compact(history, None, CompactionOptions(settings=settings, counter=MessageTokenCounter(),
                                                       trigger="manual"))
     assert result.boundary_id == result.boundary_record["id"] and result.boundary_id
+
+
+# ── more survivors of the census (docs/mutation.md) ───────────────────────────────────────
+
+
+def _small() -> Settings:
+    return Settings(context={"token_limit": 20_000, "summary_reserved_tokens": 2_000,
+                             "autocompact_buffer_tokens": 1_000, "compression_preserve_min_tokens": 1_500,
+                             "compression_preserve_max_tokens": 4_000})
+
+
+def _rounds(n: int) -> list:
+    out = []
+    for i in range(n):
+        out += [HumanMessage(f"question {i} about the parser", id=f"h{i}"), AIMessage(f"answer {i}", id=f"a{i}")]
+    return out
+
+
+class Scripted:
+    """A summarizer that raises the scripted errors in turn, then answers; records what it saw."""
+
+    source = "llm"
+
+    def __init__(self, *errors: BaseException) -> None:
+        self.errors = list(errors)
+        self.seen: list[int] = []
+
+    def summarize(self, messages, *, instructions=None, previous_summary=None) -> str:
+        self.seen.append(len(messages))
+        if self.errors:
+            raise self.errors.pop(0)
+        return "## User goal\nFix the parser."
+
+
+def _retry(summarizer) -> SummaryOutcome:
+    return summarize_with_retry(summarizer, _rounds(10), settings=_small(), counter=MessageTokenCounter())
+
+
+def test_a_first_try_success_reports_no_retries():
+    outcome = _retry(Scripted())
+    assert (outcome.source, outcome.ptl_retries, outcome.fallback_reason) == ("llm", 0, None)
+
+
+def test_a_provider_prompt_too_long_error_is_retried_on_fewer_rounds():
+    summarizer = Scripted(RuntimeError("prompt is too long: 30000 tokens > 20000 maximum"))
+    outcome = _retry(summarizer)
+    assert (outcome.source, outcome.ptl_retries) == ("llm", 1)
+    assert summarizer.seen[0] == 20 and summarizer.seen[1] < 20
+
+
+def test_a_summary_request_too_long_is_retried_with_its_own_gap():
+    summarizer = Scripted(SummaryRequestTooLong("over", token_gap=1), SummaryRequestTooLong("over", token_gap=1))
+    outcome = _retry(summarizer)
+    assert outcome.ptl_retries == 2 and summarizer.seen == [20, 16, 12]  # 20% of 10 rounds each time
+
+
+def test_any_other_failure_is_not_retried():
+    summarizer = Scripted(ConnectionError("provider down"))
+    outcome = _retry(summarizer)
+    assert summarizer.seen == [20]
+    assert (outcome.source, outcome.ptl_retries, outcome.fallback_reason) == \
+        ("extractive", 0, "ConnectionError: provider down")
+
+
+def test_the_region_starts_after_every_leading_system_message():
+    assert region_start([SystemMessage("s0", id="s0"), *_rounds(2)]) == 1
+    assert region_start([SystemMessage("s0", id="s0"), SystemMessage("s1", id="s1"),
+                         SystemMessage("s2", id="s2"), *_rounds(2)]) == 3
+    assert region_start(_rounds(2)) == 0
+
+
+def test_available_room_is_never_below_one_token():
+    settings = _small()
+    assert available_tokens(settings, None, 10**9) == 1
+    assert available_tokens(settings, None, 0) == settings.auto_compact_threshold_tokens(None)
+
+
+def test_pre_and_post_tokens_count_the_view_s_extra_tokens_once():
+    counter = MessageTokenCounter()
+    history = list(SyntheticSession(seed=5, result_chars=400).grow_to(60))
+    options = CompactionOptions(settings=_small(), counter=counter, extra_tokens=700)
+    result = build_compaction_result(history, 40, SummaryOutcome("## User goal\nShip it.", "llm"), options)
+    assert result.pre_tokens == counter.estimate(history) + 700
+    expected_post = counter.estimate([*result.summary_messages, *result.attachments]) \
+        + counter.estimate(result.messages_to_keep) + 700
+    assert result.post_tokens == expected_post
+    assert result.boundary_record["pre_tokens"] == result.pre_tokens
+    assert result.boundary_record["post_tokens"] == result.post_tokens
+
+
+def test_defaults_of_the_result_types():
+    settings = _small()
+    options = CompactionOptions(settings=settings, counter=MessageTokenCounter())
+    assert (options.trigger, options.extra_tokens, options.pre_tokens, options.token_limit) == ("auto", 0, None, None)
+    outcome = SummaryOutcome("text", "llm")
+    assert (outcome.ptl_retries, outcome.fallback_reason) == (0, None)
+    bare = CompactionResult(boundary_record={"id": "cb"}, summary_messages=[], attachments=[], messages_to_keep=[],
+                            pre_tokens=1, post_tokens=1, summary_source="llm", trigger="auto")
+    assert (bare.ptl_retries, bare.handoff_missing, bare.summarized_ids, bare.fallback_reason) == (0, [], [], None)

@@ -53,7 +53,7 @@ def test_is_cleared_reads_only_the_cleared_mark():
 
 def test_only_the_last_two_error_lines_are_kept_each_clipped():
     long_error = "error: " + "x" * 500
-    log = "\n".join(["Error: first", "ok", "Error: second", "ok", long_error, "done"])
+    log = f"Error: first\nok\nError: second\nok\n{long_error}\ndone"
     text = cleared_content(log)
     kept = text.split("\n")[2:]
     assert text.startswith(CLEARED_PLACEHOLDER + "\nIts last error lines:\n")
