@@ -26,9 +26,10 @@ from mtagent.config import Settings, load_settings
 from mtagent.context.view import ResumedSession, ResumeStats, build_resume_view, load_session
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.audit import AuditingSink, AuditSink, JsonlAuditSink
-from mtagent.session.catalog import list_sessions
+from mtagent.session import store_catalog
+from mtagent.session.catalog import SessionInfo, list_sessions
 from mtagent.session.store import open_store, validate_tenant
-from mtagent.session.store_artifacts import StoreArtifacts
+from mtagent.session.store_artifacts import NotesThroughStore, StoreArtifacts, pull_memory
 from mtagent.session.transcript import ReadReport, TranscriptWriter, iter_entries
 
 CHECKPOINT_FILE = "checkpoints.sqlite"
@@ -83,7 +84,12 @@ def open_writer(settings: Settings, project_root: Path, session_id: str) -> Any:
     if not is_postgres(settings):
         return TranscriptWriter(paths.session_transcript_path(project_root, session_id), session_id=session_id,
                                 fsync=settings.transcript.fsync)
-    return _pg_store(settings).open_writer(paths.project_hash(project_root), session_id)
+    store, project = _pg_store(settings), paths.project_hash(project_root)
+    writer = store.open_writer(project, session_id)
+    artifacts = _artifacts(settings, project_root, session_id, settings.tool_results.artifact_max_bytes)
+    memory_dir = paths.project_memory_dir(project_root)
+    pull_memory(store, project, memory_dir)  # long-term memory as any worker last saved it
+    return NotesThroughStore(writer, artifacts, memory_dir)  # type: ignore[arg-type]  # memory in the store too
 
 
 def load_for_resume(settings: Settings, project_root: Path, session_id: str,
@@ -101,6 +107,7 @@ def load_for_resume(settings: Settings, project_root: Path, session_id: str,
     stats = ResumeStats(0, read.start, 0, len(records), "index" if read.boundary_id else "none",
                         time.perf_counter() - began)
     artifacts = _artifacts(settings, project_root, session_id, settings.tool_results.artifact_max_bytes)
+    artifacts.pull_session_memory()  # type: ignore[attr-defined]  # the notes another worker wrote
     resumed = ResumedSession(session_id, Path("postgres") / store.tenant / project / session_id,
                              build_resume_view(records), store.session_start(project, session_id), stats, report,
                              artifacts)
@@ -109,12 +116,31 @@ def load_for_resume(settings: Settings, project_root: Path, session_id: str,
 
 def latest_session_id(project_root: Path, settings: Settings | None) -> str | None:
     """The most recently started session of a project in the configured store."""
-    settings = settings or load_settings(project_root)
-    if not is_postgres(settings):
-        sessions = list_sessions(project_root)
-        return sessions[-1].session_id if sessions else None
-    ids = _pg_store(settings).sessions(paths.project_hash(project_root))
+    ids = session_ids(settings or load_settings(project_root), project_root)
     return ids[-1] if ids else None
+
+
+def session_ids(settings: Settings, project_root: Path) -> list[str]:
+    """A project's session ids in the configured store, oldest first (ids sort by creation time)."""
+    if not is_postgres(settings):
+        return [info.session_id for info in list_sessions(project_root)]
+    return _pg_store(settings).sessions(paths.project_hash(project_root))
+
+
+def session_infos(settings: Settings, project_root: Path) -> list[SessionInfo]:
+    """What the REPL's session picker lists, from the configured store."""
+    if not is_postgres(settings):
+        return list_sessions(project_root)
+    return store_catalog.session_infos(_pg_store(settings), paths.project_hash(project_root))
+
+
+def recorded_model(settings: Settings, project_root: Path, session_id: str) -> str | None:
+    """The model a session's ``session_start`` names (None for the files, read by the caller)."""
+    if not is_postgres(settings):
+        return None
+    start = _pg_store(settings).session_start(paths.project_hash(project_root), session_id) or {}
+    model = start.get("model")
+    return model if isinstance(model, str) else None
 
 
 def _artifacts(settings: Settings, project_root: Path, session_id: str, max_bytes: int) -> ArtifactStore:
@@ -135,14 +161,23 @@ def open_session_storage(settings: Settings, artifact_dir: Path) -> SessionStora
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row
 
-    from mtagent.session.postgres.connect import connect_kwargs, unreachable
+    from mtagent.session.postgres import migrations
+    from mtagent.session.postgres.connect import connect_kwargs, tenant_configurer, unreachable
 
     store = _pg_store(settings)  # migrations, the tenant's pool, the audit table
+    kwargs = connect_kwargs(settings.storage.connect_timeout_seconds)
     try:
-        conn = psycopg.connect(store.dsn, **connect_kwargs(settings.storage.connect_timeout_seconds),
-                               prepare_threshold=0, row_factory=dict_row)
+        if store.dsn not in _CHECKPOINT_SCHEMA:  # LangGraph's tables, then their tenancy: once per process
+            with psycopg.connect(store.dsn, **kwargs, row_factory=dict_row) as admin:
+                PostgresSaver(admin).setup()  # type: ignore[arg-type]
+            with psycopg.connect(store.dsn, **kwargs) as admin:
+                migrations.migrate(admin, migrations.CHECKPOINT_MIGRATIONS)
+            _CHECKPOINT_SCHEMA.add(store.dsn)
+        conn = psycopg.connect(store.dsn, **kwargs, prepare_threshold=0, row_factory=dict_row)
+        tenant_configurer(tenant, store.role)(conn)  # row-level security binds the saver's queries
     except psycopg.Error as exc:
         raise unreachable(store.dsn, exc) from None
-    saver = PostgresSaver(conn)
-    saver.setup()
-    return SessionStorage(saver, store.audit, tenant, settings, f"{tenant}/", [conn.close])
+    return SessionStorage(PostgresSaver(conn), store.audit, tenant, settings, f"{tenant}/", [conn.close])
+
+
+_CHECKPOINT_SCHEMA: set[str] = set()

@@ -162,12 +162,12 @@ class ReplHost:
         return CompactOutcome(result.pre_tokens, result.post_tokens, result.trigger, result.summary_source)
 
     def resume(self, session_id: str | None) -> str:
-        from mtagent.session.catalog import list_sessions
+        from mtagent.agent.storage import session_ids
 
         current = self.session_id
         target = session_id
         if target is None:
-            others = [s.session_id for s in list_sessions(self.cwd) if s.session_id != current]
+            others = [s for s in session_ids(self.options.settings(), self.cwd) if s != current]
             target = others[-1] if others else None
             if target is None:
                 raise UsageError("no other session to resume in this project; /sessions lists them")
@@ -214,10 +214,10 @@ class ReplHost:
         return CostReport(session.model_name, usage, cost_usd(usage, price))
 
     def list_sessions(self) -> list[SessionRow]:
-        from mtagent.session.catalog import list_sessions
+        from mtagent.agent.storage import session_infos  # files, or the PostgreSQL store
 
         rows: list[SessionRow] = []
-        for info in list_sessions(self.cwd):
+        for info in session_infos(self.options.settings(), self.cwd):
             when = info.last_activity or info.started
             stamp = when.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if when else "-"
             rows.append(SessionRow(info.session_id, stamp, info.messages, info.compactions, info.model,

@@ -41,9 +41,11 @@ def session_ids(root: Path) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.jsonl") if p.is_file())
 
 
-def resolve_session_id(root: Path, given: str) -> str:
-    """``latest``, a full id or a unique prefix → the full id; else a one-line error that helps."""
-    ids = session_ids(root)
+def resolve_session_id(root: Path, given: str, ids: list[str] | None = None) -> str:
+    """``latest``, a full id or a unique prefix → the full id; else a one-line error that helps.
+
+    ``ids``: the project's sessions when they live in a shared store (default: the files)."""
+    ids = session_ids(root) if ids is None else ids
     if given == LATEST:
         if not ids:
             raise SessionNotFound(f"no sessions yet for {root}; start one with `mtagent`")
@@ -105,16 +107,18 @@ class SessionOptions:
         settings = self.settings()
         mode = APPROVAL_MODES[self.approval]
         target = session_id or self.resume
+        from mtagent.agent import storage  # the configured store's sessions (files or PostgreSQL)
+
+        ids = storage.session_ids(settings, self.root) if target is not None or latest or self.continue_ else []
         if target is None and (latest or self.continue_):
-            ids = session_ids(self.root)
             if not ids:
                 raise UsageError(f"no session to continue in {self.root}; start one with `mtagent`")
             target = ids[-1]
         elif target is not None:
-            target = resolve_session_id(self.root, target)
+            target = resolve_session_id(self.root, target, ids)
         model: Any = self.model
         if model is None and target is not None:
-            model = _recorded_scripted_model(self.root, target)
+            model = _recorded_scripted_model(self.root, target, storage.recorded_model(settings, self.root, target))
         if scripted_model.is_scripted(model):
             model = scripted_model.load_scripted_model(model)
         elif not model and not settings.agent.model:
@@ -126,16 +130,18 @@ class SessionOptions:
         return AgentSession.create(self.root, **common)
 
 
-def _recorded_scripted_model(root: Path, session_id: str) -> str | None:
-    """A scripted session resumes with its own script when ``--model`` is not given."""
+def _recorded_scripted_model(root: Path, session_id: str, stored: str | None = None) -> str | None:
+    """A scripted session resumes with its own script when ``--model`` is not given.
+
+    ``stored``: the model a shared store's ``session_start`` names (None: read the file)."""
     from mtagent import paths
     from mtagent.agent.demo import DEMO_MODEL_NAME
     from mtagent.cli import scripted_model
     from mtagent.session.transcript import read_first_record
 
     path = paths.session_transcript_path(root, session_id)
-    first = read_first_record(path) if path.exists() else None
-    recorded = (first or {}).get("model")
+    first = read_first_record(path) if stored is None and path.exists() else None
+    recorded = stored if stored is not None else (first or {}).get("model")
     if recorded == DEMO_MODEL_NAME:
         raise UsageError(f"session {session_id} was run by the demo's scripted policy, which cannot go on; "
                          "pass a model, e.g. --model openai:gpt-4o-mini")

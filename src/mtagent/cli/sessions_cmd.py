@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -65,7 +66,33 @@ def _io_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _transcript(cwd: Path, session_id: str) -> Path:
+@contextlib.contextmanager
+def _shared_store(cwd: Path | None) -> Iterator[Any]:
+    """The configured shared store (``storage.backend = "postgres"``), or None for the files."""
+    from mtagent.config import load_settings
+    from mtagent.session.store_catalog import uses_store
+
+    settings = load_settings(cwd or Path.cwd())
+    if not uses_store(settings):
+        yield None
+        return
+    from mtagent.session.store import open_store
+
+    store = open_store(settings)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _transcript(cwd: Path, session_id: str, store: Any = None) -> Path:
+    """The session's transcript file; in PostgreSQL mode its up-to-date local mirror."""
+    if store is not None:
+        from mtagent.session.store_catalog import mirror_session
+
+        project = paths.project_hash(cwd)
+        sid = resolve_session_id(cwd.resolve(), session_id, store.sessions(project))
+        return mirror_session(store, project, sid)
     child = _subagent_transcript(cwd, session_id)
     if child is not None:
         return child
@@ -101,7 +128,13 @@ def list_cmd(
 ) -> None:
     """This project's sessions: id, start, last activity, messages, size, compactions."""
     root = cwd or Path.cwd()
-    sessions = list_sessions(root)
+    with _shared_store(root) as store:
+        if store is None:
+            sessions = list_sessions(root)
+        else:
+            from mtagent.session.store_catalog import session_infos
+
+            sessions = session_infos(store, paths.project_hash(root))
     if as_json:
         typer.echo(json.dumps([{"id": i.session_id, "started": i.started.isoformat() if i.started else None,
                                 "last_activity": i.last_activity.isoformat() if i.last_activity else None,
@@ -238,7 +271,8 @@ def show_cmd(
 
     SESSION_ID may be a unique prefix or `latest`.
     """
-    path = _transcript(cwd or Path.cwd(), session_id)
+    with _shared_store(cwd) as shared:
+        path = _transcript(cwd or Path.cwd(), session_id, shared)
     store = artifact_store_for(path)
     redactor = _output_redactor(cwd)
     if view:
@@ -307,7 +341,8 @@ def export_cmd(
     """Export a session as JSONL records or Markdown."""
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
-    path = _transcript(cwd or Path.cwd(), session_id)
+    with _shared_store(cwd) as shared:
+        path = _transcript(cwd or Path.cwd(), session_id, shared)
     report = ReadReport()
     raw_lines: dict[int, bytes] = {}
     entries = iter_entries(path, skip_corrupt=skip_corrupt, report=report,

@@ -6,8 +6,11 @@ the command runs; without it the command says in one line how to install it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -56,8 +59,28 @@ def run_ui(port: int | None, host: str | None, no_browser: bool, cwd: Path | Non
     from mtagent.ui.server import serve
 
     options = UiOptions(cwd=root, replay_dirs=[p.expanduser().resolve() for p in replay_dirs], settings=settings)
-    serve(options, host or settings.ui.host, port, open_browser=not no_browser, require_token=token,
-          announce=lambda line: typer.echo(line))
+    with _shared_sessions(settings, options):
+        serve(options, host or settings.ui.host, port, open_browser=not no_browser, require_token=token,
+              announce=lambda line: typer.echo(line))
+
+
+@contextlib.contextmanager
+def _shared_sessions(settings: Any, options: Any) -> Iterator[None]:
+    """In PostgreSQL mode the UI reads the tenant's sessions from a local mirror, refreshed per listing."""
+    from mtagent.session.store_catalog import mirror_tenant, uses_store
+
+    if not uses_store(settings):
+        yield
+        return
+    from mtagent.session.store import open_store
+
+    store = open_store(settings)
+    try:
+        options.home = mirror_tenant(store)
+        options.refresh = lambda: mirror_tenant(store)
+        yield
+    finally:
+        store.close()
 
 
 def register(app: typer.Typer) -> None:

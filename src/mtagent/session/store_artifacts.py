@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mtagent.errors import ArtifactPathError
+from mtagent.errors import ArtifactPathError, UsageError
 from mtagent.session.artifacts import ArtifactMeta, ArtifactStore
+from mtagent.session.schema import SESSION_MEMORY_UPDATE
+from mtagent.session.store_types import validate_name
 
 
 @dataclass(slots=True)
@@ -45,6 +47,117 @@ class StoreArtifacts(ArtifactStore):
             return False
         return True
 
+    # The session-memory notes are edited as a local file (the manager, a subagent's merge, a
+    # hand edit); the store holds the truth another worker resumes from.
+    def pull_session_memory(self) -> bool:
+        """Replace the local notes with the store's (True when the store has notes)."""
+        text = self.store.read_session_memory(self.project, self.session_id)
+        if text is None:
+            return False
+        path = self.session_memory_path
+        if not path.is_file() or path.read_text("utf-8", errors="replace") != text:
+            ArtifactStore.write_text(self, str(path.relative_to(self.root)), text)
+        return True
+
+    def push_session_memory(self) -> bool:
+        """Write the local notes to the store when they differ from it (True when written)."""
+        path = self.session_memory_path
+        if not path.is_file():
+            return False
+        text = self.redactor.text(path.read_text("utf-8", errors="replace"))
+        if self.store.read_session_memory(self.project, self.session_id) == text:
+            return False
+        self.store.write_session_memory(self.project, self.session_id, text)
+        return True
+
+
+@dataclass(slots=True)
+class NotesThroughStore:
+    """A session's writer that also keeps its session-memory notes in the store.
+
+    The notes reach the store *before* the ``session_memory_update`` record that announces them
+    (a worker resuming from that record finds the notes it names), and again at the end of each
+    turn and on close, which catches writes no record announces (a subagent's merge).
+    """
+
+    inner: Any
+    artifacts: StoreArtifacts
+    memory_dir: Path | None = None  # the project's long-term memory folder, pushed with the notes
+
+    def append(self, record: dict[str, Any]) -> Any:
+        if record.get("type") == SESSION_MEMORY_UPDATE:
+            self.artifacts.push_session_memory()
+        return self.inner.append(record)
+
+    def _push(self) -> None:
+        self.artifacts.push_session_memory()
+        if self.memory_dir is not None:
+            push_memory(self.artifacts.store, self.artifacts.project, self.memory_dir)
+
+    def end_turn(self) -> None:
+        self._push()
+        self.inner.end_turn()
+
+    def close(self) -> None:
+        try:
+            self._push()
+        finally:
+            self.inner.close()
+
+    def __enter__(self) -> NotesThroughStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _memory_files(folder: Path) -> list[Path]:
+    """The top-level memory files (``MEMORY.md``, topic files); names the store accepts."""
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.iterdir()):
+        try:
+            validate_name("memory name", path.name)
+        except UsageError:
+            continue
+        if path.is_file() and not path.is_symlink():
+            found.append(path)
+    return found
+
+
+def pull_memory(store: Any, project: str, folder: Path) -> int:
+    """Write the store's long-term memory files of ``project`` into ``folder``; return how many changed.
+
+    The store is the truth in PostgreSQL mode: a worker starts from what any worker last saved.
+    """
+    changed = 0
+    for name in store.list_memory(project):
+        text = store.read_memory(project, name)
+        target = folder / validate_name("memory name", name)
+        if text is None or (target.is_file() and target.read_text("utf-8", errors="replace") == text):
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.pull.tmp")
+        tmp.write_text(text, "utf-8")
+        tmp.replace(target)
+        changed += 1
+    return changed
+
+
+def push_memory(store: Any, project: str, folder: Path) -> int:
+    """Save the local memory files that differ from the store's; return how many were written."""
+    written = 0
+    for path in _memory_files(folder):
+        text = path.read_text("utf-8", errors="replace")
+        if store.read_memory(project, path.name) != text:
+            store.write_memory(project, path.name, text)
+            written += 1
+    return written
+
 
 def open_in_store(store: Any, project_root: Path, session_id: str,
                   max_bytes: int) -> tuple[Any, list[dict[str, Any]], StoreArtifacts]:
@@ -62,7 +175,10 @@ def open_in_store(store: Any, project_root: Path, session_id: str,
         existing = store.read_since_boundary(project, session_id).records
     except SessionNotFound:
         existing = []
-    writer = store.open_writer(project, session_id)
     artifacts = StoreArtifacts(paths.session_artifact_dir(project_root, session_id), max_bytes, store, project,
                                session_id)
+    artifacts.pull_session_memory()
+    memory_dir = paths.project_memory_dir(project_root)
+    pull_memory(store, project, memory_dir)
+    writer = NotesThroughStore(store.open_writer(project, session_id), artifacts, memory_dir)
     return AuditingSink(writer, store.audit, store.tenant, session_id), existing, artifacts

@@ -59,6 +59,8 @@ class UiOptions:
     loopback_only: bool = True
     settings: Settings = field(default_factory=Settings)
     redactor: Redactor | None = None
+    # PostgreSQL mode: brings the local mirror (``home``) up to date before the sessions page
+    refresh: Callable[[], object] | None = None
 
 
 def session_url(entry_or_project: SessionEntry | str, key: str | None = None, tail: str = "") -> str:
@@ -119,6 +121,8 @@ class Pages:
     # ── sessions ─────────────────────────────────────────────────────────────────────
     def sessions(self, request: Request) -> Response:
         query = request.query_params.get("q", "")
+        if self.options.refresh is not None:
+            self.options.refresh()
         here = project_key_of(self.options.cwd)
         groups = []
         for project in self.catalog.projects():

@@ -178,6 +178,27 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "lz4 compression for large columns", _LZ4),
 ]
 
+# LangGraph's checkpoint tables belong to ``langgraph-checkpoint-postgres`` (its ``setup()``
+# creates them), so their tenancy is a separate list, applied right after that ``setup()``: a
+# ``tenant`` column (rows written before it get the tenant their thread id is prefixed with)
+# defaulting to the connection's ``app.tenant``, and the same forced policy as mtagent's tables.
+# The saver's queries never name the tenant; the policy filters every read and checks every write.
+CHECKPOINT_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+
+
+def _checkpoint_tenancy() -> str:
+    return "".join(f"""
+        ALTER TABLE {table} ADD COLUMN IF NOT EXISTS tenant text;
+        UPDATE {table} SET tenant = split_part(thread_id, '/', 1) WHERE tenant IS NULL;
+        ALTER TABLE {table} ALTER COLUMN tenant SET DEFAULT {_TENANT};
+        ALTER TABLE {table} ALTER COLUMN tenant SET NOT NULL;
+    """ + _tenant_table(table, "SELECT, INSERT, UPDATE, DELETE") for table in CHECKPOINT_TABLES)
+
+
+CHECKPOINT_MIGRATIONS: list[Migration] = [
+    Migration(101, "row-level security on LangGraph's checkpoint tables", _checkpoint_tenancy()),
+]
+
 _LEDGER = """
     CREATE TABLE IF NOT EXISTS mtagent_schema (
         version integer PRIMARY KEY,

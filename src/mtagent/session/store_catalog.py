@@ -1,0 +1,116 @@
+"""Reading sessions that live in a shared store with the readers built for files.
+
+``mtagent sessions show|export``, the explain UI and the REPL's pickers read transcripts as files
+(byte offsets, artifacts beside them). In PostgreSQL mode they read a *mirror*: the tenant's
+sessions copied, as their stored bytes, into ``$MTAGENT_HOME/mirror/<tenant>-<key>/`` in the
+files backend's layout. The mirror is a read-only cache, refreshed incrementally before each read
+(only records past the ones it holds are fetched; a mirror that disagrees with the store is
+rebuilt), keyed by the server and tenant so two databases or tenants never share one. Nothing
+writes to the store from here. ``sessions list`` needs no mirror: one query summarises a project.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from mtagent import paths
+from mtagent.errors import SessionNotFound
+from mtagent.session import schema
+from mtagent.session.catalog import SessionInfo
+from mtagent.session.files_store import FilesStore
+
+
+def uses_store(settings: Any) -> bool:
+    """True when sessions live in a shared store (``storage.backend = "postgres"``), not in files."""
+    return str(settings.storage.backend) == "postgres"
+
+
+def session_infos(store: Any, project: str) -> list[SessionInfo]:
+    """``mtagent sessions list`` figures for a project in ``store``, oldest first."""
+    from mtagent.session.postgres.catalog import session_rows
+
+    infos = []
+    for row in session_rows(store, project):
+        first = row.first if row.first.get("type") == schema.SESSION_START else {}
+        infos.append(SessionInfo(
+            session_id=row.session_id,
+            path=Path("postgres") / store.tenant / project / row.session_id,
+            started=schema.parse_timestamp(row.first.get("timestamp")),
+            last_activity=schema.parse_timestamp(row.last.get("timestamp")),
+            messages=row.messages, compactions=row.compactions, size_bytes=row.size_bytes,
+            model=first.get("model")))
+    return infos
+
+
+def mirror_home(store: Any) -> Path:
+    """The mirror of ``store``'s tenant on this machine (its name never holds the DSN's password)."""
+    from mtagent.session.postgres.connect import redact_dsn
+
+    key = hashlib.sha256(f"{redact_dsn(store.dsn)}\0{store.tenant}".encode()).hexdigest()[:12]
+    return paths.mtagent_home() / "mirror" / f"{store.tenant}-{key}"
+
+
+def _complete_lines(path: Path) -> list[bytes]:
+    if not path.is_file():
+        return []
+    data = path.read_bytes()
+    return data[: data.rfind(b"\n") + 1].splitlines()
+
+
+def mirror_session(store: Any, project: str, session_id: str, *, home: Path | None = None) -> Path:
+    """Bring the mirror of one session up to date; return its transcript file."""
+    from mtagent.session.postgres.catalog import read_lines
+
+    paths.validate_session_id(session_id)
+    if session_id not in store.sessions(project):
+        raise SessionNotFound(f"no session {session_id} in project {project} for tenant {store.tenant}; "
+                              "see `mtagent sessions list`")
+    local = FilesStore(tenant=store.tenant, max_artifact_bytes=store.max_artifact_bytes,
+                       home=home or mirror_home(store))
+    path = local.transcript_path(project, session_id)
+    cached = _complete_lines(path)
+    rows = read_lines(store, project, session_id, start=max(len(cached) - 1, 0))
+    if cached and (not rows or rows[0] != (len(cached) - 1, cached[-1])):
+        cached, rows = [], read_lines(store, project, session_id)  # disagrees with the store: rebuild
+    _private(local.home)
+    paths.ensure_dir(path.parent)
+    mode = "ab" if cached else "wb"
+    with open(path, mode) as fh:
+        fh.writelines(line + b"\n" for seq, line in rows if seq >= len(cached))
+    _mirror_beside(store, local, project, session_id)
+    return path
+
+
+def _mirror_beside(store: Any, local: FilesStore, project: str, session_id: str) -> None:
+    """Artifacts (each fetched once: they never change), the session notes and the project memory."""
+    have = set(local.list_artifacts(project, session_id))
+    for relative in store.list_artifacts(project, session_id):
+        if relative not in have:
+            local.write_artifact(project, session_id, relative, store.read_artifact(project, session_id, relative))
+    notes = store.read_session_memory(project, session_id)
+    if notes is not None and local.read_session_memory(project, session_id) != notes:
+        local.write_session_memory(project, session_id, notes)
+    for name in store.list_memory(project):
+        text = store.read_memory(project, name)
+        if text is not None and local.read_memory(project, name) != text:
+            local.write_memory(project, name, text)
+
+
+def mirror_tenant(store: Any) -> Path:
+    """Mirror every session of the tenant (for the explain UI); return the mirror's home."""
+    home = mirror_home(store)
+    for project in store.projects():
+        for session_id in store.sessions(project):
+            mirror_session(store, project, session_id, home=home)
+    _private(home)
+    return home
+
+
+def _private(home: Path) -> None:
+    """The mirror holds the tenant's transcripts: only this user may read it."""
+    for folder in (home.parent, home):
+        paths.ensure_dir(folder)
+        os.chmod(folder, 0o700)
