@@ -14,8 +14,9 @@ quotes — so ``shell:echo *`` does not let ``echo hi & touch x`` or ``echo > ..
 (fail closed: such a command is asked). A command the user approved with "always" is
 remembered exactly and matched by equality.
 
-``save_memory`` with ``scope="global"`` writes ``~/.mtagent/CONTEXT.md``, which reaches the
-system prompt of every later session, so it asks by default like a write (``deny`` denies it).
+``save_memory`` to the ``global`` or ``user`` namespace (the default; ``scope`` is the older
+argument name) writes a file that reaches the system prompt of every later session, so it asks by
+default like a write (``deny`` denies it); ``project`` and ``team`` stay inside the project.
 
 ``mode`` (``--approval``) shifts the defaults: ``auto`` allows what would be asked (explicit
 ``deny`` rules still hold), ``never`` denies it — for unattended ``mtagent run``.
@@ -51,6 +52,12 @@ class Verdict:
 
     decision: Decision
     rule: str
+
+
+def _memory_namespace(args: Mapping[str, Any] | None) -> str:
+    args = args or {}
+    chosen = args.get("namespace")
+    return str(chosen if chosen is not None else (args.get("scope") or "global"))
 
 
 @dataclass(slots=True)
@@ -106,9 +113,9 @@ class ApprovalPolicy:
                 return self._apply_mode(verdict)
         if tool in self.tool_rules:
             return self._apply_mode(Verdict(self.tool_rules[tool], self._label(tool)))
-        if tool == MEMORY_TOOL and str((args or {}).get("scope", "global")) != "project":
-            return self._apply_mode(Verdict("ask", "default for save_memory to global memory (every later "
-                                                   "session's system prompt)"))
+        if tool == MEMORY_TOOL and _memory_namespace(args) not in ("project", "team"):
+            return self._apply_mode(Verdict("ask", "default for save_memory to global or user memory (every "
+                                                   "later session's system prompt)"))
         default: Decision = "ask" if tool in self.ask_tools else "allow"
         return self._apply_mode(Verdict(default, f"default for {tool}"))
 

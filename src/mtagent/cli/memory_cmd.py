@@ -18,7 +18,6 @@ from mtagent.cli.output import bare_group_help, console, user_errors
 from mtagent.context.static import memory
 from mtagent.context.static.memory import Scope
 from mtagent.context.static.memory_meta import FactMeta, clean_key, parse_ttl
-from mtagent.errors import UsageError
 
 memory_app = typer.Typer(help="List, add and remove long-term memories (global or per project).")
 bare_group_help(memory_app)
@@ -32,9 +31,7 @@ _NAMESPACE_HELP = "global, project, user or team (overrides --project/--global).
 
 def _scope(project: bool | None, namespace: str | None = None) -> Scope:
     if namespace is not None:
-        if namespace not in memory.SCOPES:
-            raise UsageError(f"unknown memory namespace {namespace!r}; use one of {', '.join(memory.SCOPES)}")
-        return namespace  # type: ignore[return-value]
+        return memory.parse_namespace(namespace)
     return "project" if project else "global"
 
 

@@ -1,42 +1,62 @@
 """The ``save_memory`` tool: the model asks to remember a fact across sessions.
 
-Global facts go under ``## Agent Memories`` in ``~/.mtagent/CONTEXT.md`` (they reach the
-system prompt of every later session); project facts go into the project's ``MEMORY.md``.
-The tool can only append to those two lists — it cannot write anywhere else.
+It addresses spec 003 v1.2's memory namespaces — ``global`` (``## Agent Memories`` in
+``~/.mtagent/CONTEXT.md``), ``project`` (the project's ``MEMORY.md``), ``user`` and ``team`` —
+optionally with a conflict ``key`` and a ``ttl``. The namespace only *selects* one of those four
+files (:func:`mtagent.context.static.memory.parse_namespace`): the tool can append to those lists
+and nothing else, whatever the model sends. ``scope`` is the older name of ``namespace``.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Literal
 
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from mtagent.context.static import memory
+from mtagent.context.static.memory_meta import FactMeta, clean_key, parse_ttl
 from mtagent.errors import MTAgentError
 
 SAVE_MEMORY_DESCRIPTION = (
     "Remember one durable fact across sessions: a user preference, a project convention, or a "
     "hard-won lesson (e.g. 'tests run with `uv run pytest -x`'). Not for task progress or anything "
-    "that will be stale tomorrow. scope='global' applies to every project; 'project' only to this one."
+    "that will be stale tomorrow. namespace: 'global' (every project), 'project' (this one), 'user' "
+    "(this user's preferences), 'team' (conventions shared with the team). key: a short name; a newer "
+    "fact with the same key supersedes the older. ttl: expiry such as '30d' or '2027-01-31'."
 )
+
+_WHERE = {
+    "global": "global memory (~/.mtagent/CONTEXT.md)",
+    "project": "project memory (MEMORY.md)",
+    "user": "user memory",
+    "team": "team memory",
+}
 
 
 class SaveMemoryArgs(BaseModel):
     fact: str = Field(description="The fact, one short self-contained sentence.")
-    scope: Literal["global", "project"] = Field("global", description="'global' (all projects) or 'project'.")
+    # A plain string (validated by the tool, with the enum in the schema): a wrong name is one
+    # readable error line for the model, not a schema-validation traceback.
+    namespace: str | None = Field(None, description="global (default), project, user or team.",
+                                  json_schema_extra={"enum": list(memory.SCOPES)})
+    key: str | None = Field(None, description="Optional conflict key, e.g. 'test-command'.")
+    ttl: str | None = Field(None, description="Optional expiry: 30d, 12h, 2w or a date.")
+    scope: str | None = Field(None, description="Older name of namespace.")
 
 
 def build_save_memory_tool(project_root: str | os.PathLike[str]) -> BaseTool:
-    """A ``save_memory`` tool bound to ``project_root`` (the project scope's memory folder)."""
+    """A ``save_memory`` tool bound to ``project_root`` (the project and team namespaces' folder)."""
 
-    def save_memory(fact: str, scope: Literal["global", "project"] = "global") -> str:
+    def save_memory(fact: str, namespace: str | None = None, key: str | None = None, ttl: str | None = None,
+                    scope: str | None = None) -> str:
         try:
-            result = memory.save_memory(fact, scope, project_root)
+            chosen = memory.parse_namespace(namespace if namespace is not None else (scope or "global"))
+            meta = FactMeta(key=clean_key(key), expires_at=parse_ttl(ttl)) if (key or ttl) else None
+            result = memory.save_memory(fact, chosen, project_root, meta=meta)
         except MTAgentError as exc:
             return f"Error: {exc}"
-        where = "global memory (~/.mtagent/CONTEXT.md)" if scope == "global" else "project memory (MEMORY.md)"
+        where = _WHERE[chosen]
         if result.added:
             return f"Saved to {where}: {result.entry.text}"
         if result.reactivated:

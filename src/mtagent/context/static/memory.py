@@ -95,18 +95,29 @@ def clean_fact(fact: str) -> str:
     return text
 
 
+def parse_namespace(name: object) -> Scope:
+    """``name`` when it is exactly one of :data:`SCOPES`, else a short :class:`UsageError`.
+
+    A namespace arrives from the model's tool call or the command line: it only ever *selects*
+    one of four fixed files and is never part of a path, and the error echoes at most 40
+    characters of it (a 100 KB or NUL-laden name stays a one-line error)."""
+    if isinstance(name, str) and name in SCOPES:
+        return name  # type: ignore[return-value]
+    shown = repr(name)[:40] + ("…" if len(repr(name)) > 40 else "")
+    raise UsageError(f"unknown memory namespace {shown}; use one of {', '.join(SCOPES)}")
+
+
 def memory_path(scope: Scope, project_root: str | os.PathLike[str] | None = None) -> Path:
     """The file a scope's facts live in."""
+    scope = parse_namespace(scope)
     if scope == "global":
         return paths.global_context_path()
     if scope == "user":
         return paths.mtagent_home() / "memory" / USER_MEMORY_NAME
-    if scope in ("project", "team"):
-        if project_root is None:
-            raise UsageError(f"{scope} memory needs a project folder; pass --cwd or run inside the project")
-        folder = paths.project_memory_dir(project_root)
-        return (folder / TEAM_DIR if scope == "team" else folder) / PROJECT_INDEX_NAME
-    raise UsageError(f"unknown memory namespace {scope!r}; use one of {', '.join(SCOPES)}")
+    if project_root is None:
+        raise UsageError(f"{scope} memory needs a project folder; pass --cwd or run inside the project")
+    folder = paths.project_memory_dir(project_root)
+    return (folder / TEAM_DIR if scope == "team" else folder) / PROJECT_INDEX_NAME
 
 
 def _read_lines(path: Path) -> list[str]:
