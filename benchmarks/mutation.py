@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import random
 import shutil
@@ -294,8 +295,117 @@ def _warm_up() -> None:
     assert "mtagent" not in sys.modules
 
 
-def _pytest_forked(copy_src: Path, tests: tuple[str, ...], timeout: float) -> tuple[int, str]:
-    """Run pytest in a forked child that puts the mutated copy first on ``sys.path``."""
+def _module_name(source: str) -> str:
+    """``context/tokens.py`` → ``mtagent.context.tokens`` (a package's ``__init__`` → the package)."""
+    parts = ["mtagent", *Path(source).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_time_imports(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Import statements that run when the module is imported: not those inside functions nor
+    under ``if TYPE_CHECKING``."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.If):
+            if "TYPE_CHECKING" not in ast.unparse(node.test):
+                yield from _import_time_imports(node.body)
+            yield from _import_time_imports(node.orelse)
+        elif isinstance(node, (ast.Try, ast.With, ast.ClassDef)):
+            for part in ("body", "orelse", "finalbody"):
+                yield from _import_time_imports(getattr(node, part, []))
+            for handler in getattr(node, "handlers", []):
+                yield from _import_time_imports(handler.body)
+
+
+def _imports_of(name: str, path: Path) -> set[str]:
+    """The ``mtagent`` modules importing ``name`` imports: its import-time import statements (a
+    name imported from a package counts as a possible submodule) and its parent packages."""
+    out = {".".join(name.split(".")[:k]) for k in range(1, name.count(".") + 1)}
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    for node in _import_time_imports(ast.parse(path.read_text(encoding="utf-8")).body):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        else:
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            out.add(base)
+            out |= {f"{base}.{a.name}" for a in node.names}
+    return {m for m in out if m == "mtagent" or m.startswith("mtagent.")}
+
+
+def _independent_modules(copy_src: Path, target: str, loaded: list[str]) -> list[str]:
+    """The ``mtagent`` modules the baseline run imported whose import cannot import ``target``, so
+    they cannot hold the unmutated code; what they import lazily (in a function, by a package's
+    ``__getattr__``) is imported in the child, from the mutated copy. :func:`_preload` checks."""
+    files: dict[str, Path] = {}
+    for name in loaded:
+        rel = Path(*name.split(".")[1:]) if "." in name else Path()
+        for candidate in (copy_src / "mtagent" / rel / "__init__.py", (copy_src / "mtagent" / rel).with_suffix(".py")):
+            if name.startswith("mtagent") and candidate.is_file():
+                files[name] = candidate
+                break
+    edges = {name: _imports_of(name, path) for name, path in files.items()}
+    tainted = {target}
+    changed = True
+    while changed:
+        changed = False
+        for name, deps in edges.items():
+            if name not in tainted and deps & tainted:
+                tainted.add(name)
+                changed = True
+    return [name for name in loaded if name in files and name not in tainted]
+
+
+# Functions whose result a module caches for the process: called once in the runner so each
+# mutant's child inherits it (building the o200k tokenizer costs seconds per child otherwise).
+_WARM_CALLS: tuple[tuple[str, str, tuple[object, ...]], ...] = (
+    ("mtagent.context.tokens", "get_encoding", ("o200k_base",)),  # lru_cache: keyed by the args as passed
+)
+
+
+def _preload(copy_src: Path, target: str, loaded: list[tuple[str, str]]) -> None:
+    """In the per-module runner process: import what every mutant's tests would import anyway.
+
+    Third-party and stdlib modules the baseline run loaded, then the ``mtagent`` modules that cannot
+    reach the mutated one. If the mutated module got imported all the same (an import by string),
+    every ``mtagent`` module is dropped again and each child imports it fresh — slower, still right.
+    """
+    import importlib
+
+    tests_dir = str(ROOT / "tests")
+    for name, file in loaded:
+        if name == "__main__" or name.startswith("mtagent") or (file and file.startswith(tests_dir)):
+            continue
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a module that will not import here is simply not preloaded
+            pass
+    sys.path.insert(0, str(copy_src))
+    failed = False
+    try:
+        for name in _independent_modules(copy_src, target, [n for n, _ in loaded]):
+            importlib.import_module(name)
+        for module, function, args in _WARM_CALLS:
+            if module in sys.modules:
+                getattr(sys.modules[module], function)(*args)
+    except Exception:  # noqa: BLE001 - purge below: correctness over speed
+        failed = True
+    if failed or target in sys.modules:
+        for name in [n for n in sys.modules if n == "mtagent" or n.startswith("mtagent.")]:
+            del sys.modules[name]
+
+
+def _pytest_forked(copy_src: Path, tests: tuple[str, ...], timeout: float,
+                   record: Path | None = None) -> tuple[int, str]:
+    """Run pytest in a forked child that puts the mutated copy first on ``sys.path``.
+
+    The baseline run (``record`` given) writes the modules it ended with (name and file, import
+    order) for :func:`_preload`. Mutant runs use ``--assert=plain``: rewriting the test modules'
+    asserts only improves failure messages, nobody reads them here, and it costs a second a run.
+    """
     log = copy_src.parent / "pytest.log"
     pid = os.fork()
     if pid == 0:
@@ -307,10 +417,16 @@ def _pytest_forked(copy_src: Path, tests: tuple[str, ...], timeout: float) -> tu
             os.chdir(ROOT)
             os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
             sys.dont_write_bytecode = True
-            sys.path.insert(0, str(copy_src))
+            if str(copy_src) not in sys.path:
+                sys.path.insert(0, str(copy_src))
             import pytest
 
-            code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", *tests]))
+            plain = [] if record is not None else ["--assert=plain"]
+            code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", *plain,
+                                    "-W", "ignore::pytest.PytestAssertRewriteWarning", *tests]))
+            if record is not None:
+                rows = [(n, str(getattr(m, "__file__", "") or "")) for n, m in list(sys.modules.items())]
+                record.write_text(json.dumps(rows), encoding="utf-8")
         finally:
             os._exit(code)
     deadline = time.monotonic() + timeout
@@ -338,18 +454,64 @@ def _pytest(copy_src: Path, tests: tuple[str, ...], timeout: float) -> tuple[int
     return done.returncode, (done.stdout + done.stderr)[-3000:]
 
 
+def _run_mutants(name: str, source: str, copy_src: Path, tests: tuple[str, ...], sample: list[Site],
+                 timeout: float) -> list[tuple[int, bool, float]]:
+    """Each sampled mutant written into the copy in turn, its tests run; (site index, killed, s)."""
+    target = TARGETS[name]
+    copy_file = copy_src / "mtagent" / target.source
+    rows: list[tuple[int, bool, float]] = []
+    for site in sample:
+        try:
+            copy_file.write_text(mutate(source, site, target.only), encoding="utf-8")
+        except (AssertionError, SyntaxError, ValueError):
+            continue  # a site the unparser cannot express; not counted
+        begun = time.monotonic()
+        rc, _ = _pytest(copy_src, tests, timeout=timeout)
+        seconds = time.monotonic() - begun
+        rows.append((site.index, rc != 0, seconds))
+        copy_file.write_text(source, encoding="utf-8")
+        print(f"  {name:<15} {site.description:<40} {'killed' if rc != 0 else 'SURVIVED':<9} {seconds:5.1f}s", flush=True)
+    return rows
+
+
+def _run_mutants_in_runner(name: str, source: str, copy_src: Path, tests: tuple[str, ...],
+                           sample: list[Site], timeout: float,
+                           loaded: list[tuple[str, str]]) -> list[tuple[int, bool, float]]:
+    """:func:`_run_mutants` in a forked runner that first preloads what the tests import (the
+    parent stays free of ``mtagent`` for the next module); the rows come back through a file."""
+    rows_file = copy_src.parent / "rows.json"
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            begun = time.monotonic()
+            _preload(copy_src, _module_name(TARGETS[name].source), loaded)
+            print(f"  {name:<15} preloaded in {time.monotonic() - begun:.1f}s", flush=True)
+            rows = _run_mutants(name, source, copy_src, tests, sample, timeout)
+            rows_file.write_text(json.dumps(rows), encoding="utf-8")
+            code = 0
+        finally:
+            sys.stdout.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"the mutation runner for {name} failed (exit {os.waitstatus_to_exitcode(status)})")
+    return [(int(i), bool(k), float(s)) for i, k, s in json.loads(rows_file.read_text(encoding="utf-8"))]
+
+
 def run_module(name: str, max_mutants: int, seed: int, workdir: Path) -> ModuleResult:
     target = TARGETS[name]
     result = ModuleResult(name)
-    path = SRC / "mtagent" / target.source
-    source = path.read_text(encoding="utf-8")
+    source = (SRC / "mtagent" / target.source).read_text(encoding="utf-8")
     copy_src = workdir / name / "src"
     shutil.copytree(SRC, copy_src, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    copy_file = copy_src / "mtagent" / target.source
     tests = tuple(t for t in target.tests if (ROOT / t).exists())
+    record = workdir / name / "modules.json"
     started = time.monotonic()
-    rc, out = _pytest(copy_src, tests, timeout=600)
+    forked = hasattr(os, "fork")
+    rc, out = _pytest_forked(copy_src, tests, 600, record) if forked else _pytest(copy_src, tests, 600)
     baseline = time.monotonic() - started
+    print(f"  {name:<15} baseline tests {'pass' if rc == 0 else 'FAIL'} in {baseline:.1f}s", flush=True)
     if rc != 0:
         result.baseline_ok, result.baseline_output = False, out
         return result
@@ -357,18 +519,16 @@ def run_module(name: str, max_mutants: int, seed: int, workdir: Path) -> ModuleR
     result.total_sites = len(sites)
     sample = sorted(random.Random(f"{seed}:{name}").sample(sites, min(max_mutants, len(sites))),
                     key=lambda s: s.index)
-    for site in sample:
-        try:
-            copy_file.write_text(mutate(source, site, target.only), encoding="utf-8")
-        except (AssertionError, SyntaxError, ValueError):
-            continue  # a site the unparser cannot express; not counted
-        begun = time.monotonic()
-        rc, _ = _pytest(copy_src, tests, timeout=max(60.0, 4 * baseline))
-        result.outcomes.append(Outcome(site, rc != 0, time.monotonic() - begun,
-                                       EQUIVALENT.get((name, site.description))))
-        copy_file.write_text(source, encoding="utf-8")
-        mark = "killed" if rc != 0 else "SURVIVED"
-        print(f"  {name:<15} {site.description:<40} {mark}", flush=True)
+    timeout = max(60.0, 4 * baseline)
+    if forked:
+        loaded = [tuple(row) for row in json.loads(record.read_text(encoding="utf-8"))]
+        rows = _run_mutants_in_runner(name, source, copy_src, tests, sample, timeout, loaded)  # type: ignore[arg-type]
+    else:
+        rows = _run_mutants(name, source, copy_src, tests, sample, timeout)
+    by_index = {s.index: s for s in sample}
+    for index, killed, seconds in rows:
+        site = by_index[index]
+        result.outcomes.append(Outcome(site, killed, seconds, EQUIVALENT.get((name, site.description))))
     return result
 
 
