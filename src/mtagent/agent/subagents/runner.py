@@ -41,6 +41,7 @@ from mtagent.agent.subagents.merge import merge_into_notes
 from mtagent.agent.subagents.profiles import AgentProfile, ProfileSet, load_profiles
 from mtagent.agent.subagents.report import SubagentReport, render_report, unvalidated_report
 from mtagent.agent.subagents.slots import TreeSlots
+from mtagent.agent.subagents.stored import keep_in_store
 from mtagent import paths
 from mtagent.session import schema
 from mtagent.tools.task import TASK_TOOL, TaskRequest
@@ -223,6 +224,7 @@ class SubagentRunner:
             report = complete_report(report, trace)
         run = ChildRun(entry.child_id, entry.profile.name, transcript, report, status,
                        trace.usage if trace else {}, repaired)
+        keep_in_store(session.artifacts, entry.child_id, transcript)  # PostgreSQL mode: another worker reads it
         entry.run = run
         self._record(entry, status, report=report.model_dump(), usage=run.usage, repaired=repaired)
         if status == "finished":

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mtagent.agent.subagents.stored import mirrored_path
 from mtagent.session import schema
 from mtagent.session.transcript import read_records
 
@@ -40,7 +41,11 @@ def child_path(history_dir: Path, link: Any) -> Path | None:
     """The child transcript a record links to, or None when the link is not a plain subagent path."""
     if not isinstance(link, str) or ".." in link or not _LINK.match(link):
         return None
-    return history_dir / link
+    local = history_dir / link
+    if local.is_file():
+        return local
+    mirrored = mirrored_path(history_dir, link)  # a store's copy, mirrored among the parent's artifacts
+    return mirrored if mirrored.is_file() else local
 
 
 def nodes_from_records(records: Iterable[dict[str, Any]], history_dir: Path) -> list[SubagentNode]:
