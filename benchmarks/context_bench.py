@@ -14,6 +14,11 @@ once; that plus re-reading a 10K working context on every call) and pressured re
 kind; the ``RESULT`` lines carry the issue-12 acceptance figures (cost share of raw, the gap to
 every peer whose pressured retention is within 0.02 of mtagent's, latest-error retention).
 
+Beside retention, the mtagent row carries the issue-16 **recall probe**: after each of its
+compactions, queries built from compacted-away facts (error lines, file paths, identifiers) must
+find a message holding the fact in the top 5 (:func:`mtagent.replay.recall_probe.probe_trajectory`,
+the probe ``recall_bench`` runs too).
+
     python benchmarks/context_bench.py            # both windows, all files (~5 min on 2 cores)
     python benchmarks/context_bench.py --quick    # a few files, one window (< 1 min)
 
@@ -33,6 +38,7 @@ from pathlib import Path
 from mtagent.config import Settings
 from mtagent.replay.cost import ANTHROPIC, DEFAULT_CACHE_MODELS, lower_bounds
 from mtagent.replay.formats import load_trajectories
+from mtagent.replay.recall_probe import probe_trajectory
 from mtagent.replay.report import replay_session
 from mtagent.replay.strategies import PEERS, STRATEGY_NAMES
 
@@ -70,6 +76,8 @@ class Stats:
     bounds: dict[str, list[float]] = field(default_factory=lambda: {m: [0.0, 0.0] for m in CACHE_MODELS})
     kinds: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in PROBE_KINDS})
     pressured_kinds: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in PROBE_KINDS})
+    recall_probes: int = 0  # issue 16's recall probe (mtagent only): probes after its compactions
+    recall_hits: int = 0  # … whose fact a top-5 hit holds
 
     def add(self, other: Stats) -> None:
         self.sessions += other.sessions
@@ -82,6 +90,8 @@ class Stats:
         self.overflows += other.overflows
         self.retentions += other.retentions
         self.pressured_retentions += other.pressured_retentions
+        self.recall_probes += other.recall_probes
+        self.recall_hits += other.recall_hits
         for k, v in other.cost.items():
             self.cost[k] = self.cost.get(k, 0.0) + v
         for k, v in other.summary_cost.items():
@@ -93,6 +103,10 @@ class Stats:
         for k in PROBE_KINDS:
             self.kinds[k] += other.kinds.get(k, [])
             self.pressured_kinds[k] += other.pressured_kinds.get(k, [])
+
+    @property
+    def recall_rate(self) -> float | None:
+        return self.recall_hits / self.recall_probes if self.recall_probes else None
 
     def kind_retention(self, kind: str, pressured: bool = False) -> float | None:
         values = (self.pressured_kinds if pressured else self.kinds)[kind]
@@ -143,6 +157,8 @@ def run_file(rel: str, root: str, window: int) -> FileResult:
                       cost=dict(r.cached_cost), summary_cost=dict(r.summary_cost), bounds=bounds,
                       kinds=kinds, pressured_kinds=kinds if pressured else {})
             stats[name].add(s)
+        probe = probe_trajectory(traj, label=f"{rel}#{i}", window=window)
+        stats["mtagent"].add(Stats(recall_probes=probe.probes, recall_hits=probe.hits))
         for usage in traj.recorded_usage:
             if usage is not None:
                 has_recorded = True
@@ -206,19 +222,24 @@ def totals_table(tot: dict[str, Stats], label: str) -> list[str]:
         f"### Totals — {label}",
         "",
         ("| strategy | sessions | cumulative input | × raw | peak | summaries | violations | overflows | mean retention"
-         " | retention (pressured) | cost anthropic | vs raw | cost openai | vs raw |"),
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+         " | retention (pressured) | recall top-5 | cost anthropic | vs raw | cost openai | vs raw |"),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name in STRATEGY_NAMES:
         s = tot[name]
         lines.append(
             f"| {name} | {s.sessions} | {s.cumulative:,} | {s.cumulative / raw:.3f} | {s.peak:,} | {s.summary_calls} | "
             f"{s.violations} | {s.overflows} | {_fmt_ret(s.retention)} | {_fmt_ret(s.pressured_retention)} | "
-            f"{s.cost['anthropic']:,.0f} | "
+            f"{_fmt_recall(s)} | {s.cost['anthropic']:,.0f} | "
             f"{s.cost['anthropic'] / tot['raw'].cost['anthropic']:.3f} | {s.cost['openai']:,.0f} | "
             f"{s.cost['openai'] / tot['raw'].cost['openai']:.3f} |"
         )
     return lines
+
+
+def _fmt_recall(s: Stats) -> str:
+    rate = s.recall_rate
+    return "—" if rate is None else f"{rate:.3f} ({s.recall_hits}/{s.recall_probes})"
 
 
 def _share(part: float, whole: float) -> str:
@@ -277,8 +298,14 @@ def acceptance_lines(tot: dict[str, Stats], w: int) -> list[str]:
     out.append(f"RESULT mtagent_retention_pressured_{w}={mt.pressured_retention or 0.0:.4f}")
     error = mt.kind_retention("error", pressured=True)
     out.append(f"RESULT mtagent_error_retention_pressured_{w}={error if error is not None else 0.0:.4f}")
+    out.append(f"RESULT mtagent_recall_probe_top5_{w}={_fmt_rate(mt.recall_rate)}")
     out.append(f"RESULT comparable_peers_{w}={','.join(comparable_peers(tot)) or 'none'}")
     return out
+
+
+def _fmt_rate(rate: float | None) -> str:
+    """``none`` when no compaction happened (nothing to probe) — never a made-up 0 or 1."""
+    return "none" if rate is None else f"{rate:.4f}"
 
 
 def result_lines(results: list[FileResult], windows: tuple[int, ...]) -> list[str]:
@@ -303,6 +330,8 @@ def result_lines(results: list[FileResult], windows: tuple[int, ...]) -> list[st
     out.append(f"RESULT best_peer_retention={best_peer_ret:.4f}")
     best_pressured = max((tot[p].pressured_retention or 0.0) for p in PEERS)
     out.append(f"RESULT mtagent_retention_pressured={tot['mtagent'].pressured_retention or 0.0:.4f}")
+    out.append(f"RESULT mtagent_recall_probe_top5={_fmt_rate(tot['mtagent'].recall_rate)}")
+    out.append(f"RESULT mtagent_recall_probes={tot['mtagent'].recall_probes}")
     out.append(f"RESULT best_peer_retention_pressured={best_pressured:.4f}")
     out.append(f"RESULT mtagent_violations={tot['mtagent'].violations}")
     out.append(f"RESULT mtagent_overflows={tot['mtagent'].overflows}")
@@ -340,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
          "working context on every call. A final model call whose tool call has no recorded result counts."),
         ("Retention = mean share of probe facts visible in the view (per-session mean, then mean over sessions); "
          "*pressured* = only the sessions whose raw view reaches the compaction threshold at that window."),
+        ("Recall top-5 (mtagent) = after each compaction, queries built from compacted-away facts (error "
+         "lines, file paths, identifiers) that find a message holding the fact among the top 5 hits (issue 16)."),
         "",
     ]
     for w in windows:
