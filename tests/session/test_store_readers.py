@@ -16,6 +16,7 @@ from mtagent.agent.scripted import ScriptedChatModel, tool_call  # noqa: E402
 from mtagent.agent.session import AgentSession  # noqa: E402
 from mtagent.cli.app import app  # noqa: E402
 from mtagent.config import load_settings  # noqa: E402
+from mtagent.errors import SessionNotFound  # noqa: E402
 from mtagent.session import schema  # noqa: E402
 from mtagent.session.postgres.store import PostgresStore  # noqa: E402
 
@@ -124,6 +125,10 @@ def test_the_repl_picker_and_resume_by_prefix_read_postgres(project: Path, pg_ds
         assert resumed.session_id == sid and resumed.model_name == f"scripted:{script}"
     with SessionOptions(cwd=project, continue_=True).open_session() as latest:
         assert latest.session_id == sid
+    monkeypatch.setenv("MTAGENT_STORAGE__TENANT", f"{tenant}-b")  # another tenant: none of it
+    assert host.list_sessions() == []
+    with pytest.raises(SessionNotFound):
+        SessionOptions(cwd=project, resume=sid, model=f"scripted:{script}").open_session()
 
 
 def test_the_ui_lists_and_shows_postgres_sessions_of_its_tenant_only(project: Path, pg_dsn: str,
@@ -261,3 +266,57 @@ def test_the_dsn_password_is_never_printed(project: Path, form: str, caplog) -> 
         assert "cannot use PostgreSQL" in result.output and "127.0.0.1" in result.output, result.output
         assert CANARY not in result.output and "Traceback" not in result.output
     assert CANARY not in caplog.text
+
+
+def test_two_tenants_on_one_machine_share_no_memory_or_cache(project: Path, pg_dsn: str, tenant: str) -> None:
+    def settings_for(who: str):
+        return load_settings(project, overrides={"storage": {"backend": "postgres", "dsn": pg_dsn, "tenant": who}})
+
+    memory = paths.project_memory_dir(project)
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_text("- files-era fact\n")  # before PostgreSQL: adopted by the first tenant
+    with AgentSession.create(project, model=ScriptedChatModel(["a"]), settings=settings_for(tenant)) as a:
+        (memory / "MEMORY.md").write_text("- secret fact of tenant a\n")
+        a.run_turn("hi")
+        a_cache = a.artifacts.root
+    with AgentSession.create(project, model=ScriptedChatModel(["b"]), settings=settings_for(f"{tenant}-b")) as b:
+        assert not (memory / "MEMORY.md").exists(), "tenant a's memory is not in tenant b's prompt"
+        assert not b.artifacts.root.is_relative_to(a_cache.parents[3])  # the tenant's own cache folder
+        b.run_turn("hi")
+    key = paths.project_hash(project)
+    with PostgresStore(pg_dsn, tenant=f"{tenant}-b", pool_max_size=1) as store_b:
+        assert store_b.list_memory(key) == []
+    with PostgresStore(pg_dsn, tenant=tenant, pool_max_size=1) as store_a:
+        assert store_a.read_memory(key, "MEMORY.md") == "- secret fact of tenant a\n"
+    with AgentSession.create(project, model=ScriptedChatModel(["a2"]), settings=settings_for(tenant)):
+        assert (memory / "MEMORY.md").read_text() == "- secret fact of tenant a\n"  # pulled back from a's rows
+
+
+def test_the_middleware_of_another_tenant_on_the_same_thread_starts_afresh(tmp_path: Path, pg_dsn: str,
+                                                                         tenant: str) -> None:
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from mtagent.agent.scripted import reply
+    from mtagent.integrations.langchain import MTContextMiddleware
+    from mtagent.integrations.thread_session import session_id_for_thread
+
+    project = tmp_path / "project"
+    project.mkdir()
+    key, sid = paths.project_hash(project), session_id_for_thread("shared-thread")  # the same id for both
+
+    def run(who: str) -> list[dict]:
+        with PostgresStore(pg_dsn, tenant=who, pool_max_size=2) as store:
+            with MTContextMiddleware(settings=load_settings(project), project_root=project, store=store) as mw:
+                agent = create_agent(ScriptedChatModel([reply(f"answer for {who}")]), [], middleware=[mw],
+                                     checkpointer=InMemorySaver())
+                agent.invoke({"messages": [HumanMessage(f"question from {who}")]},
+                             {"configurable": {"thread_id": "shared-thread"}})
+            return [e.record for e in store.read_entries(key, sid)]
+
+    mine, theirs = run(tenant), run(f"{tenant}-b")
+    assert f"answer for {tenant}" in [r.get("content") for r in mine]
+    texts = json.dumps(theirs)
+    assert f"answer for {tenant}\"" not in texts and f"question from {tenant}\"" not in texts
+    assert sum(r["type"] == "session_start" for r in theirs) == 1

@@ -146,8 +146,9 @@ def recorded_model(settings: Settings, project_root: Path, session_id: str) -> s
 def _artifacts(settings: Settings, project_root: Path, session_id: str, max_bytes: int) -> ArtifactStore:
     if not is_postgres(settings):
         return ArtifactStore.for_session(project_root, session_id, max_bytes)
-    return StoreArtifacts(paths.session_artifact_dir(project_root, session_id), max_bytes,
-                          _pg_store(settings), paths.project_hash(project_root), session_id)
+    store, project = _pg_store(settings), paths.project_hash(project_root)
+    return StoreArtifacts(store_catalog.session_cache_dir(store, project, session_id), max_bytes, store, project,
+                          session_id)
 
 
 def open_session_storage(settings: Settings, artifact_dir: Path) -> SessionStorage:

@@ -45,12 +45,29 @@ def session_infos(store: Any, project: str) -> list[SessionInfo]:
     return infos
 
 
-def mirror_home(store: Any) -> Path:
-    """The mirror of ``store``'s tenant on this machine (its name never holds the DSN's password)."""
+def store_key(store: Any) -> str:
+    """``<tenant>-<hash of server and tenant>``: names what on this machine caches that tenant's rows."""
     from mtagent.session.postgres.connect import redact_dsn
 
-    key = hashlib.sha256(f"{redact_dsn(store.dsn)}\0{store.tenant}".encode()).hexdigest()[:12]
-    return paths.mtagent_home() / "mirror" / f"{store.tenant}-{key}"
+    digest = hashlib.sha256(f"{redact_dsn(store.dsn)}\0{store.tenant}".encode()).hexdigest()[:12]
+    return f"{store.tenant}-{digest}"
+
+
+def mirror_home(store: Any) -> Path:
+    """The mirror of ``store``'s tenant on this machine (its name never holds the DSN's password).
+
+    The agent's artifact cache in PostgreSQL mode lives here too (``history/<project>/artifacts/``),
+    so two tenants on one machine never share a cached artifact or session notes, even for the
+    same session id (the middleware derives ids from thread ids, which tenants may share).
+    """
+    return paths.mtagent_home() / "mirror" / store_key(store)
+
+
+def session_cache_dir(store: Any, project: str, session_id: str) -> Path:
+    """The tenant's local artifact folder of one session (a cache of the store's artifacts)."""
+    home = mirror_home(store)
+    _private(home)
+    return home / "history" / project / "artifacts" / paths.validate_session_id(session_id)
 
 
 def _complete_lines(path: Path) -> list[bytes]:
