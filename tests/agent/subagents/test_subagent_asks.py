@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from subagent_helpers import open_session, report_json, task
+from subagent_helpers import open_session, report_json, subagent_records, task
 
 from mtagent.agent.scripted import tool_call
 
@@ -114,3 +114,20 @@ def test_the_prompt_names_the_subagent_that_asks(code):
         session.run_turn("go", approver=approver)
     [question] = questions
     assert question.startswith("subagent agent-") and "(general) asks: Run shell command" in question
+
+
+def test_a_new_message_instead_of_an_answer_stops_the_asking_child_and_asks_nothing_stale(code):
+    second = [tool_call("shell", {"command": "echo second >> ran.txt"}, id="second_shell"), report_json("second")]
+    session, children = open_session(code, [task(agent="general"), task(agent="general"), "done"],
+                                     [_asking_child(), second], approval="ask")
+    with session:
+        assert session.run_turn("go").status == "approval_required"
+        paused = session.run_turn("never mind, do something else")  # the user moved on
+        assert paused.status == "approval_required"
+        assert [r.tool_call_id for r in paused.approvals] == ["second_shell"]  # only the new question
+        result = session.resume_approval({"second_shell": "allow"})
+        assert result.status == "done"
+        statuses = [r["status"] for r in subagent_records(session.transcript_path)]
+    assert statuses.count("interrupted") == 1 and statuses.count("finished") == 1
+    assert (code / "ran.txt").read_text() == "second\n"  # the abandoned child's call never ran
+    assert len(children[0].calls) == 1  # stopped before its next model call

@@ -103,6 +103,11 @@ class AskBridge:
             if not pending.done.is_set():
                 self._answer(pending, answer, remember=False)  # resume_approval remembered it already
 
+    def clear(self) -> None:
+        """Forget every question (the user moved on; their children were stopped)."""
+        with self._lock:
+            self._asks.clear()
+
     def _answer(self, pending: PendingAsk, answer: Any, *, remember: bool) -> None:
         if remember and isinstance(answer, dict):
             for request in pending.requests:

@@ -283,6 +283,13 @@ class SubagentRunner:
                     self._record(entry, "interrupted")
         self._cancel = threading.Event()
 
+    def abandon(self) -> None:
+        """A new user message while children still run (a turn paused on a child's question): the
+        user moved on — stop them (recorded as interrupted) and forget their questions."""
+        if any(e.future is not None and not e.future.done() for e in self.children.values()):
+            self.cancel_all()
+        self.asks.clear()
+
     def ready_result(self, call: dict[str, Any]) -> tuple[str, str] | None:
         """After Ctrl-C: a ``task`` call whose child ended meanwhile is answered with its report
         (finished) or as interrupted — never as "not run" (``AgentRuntime.ready_result``)."""
