@@ -5,6 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from mtagent.config import Settings
+from mtagent.context.boundary import summary_message
 from mtagent.context.compaction.compactor import (
     CompactionOptions,
     CompactionResult,
@@ -127,3 +128,30 @@ def test_defaults_of_the_result_types():
     bare = CompactionResult(boundary_record={"id": "cb"}, summary_messages=[], attachments=[], messages_to_keep=[],
                             pre_tokens=1, post_tokens=1, summary_source="llm", trigger="auto")
     assert (bare.ptl_retries, bare.handoff_missing, bare.summarized_ids, bare.fallback_reason) == (0, [], [], None)
+
+
+def _summary(boundary_id: str, direction: str | None = None):
+    message = summary_message(boundary_id, "## User goal\nFix the parser.", pre_tokens=1, post_tokens=1, reason="auto")
+    if direction:
+        meta = {**message.response_metadata["mtagent"], "direction": direction}
+        message = message.model_copy(update={"response_metadata": {"mtagent": meta}})
+    return message
+
+
+def test_the_region_starts_at_the_last_full_summary_wherever_it_is():
+    pinned = HumanMessage("pinned instruction", id="pin")
+    assert region_start([_summary("cb-1"), *_rounds(2)]) == 0
+    assert region_start([pinned, _summary("cb-1"), *_rounds(2)]) == 1
+    assert region_start([*_rounds(1), _summary("cb-1")]) == 2  # a history that ends in its summary
+    assert region_start([SystemMessage("s", id="s"), _summary("cb-1"), *_rounds(1), _summary("cb-2", "from"),
+                         *_rounds(1)]) == 1  # a partial "from" summary is not where the region starts
+    assert region_start([pinned, _summary("cb-2", "from"), *_rounds(1)]) == 0
+
+
+def test_a_single_round_too_long_to_summarize_falls_back_without_cutting():
+    summarizer = Scripted(SummaryRequestTooLong("over", token_gap=10))
+    one_round = [HumanMessage("a huge pasted log " * 50, id="h0")]
+    outcome = summarize_with_retry(summarizer, one_round, settings=_small(), counter=MessageTokenCounter())
+    assert summarizer.seen == [1]
+    assert outcome.source == "extractive" and outcome.ptl_retries == 0
+    assert "SummaryRequestTooLong" in (outcome.fallback_reason or "")
