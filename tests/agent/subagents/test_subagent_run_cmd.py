@@ -1,0 +1,41 @@
+"""`mtagent run` with a scripted model: a general child's "ask" follows the parent's rule for the run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mtagent.cli.app import app
+from mtagent.session.catalog import list_sessions
+from mtagent.session.transcript import read_records
+
+REPORT = json.dumps({"outcome": "success", "summary": "touched it"})
+
+
+@pytest.mark.parametrize("flags, runs, says", [
+    ([], False, "no terminal to ask"),         # no terminal: nobody can say yes — like the parent's own call
+    (["--approval", "deny"], False, None),     # denied by the policy itself, no question
+    (["--approval", "allow"], True, None),
+])
+def test_run_settles_a_childs_question_by_the_parents_rule(tmp_path: Path, flags, runs, says):
+    project = tmp_path / "proj"
+    project.mkdir()
+    marker = project / "ran.txt"
+    steps = [{"tool": "task", "args": {"description": "touch a file", "prompt": "touch it", "agent": "general"}},
+             {"tool": "shell", "args": {"command": f"touch {marker}"}},  # the child (same scripted model)
+             REPORT,
+             "ok"]
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(steps), encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}", *flags, "go"])
+    assert result.exit_code == 0, result.output
+    assert marker.exists() is runs
+    if says:
+        assert says in result.stderr
+    (session,) = list_sessions(project)
+    records = list(read_records(session.path))
+    report = json.loads(next(r for r in records if r.get("role") == "tool" and r.get("name") == "task")["content"])
+    assert report["summary"] == "touched it" and bool(report.get("open_questions")) is not runs
