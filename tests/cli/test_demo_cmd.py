@@ -47,6 +47,7 @@ def test_demo_prints_persisted_results_compactions_and_the_grid(demo_run):
     assert before > after > 0
     assert "Saved:" in out and "tokens by compaction" in out
     assert "Context after the demo" in out and "Free space" in out and "Autocompact buffer" in out
+    assert "Subagents: 1 child" in out and "not in this window" in out  # the explore child, counted apart
     assert out.count("⛁") > 10
 
 

@@ -69,7 +69,8 @@ def run_demo_command(cwd: Path | None, window: int | None) -> None:
                   f"{result.tool_calls} tool calls")
     _print_subagents(result.transcript_path)
     console.print()
-    console.print(render_context_grid(window_usage_of(report, window, threshold), title="Context after the demo"))
+    console.print(render_context_grid(window_usage_of(report, window, threshold), title="Context after the demo",
+                                      report=report))  # with the subagent's tokens on a line of their own
     sid = escape(report.session_id)
     where = escape(str(root))
     console.print(f"\nsession {sid} · transcript {escape(str(result.transcript_path))}", soft_wrap=True)
