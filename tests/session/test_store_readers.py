@@ -320,3 +320,28 @@ def test_the_middleware_of_another_tenant_on_the_same_thread_starts_afresh(tmp_p
     texts = json.dumps(theirs)
     assert f"answer for {tenant}\"" not in texts and f"question from {tenant}\"" not in texts
     assert sum(r["type"] == "session_start" for r in theirs) == 1
+
+
+def test_a_worker_login_role_acting_as_the_app_role_runs_and_lists_sessions(project: Path, fresh_db: str,
+                                                                            tenant: str) -> None:
+    """The set-up the fleet doc describes: the owner migrates once, workers log in as their own role."""
+    import uuid
+
+    import psycopg
+
+    def settings_for(dsn: str):
+        return load_settings(project, overrides={"storage": {"backend": "postgres", "dsn": dsn, "tenant": tenant}})
+
+    with AgentSession.create(project, model=ScriptedChatModel(["one"]), settings=settings_for(fresh_db)) as first:
+        first.run_turn("hi")
+        sid = first.session_id
+    role = f"worker_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(fresh_db, autocommit=True) as admin:
+        admin.execute(f'CREATE ROLE "{role}" LOGIN')
+        admin.execute(f'GRANT mtagent_tenant TO "{role}"')
+    worker = fresh_db.replace("mtagent_admin@", f"{role}@")
+    with AgentSession.resume(sid, project, model=ScriptedChatModel(["two"]), settings=settings_for(worker)) as again:
+        again.run_turn("go on")
+    listed = runner.invoke(app, ["sessions", "list", "--json", "--cwd", str(project)], env=_env(worker, tenant))
+    assert listed.exit_code == 0, listed.output
+    assert [(r["id"], r["messages"]) for r in json.loads(listed.output)] == [(sid, 4)]

@@ -160,7 +160,7 @@ def open_session_storage(settings: Settings, artifact_dir: Path) -> SessionStora
         return SessionStorage(SqliteSaver(db), JsonlAuditSink.default(tenant), tenant, settings)
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
-    from psycopg.rows import dict_row
+    from psycopg.rows import dict_row, tuple_row
 
     from mtagent.session.postgres import migrations
     from mtagent.session.postgres.connect import connect_kwargs, tenant_configurer, unreachable
@@ -169,9 +169,11 @@ def open_session_storage(settings: Settings, artifact_dir: Path) -> SessionStora
     kwargs = connect_kwargs(settings.storage.connect_timeout_seconds)
     try:
         if store.dsn not in _CHECKPOINT_SCHEMA:  # LangGraph's tables, then their tenancy: once per process
-            with psycopg.connect(store.dsn, **kwargs, row_factory=dict_row) as admin:
-                PostgresSaver(admin).setup()  # type: ignore[arg-type]
             with psycopg.connect(store.dsn, **kwargs) as admin:
+                if not _checkpoints_current(admin):  # set up by the owner once; a worker role may not
+                    admin.row_factory = dict_row  # type: ignore[assignment]
+                    PostgresSaver(admin).setup()  # type: ignore[arg-type]
+                    admin.row_factory = tuple_row  # type: ignore[assignment]
                 migrations.migrate(admin, migrations.CHECKPOINT_MIGRATIONS)
             _CHECKPOINT_SCHEMA.add(store.dsn)
         conn = psycopg.connect(store.dsn, **kwargs, prepare_threshold=0, row_factory=dict_row)
@@ -182,3 +184,14 @@ def open_session_storage(settings: Settings, artifact_dir: Path) -> SessionStora
 
 
 _CHECKPOINT_SCHEMA: set[str] = set()
+
+
+def _checkpoints_current(conn: Any) -> bool:
+    """LangGraph's checkpoint tables exist at the version this ``langgraph-checkpoint-postgres`` wants."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    found = conn.execute("SELECT to_regclass('checkpoint_migrations') IS NOT NULL").fetchone()
+    if not found or not found[0]:
+        return False
+    latest = conn.execute("SELECT max(v) FROM checkpoint_migrations").fetchone()
+    return latest is not None and latest[0] is not None and latest[0] >= len(PostgresSaver.MIGRATIONS) - 1

@@ -176,6 +176,14 @@ MIGRATIONS: list[Migration] = [
     Migration(2, "tables", _TABLES),
     Migration(3, "row-level security", _POLICIES),
     Migration(4, "lz4 compression for large columns", _LZ4),
+    # a login role that acts as the app role (not the owner) checks the schema version on start
+    Migration(5, "the app role reads the schema ledger", f"""
+        DO $$ BEGIN
+            IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
+                EXECUTE 'GRANT SELECT ON mtagent_schema TO {APP_ROLE}';
+            END IF;
+        END $$;
+    """),
 ]
 
 # LangGraph's checkpoint tables belong to ``langgraph-checkpoint-postgres`` (its ``setup()``
@@ -197,6 +205,13 @@ def _checkpoint_tenancy() -> str:
 
 CHECKPOINT_MIGRATIONS: list[Migration] = [
     Migration(101, "row-level security on LangGraph's checkpoint tables", _checkpoint_tenancy()),
+    Migration(102, "the app role reads LangGraph's migration ledger", f"""
+        DO $$ BEGIN
+            IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
+                EXECUTE 'GRANT SELECT ON checkpoint_migrations TO {APP_ROLE}';
+            END IF;
+        END $$;
+    """),
 ]
 
 _LEDGER = """
