@@ -32,6 +32,7 @@ def test_recall_prints_ranked_hits_with_references(tmp_path: Path) -> None:
     result = runner.invoke(app, ["recall", "OverflowError checkout_total_cents", "--cwd", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "[1] session s1 message t1" in result.output and "ref: msg:s1:t1" in result.output
+    assert result.output.strip().splitlines()[-1].startswith("vector backend: none (keyword search;")
 
 
 def test_recall_json_and_session_filter(tmp_path: Path) -> None:
@@ -60,7 +61,8 @@ def test_slash_recall(tmp_path: Path) -> None:
     _session(tmp_path)
     console = Console(record=True, width=200)
     print_recall(console, tmp_path, "checkout_total_cents")
-    assert "ref: msg:s1:" in console.export_text()
+    shown = console.export_text()
+    assert "ref: msg:s1:" in shown and shown.strip().splitlines()[-1].startswith("vector backend: ")
     print_recall(console, tmp_path, "--ref msg:s1:u1")
     assert "why does checkout_total_cents overflow?" in console.export_text()
 

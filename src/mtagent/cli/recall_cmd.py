@@ -57,7 +57,8 @@ def recall_cmd(
         if as_json:
             typer.echo(json.dumps([h.as_dict() for h in hits], ensure_ascii=False))
         else:
-            console.print(render_hits(query, hits, mode=recaller.mode, scope=chosen), markup=False,
+            console.print(render_hits(query, hits, mode=recaller.mode, scope=chosen,
+                                      backend=recaller.vector_backend), markup=False,
                           highlight=False, soft_wrap=True)
     finally:
         recaller.indexer.close()
@@ -79,7 +80,8 @@ def print_recall(out: Console, cwd: Path, text: str) -> None:
         if not text.strip():
             raise UsageError("usage: /recall QUERY — e.g. /recall TypeError user.id")
         hits = recaller.search(text)
-        out.print(render_hits(text, hits, mode=recaller.mode), markup=False, highlight=False, soft_wrap=True)
+        out.print(render_hits(text, hits, mode=recaller.mode, backend=recaller.vector_backend), markup=False,
+                  highlight=False, soft_wrap=True)
     finally:
         recaller.indexer.close()
 

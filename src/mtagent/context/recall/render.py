@@ -7,11 +7,15 @@ from collections.abc import Sequence
 from mtagent.context.recall.router import RecallHit
 
 
-def render_hits(query: str, hits: Sequence[RecallHit], *, mode: str = "keyword", scope: str = "all") -> str:
+def render_hits(query: str, hits: Sequence[RecallHit], *, mode: str = "keyword", scope: str = "all",
+                backend: str | None = None) -> str:
+    """``backend``: the vector-backend line people see (``mtagent recall``, ``/recall``); the
+    model's tool leaves it out."""
     shown = " ".join(query.split())[:80]
+    tail = [backend] if backend else []
     if not hits:
-        return (f"No recalled items for {shown!r} (scope {scope}, {mode} search). Try other words: a file "
-                "path, a function name or an error message.")
+        return "\n".join([f"No recalled items for {shown!r} (scope {scope}, {mode} search). Try other words: a "
+                          "file path, a function name or an error message.", *tail])
     lines = [f"{len(hits)} recalled item{'s' if len(hits) != 1 else ''} for {shown!r} (scope {scope}, {mode} search):"]
     for n, hit in enumerate(hits, 1):
         flags = [hit.authority, hit.freshness, hit.temperature, f"confidence {hit.confidence:.2f}"]
@@ -21,4 +25,4 @@ def render_hits(query: str, hits: Sequence[RecallHit], *, mode: str = "keyword",
         lines.append(f"    ref: {hit.ref}")
         lines.append(f"    {hit.snippet}")
     lines.append("Full text of an item: recall again with ref=<ref>.")
-    return "\n".join(lines)
+    return "\n".join([*lines, *tail])

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from mtagent.context.recall.indexer import RecallIndexer
 from mtagent.context.recall.query import fts_query, query_words
 from mtagent.context.recall.store import Row
-from mtagent.context.recall.vectors import Embeddings, VectorIndex, reciprocal_rank_fusion
+from mtagent.context.recall.vectors import Embeddings, VectorIndex, describe_backend, reciprocal_rank_fusion
 from mtagent.errors import ArtifactPathError, UsageError
 
 Scope = Literal["all", "session", "history", "artifacts", "memory", "files"]
@@ -105,6 +105,11 @@ class Recaller:
     @property
     def mode(self) -> str:
         return "keyword" if self.vectors is None else f"hybrid ({self.vectors.backend} vectors)"
+
+    @property
+    def vector_backend(self) -> str:
+        """The one-line account of the vector backend (and why Python's when it is)."""
+        return describe_backend(self.vectors)
 
     def search(self, query: str, *, scope: str = "all", k: int | None = None, session: str | None = None,
                stale: StaleMode = "mark", include_expired: bool = False,

@@ -23,7 +23,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from mtagent.context.recall.driver import SQLITE
+
 log = logging.getLogger(__name__)
+db: Any = SQLITE.module  # sqlite3, or pysqlite3 where only it can load sqlite-vec (driver.py)
 
 SCHEMA_VERSION = "1"
 CACHE_KIB = 32_768  # page cache per connection: FTS5 segment merges stay in memory
@@ -94,7 +97,7 @@ _INSERT_ITEM = (f"INSERT OR IGNORE INTO items({', '.join(_DOC_FIELDS)}) "
 
 
 def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
-    if isinstance(exc, sqlite3.OperationalError):
+    if isinstance(exc, db.OperationalError):
         text = str(exc).lower()
         return "malformed" in text or "no such table" in text or "not a database" in text
     return True
@@ -117,7 +120,7 @@ class RecallStore:
         target = ":memory:" if self.path is None else str(self.path)
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(target, check_same_thread=False, timeout=2.0, isolation_level=None)
+        conn = db.connect(target, check_same_thread=False, timeout=2.0, isolation_level=None)
         conn.execute("PRAGMA busy_timeout=2000")
         if self.path is not None:
             conn.execute("PRAGMA journal_mode=WAL")
@@ -128,14 +131,14 @@ class RecallStore:
         if row is None:
             conn.execute("INSERT INTO meta(key, value) VALUES('schema_version', ?)", (SCHEMA_VERSION,))
         elif row[0] != SCHEMA_VERSION:
-            raise sqlite3.DatabaseError(f"recall index schema {row[0]} is not {SCHEMA_VERSION}")
+            raise db.DatabaseError(f"recall index schema {row[0]} is not {SCHEMA_VERSION}")
         conn.execute("SELECT count(*) FROM items_fts WHERE items_fts MATCH 'probe'").fetchone()
         return conn
 
     def _open(self) -> None:
         try:
             self._conn = self._connect()
-        except sqlite3.DatabaseError as exc:
+        except db.DatabaseError as exc:
             self._recreate(exc)
 
     def _recreate(self, exc: BaseException) -> None:
@@ -144,7 +147,7 @@ class RecallStore:
         if self._conn is not None:
             try:
                 self._conn.close()
-            except sqlite3.Error:
+            except db.Error:
                 pass
             self._conn = None
         if self.path is not None:
@@ -154,7 +157,7 @@ class RecallStore:
         self.rebuilt = True
         try:
             self._conn = self._connect()
-        except sqlite3.Error as again:  # e.g. the folder is not writable: work in memory
+        except db.Error as again:  # e.g. the folder is not writable: work in memory
             log.warning("recall index %s cannot be recreated (%s); using an in-memory index", self.path, again)
             self.path = None
             self._conn = self._connect()
@@ -173,13 +176,13 @@ class RecallStore:
                     self._open()
                 try:
                     return fn(self._conn)  # type: ignore[arg-type]
-                except sqlite3.DatabaseError as exc:
+                except db.DatabaseError as exc:
                     if attempt == 0 and _is_corruption(exc):
                         self._recreate(exc)
                         continue
                     log.warning("recall index: %s", exc)
                     return default
-                except sqlite3.Error as exc:
+                except db.Error as exc:
                     log.warning("recall index: %s", exc)
                     return default
             return default

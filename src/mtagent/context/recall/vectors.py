@@ -1,10 +1,11 @@
 """Hybrid recall: vectors from any LangChain ``Embeddings``, fused with BM25 by reciprocal rank.
 
-Vectors live in the same SQLite database. ``sqlite-vec`` is used when this Python's ``sqlite3``
-can load extensions (many builds cannot: ``enable_load_extension`` is missing); otherwise the
-vectors are float32 blobs in the ``vectors`` table and cosine similarity is computed in Python
-over them — exact, and fast enough for the tens of thousands of items a project holds.
-:attr:`VectorIndex.backend` says which one is in use.
+Vectors live in the same SQLite database. ``sqlite-vec`` is used when the index's SQLite can
+load extensions (:mod:`mtagent.context.recall.driver`: the standard ``sqlite3`` when it can, else
+``pysqlite3``); otherwise the vectors are float32 blobs in the ``vectors`` table and cosine
+similarity is computed in Python over them — exact, and fast enough for the tens of thousands of
+items a project holds. :attr:`VectorIndex.backend` says which one is in use and
+:attr:`VectorIndex.fallback` why the Python one (``mtagent recall`` prints both).
 
 Items are embedded lazily, before a hybrid search, in batches (an embedding call is a network
 call; it must not slow down the sink that indexes every record as it is written).
@@ -18,6 +19,7 @@ from array import array
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from mtagent.context.recall.driver import SQLITE, vector_fallback_reason
 from mtagent.context.recall.store import RecallStore
 
 log = logging.getLogger(__name__)
@@ -69,6 +71,8 @@ class VectorIndex:
         self.store = store
         self.embeddings = embeddings
         self.backend = "sqlite-vec" if _try_sqlite_vec(store) else "python"
+        self.fallback: str | None = None if self.backend == "sqlite-vec" else (
+            vector_fallback_reason(SQLITE) or "sqlite-vec did not load into the index database")
         self._cache: dict[int, array] | None = None
         self._dim: int | None = None
         self._vec_table = False
@@ -106,6 +110,7 @@ class VectorIndex:
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS vec_items USING vec0(embedding float[{dim}])") and True, False)
             if not ok:
                 self.backend = "python"
+                self.fallback = "sqlite-vec could not create its vec0 table"
                 return
             self._vec_table = True
         self.store.run(lambda c: c.executemany(
@@ -135,6 +140,17 @@ class VectorIndex:
                 scored.append((rowid, sum(a * b for a, b in zip(vec, q, strict=True))))
         scored.sort(key=lambda pair: -pair[1])
         return scored[:limit]
+
+
+def describe_backend(vectors: VectorIndex | None) -> str:
+    """One line for ``mtagent recall`` and ``/recall``: which vector backend answers, and why."""
+    if vectors is None:
+        would = "sqlite-vec" if vector_fallback_reason(SQLITE) is None else \
+            f"python cosine, because {vector_fallback_reason(SQLITE)}"
+        return f"vector backend: none (keyword search; recall.embeddings is not set — with it: {would})"
+    if vectors.backend == "sqlite-vec":
+        return f"vector backend: sqlite-vec (in {SQLITE.name}'s SQLite)"
+    return f"vector backend: python (exact cosine in Python, because {vectors.fallback})"
 
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[int]], k: int = 60) -> list[tuple[int, float]]:
