@@ -200,3 +200,10 @@ def test_results_no_bigger_than_the_placeholder_are_left_alone():
     result = _size(msgs, total, total, size_trigger_fraction=0.5, size_target_fraction=0.01)
     assert "t0" not in result.cleared_ids and "t1" in result.cleared_ids
     assert tokens(msgs[2]) == placeholder and tokens(msgs[4]) == placeholder + 1
+
+
+def test_size_pressure_with_nothing_clearable_returns_the_view_unchanged():
+    msgs = rounds(4)  # all four are among the keep_recent newest
+    total = sum(tokens(m) for m in msgs)
+    result = _size(msgs, total, total, size_trigger_fraction=0.5, size_target_fraction=0.01)
+    assert (result.messages, result.cleared_ids, result.trigger, result.tokens_saved) == (msgs, [], None, 0)

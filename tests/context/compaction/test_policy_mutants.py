@@ -291,3 +291,9 @@ def test_the_breaker_opens_at_exactly_the_limit(limit):
     assert not policy.disabled
     policy.record_failure("x")
     assert policy.disabled
+
+
+def test_a_new_policy_starts_from_zero():
+    policy = AutoCompactPolicy(threshold_settings())
+    assert (policy.consecutive_failures, policy.disabled, policy.last_pre_tokens, policy.last_post_tokens,
+            policy.rounds_since_compact, policy.cost) == (0, False, 0, 0, 0, None)
