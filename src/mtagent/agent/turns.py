@@ -53,6 +53,7 @@ def drive_turn(session: AgentSession, payload: Any, approver: Approver | None) -
     size_before = len(session.conversation.messages)
     status: TurnStatus = "done"
     session.subagents.asks.turn_approver = approver  # a subagent's question goes where the parent's would
+    session.runtime.ready_result = session.subagents.ready_result  # Ctrl-C keeps a finished sibling's report
     if not isinstance(payload, Command):
         session.subagents.abandon()  # a new message: children still waiting on an earlier question stop
     try:

@@ -12,8 +12,10 @@ result when it is microcompacted or compacted away:
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
+from typing import Any
 
 from mtagent.agent.subagents.report import SubagentReport
 from mtagent.context.session_memory import notes as N
@@ -54,3 +56,15 @@ def merge_into_notes(notes_path: Path, report: SubagentReport, *, child_id: str,
         tmp = notes_path.with_name(f".{notes_path.name}.subagent.tmp")
         tmp.write_text(current.render(), encoding="utf-8")
         tmp.replace(notes_path)
+
+
+def merge_into_session_memory(memory: Any, report: SubagentReport, *, child_id: str, agent: str) -> None:
+    """:func:`merge_into_notes` for a session's memory manager (None: session memory is off). A notes
+    file that cannot be written is logged: the report is already in the transcript."""
+    if memory is None:
+        return
+    try:
+        merge_into_notes(memory.path, report, child_id=child_id, agent=agent)
+    except OSError as exc:
+        logging.getLogger(__name__).warning("could not add subagent %s's facts to the session notes: %s",
+                                            child_id, exc)

@@ -37,7 +37,7 @@ from mtagent.agent.subagents.asks import AskBridge
 from mtagent.agent.subagents.brief import build_brief
 from mtagent.agent.subagents.child import ChildRun, SubagentCancelled, drive_to_report, open_child
 from mtagent.agent.subagents.evidence import complete_report, trace_child
-from mtagent.agent.subagents.merge import merge_into_notes
+from mtagent.agent.subagents.merge import merge_into_session_memory
 from mtagent.agent.subagents.profiles import AgentProfile, ProfileSet, load_profiles
 from mtagent.agent.subagents.report import SubagentReport, render_report, unvalidated_report
 from mtagent.agent.subagents.slots import TreeSlots
@@ -52,6 +52,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 WAIT_SLICE_SECONDS = 0.1
 ModelFactory = Callable[[AgentProfile, TaskRequest], tuple[Any, str]]
+
+
+def interrupted_result(child_id: str, agent: str, path: str) -> str:
+    """The ``task`` result of a child that did not finish (Ctrl-C, a crash, the user moving on)."""
+    return (f"Interrupted: subagent {child_id} ({agent}) did not finish; its partial transcript is {path}. "
+            "Start a new task to redo the work.")
 
 
 @dataclass(slots=True)
@@ -228,7 +234,8 @@ class SubagentRunner:
         entry.run = run
         self._record(entry, status, report=report.model_dump(), usage=run.usage, repaired=repaired)
         if status == "finished":
-            self._merge(entry, report)
+            merge_into_session_memory(self.session.parts.session_memory, report, child_id=entry.child_id,
+                                      agent=entry.profile.name)
         return run
 
     def _drive(self, entry: ChildEntry, cancel: threading.Event) -> tuple[SubagentReport, str, bool]:
@@ -249,15 +256,6 @@ class SubagentRunner:
     def _task_state(self) -> str | None:
         memory = self.session.parts.session_memory
         return memory.load() if memory is not None else None
-
-    def _merge(self, entry: ChildEntry, report: SubagentReport) -> None:
-        memory = self.session.parts.session_memory
-        if memory is None:
-            return
-        try:
-            merge_into_notes(memory.path, report, child_id=entry.child_id, agent=entry.profile.name)
-        except OSError as exc:
-            log.warning("could not add subagent %s's facts to the session notes: %s", entry.child_id, exc)
 
     def _render(self, entry: ChildEntry, run: ChildRun) -> str:
         return render_report(run.report, child_id=entry.child_id, agent=entry.profile.name, transcript=entry.path,
@@ -298,8 +296,7 @@ class SubagentRunner:
             return None
         if entry.run.status == "finished":
             return self._render(entry, entry.run), "success"
-        return (f"Interrupted: subagent {entry.child_id} ({entry.profile.name}) did not finish; its partial "
-                f"transcript is {entry.path}. Start a new task to redo the work."), "error"
+        return interrupted_result(entry.child_id, entry.profile.name, entry.path), "error"
 
     def settle_after_crash(self, synthetic: Sequence[ToolMessage], records: Iterable[dict[str, Any]]) -> None:
         """Answer ``task`` calls a crash left open: a finished child's stored report, else interrupted."""
@@ -320,8 +317,7 @@ class SubagentRunner:
                 message.status = "success"
                 status = "reused"
             else:
-                message.content = (f"Interrupted: subagent {child_id} ({agent}) did not finish before the session "
-                                   f"stopped; its partial transcript is {path}. Start a new task to redo the work.")
+                message.content = interrupted_result(child_id, agent, path)
                 status = "interrupted"
             self.session.sink.append(schema.subagent_record(child_id, status, tool_call_id=message.tool_call_id,
                                                             agent=agent, path=path))
