@@ -128,7 +128,6 @@ class AgentSession:
             stats=self.stats, on_token=on_token, on_prepared=lambda p: setattr(self, "last_prepared", p), secrets=secrets,
             on_message=lambda m: engine_factory.touch_paths(self.static, m, project_root),
         )
-        self.runtime.ready_result = self.subagents.ready_result  # Ctrl-C keeps a finished sibling's report
         for message in history:
             engine_factory.touch_paths(self.static, message, project_root)
         # End-of-turn memory extraction (memory.auto_extract): the compaction model when set, else the main one.
