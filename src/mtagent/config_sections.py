@@ -313,7 +313,7 @@ class SubagentSettings(_Section):
 
     enabled: bool = Field(True, description="offer the task tool (explore / review / general children)")
     max_depth: int = Field(1, ge=0, description="levels of children below the main session (1: children cannot spawn)")
-    max_parallel: int = Field(3, ge=1, description="children of one session running at once, at most")
+    max_parallel: int = Field(3, ge=1, description="children of the whole tree at work at once, at most (a child waiting for its own lends its slot)")
     max_per_turn: int = Field(8, ge=1, description="children one assistant message may start, at most")
     window_tokens: int | None = Field(
         None, gt=0, description="a child's context window when its profile names none; None = the parent's"
