@@ -77,13 +77,15 @@ TARGETS: dict[str, Target] = {
                          ("tests/tools/test_planted_read_state.py", "tests/tools/test_read_state_mutants.py",
                           "tests/tools/test_read_file.py", "tests/tools/test_edit_write.py")),
     "approval": Target("agent/approval.py",
-                       ("tests/agent/test_approval_policy.py", "tests/security/test_approval_bypasses.py")),
+                       ("tests/agent/test_approval_mutants.py", "tests/agent/test_approval_policy.py",
+                        "tests/security/test_approval_bypasses.py")),
     "at_most_once": Target("context/engine_session.py",
                            ("tests/context/test_engine_session_mutants.py", "tests/agent/test_planted_at_most_once.py",
                             "tests/context/test_front_door.py"),
                            only=("ToolGuard", "tool_started")),
     "redaction": Target("redaction.py", ("tests/agent/test_redaction.py", "tests/security/test_secret_canaries.py")),
-    "replay_cost": Target("replay/cost.py", ("tests/replay/test_cost_aware.py", "tests/replay/test_cost_probes.py")),
+    "replay_cost": Target("replay/cost.py", ("tests/replay/test_cost_mutants.py", "tests/replay/test_cost_probes.py",
+                                             "tests/replay/test_cost_aware.py")),
 }
 QUICK_MODULE = "artifacts"
 
@@ -505,7 +507,8 @@ def _run_mutants_in_runner(name: str, source: str, copy_src: Path, tests: tuple[
     return [(int(i), bool(k), float(s)) for i, k, s in json.loads(rows_file.read_text(encoding="utf-8"))]
 
 
-def run_module(name: str, max_mutants: int, seed: int, workdir: Path) -> ModuleResult:
+def run_module(name: str, max_mutants: int, seed: int, workdir: Path,
+               only_mutants: tuple[str, ...] = ()) -> ModuleResult:
     target = TARGETS[name]
     result = ModuleResult(name)
     source = (SRC / "mtagent" / target.source).read_text(encoding="utf-8")
@@ -525,6 +528,8 @@ def run_module(name: str, max_mutants: int, seed: int, workdir: Path) -> ModuleR
     result.total_sites = len(sites)
     sample = sorted(random.Random(f"{seed}:{name}").sample(sites, min(max_mutants, len(sites))),
                     key=lambda s: s.index)
+    if only_mutants:  # re-check chosen mutants (e.g. after writing the test that should kill them)
+        sample = [s for s in sites if s.description in only_mutants]
     timeout = max(60.0, 4 * baseline)
     if forked:
         loaded = [tuple(row) for row in json.loads(record.read_text(encoding="utf-8"))]
@@ -576,6 +581,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-mutants", type=int, default=30, help="sampled mutants per module (default 30)")
     parser.add_argument("--seed", type=int, default=22)
     parser.add_argument("--list", action="store_true", help="list modules, their tests and site counts")
+    parser.add_argument("--mutant", action="append", default=[], metavar="DESC",
+                        help="run only this mutant of each --module, by its description (e.g. 'L40 0->1'); repeatable")
     args = parser.parse_args(argv)
     if args.list:
         for name, target in TARGETS.items():
@@ -586,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
     max_mutants = 8 if args.quick and args.max_mutants == 30 else args.max_mutants
     _warm_up()
     with tempfile.TemporaryDirectory(prefix="mtagent-mutation-") as tmp:
-        results = [run_module(name, max_mutants, args.seed, Path(tmp)) for name in names]
+        results = [run_module(name, max_mutants, args.seed, Path(tmp), tuple(args.mutant)) for name in names]
     report(results)
     return 0
 

@@ -44,6 +44,8 @@ _SPLIT = re.compile(r"\s*(?:&&|\|\||;|\||&|\n)\s*")
 # Anything that makes a command more than one plain program with plain arguments.
 _NOT_SIMPLE = re.compile(r"[;&|<>`$\n\r\x00]|\\\n")
 MEMORY_TOOL = "save_memory"
+# Shell reserved words that can stand before a command in the same list (POSIX 2.4).
+_OPENING_WORDS = frozenset({"{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time"})
 
 
 @dataclass(slots=True, frozen=True)
@@ -167,10 +169,14 @@ def shell_words(command: str) -> list[str] | None:
 
 
 def _split_tokens(tokens: list[str]) -> list[list[str]]:
+    """The commands of a lexed line; a reserved word that opens a command (``{ rm x; }``,
+    ``if …; then rm x; fi``) is dropped so a deny pattern sees the command itself."""
     parts: list[list[str]] = [[]]
     for token in tokens:
         if token and all(c in "();<>|&" for c in token):
             parts.append([])
+        elif not parts[-1] and token in _OPENING_WORDS:
+            continue
         else:
             parts[-1].append(token)
     return [p for p in parts if p]
