@@ -216,3 +216,26 @@ def test_hybrid_search_finds_what_keywords_miss(tmp_path: Path) -> None:
 def test_reciprocal_rank_fusion() -> None:
     fused = reciprocal_rank_fusion([[1, 2, 3], [3, 1]], k=60)
     assert [i for i, _ in fused] == [1, 3, 2]
+
+
+def test_the_snippet_centres_on_the_most_specific_match_not_the_first_common_word() -> None:
+    from mtagent.context.recall.router import snippet
+
+    text = ("Ash.create!(Project, %{name: 'test'}) " + "filler words here " * 40
+            + "assert_raise Ash.Error.Invalid, fn -> create(annotation_id) end")
+    shown = snippet(text, ["ash", "error", "invalid", "annotation_id"], 120, phrases=["ash.error.invalid"])
+    assert "Ash.Error.Invalid" in shown and "annotation_id" in shown
+    assert snippet("abc", [], 120) == "abc"
+
+
+def test_written_file_contents_in_tool_call_arguments_are_searchable_words(tmp_path: Path) -> None:
+    """A Write call's content is JSON-escaped in a transcript; its lines must still be words
+    (``\\ndefmodule`` must not become the token ``ndefmodule``) and its snippet plain text."""
+    indexer = RecallIndexer(tmp_path, in_memory=True)
+    call = {"id": "w1", "name": "write_file",
+            "args": {"path": "lib/foo.ex", "content": "# header\ndefmodule SpotterFoo do\n  \"quoted\"\nend\n"}}
+    indexer.add_record(schema.message_to_record(AIMessage("", id="a1", tool_calls=[call])), "s1")
+    hits = Recaller(indexer).search("defmodule SpotterFoo")
+    assert [h.message_id for h in hits] == ["a1"] and hits[0].confidence == 1.0
+    assert "\\n" not in hits[0].snippet and '\\"' not in hits[0].snippet
+    assert "write_file" in hits[0].snippet or "defmodule SpotterFoo" in hits[0].snippet

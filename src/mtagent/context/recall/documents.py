@@ -134,12 +134,24 @@ def _calls_text(calls: Any, tracker: CallTracker) -> str:
         args = call.get("args")
         if isinstance(call.get("id"), str):
             tracker.remember(call["id"], name, args)
-        try:
-            rendered = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
-        except (TypeError, ValueError):
-            rendered = str(args)
-        parts.append(f"{name}({rendered})")
+        parts.append(f"{name}({_args_text(args)})")
     return "\n".join(parts)
+
+
+def _args_text(args: Any) -> str:
+    """A call's arguments as text to search: string values verbatim (a written file's lines stay
+    lines — JSON would turn ``\\ndefmodule`` into the one token ``ndefmodule``), others as JSON."""
+    if isinstance(args, dict):
+        return "\n".join(f"{key}: {value if isinstance(value, str) else _json(value)}"
+                         for key, value in sorted(args.items(), key=lambda kv: str(kv[0])))
+    return _json(args)
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def from_message(record: dict[str, Any], session: str, root: Path | None, tracker: CallTracker,

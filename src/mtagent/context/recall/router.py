@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -74,10 +75,17 @@ class RecallHit:
         return {**asdict(self), "reference": self.reference}
 
 
-def snippet(text: str, words: list[str], chars: int) -> str:
-    """About ``chars`` characters of ``text`` around the first query word it holds."""
+def snippet(text: str, words: list[str], chars: int, phrases: Sequence[str] = ()) -> str:
+    """About ``chars`` characters of ``text`` around the most specific part of the query it holds:
+    the longest of the query's chunks (``Ash.Error.Invalid``) and words that occurs — the first
+    common word (``ash``) may be far from what was asked for."""
     low = text.lower()
-    at = min((i for i in (low.find(w) for w in words if w) if i >= 0), default=0)
+    at = 0
+    for needle in sorted({n for n in (*phrases, *words) if n}, key=len, reverse=True):
+        found = low.find(needle)
+        if found >= 0:
+            at = found
+            break
     start = max(0, at - chars // 3)
     piece = " ".join(text[start:start + chars].split())
     return ("…" if start else "") + piece + ("…" if start + chars < len(text) else "")
@@ -123,6 +131,8 @@ class Recaller:
         self.indexer.flush()
         match = fts_query(query, max_terms=self.settings.max_query_terms)
         words = query_words(query, max_terms=self.settings.max_query_terms)
+        phrases = [c.lower()[:200] for c in query[:4_000].split()][:self.settings.max_query_terms] \
+            if isinstance(query, str) else []
         kinds = _SCOPE_KINDS[scope]
         limit = k * OVERFETCH
         keyword = [] if match is None else self.store.search(
@@ -135,7 +145,7 @@ class Recaller:
             excluded = set(exclude_message_ids)
             nearest = [i for i in nearest if i in rows and self._in_scope(rows[i], kinds, session, excluded)][:limit]
             ranked = [rowid for rowid, _ in reciprocal_rank_fusion([ranked, nearest], self.settings.rrf_k)]
-        return self._hits(self.store.rows(ranked), words, stale, include_expired, k)
+        return self._hits(self.store.rows(ranked), words, stale, include_expired, k, phrases)
 
     @staticmethod
     def _in_scope(row: Row, kinds: tuple[str, ...], session: str | None, excluded: set[str]) -> bool:
@@ -144,7 +154,7 @@ class Recaller:
                 and (doc.message_id is None or doc.message_id not in excluded))
 
     def _hits(self, rows: list[Row], words: list[str], stale: StaleMode, include_expired: bool,
-              k: int) -> list[RecallHit]:
+              k: int, phrases: list[str]) -> list[RecallHit]:
         edits = self.store.last_edits(r.doc.file_key for r in rows if r.doc.file_key)
         now = time.time()
         hits: list[RecallHit] = []
@@ -165,7 +175,7 @@ class Recaller:
             temperature = "long_term" if doc.kind == "memory" else ("cold" if row.compacted else "warm")
             hits.append(RecallHit(
                 ref=doc.uid, kind=doc.kind, confidence=confidence(doc.text, words),
-                snippet=snippet(doc.text, words, self.settings.snippet_chars), authority=doc.authority,
+                snippet=snippet(doc.text, words, self.settings.snippet_chars, phrases), authority=doc.authority,
                 freshness=freshness, temperature=temperature, session=doc.session, message_id=doc.message_id,
                 path=doc.path, line_start=doc.line_start, line_end=doc.line_end, role=doc.role, tool=doc.tool,
                 namespace=doc.namespace, ts=doc.ts, stale_reason=reason,

@@ -28,7 +28,7 @@ from mtagent.context.recall.driver import SQLITE
 log = logging.getLogger(__name__)
 db: Any = SQLITE.module  # sqlite3, or pysqlite3 where only it can load sqlite-vec (driver.py)
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: tool-call arguments indexed as text, not JSON (documents._args_text)
 CACHE_KIB = 32_768  # page cache per connection: FTS5 segment merges stay in memory
 REPLACED_KINDS = frozenset({"session_memory"})  # one item per session, rewritten on each update
 T = TypeVar("T")
