@@ -13,8 +13,10 @@ from mtagent.context.compaction.compactor import (
     available_tokens,
     build_compaction_result,
     compact,
+    previous_summaries,
     region_start,
     summarize_with_retry,
+    truncate_head_for_ptl_retry,
 )
 from mtagent.context.compaction.summarize import SummaryRequestTooLong
 from mtagent.context.tokens import MessageTokenCounter
@@ -155,3 +157,29 @@ def test_a_single_round_too_long_to_summarize_falls_back_without_cutting():
     assert summarizer.seen == [1]
     assert outcome.source == "extractive" and outcome.ptl_retries == 0
     assert "SummaryRequestTooLong" in (outcome.fallback_reason or "")
+
+
+def test_previous_summaries_are_the_bodies_of_every_summary_or_none():
+    first = summary_message("cb-1", "## User goal\nFix the parser.", pre_tokens=1, post_tokens=1, reason="auto")
+    second = summary_message("cb-2", "## User goal\nShip it.", pre_tokens=1, post_tokens=1, reason="auto")
+    assert previous_summaries([first, *_rounds(1), second]) == "## User goal\nFix the parser.\n\n## User goal\nShip it."
+    assert previous_summaries(_rounds(2)) is None
+
+
+class Recording(Scripted):
+    def summarize(self, messages, *, instructions=None, previous_summary=None) -> str:
+        self.previous = previous_summary
+        return super().summarize(messages, instructions=instructions, previous_summary=previous_summary)
+
+
+def test_a_recompaction_hands_the_old_summary_to_the_summarizer():
+    old = summary_message("cb-1", "## User goal\nKeep the parser fast.", pre_tokens=1, post_tokens=1, reason="auto")
+    history = [old, *SyntheticSession(seed=4, result_chars=600).grow_to(80)]
+    summarizer = Recording()
+    compact(history, summarizer, CompactionOptions(settings=_small(), counter=MessageTokenCounter()))
+    assert summarizer.previous == "## User goal\nKeep the parser fast."
+
+
+def test_every_ptl_retry_drops_at_least_one_round():
+    dropped, remaining = truncate_head_for_ptl_retry(_rounds(3), None, token_of=lambda m: 1, min_drop_fraction=0.0)
+    assert len(dropped) == 1 and len(remaining) == 5  # the oldest API round, not none
