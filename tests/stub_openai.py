@@ -20,7 +20,9 @@ Server quirks (``quirks=``, as real servers have them — docs/servers.md):
 * ``null_content_500`` — an assistant turn with ``content: null`` is answered with a 500;
 * ``html_escape`` — strings inside tool arguments come back HTML-escaped;
 * ``one_slot=True`` serves one request at a time (a one-slot llama-server);
-* ``models=`` is the ``GET /v1/models`` answer (404 without it);
+* ``models=`` is the ``GET /v1/models`` answer (404 without it); ``props=`` llama.cpp's ``GET /props``
+  and ``show=`` Ollama's ``POST /api/show`` (both beside ``/v1``); a ``str`` answer is served as an
+  HTML page (a proxy's login form);
 * a ``{"ramble": 0.05}`` step streams text every 0.05 s until the client hangs up.
 Usage numbers are counted exactly from the request with the o200k tokenizer.
 """
@@ -67,9 +69,13 @@ class StubOpenAI:
     def __init__(self, script: list[Step] | None = None,
                  responder: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
                  model: str = "stub-model", quirks: set[str] | frozenset[str] = frozenset(),
-                 one_slot: bool = False, models: dict[str, Any] | None = None) -> None:
+                 one_slot: bool = False, models: dict[str, Any] | None = None,
+                 props: dict[str, Any] | str | None = None, show: dict[str, Any] | str | None = None) -> None:
         self.quirks = frozenset(quirks)
         self.models = models
+        self.props = props
+        self.show = show
+        self.probes: list[str] = []  # every GET path and non-chat POST path, in order
         self.slot = threading.Lock() if one_slot else None
         self.model_probes = 0
         self.arrivals = 0
@@ -138,14 +144,36 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        self.owner.model_probes += 1
+        self.owner.probes.append(self.path)
+        if self.path.rstrip("/").endswith("/models"):
+            self.owner.model_probes += 1
         if self.path.rstrip("/").endswith("/models") and self.owner.models is not None:
             self._json(200, self.owner.models)
+        elif self.path.rstrip("/") == "/props" and self.owner.props is not None:
+            self._answer(self.owner.props)
         else:
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
+    def _answer(self, answer: dict[str, Any] | str) -> None:
+        if isinstance(answer, dict):
+            self._json(200, answer)
+            return
+        data = answer.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if self.path.rstrip("/") == "/api/show":
+            self.owner.probes.append(self.path)
+            if self.owner.show is None:
+                self._json(404, {"error": "no route /api/show"})
+            else:
+                self._answer(self.owner.show)
+            return
         self.owner.arrivals += 1  # before the slot: tests can wait until a request is queued
         if self.owner.slot is None:
             self._post(raw)

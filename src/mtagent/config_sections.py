@@ -286,6 +286,8 @@ class UiSettings(_Section):
 
 
 MAX_OUTPUT_WINDOW_SHARE, MAX_OUTPUT_FLOOR_TOKENS, MAX_OUTPUT_CAP_TOKENS = 8, 256, 8_192  # output = window // 8 in bounds
+COMPACT_DESCRIPTION_CHARS = 100  # a compact tool schema's description: its first sentence, at most this long
+SERVER_WINDOW_MIN, SERVER_WINDOW_MAX = 256, 100_000_000  # a window a server reports outside these is ignored
 
 
 class AgentSettings(_Section):
@@ -300,6 +302,9 @@ class AgentSettings(_Section):
     max_output_tokens: int | None = Field(None, gt=0, description="output tokens per call; None = window/8, 256–8192")
     server: Literal["auto", "openai", "vllm", "ollama", "llamacpp", "lmstudio"] = Field("auto", description="server kind behind base_url (auto: ask its /v1/models once)")
     model_options: dict[str, dict[str, Any]] = Field(default_factory=dict, description="model → extra request fields")
+    tool_schemas: Literal["auto", "full", "compact"] = Field("auto", description="tool schemas sent: full, compact (first sentences, no optional tools), or auto: compact when full ones + the system prompt exceed tool_schema_max_share of the window")
+    tool_schema_max_share: float = Field(0.3, gt=0, le=1, description="share of the window the system prompt + tool schemas may take before auto switches to compact (full: ~3.2k tokens, compact: ~1.1k)")
+    compact_drop_tools: list[str] = Field(default_factory=lambda: ["task", "recall", "save_memory"], description="tools not offered in compact tool-schema mode")
     max_steps: int = Field(200, gt=0, description="model calls per user turn, at most")
     workspace_extra_roots: list[str] = Field(default_factory=list, description="more folders tools may touch")
     prices: dict[str, dict[str, float]] = Field(

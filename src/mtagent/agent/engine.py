@@ -32,6 +32,7 @@ from mtagent.events import EventBus, SessionStats
 from mtagent.redaction import Redactor
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.tools import ToolContext, ToolSession, default_tools
+from mtagent.tools.tool_schemas import SchemaChoice, choose_schemas
 
 ToolsSpec = Sequence[BaseTool] | Callable[[ToolContext], Sequence[BaseTool]] | None
 
@@ -113,10 +114,33 @@ def build(*, project_root: Path, settings: Settings, sink: Any, events: EventBus
     return EngineParts(engine, tool_list, static, context, context.budgeter, memory, summarizer, session)
 
 
-def static_parts(static: StaticContext, tools: Iterable[BaseTool], project_root: Path) -> StaticParts:
+def static_parts(static: StaticContext, tools: Iterable[Any], project_root: Path, *,
+                 list_tools: bool = True) -> StaticParts:
     """This call's system prompt, ``<session_context>`` and the authority conflicts resolved in
-    them (re-read, so hand edits apply)."""
-    return static.build(list(tools), RuntimeContext(working_directory=str(project_root)))
+    them (re-read, so hand edits apply). ``list_tools=False``: no ``## Tools`` list (compact schemas)."""
+    return static.build(list(tools), RuntimeContext(working_directory=str(project_root)), list_tools=list_tools)
+
+
+def chosen_static_parts(static: StaticContext, tools: Iterable[BaseTool], choice: SchemaChoice,
+                        project_root: Path) -> StaticParts:
+    """:func:`static_parts` for the schema set a session chose: compact leaves out the tools it does
+    not offer and the ``## Tools`` list."""
+    if choice.mode == "full":
+        return static_parts(static, tools, project_root)
+    return static_parts(static, [t for t in tools if t.name in choice.offered], project_root, list_tools=False)
+
+
+def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int,
+                        project_root: Path) -> tuple[list[Any], SchemaChoice]:
+    """The tools to bind, full or compact (:mod:`mtagent.tools.tool_schemas`), measured with the
+    system prompt each set goes with, as the engine counts it for the window."""
+    def system_tokens(tools: Sequence[Any], mode: str) -> int:
+        built = static_parts(parts.static, tools, project_root, list_tools=mode == "full")
+        return parts.engine.counter.estimate(built.messages)
+
+    agent = settings.agent
+    return choose_schemas(parts.tools, window=window, setting=agent.tool_schemas, max_share=agent.tool_schema_max_share,
+                          drop=agent.compact_drop_tools, system_tokens=system_tokens)
 
 
 def static_messages(static: StaticContext, tools: Iterable[BaseTool], project_root: Path) -> list[BaseMessage]:

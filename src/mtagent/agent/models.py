@@ -7,7 +7,9 @@ optional extra. The client's own retries are switched off: :mod:`mtagent.agent.m
 retries with the session's settings, so a 400 context-length error reaches the engine at once.
 
 The context window comes from :data:`MODEL_WINDOWS` (longest matching prefix), overridden by
-``agent.model_windows`` and, strongest, by an explicitly set ``context.token_limit``.
+what a local server reports it runs with (:func:`~mtagent.agent.server_profiles.server_window`),
+by ``agent.model_windows`` and, strongest, by an explicitly set ``context.token_limit``;
+:func:`window_choice` also says which of them it was.
 """
 
 from __future__ import annotations
@@ -109,24 +111,67 @@ def table_window(model_name: str) -> int | None:
     return best[1] if best else None
 
 
-def context_window(settings: Settings, model: str | None) -> int:
-    """The window the engine plans for: explicit token_limit > model_windows > table > default."""
+@dataclass(slots=True, frozen=True)
+class WindowChoice:
+    """The window the engine plans for, where it came from, and what the server said that was refused."""
+
+    tokens: int
+    source: str
+    warnings: tuple[str, ...] = ()
+
+    def parts(self) -> tuple[int, str, list[str]]:
+        """(tokens, source, warnings) — as a session keeps them."""
+        return self.tokens, self.source, list(self.warnings)
+
+
+def window_choice(settings: Settings, model: str | None, *, server: str | None = None,
+                  base_url: str | None = None) -> WindowChoice:
+    """Explicit ``context.token_limit`` > ``agent.model_windows`` > the server's report > table > default.
+
+    The server (``server`` profile at ``base_url``) is asked only when the user set no window.
+    """
     ctx = settings.context
-    if "token_limit" in ctx.model_fields_set or not model:
-        return ctx.token_limit
+    if "token_limit" in ctx.model_fields_set:
+        return WindowChoice(ctx.token_limit, "context.token_limit (set)")
+    if not model:
+        return WindowChoice(ctx.token_limit, "context.token_limit (default)")
     name = model.partition(":")[2] if ":" in model else model
     overrides = settings.agent.model_windows
     for key in (model, name, _window_key(name)):
         if key in overrides:
-            return overrides[key]
-    return table_window(name) or ctx.token_limit
+            return WindowChoice(overrides[key], f"agent.model_windows[{key!r}]")
+    warnings: tuple[str, ...] = ()
+    if server and base_url:
+        from mtagent.agent.server_profiles import server_window
+
+        reported = server_window(server, base_url, name)
+        if reported.tokens is not None:
+            return WindowChoice(reported.tokens, f"the server ({reported.source})", reported.warnings)
+        warnings = reported.warnings
+    if (known := table_window(name)) is not None:
+        return WindowChoice(known, "mtagent's table of known models", warnings)
+    return WindowChoice(ctx.token_limit, "context.token_limit (default)", warnings)
 
 
-def max_output_tokens(settings: Settings, model: str | None) -> int:
+def context_window(settings: Settings, model: str | None) -> int:
+    """The window the engine plans for, without asking a server (see :func:`window_choice`)."""
+    return window_choice(settings, model).tokens
+
+
+def model_window(settings: Settings, model_name: str, model: Any) -> WindowChoice:
+    """:func:`window_choice` for a built chat model: a profiled OpenAI-compatible one asks its server."""
+    profile = getattr(model, "server_profile", None)
+    base_url = getattr(model, "openai_api_base", None)
+    server = getattr(profile, "name", None)
+    return window_choice(settings, model_name, server=server if isinstance(server, str) else None,
+                         base_url=base_url if isinstance(base_url, str) else None)
+
+
+def max_output_tokens(settings: Settings, model: str | None, window: int | None = None) -> int:
     """Output tokens asked for on every call: ``agent.max_output_tokens``, else a share of the window."""
     if settings.agent.max_output_tokens:
         return settings.agent.max_output_tokens
-    share = context_window(settings, model) // MAX_OUTPUT_WINDOW_SHARE
+    share = (window or context_window(settings, model)) // MAX_OUTPUT_WINDOW_SHARE
     return max(MAX_OUTPUT_FLOOR_TOKENS, min(MAX_OUTPUT_CAP_TOKENS, share))
 
 
@@ -178,6 +223,9 @@ def create_chat_model(
     from mtagent.agent.server_profiles import resolve_profile
 
     sync_client, async_client = deadline_clients(timeout)
+    profile = resolve_profile(settings.agent.server, url)
+    window = window_choice(settings, spec, server=profile.name, base_url=url).tokens  # the server's, if it says
+    output_tokens = max_output_tokens(settings, spec, window)
     kwargs: dict[str, Any] = {
         "api_key": key,
         "timeout": timeout,
@@ -185,7 +233,7 @@ def create_chat_model(
         "stream_usage": True,
         "http_client": sync_client,
         "http_async_client": async_client,
-        "server_profile": resolve_profile(settings.agent.server, url),
+        "server_profile": profile,
         "output_tokens": output_tokens,
         "request_options": model_options(settings, spec),
     }

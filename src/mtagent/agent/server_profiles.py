@@ -7,17 +7,24 @@ inside tool arguments. A :class:`ServerProfile` names those quirks once; ``agent
 one, and ``auto`` asks the server's ``/v1/models`` (the ``owned_by`` field and the extra fields
 each server adds), falling back to its well-known port. The probe runs once per base URL per
 process and never when there is no base URL (that is OpenAI itself).
+
+:func:`server_window` asks the same server for the context window it runs with (llama.cpp
+``/props``, vLLM's ``max_model_len``, Ollama's ``/api/show``), used when the user set none. What
+a server says is untrusted: anything but a whole number within bounds is ignored with a warning.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
+
+from mtagent.config_sections import SERVER_WINDOW_MAX, SERVER_WINDOW_MIN
 
 
 @dataclass(slots=True, frozen=True)
@@ -49,6 +56,8 @@ _OWNERS = {"llamacpp": "llamacpp", "me": "llamacpp", "vllm": "vllm", "library": 
 PROBE_TIMEOUT_SECONDS = 3.0
 
 _cache: dict[str, str] = {}
+_answers: dict[str, Any] = {}  # base URL → its /v1/models answer (the window reads it too)
+_windows: dict[tuple[str, str, str], ServerWindow] = {}
 _cache_lock = threading.Lock()
 
 
@@ -72,18 +81,25 @@ def guess_from_models(answer: Any) -> str | None:
 
 
 def _fetch_models(base_url: str) -> Any:
+    with _cache_lock:
+        if base_url in _answers:
+            return _answers[base_url]
     url = base_url.rstrip("/") + "/models"
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    answer: Any = None
     try:
         with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_SECONDS) as response:  # noqa: S310 - user URL
-            return json.loads(response.read(1_000_000) or b"null")
+            answer = json.loads(response.read(1_000_000) or b"null")
     except urllib.error.HTTPError as exc:  # the error body can name the server too
         try:
-            return json.loads(exc.read(100_000) or b"null")
+            answer = json.loads(exc.read(100_000) or b"null")
         except ValueError:
-            return None
+            answer = None
     except (OSError, ValueError):
-        return None
+        answer = None
+    with _cache_lock:
+        _answers[base_url] = answer
+    return answer
 
 
 def detect_server(base_url: str | None) -> str:
@@ -111,3 +127,124 @@ def forget_probes() -> None:
     """Drop cached probes (a server restarted as another kind; tests)."""
     with _cache_lock:
         _cache.clear()
+        _answers.clear()
+        _windows.clear()
+
+
+# ── the window a server runs with ────────────────────────────────────────────────────────
+
+
+@dataclass(slots=True, frozen=True)
+class ServerWindow:
+    """The context window a server reported (None: it said nothing usable) and where it came from."""
+
+    tokens: int | None
+    source: str = ""
+    warnings: tuple[str, ...] = ()
+
+
+def _request_json(url: str, warnings: list[str], body: dict[str, Any] | None = None) -> Any:
+    """The JSON answer of ``url`` (POST with ``body``); None when the server has no such endpoint,
+    or (with a warning) when it answered with something else — an HTML page, a proxy's login form."""
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {"Accept": "application/json", **({"Content-Type": "application/json"} if data else {})}
+    request = urllib.request.Request(url, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_SECONDS) as response:  # noqa: S310 - user URL
+            raw = response.read(2_000_000)
+    except (OSError, ValueError):  # 404, refused, timed out: this server does not say
+        return None
+    try:
+        return json.loads(raw or b"null")
+    except ValueError:
+        warnings.append(f"the server's window: {url} answered with something other than JSON "
+                        f"({_shown(raw[:40])}); ignored")
+        return None
+
+
+def _shown(value: Any) -> str:
+    """A server's value as a warning may quote it: short, one line, no control characters."""
+    text = repr(value if not isinstance(value, bytes) else value.decode("utf-8", "replace"))
+    return re.sub(r"[\x00-\x1f\x7f]", "?", text[:40] + ("…" if len(text) > 40 else ""))
+
+
+def checked_window(value: Any, where: str) -> tuple[int | None, str | None]:
+    """``value`` as a window in tokens, or None and why it was ignored (not a whole number, out of bounds)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None, f"{where} is not a whole number ({_shown(value)}); ignored"
+    if not SERVER_WINDOW_MIN <= value <= SERVER_WINDOW_MAX:
+        return None, f"{where} = {value} is outside {SERVER_WINDOW_MIN:,}–{SERVER_WINDOW_MAX:,} tokens; ignored"
+    return value, None
+
+
+def _root(base_url: str) -> str:
+    """The server's root: llama.cpp's ``/props`` and Ollama's ``/api`` sit beside ``/v1``."""
+    url = base_url.rstrip("/")
+    return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+def _model_entries(answer: Any, model: str) -> list[dict[str, Any]]:
+    """The ``/v1/models`` entries for ``model`` (the only entry when the server serves one)."""
+    entries = [e for e in (answer.get("data") or []) if isinstance(e, dict)] if isinstance(answer, dict) else []
+    named = [e for e in entries if e.get("id") == model]
+    return named or (entries if len(entries) == 1 else [])
+
+
+def _candidates(server: str, base_url: str, model: str, warnings: list[str]) -> list[tuple[str, Any]]:
+    """(where, value) pairs the server reported, best first."""
+    found: list[tuple[str, Any]] = []
+    if server == "llamacpp":
+        props = _request_json(_root(base_url) + "/props", warnings)
+        settings = props.get("default_generation_settings") if isinstance(props, dict) else None
+        if isinstance(settings, dict) and "n_ctx" in settings:
+            found.append(("llama.cpp /props default_generation_settings.n_ctx", settings["n_ctx"]))
+        for entry in _model_entries(_fetch_models(base_url), model):
+            meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+            for key in ("n_ctx", "n_ctx_train"):
+                if key in meta:
+                    found.append((f"llama.cpp /v1/models meta.{key}", meta[key]))
+    elif server == "vllm":
+        for entry in _model_entries(_fetch_models(base_url), model):
+            if "max_model_len" in entry:
+                found.append(("vLLM /v1/models max_model_len", entry["max_model_len"]))
+    elif server == "ollama":
+        show = _request_json(_root(base_url) + "/api/show", warnings, {"model": model})
+        if isinstance(show, dict):
+            params = show.get("parameters")
+            match = re.search(r"^\s*num_ctx\s+(\d+)\s*$", params, re.M) if isinstance(params, str) else None
+            if match:  # more digits than any window has stay text (and are refused as such)
+                digits = match.group(1)
+                found.append(("Ollama /api/show parameters num_ctx", int(digits) if len(digits) <= 12 else digits))
+            info = show.get("model_info") if isinstance(show.get("model_info"), dict) else {}
+            for key, value in info.items():
+                if str(key).endswith(".context_length"):
+                    found.append((f"Ollama /api/show model_info.{key}", value))
+    return found
+
+
+def server_window(server: str, base_url: str | None, model: str) -> ServerWindow:
+    """The window the server behind ``base_url`` runs ``model`` with; asked once per process.
+
+    The first usable value wins (the running context before the model's trained one); values
+    that are not whole numbers within bounds, and answers that are not JSON, become warnings.
+    """
+    if not base_url or server not in ("llamacpp", "vllm", "ollama"):
+        return ServerWindow(None)
+    key = (server, base_url, model)
+    with _cache_lock:
+        if key in _windows:
+            return _windows[key]
+    warnings: list[str] = []
+    result = ServerWindow(None)
+    for where, value in _candidates(server, base_url, model, warnings):
+        tokens, problem = checked_window(value, where)
+        if problem:
+            warnings.append(f"the server's window: {problem}")
+        elif tokens is not None:
+            result = ServerWindow(tokens, where)
+            break
+    result = ServerWindow(result.tokens, result.source, tuple(warnings))
+    with _cache_lock:
+        _windows[key] = result
+    return result
+

@@ -19,7 +19,6 @@ in a new process after :meth:`AgentSession.resume`. Ctrl-C during a turn returns
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,7 +26,6 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.types import Command
 
 from mtagent import __version__, paths
@@ -35,7 +33,7 @@ from mtagent.agent import engine as engine_factory
 from mtagent.agent import prompts, subagents
 from mtagent.agent.approval import ApprovalPolicy
 from mtagent.agent.graph import APPROVAL_KIND, AgentRuntime, build_graph
-from mtagent.agent.models import context_window, create_chat_model
+from mtagent.agent.models import create_chat_model, model_window
 from mtagent.redaction import Redactor, RedactingSink, collect_secrets
 from mtagent.agent.state import Conversation, initial_state
 from mtagent.agent.turns import (  # noqa: F401 - re-exported: front ends import them from here
@@ -54,7 +52,6 @@ from mtagent.context.recall.sink import recall_sink
 from mtagent.context.static.memory_extract import MemoryExtractor
 from mtagent.context.plan import ContextPlan
 from mtagent.context.session_memory.manager import session_memory_for_resume
-from mtagent.context.tokens import count_text_tokens
 from mtagent.context.view import ResumedSession, build_resume_view, load_session
 from mtagent.errors import ModelError, SessionNotFound
 from mtagent.events import EventBus, SessionStats
@@ -89,7 +86,7 @@ class AgentSession:
         self.model_name = model_name
         self.events = events or EventBus()
         self.stats = SessionStats()
-        self.window = context_window(settings, model_name)
+        self.window, self.window_source, self.window_warnings = model_window(settings, model_name, model).parts()
         self.settings = _with_window(settings, self.window)
         self.redactor = Redactor(secrets)
         self._writer = writer
@@ -113,18 +110,18 @@ class AgentSession:
         self.engine = parts.engine
         self.tools = {t.name: t for t in parts.tools}
         self.static = parts.static
-        tools_tokens = sum(count_text_tokens(json.dumps(convert_to_openai_tool(t), sort_keys=True))
-                           for t in parts.tools)
+        offered, self.schema_choice = engine_factory.choose_tool_schemas(parts, self.settings, self.window, project_root)
         self.conversation = Conversation()
         self.conversation.replace(history)
-        bound = model.bind_tools(list(parts.tools)) if parts.tools else model
+        bound = model.bind_tools(offered) if parts.tools else model
         engine_factory.share_main_request(parts.summarizer, summarizer_model is model, bound, self.settings,
                                           parts.session_memory)
         self.runtime = AgentRuntime(
             model=bound,
             model_name=model_name, engine=parts.session, tools=self.tools, policy=self.policy,
             conversation=self.conversation, settings=self.settings, events=self.events,
-            system=self._system_messages, conflicts=lambda: self._static_conflicts, tools_tokens=tools_tokens,
+            system=self._system_messages, conflicts=lambda: self._static_conflicts,
+            tools_tokens=self.schema_choice.schema_tokens,
             stats=self.stats, on_token=on_token, on_prepared=lambda p: setattr(self, "last_prepared", p), secrets=secrets,
             on_message=lambda m: engine_factory.touch_paths(self.static, m, project_root),
         )
@@ -273,7 +270,7 @@ class AgentSession:
 
     # engine passthroughs ----------------------------------------------------------------
     def _system_messages(self) -> list[BaseMessage]:
-        parts = engine_factory.static_parts(self.static, self.tools.values(), self.project_root)
+        parts = engine_factory.chosen_static_parts(self.static, self.tools.values(), self.schema_choice, self.project_root)
         self._static_conflicts = list(parts.conflicts)
         return list(parts.messages)
 

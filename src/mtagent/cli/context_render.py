@@ -88,6 +88,8 @@ class WindowUsage:
     model: str | None = None
     note: str | None = None
     basis: str | None = None  # which moment the numbers measure: "as of call N" or "estimated now"
+    window_source: str | None = None  # where the window's size came from (a setting, the server, the table)
+    schemas: str | None = None  # the tool-schema mode and why (SchemaChoice.describe())
 
     @classmethod
     def from_budget(cls, budget: BudgetBuckets, model: str | None = None) -> WindowUsage:
@@ -206,6 +208,9 @@ def render_context_grid(usage: WindowUsage, *, title: str = "Context usage",
 
     if usage.note:
         head.append(f"\n{usage.note}", style="yellow")
+    for line in setup_lines(usage):
+        head.append("\n")
+        head.append_text(line)
     legend: list[Text] = [head, Text("")]
     for key, style, tokens in segments:
         line = Text()
@@ -223,6 +228,18 @@ def render_context_grid(usage: WindowUsage, *, title: str = "Context usage",
     layout.add_column()
     layout.add_row(Text("\n").join(rows), Text("\n").join(legend))
     return layout
+
+
+def setup_lines(usage: WindowUsage | None) -> list[Text]:
+    """Where the window's size came from and which tool schemas are sent (``/context`` and its views)."""
+    if usage is None:
+        return []
+    lines = []
+    if usage.window_source:
+        lines.append(Text(f"window {usage.token_limit:,} tokens from {usage.window_source}", style="dim"))
+    if usage.schemas:
+        lines.append(Text(usage.schemas, style="dim"))
+    return lines
 
 
 def render_context_stats(usage: WindowUsage, report: SessionReport | None = None,
@@ -258,7 +275,7 @@ def render_context_stats(usage: WindowUsage, report: SessionReport | None = None
     for name, value in subagent_rows(report):
         facts.add_row(name, value)
 
-    parts: list[RenderableType] = [table, Text(""), facts, Text("")]
+    parts: list[RenderableType] = [table, Text(""), facts, *setup_lines(usage), Text("")]
     parts.append(render_compaction_history(report))
     return Group(*parts)
 

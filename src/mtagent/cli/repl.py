@@ -26,7 +26,7 @@ from rich.markup import escape
 
 from mtagent import paths
 from mtagent.cli.repl_host import ReplHost
-from mtagent.cli.run_cmd import guarded, window_warning
+from mtagent.cli.run_cmd import guarded, setup_warnings
 from mtagent.cli.session_options import SessionOptions
 from mtagent.cli import slash_session  # noqa: F401  (adds /clear, /model, /cost)
 from mtagent.cli.slash import Outcome, dispatch, error_line
@@ -105,9 +105,11 @@ class Repl:
         session = self.host.session
         assert session is not None
         resumed = " (resumed)" if len(session.history) else ""
-        self.console.print(f"[bold]mtagent[/] · {escape(session.model_name)} · window {session.window:,} tokens")
+        source = getattr(session, "window_source", None)
+        self.console.print(f"[bold]mtagent[/] · {escape(session.model_name)} · window {session.window:,} tokens"
+                           + (f" [dim](from {escape(source)})[/]" if source else ""))
         self.console.print(f"[dim]session {escape(session.session_id)}{resumed} · {escape(str(self.host.cwd))}[/]")
-        warnings = [*(getattr(session, "resume_warnings", []) or []), window_warning(session)]
+        warnings = [*(getattr(session, "resume_warnings", []) or []), *setup_warnings(session)]
         for warning in filter(None, warnings):
             self.console.print(f"[yellow]warning:[/] {escape(str(warning))}", soft_wrap=True)
         self.console.print("[dim]/help for commands · Esc+Enter for a new line · Ctrl-D to exit[/]")

@@ -87,6 +87,15 @@ class ReplHost:
         return read_session_report(self.session.transcript_path)
 
     def window_usage(self) -> WindowUsage | None:
+        usage = self._window_usage()
+        session = self.session
+        if usage is None or session is None:
+            return usage
+        choice = getattr(session, "schema_choice", None)
+        return replace(usage, window_source=getattr(session, "window_source", None),
+                       schemas=choice.describe() if choice is not None else None)
+
+    def _window_usage(self) -> WindowUsage | None:
         session = self.session
         if session is None:
             return None

@@ -88,7 +88,7 @@ def run_once(options: SessionOptions, task: str, *, as_json: bool = False) -> in
     approver = make_approver(err_console, _read_stdin_line, before=display.end_text) if interactive else None
     try:
         err_console.print(f"[dim]session {escape(session.session_id)} · {escape(session.model_name)}[/]")
-        if (warning := window_warning(session)) is not None:
+        for warning in setup_warnings(session):
             err_console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
         pending = session.pending_approval
         if pending:
@@ -172,7 +172,20 @@ def _json_result(result: TurnResult, session: AgentSession, messages: list[Any])
     price = price_for(session.model_name, session.settings.agent.prices)
     return {"answer": result.reply, "status": result.status, "session_id": session.session_id,
             "model": session.model_name, "model_calls": result.model_calls, "tokens": usage.as_dict(),
-            "cost_usd": cost_usd(usage, price)}
+            "cost_usd": cost_usd(usage, price), "window": _window_json(session)}
+
+
+def _window_json(session: AgentSession) -> dict[str, Any]:
+    """The window's size and source, and the tool-schema mode (scripts checking a small model's setup)."""
+    choice = getattr(session, "schema_choice", None)
+    return {"tokens": session.window, "source": getattr(session, "window_source", None),
+            "tool_schemas": choice.to_dict() if choice is not None else None}
+
+
+def setup_warnings(session: AgentSession) -> list[str]:
+    """Warnings to show when a session opens: what a server said about its window that was refused,
+    and a window too small for the summary reserve."""
+    return [*getattr(session, "window_warnings", []), *filter(None, [window_warning(session)])]
 
 
 def run(

@@ -287,6 +287,8 @@ def cmd_context(host: SlashHost, command: SlashCommand) -> Outcome:
     if sub == "explain":
         plan, explanation = host.last_plan()
         _print_meter(host)
+        for line in render.setup_lines(host.window_usage()):  # the window's source, the tool-schema mode
+            host.console.print(line)
         host.console.print(render.render_plan_explain(plan, explanation))
         return Outcome.CONTINUE
     usage = host.window_usage()

@@ -60,10 +60,14 @@ Working principles:
 Rules take precedence in this order: system and safety rules, then project rules, then the
 user's current instruction, then task state, then verified tool results, then remembered facts,
 then summaries of earlier conversation.
+{memory_section}{tool_section}{global_context_section}{runtime_context_section}"""
 
+
+# Said only when save_memory is offered (a small window's compact tool set leaves it out).
+SAVE_MEMORY_SECTION = """
 Use save_memory only for durable facts worth knowing in a future session (a user preference,
 a project convention, a lesson learned the hard way) — not for task progress.
-{tool_section}{global_context_section}{runtime_context_section}"""
+"""
 
 
 @dataclass(slots=True, frozen=True)
@@ -109,10 +113,17 @@ def render_runtime_context_section(runtime: RuntimeContext | None) -> str:
     return "\n## Runtime context\n" + "\n".join(rows) + "\n" if rows else ""
 
 
-def build_system_prompt(tools: Sequence[Any], global_context: str, runtime: RuntimeContext | None) -> str:
-    """The system prompt: the fixed template plus its three sections (each omitted when empty)."""
+def build_system_prompt(tools: Sequence[Any], global_context: str, runtime: RuntimeContext | None,
+                        *, list_tools: bool = True) -> str:
+    """The system prompt: the fixed template plus its sections (each omitted when empty).
+
+    ``list_tools=False`` leaves out the ``## Tools`` list (the compact tool-schema mode: the
+    schemas already name every tool); the save_memory advice appears only when that tool is offered.
+    """
+    names = {_tool_name_and_description(t)[0] for t in tools}
     return SYSTEM_PROMPT_TEMPLATE.format(
-        tool_section=render_tool_section(tools),
+        memory_section=SAVE_MEMORY_SECTION if not tools or "save_memory" in names else "",
+        tool_section=render_tool_section(tools) if list_tools else "",
         global_context_section=render_global_context_section(global_context),
         runtime_context_section=render_runtime_context_section(runtime),
     ).rstrip() + "\n"
@@ -198,7 +209,7 @@ class StaticContext:
             self._touched.setdefault(p, None)
 
     def build(self, tools: Sequence[Any] = (), runtime: RuntimeContext | None = None,
-              touched: Iterable[str] = ()) -> StaticParts:
+              touched: Iterable[str] = (), *, list_tools: bool = True) -> StaticParts:
         """Read Tier 1, rules and memories from disk and render this turn's two messages."""
         self.touch(touched)
         rules = load_rules(self.project_root, include_max_depth=self.settings.include_max_depth,
@@ -233,7 +244,7 @@ class StaticContext:
         sections += [(f"{ns} memory", text) for ns, text in namespace_memory.items()]
         global_rules = _without_memories(global_text)
         system = SystemMessage(
-            content=build_system_prompt(tools, global_text, runtime),
+            content=build_system_prompt(tools, global_text, runtime, list_tools=list_tools),
             id=SYSTEM_PROMPT_ID,
             response_metadata={"mtagent": {"kind": STATIC_KIND, "part": "system", "split": {
                 "rules": _tokens(global_rules),

@@ -1,0 +1,70 @@
+"""/context (grid, stats, explain), the REPL banner and `run --json` say which tool-schema mode is
+active and why, and where the window's size came from."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from mtagent.cli.repl_host import ReplHost
+from mtagent.cli.run_cmd import setup_warnings
+from mtagent.cli.session_options import SessionOptions
+from mtagent.cli.slash import dispatch
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    return root
+
+
+def _host(project: Path, tmp_path: Path, window: int) -> tuple[ReplHost, Console]:
+    script = tmp_path / f"script-{window}.json"
+    script.write_text(json.dumps(["fine"]))
+    console = Console(record=True, width=240)
+    host = ReplHost(console=console, options=SessionOptions(cwd=project, model=f"scripted:{script}", window=window))
+    return host, console
+
+
+def test_context_views_show_compact_mode_why_and_the_window_source(project: Path, tmp_path: Path) -> None:
+    host, console = _host(project, tmp_path, 4096)
+    try:
+        session = host.open()
+        session.run_turn("hello")
+        for view in ("/context", "/context stats", "/context explain"):
+            dispatch(host, view)
+            out = console.export_text(clear=True)
+            out = " ".join(out.split())  # the grid's legend wraps long lines
+            assert "tool schemas: compact" in out and "not offered: save_memory, recall, task" in out, view
+            assert re.search(r"full schemas \+ system prompt would take [89]\d% of the window", out), view
+            assert "context.token_limit (set)" in out, view
+        choice = session.schema_choice
+        assert f"{choice.tokens:,} tokens with the system prompt" in host.window_usage().schemas
+    finally:
+        host.close()
+
+
+def test_context_shows_full_mode_in_a_large_window(project: Path, tmp_path: Path) -> None:
+    host, console = _host(project, tmp_path, 131072)
+    try:
+        host.open().run_turn("hello")
+        dispatch(host, "/context stats")
+        out = console.export_text()
+        assert "full — " in out and "<= agent.tool_schema_max_share 30%" in out and "not offered" not in out
+    finally:
+        host.close()
+
+
+def test_setup_warnings_carry_what_the_server_said_that_was_refused(project: Path, tmp_path: Path) -> None:
+    host, _ = _host(project, tmp_path, 131072)
+    try:
+        session = host.open()
+        session.window_warnings = ["the server's window: x is not a whole number ('4k'); ignored"]
+        assert setup_warnings(session)[0].endswith("ignored")
+    finally:
+        host.close()
