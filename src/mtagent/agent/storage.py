@@ -122,8 +122,9 @@ def latest_session_id(project_root: Path, settings: Settings | None) -> str | No
 
 def session_ids(settings: Settings, project_root: Path) -> list[str]:
     """A project's session ids in the configured store, oldest first (ids sort by creation time)."""
-    if not is_postgres(settings):
-        return [info.session_id for info in list_sessions(project_root)]
+    if not is_postgres(settings):  # names only: no transcript is opened
+        folder = paths.history_dir(project_root)
+        return sorted(p.stem for p in folder.glob("*.jsonl") if p.is_file()) if folder.is_dir() else []
     return _pg_store(settings).sessions(paths.project_hash(project_root))
 
 
