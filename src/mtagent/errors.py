@@ -35,8 +35,9 @@ class TranscriptCorrupt(MTAgentError):
         self.reason = reason
         super().__init__(
             f"transcript {path} is corrupt at line {line_no}: {reason}. "
-            "The file was not modified; `mtagent sessions show|export ID --skip-corrupt` reads past "
-            "unreadable lines (to resume, repair or delete that line)."
+            "Nothing was changed or deleted: every record is kept. `mtagent sessions show|export ID "
+            "--skip-corrupt` reads past unreadable lines; to resume this session, repair that line "
+            "(keep a copy of the file first)."
         )
 
 

@@ -1,0 +1,356 @@
+"""Issue #13's attacks against the code before the security work and against today's code.
+
+    python benchmarks/security_regress.py [--quick] [--old COMMIT]
+
+Makes a git worktree of ``--old`` (default: the parent of the first #13 commit, the code the issue
+was filed against), runs one probe per attack class in a subprocess against that tree's ``src``
+and against this checkout's ``src``, prints which attacks got through where, and removes the
+worktree. A probe is an attack through public surfaces both versions have (``AgentSession`` with a
+scripted model, ``load_settings``, the CLI), so old code is measured as it shipped; the tests in
+``tests/security/`` go further (races, 300+ path corpus, fuzzing) and import modules the old code
+lacks. ``--quick`` is the same run (each probe takes seconds); ``RESULT`` lines close the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FIRST_SECURITY_COMMIT = "85ebb51"  # tools: open every workspace file through directory descriptors (#13)
+PROBE_TIMEOUT = 120
+# name → (attack class, the test that covers it now)
+PROBES: dict[str, tuple[str, str]] = {
+    "hardlink_read": ("workspace: hard link to an outside file, read_file", "test_workspace_escapes.py"),
+    "project_allows_shell": ("approvals: untrusted project config sets shell=allow, roots=/",
+                             "test_trust_cli.py, test_config_hostile.py"),
+    "duplicate_ids": ("approvals: two calls share an id, shell runs under deny", "test_approval_bypasses.py"),
+    "global_memory_deny": ("approvals: save_memory writes global CONTEXT.md under deny", "test_approval_bypasses.py"),
+    "allow_pattern_operators": ("approvals: `shell:echo *` lets `echo hi & touch x` run",
+                                "test_approval_bypasses.py"),
+    "resume_deletes_record": ("nothing lost: --resume deletes a complete unparsable last line",
+                              "test_resume_keeps_records.py, test_resume_cli.py"),
+    "replay_traceback": ("no traceback: `mtagent replay` on 10k-deep nesting", "test_hostile_transcripts.py"),
+    "terminal_escape": ("no traceback: `sessions show` prints an OSC title sequence raw",
+                        "test_hostile_transcripts.py"),
+    "config_dev_zero": ("bounded: config.toml -> /dev/zero hangs `config show`", "test_bounded_resources.py"),
+    "setsid_survivor": ("bounded: a shell call's setsid child outlives the call", "test_shell_tree.py"),
+    "env_secret_payload": ("secrets: OPENAI_KEY value reaches the model payload", "test_secret_canaries.py"),
+    "config_range": ("config: token_limit = 1e29 accepted", "test_config_hostile.py"),
+    "configured_secret": ("secrets: a value configured in [security] reaches the payload",
+                          "test_configured_secrets.py"),
+    "typed_secret": ("secrets: an env secret typed into a message reaches the payload",
+                     "test_configured_secrets.py"),
+}
+
+
+# ── probes: each returns True when the attack got through ──────────────────────────────────────
+
+def _scripted(steps: list) -> object:
+    from mtagent.agent.scripted import ScriptedChatModel
+
+    return ScriptedChatModel(steps)
+
+
+def _settings(extra: dict | None = None) -> object:
+    from mtagent.config import Settings
+
+    data = {"agent": {"retry_base_seconds": 0.0}, "session_memory": {"enabled": False}}
+    for section, body in (extra or {}).items():
+        data.setdefault(section, {}).update(body)
+    return Settings.model_validate(data)
+
+
+def _session(project: Path, steps: list, approval: str = "auto", settings: object = None) -> object:
+    from mtagent.agent.session import AgentSession
+
+    model = _scripted(steps)
+    with AgentSession.create(project, model=model, settings=settings or _settings(), approval=approval) as s:
+        s.run_turn("go")
+    return model
+
+
+def _payload_text(model: object) -> str:
+    return "\n".join(str(m.content) for call in model.calls for m in call)  # type: ignore[attr-defined]
+
+
+def probe_hardlink_read(tmp: Path) -> bool:
+    from mtagent.agent.scripted import tool_call
+
+    outside, project = tmp / "outside.txt", tmp / "project"
+    outside.write_text("OUTSIDE-CANARY\n")
+    project.mkdir()
+    os.link(outside, project / "link.txt")
+    model = _session(project, [tool_call("read_file", {"file_path": "link.txt"}), "done"])
+    return "OUTSIDE-CANARY" in _payload_text(model)
+
+
+def probe_project_allows_shell(tmp: Path) -> bool:
+    from mtagent.config import load_settings
+
+    project = tmp / "project"
+    (project / ".mtagent").mkdir(parents=True)
+    (project / ".mtagent" / "config.toml").write_text(
+        '[agent]\napproval = { "shell" = "allow" }\nworkspace_extra_roots = ["/"]\n')
+    agent = load_settings(project).agent
+    return agent.approval.get("shell") == "allow" or "/" in agent.workspace_extra_roots
+
+
+def probe_duplicate_ids(tmp: Path) -> bool:
+    from langchain_core.messages import AIMessage
+
+    project, marker = tmp / "project", tmp / "dup-marker"
+    project.mkdir()
+    (project / "a.txt").write_text("a\n")
+    calls = [{"name": "shell", "args": {"command": f"touch {marker}"}, "id": "same", "type": "tool_call"},
+             {"name": "read_file", "args": {"file_path": "a.txt"}, "id": "same", "type": "tool_call"}]
+    try:
+        _session(project, [AIMessage(content="", tool_calls=calls), "done"], approval="never")
+    except Exception:  # noqa: BLE001 — a refusal by error is not an escape
+        pass
+    return marker.exists()
+
+
+def probe_global_memory_deny(tmp: Path) -> bool:
+    from mtagent import paths
+    from mtagent.agent.scripted import tool_call
+
+    project = tmp / "project"
+    project.mkdir()
+    _session(project, [tool_call("save_memory", {"fact": "INJECTED-FOREVER", "scope": "global"}), "done"],
+             approval="never")
+    context = paths.mtagent_home() / "CONTEXT.md"
+    return context.exists() and "INJECTED-FOREVER" in context.read_text()
+
+
+def probe_allow_pattern_operators(tmp: Path) -> bool:
+    from mtagent.agent.scripted import tool_call
+
+    project, marker = tmp / "project", tmp / "op-marker"
+    project.mkdir()
+    settings = _settings({"agent": {"approval": {"shell:echo *": "allow"}}})
+    _session(project, [tool_call("shell", {"command": f"echo hi & touch {marker}"}), "done"],
+             approval="never", settings=settings)
+    return marker.exists()
+
+
+def probe_resume_deletes_record(tmp: Path) -> bool:
+    from mtagent.agent.session import AgentSession
+
+    project = tmp / "project"
+    project.mkdir()
+    with AgentSession.create(project, model=_scripted(["one"]), settings=_settings()) as s:
+        s.run_turn("hello")
+        sid, path = s.session_id, s.transcript_path
+    bad = b'{"type": "transcript_message", "content": "\xff\xfe"}\n'
+    with path.open("ab") as fh:
+        fh.write(bad)
+    try:
+        with AgentSession.resume(sid, project, model=_scripted(["two"]), settings=_settings()) as s:
+            s.run_turn("again")
+    except Exception:  # noqa: BLE001 — refusing to resume keeps the record; only deletion counts
+        pass
+    return bad not in path.read_bytes()
+
+
+def _cli(args: list[str]) -> object:
+    from typer.testing import CliRunner
+
+    from mtagent.cli.app import app
+
+    return CliRunner().invoke(app, args)
+
+
+def probe_replay_traceback(tmp: Path) -> bool:
+    from mtagent.agent.session import AgentSession
+
+    project = tmp / "project"
+    project.mkdir()
+    with AgentSession.create(project, model=_scripted(["one"]), settings=_settings()) as s:
+        s.run_turn("hello")
+        path = s.transcript_path
+    with path.open("ab") as fh:  # a real transcript, then one complete record nested 10k deep
+        fh.write(b"[" * 10_000 + b"]" * 10_000 + b"\n")
+    result = _cli(["replay", str(path)])
+    return result.exception is not None and not isinstance(result.exception, SystemExit)  # type: ignore[attr-defined]
+
+
+def probe_terminal_escape(tmp: Path) -> bool:
+    from mtagent.agent.session import AgentSession
+
+    project = tmp / "project"
+    project.mkdir()
+    with AgentSession.create(project, model=_scripted(["title \x1b]0;PWNED\x07 set"]), settings=_settings()) as s:
+        s.run_turn("hello")
+        sid = s.session_id
+    result = _cli(["sessions", "show", sid, "--cwd", str(project)])
+    return "\x1b]0;PWNED" in result.output  # type: ignore[attr-defined]
+
+
+def probe_config_dev_zero(tmp: Path) -> bool:
+    from mtagent import paths
+
+    home_config = paths.global_config_path()
+    home_config.parent.mkdir(parents=True, exist_ok=True)
+    home_config.symlink_to("/dev/zero")
+    code = "from mtagent.config import load_settings\ntry:\n    load_settings()\nexcept Exception:\n    pass\n"
+    try:
+        subprocess.run([sys.executable, "-c", code], timeout=15, env=os.environ.copy(),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return True  # subprocess.run killed the child it started
+    return False
+
+
+def probe_setsid_survivor(tmp: Path) -> bool:
+    from mtagent.agent.scripted import tool_call
+
+    project = tmp / "project"
+    project.mkdir()
+    tag = f"{time.time_ns() % 10**6}.{os.getpid() % 1000}"  # a unique sleep length marks our child
+    _session(project, [tool_call("shell", {"command": f"setsid sleep 9{tag} >/dev/null 2>&1 < /dev/null &"}),
+                       "done"])
+    survivors: set[int] = set()
+    deadline = time.monotonic() + 3.0  # the call has returned: anything of ours still alive escaped
+    while time.monotonic() < deadline and not survivors:
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    cmd = (entry / "cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if f"9{tag}".encode() in cmd and cmd[0] in (b"sleep", b"setsid"):
+                    survivors.add(int(entry.name))
+        time.sleep(0.2)
+    for pid in survivors:  # only the process this probe started, found by its unique argument
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+    return bool(survivors)
+
+
+def probe_env_secret_payload(tmp: Path) -> bool:
+    from mtagent.agent.scripted import tool_call
+
+    project = tmp / "project"
+    project.mkdir()
+    os.environ["OPENAI_KEY"] = "sk-canaryRegress0123456789abcdef"
+    model = _session(project, [tool_call("shell", {"command": "env"}), "done"])
+    return "sk-canaryRegress0123456789abcdef" in _payload_text(model)
+
+
+def probe_config_range(tmp: Path) -> bool:
+    try:
+        _settings({"context": {"token_limit": 10**29}})
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def probe_configured_secret(tmp: Path) -> bool:
+    from mtagent import paths
+    from mtagent.agent.scripted import tool_call
+
+    project = tmp / "project"
+    project.mkdir()
+    (project / "notes.txt").write_text("horse battery staple canary\n")
+    paths.global_config_path().parent.mkdir(parents=True, exist_ok=True)
+    paths.global_config_path().write_text('[security]\nredact_values = ["horse battery staple canary"]\n'
+                                          '[agent]\nretry_base_seconds = 0.0\n[session_memory]\nenabled = false\n')
+    from mtagent.agent.session import AgentSession
+
+    try:
+        model = _scripted([tool_call("read_file", {"file_path": "notes.txt"}), "done"])
+        with AgentSession.create(project, model=model, approval="auto") as s:
+            s.run_turn("go")
+    except Exception:  # noqa: BLE001 — the setting does not exist there: the user cannot protect the value
+        return True
+    return "horse battery staple canary" in _payload_text(model)
+
+
+def probe_typed_secret(tmp: Path) -> bool:
+    project = tmp / "project"
+    project.mkdir()
+    os.environ["SERVICE_TOKEN"] = "tok-typed-regress-canary"
+    from mtagent.agent.session import AgentSession
+
+    model = _scripted(["done"])
+    with AgentSession.create(project, model=model, settings=_settings()) as s:
+        s.run_turn("deploy with tok-typed-regress-canary please")
+    return "tok-typed-regress-canary" in _payload_text(model)
+
+
+PROBE_FUNCS: dict[str, Callable[[Path], bool]] = {name: globals()[f"probe_{name}"] for name in PROBES}
+
+
+# ── driver ──────────────────────────────────────────────────────────────────────────────────────
+
+def run_probe(name: str) -> None:
+    """Child mode: one probe against whatever ``mtagent`` is importable; one JSON line on stdout."""
+    with tempfile.TemporaryDirectory(prefix=f"mt-regress-{name}-") as tmp:
+        os.environ["MTAGENT_HOME"] = str(Path(tmp) / "home")
+        try:
+            outcome = "escaped" if PROBE_FUNCS[name](Path(tmp)) else "blocked"
+        except Exception as exc:  # noqa: BLE001 — an unexpected error is reported, not counted as blocked
+            outcome = f"error: {type(exc).__name__}: {str(exc)[:80]}"
+    print(json.dumps({"probe": name, "outcome": outcome}))
+
+
+def probe_in(src: Path, name: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MTAGENT_")}
+    env["PYTHONPATH"] = str(src)
+    env["HOME"] = tempfile.gettempdir()
+    try:
+        done = subprocess.run([sys.executable, __file__, "--probe", name], env=env, capture_output=True,
+                              text=True, timeout=PROBE_TIMEOUT, cwd=tempfile.gettempdir())
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        return f"error: exit {done.returncode}: {done.stderr.strip().splitlines()[-1:] or ''}"
+    return json.loads(lines[-1])["outcome"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="same probes (each takes seconds)")
+    parser.add_argument("--old", default=f"{FIRST_SECURITY_COMMIT}^", help="commit to measure as 'before'")
+    parser.add_argument("--probe", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.probe:
+        run_probe(args.probe)
+        return 0
+    old = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", args.old], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    tree = Path(tempfile.mkdtemp(prefix="mt-security-old-")) / "tree"
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(tree), old], check=True)
+    rows = []
+    try:
+        for name, (attack, test) in PROBES.items():
+            before, now = probe_in(tree / "src", name), probe_in(REPO / "src", name)
+            rows.append((attack, test, before, now))
+            print(f"{name:<26} old {before:<10} now {now}", file=sys.stderr, flush=True)
+    finally:
+        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
+    print(f"\n| attack class | covered now by (tests/security/) | old commit {old} | now |")
+    print("|---|---|---|---|")
+    for attack, test, before, now in rows:
+        print(f"| {attack} | {test} | {before} | {now} |")
+    escaped_old = sum(1 for r in rows if r[2] == "escaped")
+    blocked_now = sum(1 for r in rows if r[3] == "blocked")
+    print(f"RESULT attacks={len(rows)}")
+    print(f"RESULT escaped_on_old={escaped_old}")
+    print(f"RESULT blocked_now={blocked_now}")
+    return 0 if blocked_now == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Resuming from the command line never deletes or changes a complete record it cannot read
+(issue #13, "nothing lost"): ``mtagent run --resume`` and the interactive ``mtagent --resume`` stop
+with one line that names the line, says every record was kept and what to do — no traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mtagent.cli.app import app
+from mtagent.session.catalog import list_sessions
+
+BAD_LAST_RECORDS = {
+    "utf8": b'{"type": "transcript_message", "role": "user", "id": "m9", "content": "\xff\xfe"}\n',
+    "deep": b"[" * 10_000 + b"]" * 10_000 + b"\n",
+}
+runner = CliRunner()
+
+
+def _session_with_bad_last_record(tmp_path: Path, bad: bytes) -> tuple[Path, Path, str, Path]:
+    project = tmp_path / "proj"
+    project.mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["first answer", "second answer"]), encoding="utf-8")
+    first = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}", "hello"])
+    assert first.exit_code == 0, first.output
+    session = list_sessions(project)[0]
+    with session.path.open("ab") as fh:
+        fh.write(bad)
+    return project, script, session.session_id, session.path
+
+
+def _says_kept(text: str, line: int) -> bool:
+    return f"corrupt at line {line}" in text and "Nothing was changed or deleted" in text \
+        and "every record is kept" in text and "Traceback" not in text
+
+
+@pytest.mark.parametrize("kind", BAD_LAST_RECORDS)
+def test_run_resume_keeps_the_record_and_says_so(tmp_path: Path, kind: str) -> None:
+    project, script, sid, path = _session_with_bad_last_record(tmp_path, BAD_LAST_RECORDS[kind])
+    before = path.read_bytes()
+    line = before.count(b"\n")
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}",
+                                 "--resume", sid, "go on"])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert _says_kept(result.stderr.replace("\n", " "), line), result.stderr
+    assert path.read_bytes() == before, "resume changed the transcript"
+    shown = runner.invoke(app, ["sessions", "show", sid, "--cwd", str(project), "--skip-corrupt"])
+    assert shown.exit_code == 0 and "first answer" in shown.output and f"line {line}" in shown.stderr
+
+
+@pytest.mark.parametrize("kind", BAD_LAST_RECORDS)
+def test_the_interactive_resume_keeps_the_record_and_says_so(tmp_path: Path, mtagent_home: Path, kind: str) -> None:
+    pexpect = pytest.importorskip("pexpect")
+    project, script, sid, path = _session_with_bad_last_record(tmp_path, BAD_LAST_RECORDS[kind])
+    before = path.read_bytes()
+    env = {**os.environ, "MTAGENT_HOME": str(mtagent_home), "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm",
+           "NO_COLOR": "1", "COLUMNS": "400", "LINES": "50"}
+    child = pexpect.spawn(sys.executable, ["-m", "mtagent.cli.app", "--cwd", str(project), "--model",
+                                           f"scripted:{script}", "--resume", sid],
+                          env=env, encoding="utf-8", timeout=90, dimensions=(50, 400))
+    try:
+        child.expect(pexpect.EOF)
+        output = child.before
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 1, output
+    assert _says_kept(" ".join(output.split()), before.count(b"\n")), output
+    assert path.read_bytes() == before, "the interactive resume changed the transcript"
