@@ -85,14 +85,15 @@ def _shared_store(cwd: Path | None) -> Iterator[Any]:
         store.close()
 
 
-def _transcript(cwd: Path, session_id: str, store: Any = None) -> Path:
-    """The session's transcript file; in PostgreSQL mode its up-to-date local mirror."""
+def _transcript(cwd: Path, session_id: str, store: Any = None, *, beside: bool = True) -> Path:
+    """The session's transcript file; in PostgreSQL mode its up-to-date local mirror (with its
+    artifacts when ``beside``)."""
     if store is not None:
         from mtagent.session.store_catalog import mirror_session
 
         project = paths.project_hash(cwd)
         sid = resolve_session_id(cwd.resolve(), session_id, store.sessions(project))
-        return mirror_session(store, project, sid)
+        return mirror_session(store, project, sid, beside=beside)
     child = _subagent_transcript(cwd, session_id)
     if child is not None:
         return child
@@ -342,7 +343,7 @@ def export_cmd(
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
     with _shared_store(cwd) as shared:
-        path = _transcript(cwd or Path.cwd(), session_id, shared)
+        path = _transcript(cwd or Path.cwd(), session_id, shared, beside=False)
     report = ReadReport()
     raw_lines: dict[int, bytes] = {}
     entries = iter_entries(path, skip_corrupt=skip_corrupt, report=report,

@@ -77,8 +77,11 @@ def _complete_lines(path: Path) -> list[bytes]:
     return data[: data.rfind(b"\n") + 1].splitlines()
 
 
-def mirror_session(store: Any, project: str, session_id: str, *, home: Path | None = None) -> Path:
-    """Bring the mirror of one session up to date; return its transcript file."""
+def mirror_session(store: Any, project: str, session_id: str, *, home: Path | None = None,
+                   beside: bool = True) -> Path:
+    """Bring the mirror of one session up to date; return its transcript file.
+
+    ``beside``: also its artifacts, notes and the project memory (an export needs none of them)."""
     from mtagent.session.postgres.catalog import read_lines
 
     paths.validate_session_id(session_id)
@@ -97,7 +100,8 @@ def mirror_session(store: Any, project: str, session_id: str, *, home: Path | No
     mode = "ab" if cached else "wb"
     with open(path, mode) as fh:
         fh.writelines(line + b"\n" for seq, line in rows if seq >= len(cached))
-    _mirror_beside(store, local, project, session_id)
+    if beside:
+        _mirror_beside(store, local, project, session_id)
     return path
 
 
