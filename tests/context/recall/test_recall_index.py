@@ -239,3 +239,17 @@ def test_written_file_contents_in_tool_call_arguments_are_searchable_words(tmp_p
     assert [h.message_id for h in hits] == ["a1"] and hits[0].confidence == 1.0
     assert "\\n" not in hits[0].snippet and '\\"' not in hits[0].snippet
     assert "write_file" in hits[0].snippet or "defmodule SpotterFoo" in hits[0].snippet
+
+
+def test_an_item_holding_every_query_word_outranks_one_repeating_a_single_word(tmp_path: Path) -> None:
+    """BM25 alone puts a message that repeats one word twenty times above the one that holds
+    everything asked for (seen on a real session): keyword hits are ordered by coverage first."""
+    indexer = RecallIndexer(tmp_path, in_memory=True)
+    noisy = " ".join(f"def handle_event(name_{i}) do end" for i in range(20))
+    indexer.add_record(schema.message_to_record(HumanMessage(noisy, id="noisy")), "s1")
+    both = ("def handle_event(\"jump_to_error\", params, socket) do\n"
+            + "".join(f"  assign(socket, field_{i}: value_{i})\n" for i in range(400)))
+    indexer.add_record(schema.message_to_record(HumanMessage(both, id="both")), "s1")
+    hits = Recaller(indexer).search("jump_to_error handle_event")
+    assert [h.message_id for h in hits] == ["both", "noisy"]
+    assert hits[0].confidence == 1.0 and hits[1].confidence == 0.5

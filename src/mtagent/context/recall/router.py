@@ -145,7 +145,14 @@ class Recaller:
             excluded = set(exclude_message_ids)
             nearest = [i for i in nearest if i in rows and self._in_scope(rows[i], kinds, session, excluded)][:limit]
             ranked = [rowid for rowid, _ in reciprocal_rank_fusion([ranked, nearest], self.settings.rrf_k)]
-        return self._hits(self.store.rows(ranked), words, stale, include_expired, k, phrases)
+        rows = self.store.rows(ranked)
+        if self.vectors is None:
+            # Coverage first, BM25 within it: BM25 alone ranks an item that repeats one query word
+            # above the one holding every word asked for. (Hybrid keeps the fused order: a vector
+            # hit may share no word with the query.)
+            scored = {row.rowid: confidence(row.doc.text, words) for row in rows}
+            rows.sort(key=lambda row: -scored[row.rowid])
+        return self._hits(rows, words, stale, include_expired, k, phrases)
 
     @staticmethod
     def _in_scope(row: Row, kinds: tuple[str, ...], session: str | None, excluded: set[str]) -> bool:

@@ -143,7 +143,8 @@ class RecallStore:
 
     def _recreate(self, exc: BaseException) -> None:
         """Replace an unreadable database with an empty one (the indexer refills it)."""
-        log.warning("recall index %s is unreadable (%s); rebuilding it", self.path, exc)
+        log.warning("recall index %s cannot be used as it is (%s); rebuilding it from the transcripts",
+                    self.path, exc)
         if self._conn is not None:
             try:
                 self._conn.close()
