@@ -72,7 +72,8 @@ TARGETS: dict[str, Target] = {
                         ("tests/session/test_planted_artifacts.py", "tests/session/test_artifacts_mutants.py",
                          "tests/session/test_artifacts.py")),
     "workspace": Target("tools/workspace.py",
-                        ("tests/tools/test_workspace.py", "tests/security/test_workspace_escapes.py")),
+                        ("tests/tools/test_workspace_mutants.py", "tests/tools/test_workspace.py",
+                         "tests/security/test_workspace_escapes.py")),
     "read_state": Target("tools/read_state.py",
                          ("tests/tools/test_planted_read_state.py", "tests/tools/test_read_state_mutants.py",
                           "tests/tools/test_read_file.py", "tests/tools/test_edit_write.py")),
@@ -83,7 +84,8 @@ TARGETS: dict[str, Target] = {
                            ("tests/context/test_engine_session_mutants.py", "tests/agent/test_planted_at_most_once.py",
                             "tests/context/test_front_door.py"),
                            only=("ToolGuard", "tool_started")),
-    "redaction": Target("redaction.py", ("tests/agent/test_redaction.py", "tests/security/test_secret_canaries.py")),
+    "redaction": Target("redaction.py", ("tests/test_redaction_mutants.py", "tests/agent/test_redaction.py",
+                                         "tests/security/test_secret_canaries.py")),
     "replay_cost": Target("replay/cost.py", ("tests/replay/test_cost_mutants.py", "tests/replay/test_cost_probes.py",
                                              "tests/replay/test_cost_aware.py")),
 }
@@ -474,7 +476,11 @@ def _run_mutants(name: str, source: str, copy_src: Path, tests: tuple[str, ...],
         except (AssertionError, SyntaxError, ValueError):
             continue  # a site the unparser cannot express; not counted
         begun = time.monotonic()
-        rc, _ = _pytest(copy_src, tests, timeout=timeout)
+        # The first test file (the module's sharp tests) alone first: most mutants die there,
+        # without collecting the slower files; a mutant it misses then meets every file.
+        rc, _ = _pytest(copy_src, tests[:1], timeout=timeout)
+        if rc == 0 and len(tests) > 1:
+            rc, _ = _pytest(copy_src, tests, timeout=timeout)
         seconds = time.monotonic() - begun
         rows.append((site.index, rc != 0, seconds))
         copy_file.write_text(source, encoding="utf-8")

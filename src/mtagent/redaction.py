@@ -34,6 +34,8 @@ MIN_SECRET_CHARS = 8
 # An env value this long whose characters look random is treated as a secret whatever its name.
 HIGH_ENTROPY_MIN_CHARS = 20
 HIGH_ENTROPY_BITS_PER_CHAR = 3.5
+# Redactor.deep's nesting limit: two frames a level, so it must stay well under the recursion limit.
+MAX_NESTING = 200
 # Known credential shapes, redacted wherever they appear (not only when we know the value).
 KEY_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("pem", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S)),
@@ -164,8 +166,8 @@ class Redactor:
         """``value`` with every string inside (dict keys and values, lists) redacted."""
         if isinstance(value, str):
             return self.text(value)
-        if _depth > 500:
-            return value
+        if _depth > MAX_NESTING:
+            return REDACTED  # too deep to look inside: fail closed, never pass it through
         if isinstance(value, dict):
             return {self.deep(k, _depth + 1): self.deep(v, _depth + 1) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
