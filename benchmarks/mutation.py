@@ -100,6 +100,10 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     "`from __future__ import annotations` never evaluates; no module imports it",
     ("compactor", "L60 remove Assign"): "`SummarySource = Literal[...]` is used only in annotations (never "
     "evaluated) and imported nowhere",
+    ("compactor", "L136 return None"): "`_token_fn` is dead code: nothing calls it",
+    ("compactor", "L136 remove Return"): "`_token_fn` is dead code: nothing calls it",
+    ("compactor", "L377 remove If"): "unreachable: `_pivot` returns a group start at or before the message's "
+    "index, which is < len(messages), so the `from` tail always holds at least that message",
     ("microcompact", "L43 remove Assign"): "`Trigger = Literal[...]` is used only in annotations (never "
     "evaluated) and imported nowhere",
 }

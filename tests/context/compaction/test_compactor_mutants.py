@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from mtagent.config import Settings
@@ -13,6 +16,8 @@ from mtagent.context.compaction.compactor import (
     available_tokens,
     build_compaction_result,
     compact,
+    compact_from,
+    new_boundary_id,
     previous_summaries,
     region_start,
     summarize_with_retry,
@@ -20,6 +25,7 @@ from mtagent.context.compaction.compactor import (
 )
 from mtagent.context.compaction.summarize import SummaryRequestTooLong
 from mtagent.context.tokens import MessageTokenCounter
+from mtagent.errors import CompactionFailed
 from mtagent.testing.synthetic import SyntheticSession
 
 
@@ -183,3 +189,40 @@ def test_a_recompaction_hands_the_old_summary_to_the_summarizer():
 def test_every_ptl_retry_drops_at_least_one_round():
     dropped, remaining = truncate_head_for_ptl_retry(_rounds(3), None, token_of=lambda m: 1, min_drop_fraction=0.0)
     assert len(dropped) == 1 and len(remaining) == 5  # the oldest API round, not none
+
+
+def test_boundary_ids_are_cb_and_sixteen_hex_digits():
+    ids = {new_boundary_id() for _ in range(3)}
+    assert len(ids) == 3 and all(re.fullmatch(r"cb-[0-9a-f]{16}", i) for i in ids)
+
+
+def test_a_split_outside_the_compactable_region_is_refused():
+    history = [*_rounds(2), _summary("cb-1"), *_rounds(3)]
+    options = CompactionOptions(settings=_small(), counter=MessageTokenCounter())
+    outcome = SummaryOutcome("## User goal\nFix the parser.", "llm")
+    with pytest.raises(CompactionFailed, match="outside the compactable region"):
+        build_compaction_result(history, 2, outcome, options)  # before the last summary
+    with pytest.raises(CompactionFailed, match="outside the compactable region"):
+        build_compaction_result(history, len(history) + 1, outcome, options)
+
+
+def test_without_a_given_previous_summary_the_old_summary_s_facts_are_carried():
+    old = summary_message("cb-1", "## User goal\nFix the parser.", pre_tokens=1, post_tokens=1, reason="auto")
+    history = [old, *_rounds(6)]
+    options = CompactionOptions(settings=_small(), counter=MessageTokenCounter())
+    result = build_compaction_result(history, 9, SummaryOutcome("## User goal\nShip it.", "llm"), options)
+    assert result.handoff_missing == ["Goal: Fix the parser."]
+    assert result.summary.endswith("## Carried facts\n- Goal: Fix the parser.")
+
+
+def test_a_from_compaction_counts_the_kept_head_in_its_post_tokens():
+    counter = MessageTokenCounter()
+    history = list(SyntheticSession(seed=6, result_chars=400).grow_to(40))
+    pivot_id = history[20].id
+    result = compact_from(history, pivot_id, None, CompactionOptions(settings=_small(), counter=counter,
+                                                                     extra_tokens=300), direction="from")
+    head = result.kept_prefix
+    assert head and result.messages_to_keep == []
+    assert result.pre_tokens == counter.estimate(history) + 300
+    assert result.post_tokens == counter.estimate(head) + counter.estimate(
+        [*result.summary_messages, *result.attachments]) + 300
