@@ -142,3 +142,19 @@ def test_a_compaction_summary_is_not_a_new_message_that_triggers_recall(tmp_path
              ToolMessage("ok", tool_call_id="cn", id="t-new", name="shell")]
     retrieval = retriever.step(after, window=60_000, room=30_000)
     assert retrieval.items == [] and retrieval.dropped == []
+
+
+def test_a_name_still_in_the_views_tool_call_arguments_is_not_recalled(tmp_path: Path) -> None:
+    """A failed tool result that names an argument of a call still in view (``new_string`` of an
+    edit, seen on a real Claude Code session) must not pull the compacted-away item that also
+    named it: the view's tool calls count as what the view shows."""
+    engine, history = _compacted(tmp_path, _settings())
+    retriever = engine.retriever
+    assert retriever is not None
+    retriever.step(history, window=60_000, room=30_000)
+    history += [AIMessage("", id="a-e", tool_calls=[{"id": "ce", "name": "edit_file",
+                                                     "args": {"frobnicate_quux_total": "x"}}]),
+                ToolMessage("Error: frobnicate_quux_total not found in file", tool_call_id="ce", id="t-e",
+                            name="edit_file", status="error")]
+    retrieval = retriever.step(history, window=60_000, room=30_000)
+    assert retrieval.items == [] and retrieval.dropped == []

@@ -29,6 +29,7 @@ from mtagent.context.recall.query import identifiers
 from mtagent.context.recall.router import Recaller, RecallHit
 from mtagent.context.recall.temperature import BudgetCandidate, over_budget_actions
 from mtagent.context.recall.documents import text_of
+from mtagent.context.tokens import message_text
 
 if TYPE_CHECKING:
     from mtagent.context.plan import ContextPlan
@@ -132,7 +133,8 @@ class CompactedRecall:
                     names.append(name)
         if not names:
             return self.current
-        view_text = "\n".join(text_of(m.content) for m in view if m not in triggers)
+        # message_text: a call's name and arguments are in the view too (an edit's new_string).
+        view_text = "\n".join(message_text(m) for m in view if m not in triggers)
         missing = [n for n in names if n not in view_text][:MAX_IDENTIFIERS]
         if not missing:
             return self.current
