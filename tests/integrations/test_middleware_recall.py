@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from lc_harness import small_window_settings
 
 from mtagent import paths
 from mtagent.agent.scripted import ScriptedChatModel, reply, tool_call
@@ -11,8 +12,6 @@ from mtagent.context.boundary import is_summary_message
 from mtagent.context.invariants import validate_view
 from mtagent.integrations.langchain import MTContextMiddleware
 from mtagent.session.transcript import read_records
-
-from lc_harness import small_window_settings
 
 NAME = "frobnicate_quux_total"
 
@@ -36,7 +35,7 @@ def test_a_compacted_identifier_named_by_the_user_is_recalled_into_the_request(p
         out = agent.invoke({"messages": [HumanMessage(f"where did {NAME} show up?")]}, config)
 
     sent = model.calls[first_run_calls]
-    assert is_summary_message([m for m in sent if m.type != "system"][0])
+    assert is_summary_message(next(m for m in sent if m.type != "system"))
     assert sent[-2].content == f"where did {NAME} show up?"
     assert NAME not in "".join(str(m.content) for m in sent[:-2])  # compacted away …
     last = sent[-1]

@@ -17,7 +17,7 @@ from rich.console import Console
 from mtagent import paths
 from mtagent.cli.output import console, user_errors
 from mtagent.config import load_settings
-from mtagent.context.recall import SCOPES, RecallIndexer, Recaller
+from mtagent.context.recall import SCOPES, Recaller, RecallIndexer
 from mtagent.context.recall.embeddings import make_embeddings
 from mtagent.context.recall.render import render_hits
 from mtagent.errors import UsageError

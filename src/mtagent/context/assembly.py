@@ -13,8 +13,8 @@ from pathlib import Path
 from mtagent.config import Settings
 from mtagent.context.compaction.reattach import ReadState
 from mtagent.context.compaction.summarize import ExtractiveSummarizer, Summarizer
-from mtagent.context.recall.sink import compacted_recall
 from mtagent.context.engine_session import EngineSession, ToolGuard
+from mtagent.context.recall.sink import compacted_recall
 from mtagent.context.tool_results.budgeter import ToolResultBudgeter, ToolResultPolicy
 from mtagent.context.window import ContextWindowManager, SessionMemory
 from mtagent.events import EventBus, SessionStats

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import time
 from pathlib import Path
@@ -19,8 +20,6 @@ from mtagent.context.static.memory_meta import FactMeta
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.transcript import TranscriptWriter
-
-import datetime as dt
 
 
 def _conversation() -> list[BaseMessage]:

@@ -8,7 +8,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from mtagent.config import Settings
 from mtagent.context.budget import Bucket
-from mtagent.context.recall import CompactedRecall, IndexingSink, Recaller, RecallIndexer
+from mtagent.context.recall import (
+    CompactedRecall,
+    IndexingSink,
+    Recaller,
+    RecallIndexer,
+)
 from mtagent.context.tokens import count_text_tokens
 from mtagent.context.window import ContextWindowManager
 from mtagent.session import schema

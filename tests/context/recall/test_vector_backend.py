@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from mtagent.context.recall import Recaller, RecallIndexer
-from mtagent.context.recall import driver, vectors
+from mtagent.context.recall import Recaller, RecallIndexer, driver, vectors
 from mtagent.context.recall.driver import SQLITE, choose_driver, vector_fallback_reason
 from mtagent.context.recall.render import render_hits
 from mtagent.session import schema

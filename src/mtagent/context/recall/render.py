@@ -14,8 +14,9 @@ def render_hits(query: str, hits: Sequence[RecallHit], *, mode: str = "keyword",
     shown = " ".join(query.split())[:80]
     tail = [backend] if backend else []
     if not hits:
-        return "\n".join([f"No recalled items for {shown!r} (scope {scope}, {mode} search). Try other words: a "
-                          "file path, a function name or an error message.", *tail])
+        empty = (f"No recalled items for {shown!r} (scope {scope}, {mode} search). Try other words: a "
+                 "file path, a function name or an error message.")
+        return "\n".join([empty, *tail])
     lines = [f"{len(hits)} recalled item{'s' if len(hits) != 1 else ''} for {shown!r} (scope {scope}, {mode} search):"]
     for n, hit in enumerate(hits, 1):
         flags = [hit.authority, hit.freshness, hit.temperature, f"confidence {hit.confidence:.2f}"]

@@ -25,10 +25,10 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from mtagent.config import RecallSettings
 from mtagent.context.boundary import SUMMARY_KIND
 from mtagent.context.budget import Bucket
+from mtagent.context.recall.documents import text_of
 from mtagent.context.recall.query import identifiers
 from mtagent.context.recall.router import Recaller, RecallHit
 from mtagent.context.recall.temperature import BudgetCandidate, over_budget_actions
-from mtagent.context.recall.documents import text_of
 from mtagent.context.tokens import message_text
 
 if TYPE_CHECKING:

@@ -25,7 +25,12 @@ from typing import Any, Literal
 from mtagent.context.recall.indexer import RecallIndexer
 from mtagent.context.recall.query import fts_query, query_words
 from mtagent.context.recall.store import Row
-from mtagent.context.recall.vectors import Embeddings, VectorIndex, describe_backend, reciprocal_rank_fusion
+from mtagent.context.recall.vectors import (
+    Embeddings,
+    VectorIndex,
+    describe_backend,
+    reciprocal_rank_fusion,
+)
 from mtagent.errors import ArtifactPathError, UsageError
 
 Scope = Literal["all", "session", "history", "artifacts", "memory", "files"]
