@@ -145,6 +145,8 @@ def test_only_a_later_assistant_message_protects_a_result():
     assert referenced_later(later, {"c1": "src/m1.py"}) == {"t1"}
     dotted = msgs + [AIMessage("see ./src/m1.py:3", id="x")]
     assert referenced_later(dotted, {"c1": "src/m1.py"}) == {"t1"}
+    plain_mention = msgs + [AIMessage("src/m1.py is the culprit", id="x")]
+    assert referenced_later(plain_mention, {"c1": "./src/m1.py"}) == {"t1"}  # read as ./src/m1.py
 
 
 def test_a_path_recorded_in_the_result_artifact_counts_as_a_reference():
@@ -207,3 +209,10 @@ def test_size_pressure_with_nothing_clearable_returns_the_view_unchanged():
     total = sum(tokens(m) for m in msgs)
     result = _size(msgs, total, total, size_trigger_fraction=0.5, size_target_fraction=0.01)
     assert (result.messages, result.cleared_ids, result.trigger, result.tokens_saved) == (msgs, [], None, 0)
+
+
+def test_size_clearing_with_default_settings_clears_past_the_whole_window():
+    msgs = rounds(12)
+    total = sum(tokens(m) for m in msgs)
+    result = maybe_size_based_microcompact(msgs, total + 1, total, token_of=tokens)
+    assert result.trigger == "size" and result.cleared_ids == [f"t{i}" for i in range(7)]

@@ -227,6 +227,9 @@ def test_an_early_decision_comes_from_the_cost_trigger():
     first = early[0]
     assert first.early is True and first.estimate is not None and "cost trigger" in first.reason
     assert first.tokens < first.threshold
+    ctx = policy.settings.context  # no extra tokens given: the expected post size is summary + tail only
+    assert first.estimate.post_tokens == ctx.expected_summary_tokens + (ctx.cost_tail_min_tokens
+                                                                        + ctx.cost_tail_max_tokens) // 2
 
 
 def test_summary_written_feeds_the_cost_trigger_only_with_text():
@@ -297,3 +300,10 @@ def test_a_new_policy_starts_from_zero():
     policy = AutoCompactPolicy(threshold_settings())
     assert (policy.consecutive_failures, policy.disabled, policy.last_pre_tokens, policy.last_post_tokens,
             policy.rounds_since_compact, policy.cost) == (0, False, 0, 0, 0, None)
+
+
+def test_an_early_failure_without_a_size_backs_off_by_one_cost_tail():
+    policy = AutoCompactPolicy(Settings())
+    policy.decide(10_000)
+    policy.record_failure("boom", early=True)
+    assert policy.cost.retry_above == policy.settings.context.cost_tail_min_tokens
