@@ -262,3 +262,19 @@ def test_memory_remove_obsolete_keeps_the_line_struck_through_and_unused(host):
     assert "(obsolete)" in host.output()
     dispatch(host, "/memory add --obsolete something")
     assert "--obsolete goes with remove" in host.output()
+
+
+def test_memory_namespaces_through_slash(host):
+    dispatch(host, "/memory add --team deploys go through argo")
+    dispatch(host, "/memory add --namespace user I like short answers")
+    dispatch(host, "/memory add --namespace=project the API lives in src/api")
+    out = host.output()
+    assert "remembered (team, #1): deploys go through argo" in out
+    assert "remembered (user, #1): I like short answers" in out
+    assert "remembered (project, #1): the API lives in src/api" in out
+    dispatch(host, "/memory list --user")
+    assert "1. I like short answers" in host.output()
+    for hostile in ("../global", "..", "x" * 5_000):
+        dispatch(host, f"/memory add --namespace {hostile} attacker fact")
+        shown = host.output()
+        assert "unknown memory namespace" in shown and len(shown) < 400

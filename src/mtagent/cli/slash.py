@@ -309,11 +309,14 @@ def _memory_scope(words: list[str]) -> tuple[Scope | None, bool, list[str]]:
     scope: Scope | None = None
     obsolete = False
     rest: list[str] = []
-    for word in words:
-        if word == "--project":
-            scope = "project"
-        elif word == "--global":
-            scope = "global"
+    pending = iter(words)
+    for word in pending:
+        if word in ("--project", "--global", "--user", "--team"):
+            scope = memory.parse_namespace(word[2:])
+        elif word == "--namespace":
+            scope = memory.parse_namespace(next(pending, ""))
+        elif word.startswith("--namespace="):
+            scope = memory.parse_namespace(word.split("=", 1)[1])
         elif word == "--obsolete":
             obsolete = True
         else:
@@ -416,8 +419,9 @@ COMMANDS: dict[str, CommandSpec] = {spec.name: spec for spec in (
                  "/context artifacts  this session's persisted tool results (id, tool, size, path)",
                  "/context explain    the last context plan: selected, compressed, dropped and why",
                  "/context messages   the messages in the window, with the ids /compact from takes")),
-    CommandSpec("memory", "/memory list|add|remove", "Long-term memory (--project for this project's).",
-                cmd_memory, ("/memory list [--project|--global]", "/memory add [--project] <fact>",
+    CommandSpec("memory", "/memory list|add|remove", "Long-term memory (--project for this project's; "
+                "--user, --team or --namespace N for the others).",
+                cmd_memory, ("/memory list [--project|--global|--user|--team]", "/memory add [--project] <fact>",
                              "/memory remove [--project] <number or text>",
                              "/memory remove --obsolete [--project] <number or text>   keep it struck through, unused")),
     CommandSpec("recall", "/recall QUERY", "Search earlier sessions, saved tool results and memory of this project.",
