@@ -256,10 +256,9 @@ class SecuritySettings(_Section):
     def _long_enough(cls, values: list[str]) -> list[str]:
         from mtagent.redaction import MIN_SECRET_CHARS
 
-        short = [i for i, v in enumerate(values) if len(v.strip()) < MIN_SECRET_CHARS]
-        if short:  # never echo the value: it is a secret
-            raise ValueError(f"entry {short[0] + 1} is shorter than {MIN_SECRET_CHARS} characters; a value "
-                             "that short would replace ordinary words everywhere")
+        if any(len(v.strip()) < MIN_SECRET_CHARS for v in values):  # never echo the value: it is a secret
+            raise ValueError(f"an entry is shorter than {MIN_SECRET_CHARS} characters; a value that short "
+                             "would replace ordinary words everywhere")
         return values
 
 
