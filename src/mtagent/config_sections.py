@@ -302,7 +302,7 @@ class AgentSettings(_Section):
     server: Literal["auto", "openai", "vllm", "ollama", "llamacpp", "lmstudio"] = Field("auto", description="server kind behind base_url (auto: ask its /v1/models once)")
     model_options: dict[str, dict[str, Any]] = Field(default_factory=dict, description="model → extra request fields")
     tool_schemas: Literal["auto", "full", "compact"] = Field("auto", description="tool schemas sent: full, compact (first sentences, no optional tools), or auto: compact when full ones + the system prompt exceed tool_schema_max_share of the window")
-    tool_schema_max_share: float = Field(0.3, gt=0, le=1, description="share of the window the system prompt + tool schemas may take before auto switches to compact (full: ~3.2k tokens, compact: ~1.1k)")
+    tool_schema_max_share: float = Field(0.3, gt=0, le=1, description="share of the window the system prompt + tool schemas may take before auto switches to compact")
     compact_drop_tools: list[str] = Field(default_factory=lambda: ["task", "recall", "save_memory"], description="tools not offered in compact tool-schema mode")
     max_steps: int = Field(200, gt=0, description="model calls per user turn, at most")
     workspace_extra_roots: list[str] = Field(default_factory=list, description="more folders tools may touch")

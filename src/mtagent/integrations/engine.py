@@ -51,8 +51,8 @@ class ToolsTokens:
         self._known: dict[tuple[str, ...], int] = {}
 
     def __call__(self, tools: Sequence[Any]) -> int:
-        key = tuple(sorted(str(getattr(t, "name", None) or (t.get("name") if isinstance(t, dict) else t))
-                           for t in tools))
+        key = tuple(sorted(json.dumps(t, sort_keys=True, default=str) if isinstance(t, dict)  # a schema as sent
+                           else str(getattr(t, "name", None) or t) for t in tools))
         if key not in self._known:
             self._known[key] = tools_token_count(tools, self.encoding)
         return self._known[key]

@@ -54,6 +54,7 @@ from mtagent.context.engine_session import EngineSession, ModelCall
 from mtagent.events import EventBus
 from mtagent.integrations.artifact_tool import make_read_tool_result
 from mtagent.integrations.engine import ThreadSessions
+from mtagent.integrations.schema_mode import RequestSchemas
 from mtagent.integrations.thread_session import ThreadSession
 
 __all__ = ["MTContextMiddleware"]
@@ -104,6 +105,7 @@ class MTContextMiddleware(AgentMiddleware):
                                        summarizer=summarizer, events=events, secrets=secrets,
                                        store=store)
         self.tools = [make_read_tool_result(self.sessions)] if artifact_tool else []
+        self.schemas = RequestSchemas(self.sessions.settings)  # compact tool schemas in a small window
 
     @property
     def settings(self) -> Settings:
@@ -176,6 +178,7 @@ class MTContextMiddleware(AgentMiddleware):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        request = self.schemas.apply(request)
         engine = self._engine_for(request)
         responses: list[ModelResponse[Any]] = []
 
@@ -192,6 +195,7 @@ class MTContextMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         loop = asyncio.get_running_loop()
+        request = await asyncio.to_thread(self.schemas.apply, request)
         engine = await asyncio.to_thread(self._engine_for, request)
         responses: list[ModelResponse[Any]] = []
 
