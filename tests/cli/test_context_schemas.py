@@ -68,3 +68,40 @@ def test_setup_warnings_carry_what_the_server_said_that_was_refused(project: Pat
         assert setup_warnings(session)[0].endswith("ignored")
     finally:
         host.close()
+
+
+def test_run_json_reports_the_servers_window_and_the_compact_schemas(project: Path) -> None:
+    from typer.testing import CliRunner
+
+    from mtagent.agent.server_profiles import forget_probes
+    from mtagent.cli.app import app
+    from stub_openai import StubOpenAI
+
+    models = {"object": "list", "data": [{"id": "smol", "object": "model", "owned_by": "llamacpp"}]}
+    forget_probes()
+    with StubOpenAI([{"content": "hi"}], models=models, props={"default_generation_settings": {"n_ctx": 4096}}) as stub:
+        result = CliRunner().invoke(app, ["run", "--cwd", str(project), "--model", "llamacpp:smol", "--base-url",
+                                          stub.base_url, "--json", "hello"])
+    forget_probes()
+    assert result.exit_code == 0, result.output
+    window = json.loads(result.stdout)["window"]
+    assert window["tokens"] == 4096 and window["source"].startswith("the server (llama.cpp /props")
+    assert window["tool_schemas"]["mode"] == "compact" and window["tool_schemas"]["share"] < 0.3
+    assert stub.requests[0]["max_tokens"] == 512  # the output bound from the server's window (4096 // 8)
+
+
+def test_run_warns_about_a_window_the_server_got_wrong(project: Path) -> None:
+    from typer.testing import CliRunner
+
+    from mtagent.agent.server_profiles import forget_probes
+    from mtagent.cli.app import app
+    from stub_openai import StubOpenAI
+
+    models = {"object": "list", "data": [{"id": "smol", "object": "model", "owned_by": "vllm", "max_model_len": -5}]}
+    forget_probes()
+    with StubOpenAI([{"content": "hi"}], models=models) as stub:
+        result = CliRunner().invoke(app, ["run", "--cwd", str(project), "--model", "vllm:smol", "--base-url",
+                                          stub.base_url, "hello"])
+    forget_probes()
+    assert result.exit_code == 0, result.output
+    assert "vLLM /v1/models max_model_len = -5 is outside" in " ".join(result.output.split())
