@@ -94,6 +94,25 @@ QUICK_MODULE = "artifacts"
 # Mutants that cannot change behaviour, keyed by (module, mutant description): excluded from the
 # score, listed with the reason. Add one only after reading the code and convincing yourself.
 EQUIVALENT: dict[tuple[str, str], str] = {
+    ("approval", "L36 remove Assign"): "`Decision = Literal[...]` is used only in annotations, which "
+    "`from __future__ import annotations` leaves unevaluated (dataclass fields included); no module imports it",
+    ("approval", "L37 remove Assign"): "`Mode = Literal[...]`: only in annotations, as for Decision",
+    ("approval", "L145 1->2"): "a deny rank of 2 instead of 1 still ranks above every other decision's 0; "
+    "only the order of ranks matters",
+    ("approval", "L145 0->-1"): "every non-deny rank becomes -1 instead of 0: still equal to each other and "
+    "below deny's 1, so the same pattern wins",
+    ("approval", "L146 2->3"): "`rank > best[:3]`: the 3-tuple's first two items are the rank; a 2-tuple "
+    "equal to them compares smaller, exactly as `rank > best[:2]` is False for equal ranks",
+    ("redaction", "L25 negate condition"): "`if TYPE_CHECKING:` guards the annotation-only Settings import; "
+    "negated, mtagent.config is imported at run time, which redacts nothing differently",
+    ("redaction", "L25 remove If"): "`if TYPE_CHECKING:` removed: the annotation-only import is simply gone",
+    ("replay_cost", "L28 negate condition"): "`if TYPE_CHECKING:` guards an import used only in annotations; "
+    "negated, summarizer is imported at run time too, which changes no price",
+    ("replay_cost", "L28 remove If"): "`if TYPE_CHECKING:` removed: the annotation-only import is simply gone",
+    ("replay_cost", "L40 0->1"): "CacheModel.min_cached_tokens default 0 vs 1: a shared count of 0 caches 0 "
+    "either way, and any count >= 1 passes both thresholds",
+    ("replay_cost", "L40 0->-1"): "min_cached_tokens default 0 vs -1: shared counts are never negative "
+    "(PrefixCache clamps to 0..total), so both thresholds pass every count",
     ("read_state", "L51 remove Return"): "file_stamp's `except OSError: return None` is its last "
     "statement; without it the function falls off the end and returns None all the same",
     ("compactor", "L59 remove Assign"): "`Trigger = Literal[...]` is used only in annotations, which "

@@ -53,7 +53,8 @@ def test_ascii_boundaries_of_the_control_character_check(ws: Workspace) -> None:
     assert ws.resolve("a~b.txt") == ws.root / "a~b.txt"  # '~' (126) inside a name is plain
     assert ws.resolve("notes:v2.txt") == ws.root / "notes:v2.txt"
     for raw in ("a\x1fb", "a\x7fb", "a\x01b"):
-        assert "control character" in refused(ws, raw), raw
+        assert "contains a control character; retype the path" in refused(ws, raw), raw
+    assert "invisible or control character U+0080" in refused(ws, "a\x80b")  # C1 controls too
 
 
 def test_unicode_checks_name_the_character(ws: Workspace) -> None:
