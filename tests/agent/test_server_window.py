@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from agent_helpers import agent_settings, make_project
+from stub_openai import StubOpenAI
+
 from mtagent.agent.models import create_chat_model, window_choice
 from mtagent.agent.server_profiles import checked_window, forget_probes, server_window
 from mtagent.agent.session import AgentSession
-from stub_openai import StubOpenAI
 
 LLAMA_MODELS = {"models": [{"name": "smol", "model": "smol"}], "object": "list",
                 "data": [{"id": "smol", "object": "model", "owned_by": "llamacpp", "meta": {"n_ctx_train": 8192}}]}
@@ -122,7 +122,7 @@ def test_checked_window_bounds() -> None:
 
 
 def test_a_server_that_says_nothing_leaves_the_table_and_the_default(tmp_path: Path) -> None:
-    with StubOpenAI() as stub:  # 404 everywhere: an unknown server, nothing probed for a window
-        with _session(tmp_path, stub, "openai:qwen2.5-coder-7b") as session:
-            assert (session.window, session.window_source) == (32768, "mtagent's table of known models")
-            assert not session.window_warnings
+    # 404 everywhere: an unknown server, nothing probed for a window
+    with StubOpenAI() as stub, _session(tmp_path, stub, "openai:qwen2.5-coder-7b") as session:
+        assert (session.window, session.window_source) == (32768, "mtagent's table of known models")
+        assert not session.window_warnings

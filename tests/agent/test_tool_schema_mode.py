@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from agent_helpers import agent_settings, make_project
+from stub_openai import StubOpenAI
+
 from mtagent.agent.scripted import ScriptedChatModel, reply, tool_call
 from mtagent.agent.server_profiles import forget_probes
 from mtagent.agent.session import AgentSession
-from stub_openai import StubOpenAI
 
 OPTIONAL = {"task", "recall", "save_memory"}
 

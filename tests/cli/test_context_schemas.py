@@ -71,11 +71,11 @@ def test_setup_warnings_carry_what_the_server_said_that_was_refused(project: Pat
 
 
 def test_run_json_reports_the_servers_window_and_the_compact_schemas(project: Path) -> None:
+    from stub_openai import StubOpenAI
     from typer.testing import CliRunner
 
     from mtagent.agent.server_profiles import forget_probes
     from mtagent.cli.app import app
-    from stub_openai import StubOpenAI
 
     models = {"object": "list", "data": [{"id": "smol", "object": "model", "owned_by": "llamacpp"}]}
     forget_probes()
@@ -91,11 +91,11 @@ def test_run_json_reports_the_servers_window_and_the_compact_schemas(project: Pa
 
 
 def test_run_warns_about_a_window_the_server_got_wrong(project: Path) -> None:
+    from stub_openai import StubOpenAI
     from typer.testing import CliRunner
 
     from mtagent.agent.server_profiles import forget_probes
     from mtagent.cli.app import app
-    from stub_openai import StubOpenAI
 
     models = {"object": "list", "data": [{"id": "smol", "object": "model", "owned_by": "vllm", "max_model_len": -5}]}
     forget_probes()

@@ -150,7 +150,7 @@ def _request_json(url: str, warnings: list[str], body: dict[str, Any] | None = N
     headers = {"Accept": "application/json", **({"Content-Type": "application/json"} if data else {})}
     request = urllib.request.Request(url, data=data, headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_SECONDS) as response:  # noqa: S310 - user URL
+        with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_SECONDS) as response:  # the user's server
             raw = response.read(2_000_000)
     except (OSError, ValueError):  # 404, refused, timed out: this server does not say
         return None
@@ -180,7 +180,7 @@ def checked_window(value: Any, where: str) -> tuple[int | None, str | None]:
 def _root(base_url: str) -> str:
     """The server's root: llama.cpp's ``/props`` and Ollama's ``/api`` sit beside ``/v1``."""
     url = base_url.rstrip("/")
-    return url[: -len("/v1")] if url.endswith("/v1") else url
+    return url.removesuffix("/v1")
 
 
 def _model_entries(answer: Any, model: str) -> list[dict[str, Any]]:
@@ -211,7 +211,7 @@ def _candidates(server: str, base_url: str, model: str, warnings: list[str]) -> 
         show = _request_json(_root(base_url) + "/api/show", warnings, {"model": model})
         if isinstance(show, dict):
             params = show.get("parameters")
-            match = re.search(r"^\s*num_ctx\s+(\d+)\s*$", params, re.M) if isinstance(params, str) else None
+            match = re.search(r"^\s*num_ctx\s+(\d+)\s*$", params, re.MULTILINE) if isinstance(params, str) else None
             if match:  # more digits than any window has stay text (and are refused as such)
                 digits = match.group(1)
                 found.append(("Ollama /api/show parameters num_ctx", int(digits) if len(digits) <= 12 else digits))
