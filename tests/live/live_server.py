@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 START_SECONDS = 180.0  # loading a 98 MB model takes a second or two; a loaded CI machine, far more
 CLI_SECONDS = 240.0
@@ -51,7 +51,7 @@ class LlamaServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def __enter__(self) -> LlamaServer:
+    def __enter__(self) -> Self:
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True)
@@ -114,27 +114,28 @@ class CliRun:
 def run_cli(server: LlamaServer, task: str, *, cwd: Path, settings: dict[str, str] | None = None,
             extra: tuple[str, ...] = ()) -> CliRun:
     """``mtagent run --json`` against the server, as a user would start it (MTAGENT_HOME from the
-    suite's fixture, settings as ``MTAGENT_<SECTION>__<KEY>`` variables)."""
+    suite's fixture, settings as ``MTAGENT_<SECTION>__<KEY>`` variables). ``--approval deny``: a
+    135M model's shell commands are not run; the denial still goes back as the call's result."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MTAGENT_") or k == "MTAGENT_HOME"}
     env.update(settings or {})
     env.pop("OPENAI_API_KEY", None)
     args = [sys.executable, "-m", "mtagent", "run", "--json", "--model", "llamacpp:smollm2",
-            "--base-url", server.base_url, "--cwd", str(cwd), "--approval", "allow", *extra, task]
+            "--base-url", server.base_url, "--cwd", str(cwd), "--approval", "deny", *extra, task]
     start = time.monotonic()
-    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=CLI_SECONDS,
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=CLI_SECONDS, check=False,
                           stdin=subprocess.DEVNULL)
     return CliRun(done.returncode, done.stdout, done.stderr, time.monotonic() - start)
 
 
 def transcript_records(home: Path) -> list[dict[str, Any]]:
-    """Every record of every transcript under MTAGENT_HOME (each CLI run here makes one session)."""
+    """Every record of every session transcript under MTAGENT_HOME (one per CLI run here)."""
     records: list[dict[str, Any]] = []
-    for path in sorted(home.rglob("*.jsonl")):
+    for path in sorted(home.glob("history/*/*.jsonl")):
         for line in path.read_text().splitlines():
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if isinstance(record, dict):
+            if isinstance(record, dict) and "type" in record:  # other JSONL files hold other things
                 records.append(record)
     return records

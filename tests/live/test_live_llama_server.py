@@ -10,12 +10,13 @@ has no tool support. Skipped with the reason when the server or model is not bui
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 
 import pytest
 from langchain_core.messages import HumanMessage
-
 from live_server import LlamaServer, run_cli, transcript_records
+
 from mtagent.agent.model_errors import ErrorKind, classify
 from mtagent.agent.models import create_chat_model
 from mtagent.agent.server_profiles import detect_server, forget_probes
@@ -72,14 +73,34 @@ def test_cli_run_ends_cleanly_and_any_tool_call_round_trips(llama_server: LlamaS
     assert result["model_calls"] >= 1
     if run.code == 1:
         assert "agent.max_steps" in run.stderr, run.stderr
-    messages = _messages(transcript_records(mtagent_home))
-    calls = [c for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])]
-    results = {m.get("tool_call_id") for m in messages if m["role"] == "tool"}
-    for call in calls:
-        assert call["id"] in results, f"tool call {call} has no result"
-        assert isinstance(call["args"], dict)
+    calls = _assert_round_trips(transcript_records(mtagent_home))
     if not calls:
-        pytest.xfail("SmolLM2 answered in prose (no tool call); the run still ended cleanly")
+        warnings.warn("SmolLM2 answered in prose (no tool call) with tool_choice auto; the run still ended "
+                      "cleanly (test_a_forced_tool_call_round_trips covers the round trip)", stacklevel=1)
+
+
+def _assert_round_trips(records: list[dict]) -> list[dict]:
+    """Every tool call in the transcript has well-formed arguments and a result with its id."""
+    messages = _messages(records)
+    answered = {m.get("tool_call_id") for m in messages if m["role"] == "tool"}
+    calls = [c for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+    for call in calls:
+        assert isinstance(call["args"], dict), call
+        assert call["id"] in answered, f"tool call {call} has no result"
+    return calls
+
+
+def test_a_forced_tool_call_round_trips(llama_server: LlamaServer, project: Path, mtagent_home: Path) -> None:
+    """``tool_choice = "required"`` (a per-model request option) makes llama-server produce a tool
+    call; its result goes back on the next call, which the server must accept."""
+    run = run_cli(llama_server, "Read the file notes.txt.", cwd=project,
+                  settings={"MTAGENT_AGENT__MAX_STEPS": "2",
+                            "MTAGENT_AGENT__MODEL_OPTIONS": '{smollm2 = {tool_choice = "required"}}'})
+    result = run.json()
+    assert result["model_calls"] == 2, (result, run.stderr)  # the second call carried the first's result
+    assert run.code == 1 and result["status"] == "max_steps" and "agent.max_steps" in run.stderr, run.stderr
+    calls = _assert_round_trips(transcript_records(mtagent_home))
+    assert len(calls) >= 2, calls
 
 
 def _paragraph(topic: str, sentences: int) -> str:
@@ -151,6 +172,6 @@ def test_a_server_without_tool_support_gives_one_line_and_no_retry(no_tools_serv
     errors = [line for line in run.stderr.splitlines() if line.startswith("error")]
     assert len(errors) == 1 and "--jinja" in errors[0], run.stderr
     assert "max_retries" not in run.stderr and "Traceback" not in run.stderr
-    posts = [line for line in no_tools_server.log.read_text(errors="replace").splitlines()
-             if "POST /v1/chat/completions" in line]
-    assert len(posts) == 1, posts
+    refusals = [line for line in no_tools_server.log.read_text(errors="replace").splitlines()
+                if "got exception" in line and "--jinja" in line]  # llama-server logs each refused request
+    assert len(refusals) == 1, no_tools_server.log_tail()
