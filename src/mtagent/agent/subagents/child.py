@@ -153,8 +153,8 @@ def open_child(parent: AgentSession, *, child_id: str, profile: AgentProfile, de
 
 def _system_for(child: AgentSession, profile: AgentProfile, rules: bool) -> Callable[[], list[Any]]:
     def build() -> list[Any]:
-        return system_messages(profile, list(child.tools.values()), child.project_root, rules=rules,
-                               static=child.static)
+        offered = [t for t in child.tools.values() if t.name in child.schema_choice.offered]  # compact: fewer
+        return system_messages(profile, offered, child.project_root, rules=rules, static=child.static)
 
     return build
 
