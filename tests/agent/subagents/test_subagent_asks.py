@@ -131,3 +131,27 @@ def test_a_new_message_instead_of_an_answer_stops_the_asking_child_and_asks_noth
     assert statuses.count("interrupted") == 1 and statuses.count("finished") == 1
     assert (code / "ran.txt").read_text() == "second\n"  # the abandoned child's call never ran
     assert len(children[0].calls) == 1  # stopped before its next model call
+
+
+def test_a_grandchilds_question_reaches_the_user_through_its_parent(code):
+    from subagent_helpers import settings
+
+    asked = []
+
+    def approver(requests):
+        asked.extend(requests)
+        return {r.tool_call_id: "allow" for r in requests}
+
+    def children(profile, request):
+        if request.prompt == "middle":
+            return [task("leaf", agent="general", id="to_leaf"), report_json("middle done")]
+        return _asking_child()
+
+    session, made = open_session(code, [task("middle", agent="general"), "done"], children,
+                                 cfg=settings(max_depth=2), approval="ask")
+    with session:
+        result = session.run_turn("go", approver=approver)
+    assert result.status == "done" and len(made) == 2
+    [request] = asked
+    assert request.rule.count("subagent agent-") == 2  # named by both levels
+    assert (code / "ran.txt").read_text() == "ran\n"
