@@ -132,6 +132,9 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     "comprehension below returns the same new list when no id is in the map",
     ("microcompact", "L140 remove Expr"): "`targets.discard(None)` is defensive: compactable_results only "
     "yields messages whose id is truthy, so None is never in targets",
+    ("policy", "L108 remove Return"): "parse_context_length_gap's closing `return None`: without it the "
+    "function falls off the end and returns None all the same",
+    ("policy", "L136 remove AnnAssign"): "`_on_disable` is a dead field: nothing reads or writes it",
     ("budgeter", "L284 remove Return"): "budget_turn's early return when no result is open is a shortcut: "
     "both loops below run over (subsets of) the empty open list and `out` is returned unchanged",
 }
