@@ -104,6 +104,11 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     "only the order of ranks matters",
     ("approval", "L145 0->-1"): "every non-deny rank becomes -1 instead of 0: still equal to each other and "
     "below deny's 1, so the same pattern wins",
+    ("approval", "L168 remove Return"): "shell_words' `except ValueError: return None` is its last statement; "
+    "without it the function falls off the end and returns None all the same",
+    ("replay_cost", "L126 4096->4097"): "_common_prefix_tokens' chunk size only sets how many characters are "
+    "compared at once before the character-by-character scan; the prefix found is the same",
+    ("replay_cost", "L126 4096->4095"): "the chunk size of the prefix scan, as above",
     ("approval", "L146 2->3"): "`rank > best[:3]`: the 3-tuple's first two items are the rank; a 2-tuple "
     "equal to them compares smaller, exactly as `rank > best[:2]` is False for equal ranks",
     ("redaction", "L25 negate condition"): "`if TYPE_CHECKING:` guards the annotation-only Settings import; "

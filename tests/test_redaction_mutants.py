@@ -35,13 +35,13 @@ def test_entropy_is_exact_in_bits_per_character() -> None:
 def test_a_random_value_is_a_secret_from_exactly_twenty_characters() -> None:
     assert looks_secret(RANDOM20)
     assert looks_secret(f"  {RANDOM20}  ")  # surrounding whitespace is stripped
-    assert not looks_secret(RANDOM20[:19])
+    assert looks_secret(RANDOM20[:19]) is False  # a bool, not just falsy
     assert not looks_secret(RANDOM20[:12])  # random enough, but short
 
 
 def test_what_a_random_looking_value_must_not_contain() -> None:
     assert not looks_secret(RANDOM20[:10] + " " + RANDOM20[10:])
-    assert not looks_secret(RANDOM20[:10] + "/" + RANDOM20[10:])  # a path
+    assert looks_secret(RANDOM20[:10] + "/" + RANDOM20[10:]) is False  # a path
     assert looks_secret("/" + RANDOM20 + "/")  # slashes only at the ends
     assert looks_secret("https://" + RANDOM20)  # a URL is not a path
 

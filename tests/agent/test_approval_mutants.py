@@ -113,6 +113,7 @@ def test_shell_words_lex_quotes_operators_and_keep_hashes() -> None:
     assert shell_words("ls # not a comment") == ["ls", "#", "not", "a", "comment"]
     assert shell_words("a&&b") == ["a", "&&", "b"]
     assert shell_words("echo 'x") is None
+    assert shell_words("cp a,b c:d x@y") == ["cp", "a,b", "c:d", "x@y"]  # words split on whitespace only
 
 
 def test_simple_commands() -> None:

@@ -117,3 +117,9 @@ def test_lower_bounds_write_nothing_for_a_fully_shared_request() -> None:
     assert lower_bounds([(20_000, 20_000)], FLAT)[1] == pytest.approx(WORKING_CONTEXT_TOKENS * 0.1)
     assert WORKING_CONTEXT_TOKENS == 10_000
     assert lower_bounds([(20_000, 20_000)], ANTHROPIC)[0] == 0
+
+
+def test_below_the_minimum_nothing_is_cached_whatever_the_block_size() -> None:
+    per_token = CacheModel("min-only", read_ratio=0.1, write_ratio=1.0, output_ratio=2.0, min_cached_tokens=100)
+    assert price(200, 99, per_token) == pytest.approx(200)
+    assert price(200, 100, per_token) == pytest.approx(100 * 0.1 + 100)
