@@ -119,8 +119,9 @@ def test_shell_words_lex_quotes_operators_and_keep_hashes() -> None:
 def test_simple_commands() -> None:
     assert is_simple_command("echo 'a b' c")
     assert is_simple_command("ls -la")
-    assert not is_simple_command("")
-    assert not is_simple_command("   ")
+    assert is_simple_command("") is False  # a bool, not just falsy
+    assert is_simple_command("   ") is False
+    assert is_simple_command("echo 'x") is False
     assert not is_simple_command("echo (x")
     assert not is_simple_command("echo x)")
 

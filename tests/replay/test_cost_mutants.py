@@ -123,3 +123,7 @@ def test_below_the_minimum_nothing_is_cached_whatever_the_block_size() -> None:
     per_token = CacheModel("min-only", read_ratio=0.1, write_ratio=1.0, output_ratio=2.0, min_cached_tokens=100)
     assert price(200, 99, per_token) == pytest.approx(200)
     assert price(200, 100, per_token) == pytest.approx(100 * 0.1 + 100)
+
+
+def test_two_empty_messages_of_the_same_role_share_no_partial_prefix() -> None:
+    assert _second([AIMessage("", id="a")], [AIMessage("", id="b")]) == 0
