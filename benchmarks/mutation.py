@@ -138,6 +138,8 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     "evaluated) and imported nowhere",
     ("microcompact", "L87 remove Return"): "apply_cleared's early return for an empty map is a shortcut: the "
     "comprehension below returns the same new list when no id is in the map",
+    ("microcompact", "L86 remove If"): "the same shortcut as L87 removed whole: the comprehension returns the "
+    "same new list",
     ("microcompact", "L140 remove Expr"): "`targets.discard(None)` is defensive: compactable_results only "
     "yields messages whose id is truthy, so None is never in targets",
     ("policy", "L108 remove Return"): "parse_context_length_gap's closing `return None`: without it the "
