@@ -125,8 +125,8 @@ def test_a_context_overflow_is_recovered_by_a_reactive_compact(llama_server: Lla
     statuses = []
     with AgentSession.create(project, model=MODEL, base_url=llama_server.base_url, settings=settings,
                              approval="deny", environ={}) as session:
-        for topic in ("billing", "shipping", "storage", "search"):
-            statuses.append(session.run_turn(f"Read these notes, reply OK.\n{_paragraph(topic, 12)}").status)
+        for topic in ("billing", "shipping", "storage", "search", "backup", "login", "report", "export"):
+            statuses.append(session.run_turn(f"Read these notes, reply OK.\n{_paragraph(topic, 6)}").status)
             if any(r["type"] == "compact_boundary" for r in read_records(session.transcript_path)):
                 break
         records = read_records(session.transcript_path)
@@ -134,8 +134,9 @@ def test_a_context_overflow_is_recovered_by_a_reactive_compact(llama_server: Lla
     assert boundaries, f"no compaction after {len(statuses)} turns; server log:\n{llama_server.log_tail()}"
     assert boundaries[0]["trigger"] == "reactive", boundaries[0]
     assert statuses[-1] in ("done", "max_steps"), statuses
-    last = _messages(records)[-1]
-    assert last["role"] in ("assistant", "tool"), "the turn did not go on after the compact"
+    after = records[records.index(boundaries[0]) + 1:]
+    assert any(r["type"] == "transcript_message" and r["role"] == "assistant" for r in after), \
+        "no model reply after the compact: the turn did not go on"
 
 
 def test_a_rambling_reply_is_cut_by_the_output_bound(llama_server: LlamaServer) -> None:
