@@ -140,6 +140,8 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     "comprehension below returns the same new list when no id is in the map",
     ("microcompact", "L86 remove If"): "the same shortcut as L87 removed whole: the comprehension returns the "
     "same new list",
+    ("microcompact", "L173 1->2"): "`word.split(':', 2)[0]` is the text before the first ':' exactly as "
+    "`split(':', 1)[0]` is",
     ("microcompact", "L140 remove Expr"): "`targets.discard(None)` is defensive: compactable_results only "
     "yields messages whose id is truthy, so None is never in targets",
     ("policy", "L108 remove Return"): "parse_context_length_gap's closing `return None`: without it the "
