@@ -89,6 +89,20 @@ def test_option_secrets_look_twenty_levels_deep_and_no_further() -> None:
     assert list(_option_secrets(_nested_dict(20))) == []
     assert list(_option_secrets(_nested_list(18))) == ["deep-secret"]
     assert list(_option_secrets(_nested_list(19))) == []
+    # lists under a secret name: the 19th list is looked into, the 20th is not
+    assert list(_option_secrets({"api_key": _wrap_list("list-secret", 19)})) == ["list-secret"]
+    assert list(_option_secrets({"api_key": _wrap_list("list-secret", 20)})) == []
+
+
+def test_option_secrets_skip_numbers_and_other_values() -> None:
+    assert list(_option_secrets({"timeout": 30, "retries": [1, 2], "api_key": "k-12345678", "token": None})) == \
+        ["k-12345678"]
+
+
+def _wrap_list(value: object, levels: int) -> object:
+    for _ in range(levels):
+        value = [value]
+    return value
 
 
 def test_settings_secrets_in_order() -> None:

@@ -127,3 +127,12 @@ def test_below_the_minimum_nothing_is_cached_whatever_the_block_size() -> None:
 
 def test_two_empty_messages_of_the_same_role_share_no_partial_prefix() -> None:
     assert _second([AIMessage("", id="a")], [AIMessage("", id="b")]) == 0
+
+
+def test_a_common_prefix_longer_than_one_scan_chunk_is_counted_exactly() -> None:
+    head = "word " * 1000  # 5,000 characters: more than one 4,096-character chunk
+    a = [SystemMessage("sys", id="s"), HumanMessage(head + "one", id="x")]
+    b = [SystemMessage("sys", id="s"), HumanMessage(head + "two", id="x")]
+    assert _second(a, b) == COUNTER.message_tokens(a[0]) + count_text_tokens(head) - 1
+    same = [SystemMessage("sys", id="s"), HumanMessage(head, id="y")]  # same text, another id
+    assert _second(a[:1] + [HumanMessage(head, id="x")], same) == COUNTER.message_tokens(a[0]) + count_text_tokens(head) - 1
