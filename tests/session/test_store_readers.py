@@ -101,6 +101,10 @@ def test_a_bad_mirror_is_rebuilt_from_the_store(project: Path, pg_dsn: str, tena
         path.write_bytes(b'{"type":"forged"}\n' * 2 + path.read_bytes().splitlines(keepends=True)[-1])
         path = mirror_session(store, key, "01PGMIRROR")
         assert [json.loads(line) for line in path.read_bytes().splitlines()] == records
+        with open(path, "ab") as fh:  # a refresh interrupted mid-line
+            fh.write(b'{"type":"transcript_mess')
+        path = mirror_session(store, key, "01PGMIRROR")
+        assert [json.loads(line) for line in path.read_bytes().splitlines()] == records
         assert oct(path.parents[2].stat().st_mode & 0o777) == "0o700"
 
 
@@ -359,3 +363,12 @@ def test_export_fetches_no_artifacts_and_show_does(project: Path, pg_dsn: str, t
     assert not artifact.exists()
     assert runner.invoke(app, ["sessions", "show", "01PGEXP", "--full", *cwd], env=env).exit_code == 0
     assert artifact.read_text() == "artifact body of 01PGEXP"
+
+
+def test_the_cache_of_a_files_store_handed_to_the_middleware_is_per_tenant(tmp_path: Path) -> None:
+    from mtagent.session.files_store import FilesStore
+    from mtagent.session.store_catalog import session_cache_dir
+
+    a, b = FilesStore(tenant="a", home=tmp_path / "shared"), FilesStore(tenant="b", home=tmp_path / "shared")
+    assert session_cache_dir(a, "proj-1", "s-1") != session_cache_dir(b, "proj-1", "s-1")
+    assert session_cache_dir(a, "proj-1", "s-1").name == "s-1"

@@ -47,9 +47,14 @@ def session_infos(store: Any, project: str) -> list[SessionInfo]:
 
 def store_key(store: Any) -> str:
     """``<tenant>-<hash of server and tenant>``: names what on this machine caches that tenant's rows."""
-    from mtagent.session.postgres.connect import redact_dsn
+    dsn = getattr(store, "dsn", None)
+    if dsn is not None:
+        from mtagent.session.postgres.connect import redact_dsn
 
-    digest = hashlib.sha256(f"{redact_dsn(store.dsn)}\0{store.tenant}".encode()).hexdigest()[:12]
+        where = redact_dsn(dsn)
+    else:  # another backend handed to the middleware: keyed by what it is and where it keeps rows
+        where = f"{store.backend}:{getattr(store, 'home', '')}"
+    digest = hashlib.sha256(f"{where}\0{store.tenant}".encode()).hexdigest()[:12]
     return f"{store.tenant}-{digest}"
 
 
@@ -71,10 +76,15 @@ def session_cache_dir(store: Any, project: str, session_id: str) -> Path:
 
 
 def _complete_lines(path: Path) -> list[bytes]:
+    """The mirror's whole lines; a torn tail (an interrupted refresh) is cut off the file."""
     if not path.is_file():
         return []
     data = path.read_bytes()
-    return data[: data.rfind(b"\n") + 1].splitlines()
+    end = data.rfind(b"\n") + 1
+    if end != len(data):
+        with open(path, "r+b") as fh:
+            fh.truncate(end)
+    return data[:end].split(b"\n")[:-1]
 
 
 def mirror_session(store: Any, project: str, session_id: str, *, home: Path | None = None,
