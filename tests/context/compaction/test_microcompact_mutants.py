@@ -216,3 +216,13 @@ def test_size_clearing_with_default_settings_clears_past_the_whole_window():
     total = sum(tokens(m) for m in msgs)
     result = maybe_size_based_microcompact(msgs, total + 1, total, token_of=tokens)
     assert result.trigger == "size" and result.cleared_ids == [f"t{i}" for i in range(7)]
+
+
+def test_an_empty_path_field_in_the_artifact_does_not_hide_the_real_one():
+    from mtagent.context.compaction.microcompact import _paths_by_call
+
+    msgs = [AIMessage("", id="a", tool_calls=[{"id": "c1", "name": "grep", "args": {}}]),
+            ToolMessage("hits", tool_call_id="c1", name="grep", id="t1",
+                        artifact={"file_path": "", "path": "docs/x.md"}),
+            ToolMessage("more", tool_call_id="c2", name="grep", id="t2", artifact={"file": 7, "dir": "docs/y"})]
+    assert _paths_by_call(msgs) == {"c1": "docs/x.md", "c2": "docs/y"}
