@@ -114,6 +114,8 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     "limit); it never advances past a difference, and the character scan finds the same prefix",
     ("replay_cost", "L131 remove Assign"): "`n = limit` after the chunk scan: n overshoots the limit only when "
     "both texts end inside the same equal chunk (same length), so a[:n] is a[:limit] all the same",
+    ("replay_cost", "L135 remove If"): "`if n == 0: return 0` removed: count_text_tokens('') is 0, and "
+    "max(0, 0 - 1) is 0 all the same",
     ("approval", "L146 2->3"): "`rank > best[:3]`: the 3-tuple's first two items are the rank; a 2-tuple "
     "equal to them compares smaller, exactly as `rank > best[:2]` is False for equal ranks",
     ("redaction", "L25 negate condition"): "`if TYPE_CHECKING:` guards the annotation-only Settings import; "

@@ -160,3 +160,8 @@ def test_a_deny_pattern_sees_a_command_after_a_reserved_word() -> None:
     for command in ("if true; then rm -rf x; fi", "while true; do rm -rf x; done", "! rm -rf x", "time rm -rf x"):
         assert verdict(policy, command).decision == "deny", command
     assert verdict(policy, "make then").decision == "allow"  # a reserved word as an argument is an argument
+
+
+def test_two_calls_without_ids_never_get_the_same_new_id() -> None:
+    out, _ = unique_call_ids([{"id": "a", "name": "x"}, {"name": "w"}, {"name": "v"}])
+    assert [c["id"] for c in out] == ["a", "call_dup1", "call_dup1_"]

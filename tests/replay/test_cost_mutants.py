@@ -136,3 +136,11 @@ def test_a_common_prefix_longer_than_one_scan_chunk_is_counted_exactly() -> None
     assert _second(a, b) == COUNTER.message_tokens(a[0]) + count_text_tokens(head) - 1
     same = [SystemMessage("sys", id="s"), HumanMessage(head, id="y")]  # same text, another id
     assert _second(a[:1] + [HumanMessage(head, id="x")], same) == COUNTER.message_tokens(a[0]) + count_text_tokens(head) - 1
+
+
+def test_the_character_scan_stops_at_the_first_difference_even_at_an_odd_index() -> None:
+    head = "alpha beta gamma delta " * 30 + "z"  # 691 characters: the texts differ at index 691
+    a = [HumanMessage(head + "1111", id="x")]
+    b = [HumanMessage(head + "2222", id="x")]
+    assert len(head) % 2 == 1
+    assert _second(a, b) == count_text_tokens(head) - 1
