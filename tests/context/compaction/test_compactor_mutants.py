@@ -150,6 +150,7 @@ def test_the_region_starts_at_the_last_full_summary_wherever_it_is():
     pinned = HumanMessage("pinned instruction", id="pin")
     assert region_start([_summary("cb-1"), *_rounds(2)]) == 0
     assert region_start([pinned, _summary("cb-1"), *_rounds(2)]) == 1
+    assert region_start([pinned, _summary("cb-1"), HumanMessage("next", id="n")]) == 1
     assert region_start([*_rounds(1), _summary("cb-1")]) == 2  # a history that ends in its summary
     assert region_start([SystemMessage("s", id="s"), _summary("cb-1"), *_rounds(1), _summary("cb-2", "from"),
                          *_rounds(1)]) == 1  # a partial "from" summary is not where the region starts
