@@ -15,6 +15,10 @@ jobs="${LIVE_LLAMA_JOBS:-2}"
 server="$cache/bin/llama-server"
 model="$cache/models/SmolLM2-135M-Instruct.gguf"
 mkdir -p "$cache/bin" "$cache/models"
+# One build at a time per cache (a developer's and CI's); a build that was killed left its work dir.
+exec 9>"$cache/.lock"
+command -v flock >/dev/null 2>&1 && flock 9
+rm -rf "$cache"/work.*
 work="$(mktemp -d "$cache/work.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
