@@ -116,6 +116,12 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     "both texts end inside the same equal chunk (same length), so a[:n] is a[:limit] all the same",
     ("replay_cost", "L135 remove If"): "`if n == 0: return 0` removed: count_text_tokens('') is 0, and "
     "max(0, 0 - 1) is 0 all the same",
+    ("replay_cost", "L135 0->1"): "`if n == 1: return 0`: one common character is one token, and "
+    "max(0, 1 - 1) is 0 too; n == 0 then reaches max(0, 0 - 1) = 0",
+    ("replay_cost", "L135 0->-1"): "`if n == -1` never holds; n == 0 reaches max(0, count('') - 1) = 0",
+    ("replay_cost", "L136 remove Return"): "without `return 0`, n == 0 reaches max(0, count('') - 1) = 0",
+    ("replay_cost", "L137 0->-1"): "max(-1, count - 1): n >= 1 there (n == 0 returned above), so count >= 1 "
+    "and count - 1 >= 0 either way",
     ("approval", "L146 2->3"): "`rank > best[:3]`: the 3-tuple's first two items are the rank; a 2-tuple "
     "equal to them compares smaller, exactly as `rank > best[:2]` is False for equal ranks",
     ("redaction", "L25 negate condition"): "`if TYPE_CHECKING:` guards the annotation-only Settings import; "
