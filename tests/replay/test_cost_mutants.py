@@ -125,10 +125,12 @@ def test_below_the_minimum_nothing_is_cached_whatever_the_block_size() -> None:
     assert price(200, 100, per_token) == pytest.approx(100 * 0.1 + 100)
 
 
+@pytest.mark.timeout(60)  # a scan that stops advancing must fail, not hang the run
 def test_two_empty_messages_of_the_same_role_share_no_partial_prefix() -> None:
     assert _second([AIMessage("", id="a")], [AIMessage("", id="b")]) == 0
 
 
+@pytest.mark.timeout(60)  # a scan that stops advancing must fail, not hang the run
 def test_a_common_prefix_longer_than_one_scan_chunk_is_counted_exactly() -> None:
     head = "word " * 1000  # 5,000 characters: more than one 4,096-character chunk
     a = [SystemMessage("sys", id="s"), HumanMessage(head + "one", id="x")]
