@@ -22,14 +22,25 @@ def _memory_settings():
 
 
 def _run_until(project: Path, last_two: list[str]) -> tuple[str, Path, str]:
-    """Turns until the last compaction/notes records are ``last_two``; (session id, transcript, last ask)."""
+    """Turns until the last compaction/notes records are ``last_two``; (session id, transcript, last ask).
+
+    The notes and the compactions follow their own triggers, whose cadence moves with every token of
+    the tool schemas; when the notes are wanted after a compaction and the next turns keep compacting
+    in step with them, the notes are brought up to date once more right after that compaction (as the
+    per-call hook would have on a later call)."""
     settings = _memory_settings()
     model = ScriptedChatModel([], policy=lambda sent: "noted: " + "the kernel plan goes on " * 40)
     with AgentSession.create(project, model=model, settings=settings) as session:
+        memory = session.parts.session_memory
+        assert memory is not None
         for i in range(20):
             ask = f"step {i}: keep the GEMM kernel bit-exact. " + "details of the work " * 300
             session.run_turn(ask)
+            assert memory.wait_idle(60)  # background notes settle: the order is the rules', not the scheduler's
             seen = [r["type"] for r in read_records(session.transcript_path) if r["type"] in _WATCHED]
+            if seen.count("compact_boundary") >= 2 and seen[-1] == "compact_boundary" == last_two[0]:
+                memory.update_session_memory(list(session.conversation.messages))
+                seen = [r["type"] for r in read_records(session.transcript_path) if r["type"] in _WATCHED]
             if "compact_boundary" in seen and seen[-2:] == last_two:
                 return session.session_id, session.transcript_path, f"step {i}:"
     raise AssertionError(f"the records never ended with {last_two}")
