@@ -168,10 +168,11 @@ class Redactor:
             return self.text(value)
         if _depth > MAX_NESTING:
             return REDACTED  # too deep to look inside: fail closed, never pass it through
+        inner = _depth + 1
         if isinstance(value, dict):
-            return {self.deep(k, _depth + 1): self.deep(v, _depth + 1) for k, v in value.items()}
+            return {self.deep(k, inner): self.deep(v, inner) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
-            return [self.deep(v, _depth + 1) for v in value]
+            return [self.deep(v, inner) for v in value]
         return value
 
 
