@@ -161,3 +161,14 @@ def test_deep_redacts_to_the_nesting_limit_and_fails_closed_beyond_it() -> None:
     for _ in range(MAX_NESTING + 1):
         out = out["k"]  # type: ignore[index]
     assert out == REDACTED  # the level past the limit is replaced whole
+
+
+def test_lists_past_the_nesting_limit_are_replaced_whole_too() -> None:
+    redactor = Redactor(("my-secret-value",))
+    value: object = "my-secret-value"
+    for _ in range(MAX_NESTING + 2):
+        value = [value]
+    out = redactor.deep(value)
+    for _ in range(MAX_NESTING + 1):
+        out = out[0]  # type: ignore[index]
+    assert out == REDACTED
