@@ -20,13 +20,17 @@ from langchain_core.tools import BaseTool
 
 from mtagent.agent.model_gate import background
 from mtagent.config import Settings
-from mtagent.context.static.rules import touched_paths
-from mtagent.context.session_memory.manager import SessionMemoryManager
-from mtagent.context.static.tiers import RuntimeContext, StaticContext, StaticParts
-from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from mtagent.context.assembly import build_engine_session
+from mtagent.context.compaction.summarize import (
+    ExtractiveSummarizer,
+    LLMSummarizer,
+    Summarizer,
+)
 from mtagent.context.engine_session import EngineSession
+from mtagent.context.session_memory.manager import SessionMemoryManager
+from mtagent.context.static.rules import touched_paths
+from mtagent.context.static.tiers import RuntimeContext, StaticContext, StaticParts
 from mtagent.context.tool_results.budgeter import ToolResultBudgeter
-from mtagent.context.recall.sink import compacted_recall
 from mtagent.context.window import ContextWindowManager
 from mtagent.events import EventBus, SessionStats
 from mtagent.redaction import Redactor
@@ -103,14 +107,12 @@ def build(*, project_root: Path, settings: Settings, sink: Any, events: EventBus
                                    model=background(summarizer_model),  # yields to the main call
                                    sink=sink, events=events)
               if settings.session_memory.enabled else None)
-    engine = ContextWindowManager(
-        settings, summarizer=summarizer, sink=sink, bus=events, stats=stats, session_memory=memory,
-        read_state=context.read_state, token_limit=settings.context.token_limit, root=project_root,
-        retriever=compacted_recall(sink, settings),
+    session = build_engine_session(
+        settings, sink=sink, summarizer=summarizer, session_memory=memory, events=events, stats=stats,
+        redactor=redactor, budgeter=context.budgeter, read_state=context.read_state, root=project_root,
     )
+    engine = session.window
     static = StaticContext(project_root, settings.memory)
-    session = EngineSession(engine, context.budgeter, sink, settings=settings, events=events, stats=stats,
-                            redactor=redactor)
     return EngineParts(engine, tool_list, static, context, context.budgeter, memory, summarizer, session)
 
 
