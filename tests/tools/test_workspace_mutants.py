@@ -127,3 +127,38 @@ def test_the_file_accessors_open_lstat_and_list_inside_the_roots(ws: Workspace) 
         assert os.listdir(fd) == ["app.py"]
     finally:
         os.close(fd)
+
+
+def test_the_root_is_a_folder_for_lstat_and_open(ws: Workspace) -> None:
+    import stat as stat_mod
+
+    from mtagent.tools.safe_fs import NotRegularFile
+
+    root_stat = ws.lstat(ws.root)
+    assert root_stat is not None and stat_mod.S_ISDIR(root_stat.st_mode)
+    with pytest.raises(NotRegularFile) as info:
+        ws.open_read(ws.root).__enter__()
+    assert info.value.is_dir and "is a folder, not a file" in str(info.value)
+    with pytest.raises(NotRegularFile) as info:
+        ws.open_read(ws.resolve("src")).__enter__()
+    assert info.value.is_dir and str(info.value) == "src is a folder, not a file"
+
+
+def test_a_created_file_gets_the_usual_permissions(ws: Workspace) -> None:
+    import stat as stat_mod
+
+    mask = os.umask(0o022)
+    try:
+        opened = ws.open_write(ws.resolve("made.txt"))
+        os.close(opened.fd)
+    finally:
+        os.umask(mask)
+    assert stat_mod.S_IMODE((ws.root / "made.txt").stat().st_mode) == 0o644
+
+
+def test_a_folder_swapped_for_a_symlink_after_resolving_is_a_workspace_error(ws: Workspace, tmp_path: Path) -> None:
+    target = ws.resolve("src/app.py")
+    (ws.root / "src").rename(ws.root / "src_moved")
+    (ws.root / "src").symlink_to(ws.root / "src_moved")
+    with pytest.raises(WorkspacePathError, match="changed while it was being opened"):
+        ws.open_read(target).__enter__()
