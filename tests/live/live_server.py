@@ -117,6 +117,10 @@ def run_cli(server: LlamaServer, task: str, *, cwd: Path, settings: dict[str, st
     suite's fixture, settings as ``MTAGENT_<SECTION>__<KEY>`` variables). ``--approval deny``: a
     135M model's shell commands are not run; the denial still goes back as the call's result."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MTAGENT_") or k == "MTAGENT_HOME"}
+    # The server's 2,048-token window is below the default summary reserve + buffer: without a
+    # threshold auto compaction fires at 45 % of it, under the system prompt + tool schemas alone,
+    # and every call first tries (and fails) to compact. A user sets this, as docs/servers.md says.
+    env["MTAGENT_CONTEXT__AUTO_COMPACT_THRESHOLD"] = "0.9"
     env.update(settings or {})
     env.pop("OPENAI_API_KEY", None)
     args = [sys.executable, "-m", "mtagent", "run", "--json", "--model", "llamacpp:smollm2",
