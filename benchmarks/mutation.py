@@ -123,6 +123,8 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     ("replay_cost", "L136 remove Return"): "without `return 0`, n == 0 reaches max(0, count('') - 1) = 0",
     ("replay_cost", "L137 0->-1"): "max(-1, count - 1): n >= 1 there (n == 0 returned above), so count >= 1 "
     "and count - 1 >= 0 either way",
+    ("safe_fs", "L144 remove Expr"): "os.set_blocking(fd, True) after _check_opened: only a regular file gets "
+    "there, and O_NONBLOCK changes nothing for regular-file reads and writes",
     ("approval", "L146 2->3"): "`rank > best[:3]`: the 3-tuple's first two items are the rank; a 2-tuple "
     "equal to them compares smaller, exactly as `rank > best[:2]` is False for equal ranks",
     ("redaction", "L25 negate condition"): "`if TYPE_CHECKING:` guards the annotation-only Settings import; "
