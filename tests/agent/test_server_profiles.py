@@ -133,3 +133,14 @@ def test_a_rambling_stream_ends_at_the_total_deadline() -> None:
     assert classify(info.value) is ErrorKind.DEADLINE  # not retried: it would ramble again
     message = str(to_model_error(info.value, ErrorKind.DEADLINE, model="smol", attempts=1))
     assert "request_timeout_seconds" in message and "max_output_tokens" in message
+
+
+def test_server_only_model_options_travel_in_the_body_not_as_client_arguments() -> None:
+    """Seen live (tests/live): ``ignore_eos`` for llama-server raised TypeError in the OpenAI client."""
+    options = {"smol": {"ignore_eos": True, "top_k": 5, "temperature": 0.3}}
+    with StubOpenAI([{"content": "a"}, {"content": "b"}]) as stub:
+        model = _model(stub, server="llamacpp", model_options=options)
+        model.invoke("hi")
+        list(model.stream("hi"))
+        for body in stub.requests:
+            assert body["ignore_eos"] is True and body["top_k"] == 5 and body["temperature"] == 0.3

@@ -126,7 +126,7 @@ def test_a_context_overflow_is_recovered_by_a_reactive_compact(llama_server: Lla
     })
     statuses = []
     with AgentSession.create(project, model=MODEL, base_url=llama_server.base_url, settings=settings,
-                             approval="deny", environ={}) as session:
+                             approval="never", environ={}) as session:
         for topic in ("billing", "shipping", "storage", "search", "backup", "login", "report", "export"):
             statuses.append(session.run_turn(f"Read these notes, reply OK.\n{_paragraph(topic, 6)}").status)
             if any(r["type"] == "compact_boundary" for r in read_records(session.transcript_path)):

@@ -10,6 +10,7 @@ where the server HTML-escapes text, tool arguments are unescaped.
 from __future__ import annotations
 
 import html
+import inspect
 import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -18,11 +19,13 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
+from openai.resources.chat.completions import Completions
 from pydantic import Field
 
 from mtagent.agent.server_profiles import PROFILES, ServerProfile
 
 _OUTPUT_FIELDS = ("max_tokens", "max_completion_tokens")
+_SDK_FIELDS = frozenset(inspect.signature(Completions.create).parameters) - {"self"}
 
 
 def _unescape(value: Any) -> Any:
@@ -65,7 +68,12 @@ class ProfiledChatOpenAI(ChatOpenAI):
         if any(f in options for f in _OUTPUT_FIELDS):
             for field in _OUTPUT_FIELDS:
                 payload.pop(field, None)
-        payload.update(options)
+        # Server-only fields (llama.cpp's ignore_eos, vLLM's top_k) are not arguments of the OpenAI
+        # client's create(): passed as such they raise TypeError, so they travel in extra_body.
+        extra = {k: v for k, v in options.items() if k not in _SDK_FIELDS}
+        payload.update({k: v for k, v in options.items() if k in _SDK_FIELDS})
+        if extra:
+            payload["extra_body"] = {**(payload.get("extra_body") or {}), **extra}
         return payload
 
     def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
