@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from live_server import LlamaServer, locate
 
 BUILD_SCRIPT = Path(__file__).with_name("build_llama_server.sh")
