@@ -133,7 +133,8 @@ class ContextWindowManager:
 
     @property
     def threshold(self) -> int:
-        return self.policy.threshold
+        """The auto-compact threshold for the last prepared view (its fixed part can raise it)."""
+        return self.policy.threshold_for(self._last_extra)
 
     def prepare(
         self,

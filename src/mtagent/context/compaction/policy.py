@@ -144,10 +144,23 @@ class AutoCompactPolicy:
     def threshold(self) -> int:
         return self.settings.auto_compact_threshold_tokens(self.window)
 
+    def threshold_for(self, extra_tokens: int = 0) -> int:
+        """The threshold for a view whose fixed part (system prompt, tool schemas) is ``extra_tokens``.
+
+        The default threshold is never below that fixed part plus ``min_threshold_fraction`` of the
+        room left beside it: in a 2,048-token window the spec's floor (921) sat below the system
+        prompt and compact tool schemas alone (1,069), so every call of a llama-server session tried a
+        compaction that could not shrink anything. A threshold the user set is kept exactly."""
+        threshold = self.threshold
+        if self.settings.context.auto_compact_threshold is not None or not 0 < extra_tokens < self.window:
+            return threshold
+        room = self.window - extra_tokens
+        return max(threshold, extra_tokens + int(room * self.settings.context.min_threshold_fraction))
+
     def decide(self, tokens: int, *, query_source: str = "user", extra_tokens: int = 0) -> CompactDecision:
         """Compact at the threshold (the hard ceiling), or earlier when the cost trigger says a
         compaction pays for itself (:mod:`mtagent.context.compaction.trigger`)."""
-        threshold = self.threshold
+        threshold = self.threshold_for(extra_tokens)
         if self.stats is not None:
             self.stats.last_auto_compact_threshold = threshold
             self.stats.last_context_tokens = tokens
