@@ -119,6 +119,7 @@ def open_store(settings: Any, *, migrate: bool = True) -> Store:
         if not storage.dsn:
             raise ConfigError("storage.backend is postgres but storage.dsn is not set; set it in "
                               "~/.mtagent/config.toml or MTAGENT_STORAGE__DSN=postgresql://user@host/db")
+        _require_postgres_extra()
         from mtagent.session.postgres.store import PostgresStore
 
         return PostgresStore(storage.dsn, tenant=tenant, max_artifact_bytes=max_bytes,
@@ -128,6 +129,18 @@ def open_store(settings: Any, *, migrate: bool = True) -> Store:
     from mtagent.session.files_store import FilesStore
 
     return FilesStore(tenant=tenant, max_artifact_bytes=max_bytes, fsync=settings.transcript.fsync)
+
+
+def _require_postgres_extra() -> None:
+    """psycopg and LangGraph's PostgreSQL saver come with the ``postgres`` extra; without them the
+    user gets what to install, not an import traceback."""
+    try:
+        import langgraph.checkpoint.postgres  # noqa: F401
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(f"storage.backend = postgres needs the PostgreSQL extra ({exc.name} is not installed): "
+                          "pip install 'mtagent[postgres]', or set storage.backend = files") from None
 
 
 def record_audit(settings: Any, action: str, session_id: str | None, detail: dict[str, Any]) -> None:
