@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from mtagent.cli.app import app
 
 
-@pytest.mark.parametrize("missing", ["psycopg", "psycopg_pool", "langgraph.checkpoint.postgres"])
+@pytest.mark.parametrize("missing", ["psycopg", "psycopg_pool"])
 def test_a_missing_postgres_extra_is_one_line_naming_the_install(missing, tmp_path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, missing, None)  # import raises ImportError, as when not installed
     monkeypatch.setenv("MTAGENT_STORAGE__BACKEND", "postgres")

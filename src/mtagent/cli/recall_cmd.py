@@ -41,7 +41,8 @@ def recall_cmd(
     settings = load_settings(root)
     if session:
         paths.validate_session_id(session)
-    recaller = Recaller(RecallIndexer(root, settings.recall), make_embeddings(settings.recall.embeddings))
+    recaller = Recaller(RecallIndexer(root, settings.recall, tenant=settings.storage.tenant),
+                        make_embeddings(settings.recall.embeddings))
     try:
         recaller.indexer.refresh()
         if ref:
@@ -68,8 +69,9 @@ def print_recall(out: Console, cwd: Path, text: str) -> None:
     """``/recall QUERY`` and ``/recall --ref REF`` in the REPL (errors are the caller's one line)."""
     words = text.split()
     root = cwd.resolve()
-    recall = load_settings(root).recall
-    recaller = Recaller(RecallIndexer(root, recall), make_embeddings(recall.embeddings))
+    settings = load_settings(root)
+    recall = settings.recall
+    recaller = Recaller(RecallIndexer(root, recall, tenant=settings.storage.tenant), make_embeddings(recall.embeddings))
     try:
         recaller.indexer.refresh()
         if words[:1] == ["--ref"]:

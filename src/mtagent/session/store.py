@@ -132,10 +132,9 @@ def open_store(settings: Any, *, migrate: bool = True) -> Store:
 
 
 def _require_postgres_extra() -> None:
-    """psycopg and LangGraph's PostgreSQL saver come with the ``postgres`` extra; without them the
-    user gets what to install, not an import traceback."""
+    """psycopg and its pool come with the ``postgres`` extra; without them the user gets what to
+    install, not an import traceback."""
     try:
-        import langgraph.checkpoint.postgres  # noqa: F401
         import psycopg  # noqa: F401
         import psycopg_pool  # noqa: F401
     except ImportError as exc:

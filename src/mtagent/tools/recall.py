@@ -47,7 +47,8 @@ class RecallTool(WorkspaceTool):
         if self._recaller is None:
             ctx = self.context
             recall = ctx.settings.recall
-            self._recaller = Recaller(RecallIndexer(ctx.workspace.root, recall), make_embeddings(recall.embeddings))
+            self._recaller = Recaller(RecallIndexer(ctx.workspace.root, recall, tenant=ctx.settings.storage.tenant),
+                                      make_embeddings(recall.embeddings))
         return self._recaller
 
     def _session_id(self) -> str | None:

@@ -32,28 +32,36 @@ from mtagent.context.static import memory
 from mtagent.context.static.memory_meta import NAMESPACE_AUTHORITY
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
+from mtagent.session.store_types import validate_tenant
 from mtagent.session.transcript import ReadReport, iter_entries
 
 log = logging.getLogger(__name__)
 
 INDEX_FILE = "recall.sqlite"
+DEFAULT_TENANT = "default"
 FLUSH_DOCS = 256
 FLUSH_CHARS = 4_000_000
 
 
-def index_path(project_root: str | os.PathLike[str]) -> Path:
-    """``$MTAGENT_HOME/projects/<project-hash>/recall.sqlite`` — beside the project's memory."""
-    return paths.project_memory_dir(project_root).parent / INDEX_FILE
+def index_path(project_root: str | os.PathLike[str], tenant: str = DEFAULT_TENANT) -> Path:
+    """``$MTAGENT_HOME/projects/<project-hash>/recall.sqlite`` — beside the project's memory.
+
+    Another tenant than the default gets ``recall.<tenant>.sqlite``: a machine serving several
+    tenants of one PostgreSQL store must never answer one tenant's recall with another's text."""
+    folder = paths.project_memory_dir(project_root).parent
+    if tenant == DEFAULT_TENANT:
+        return folder / INDEX_FILE
+    return folder / f"recall.{validate_tenant(tenant)}.sqlite"
 
 
 class RecallIndexer:
     """The index of one project, fed record by record (see module docstring)."""
 
     def __init__(self, project_root: str | os.PathLike[str], settings: RecallSettings | None = None, *,
-                 store: RecallStore | None = None, in_memory: bool = False) -> None:
+                 store: RecallStore | None = None, in_memory: bool = False, tenant: str = DEFAULT_TENANT) -> None:
         self.root = Path(project_root).resolve()
         self.settings = settings or RecallSettings()
-        self.store = store or RecallStore(None if in_memory else index_path(self.root))
+        self.store = store or RecallStore(None if in_memory else index_path(self.root, tenant))
         self._trackers: dict[str, documents.CallTracker] = {}
         self._artifacts: dict[str, ArtifactStore] = {}
         self._pending: list[Doc] = []

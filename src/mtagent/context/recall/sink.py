@@ -47,7 +47,8 @@ def recall_sink(inner: RecordSink, project_root: str | os.PathLike[str], session
     """
     if not settings.recall.enabled:
         return inner
-    return IndexingSink(inner, RecallIndexer(project_root, settings.recall), session_id)
+    return IndexingSink(inner, RecallIndexer(project_root, settings.recall, tenant=settings.storage.tenant),
+                        session_id)
 
 
 def compacted_recall(sink: object, settings: Settings) -> CompactedRecall | None:
