@@ -54,7 +54,9 @@ def test_timeline_draws_one_point_per_call_with_compactions_marked(chromium_page
     assert page.locator("svg.timeline .threshold-label").text_content() == f"threshold {plans[-1]['threshold']:,}"
     # a point's height follows its tokens: the tallest point is the call with the most tokens
     ys = [float(page.locator("svg.timeline circle.point").nth(i).get_attribute("cy")) for i in range(len(plans))]
-    assert ys.index(min(ys)) == max(range(len(plans)), key=lambda i: plans[i]["tokens"])
+    tallest = max(range(len(plans)), key=lambda i: plans[i]["tokens"])
+    assert ys[tallest] <= min(ys) + 0.1  # cy is drawn to 0.1 px: calls a few tokens apart may share the top
+    assert all(ys[i] > ys[tallest] for i in range(len(plans)) if plans[i]["tokens"] < plans[tallest]["tokens"] * 0.98)
     page.locator("svg.timeline a.call").nth(2).click()
     page.wait_for_url("**/call/3")
     assert page.locator("h1").inner_text() == "Model call 3"
