@@ -21,6 +21,7 @@ from mtagent.context.recall import SCOPES, Recaller, RecallIndexer
 from mtagent.context.recall.embeddings import make_embeddings
 from mtagent.context.recall.render import render_hits
 from mtagent.errors import UsageError
+from mtagent.session.store_catalog import recall_history
 
 HELP = "Search this project's sessions, saved tool results and memory (what compaction removed)."
 
@@ -41,7 +42,8 @@ def recall_cmd(
     settings = load_settings(root)
     if session:
         paths.validate_session_id(session)
-    recaller = Recaller(RecallIndexer(root, settings.recall, tenant=settings.storage.tenant),
+    recaller = Recaller(RecallIndexer(root, settings.recall, tenant=settings.storage.tenant,
+                                      history=recall_history(settings, root)),
                         make_embeddings(settings.recall.embeddings))
     try:
         recaller.indexer.refresh()
@@ -71,7 +73,8 @@ def print_recall(out: Console, cwd: Path, text: str) -> None:
     root = cwd.resolve()
     settings = load_settings(root)
     recall = settings.recall
-    recaller = Recaller(RecallIndexer(root, recall, tenant=settings.storage.tenant), make_embeddings(recall.embeddings))
+    recaller = Recaller(RecallIndexer(root, recall, tenant=settings.storage.tenant,
+                                      history=recall_history(settings, root)), make_embeddings(recall.embeddings))
     try:
         recaller.indexer.refresh()
         if words[:1] == ["--ref"]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from mtagent import paths
@@ -128,6 +129,34 @@ def _mirror_beside(store: Any, local: FilesStore, project: str, session_id: str)
         text = store.read_memory(project, name)
         if text is not None and local.read_memory(project, name) != text:
             local.write_memory(project, name, text)
+
+
+def mirror_project(store: Any, project: str) -> Path:
+    """Every session transcript of one project mirrored (no artifacts); the folder holding them."""
+    home = mirror_home(store)
+    for session_id in store.sessions(project):
+        mirror_session(store, project, session_id, home=home, beside=False)
+    _private(home)
+    return home / "history" / project
+
+
+def recall_history(settings: Any, project_root: str | os.PathLike[str]) -> Callable[[], Path] | None:
+    """Where recall catches up from in PostgreSQL mode: the tenant's mirror of the project, refreshed
+    on each call, so a session another worker wrote is searchable here. None for the files backend
+    (recall reads the project's history folder itself)."""
+    if not uses_store(settings):
+        return None
+
+    def refreshed() -> Path:
+        from mtagent.session.store import open_store
+
+        store = open_store(settings, migrate=False)
+        try:
+            return mirror_project(store, paths.project_hash(project_root))
+        finally:
+            store.close()
+
+    return refreshed
 
 
 def mirror_tenant(store: Any) -> Path:

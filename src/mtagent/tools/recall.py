@@ -16,6 +16,7 @@ from mtagent.context.recall import RecallIndexer, Recaller
 from mtagent.context.recall.embeddings import make_embeddings
 from mtagent.context.recall.render import render_hits
 from mtagent.errors import UsageError
+from mtagent.session.store_catalog import recall_history
 from mtagent.tools.base import ToolInputError, WorkspaceTool
 
 MAX_REHYDRATE_CHARS = 40_000
@@ -47,8 +48,9 @@ class RecallTool(WorkspaceTool):
         if self._recaller is None:
             ctx = self.context
             recall = ctx.settings.recall
-            self._recaller = Recaller(RecallIndexer(ctx.workspace.root, recall, tenant=ctx.settings.storage.tenant),
-                                      make_embeddings(recall.embeddings))
+            indexer = RecallIndexer(ctx.workspace.root, recall, tenant=ctx.settings.storage.tenant,
+                                    history=recall_history(ctx.settings, ctx.workspace.root))
+            self._recaller = Recaller(indexer, make_embeddings(recall.embeddings))
         return self._recaller
 
     def _session_id(self) -> str | None:

@@ -20,6 +20,7 @@ import hashlib
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +59,10 @@ class RecallIndexer:
     """The index of one project, fed record by record (see module docstring)."""
 
     def __init__(self, project_root: str | os.PathLike[str], settings: RecallSettings | None = None, *,
-                 store: RecallStore | None = None, in_memory: bool = False, tenant: str = DEFAULT_TENANT) -> None:
+                 store: RecallStore | None = None, in_memory: bool = False, tenant: str = DEFAULT_TENANT,
+                 history: Callable[[], Path] | None = None) -> None:
         self.root = Path(project_root).resolve()
+        self.history = history  # PostgreSQL mode: the tenant's refreshed mirror of the project's transcripts
         self.settings = settings or RecallSettings()
         self.store = store or RecallStore(None if in_memory else index_path(self.root, tenant))
         self._trackers: dict[str, documents.CallTracker] = {}
@@ -137,7 +140,7 @@ class RecallIndexer:
 
     def catch_up(self, session: str | None = None) -> int:
         """Index what the project's transcripts hold beyond what was indexed; returns items added."""
-        folder = paths.history_dir(self.root)
+        folder = self.history() if self.history is not None else paths.history_dir(self.root)
         if not folder.is_dir():
             return 0
         files = [folder / f"{session}.jsonl"] if session else sorted(folder.glob("*.jsonl"))

@@ -1,0 +1,44 @@
+"""In PostgreSQL mode recall finds what another worker wrote: its catch-up reads the tenant's mirror
+of the project (refreshed from the store), and another tenant finds nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("psycopg")
+
+from mtagent import paths  # noqa: E402
+from mtagent.cli.app import app  # noqa: E402
+from mtagent.session import schema  # noqa: E402
+from mtagent.session.postgres.store import PostgresStore  # noqa: E402
+
+runner = CliRunner()
+
+
+def _env(dsn: str, tenant: str) -> dict[str, str]:
+    return {"MTAGENT_STORAGE__BACKEND": "postgres", "MTAGENT_STORAGE__DSN": dsn, "MTAGENT_STORAGE__TENANT": tenant}
+
+
+def test_recall_finds_a_session_another_worker_wrote_and_only_for_its_tenant(tmp_path: Path, pg_dsn: str,
+                                                                              tenant: str) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    with PostgresStore(pg_dsn, tenant=tenant, pool_max_size=1) as store, \
+            store.open_writer(paths.project_hash(project), "01RECALLPG") as writer:
+        writer.append(schema.session_start_record("01RECALLPG", str(project), "m-test", "0"))
+        writer.append(schema.message_to_record(
+            schema.HumanMessage("the flaky test is quokka_canary_batch_loader", id="pg-m1")))
+    assert not paths.history_dir(project).exists()  # nothing of it on this worker's files
+    found = runner.invoke(app, ["recall", "quokka_canary_batch_loader", "--json", "--cwd", str(project)],
+                          env=_env(pg_dsn, tenant))
+    assert found.exit_code == 0, found.output
+    hits = json.loads(found.stdout)
+    assert [h["session"] for h in hits][:1] == ["01RECALLPG"]
+    other = runner.invoke(app, ["recall", "quokka_canary_batch_loader", "--json", "--cwd", str(project)],
+                          env=_env(pg_dsn, tenant + "-other"))
+    assert other.exit_code == 0, other.output
+    assert json.loads(other.stdout) == []
