@@ -45,7 +45,7 @@ def every_record() -> list[dict[str, Any]]:
     persisted = (f'<persisted-output path="tool-results/call_grep_1.txt" chars="{len(GREP_FULL)}">\n'
                  f"{preview}\n</persisted-output>")
     return [
-        schema.session_start_record("golden-v2", "/work/project", "openai:gpt-4o-mini", "0.1.0", timestamp=next(t)),
+        schema.session_start_record("golden-v2", "/home/dev/project", "openai:gpt-4o-mini", "0.1.0", timestamp=next(t)),
         _msg(t, SystemMessage("You are mtagent.", id="sys-1")),
         _msg(t, HumanMessage("Find the request handlers.", id="u-1")),
         _msg(t, AIMessage("", id="a-1", tool_calls=[{"id": "call_grep_1", "name": "grep",
@@ -112,7 +112,7 @@ def torn_round() -> bytes:
     """A session that crashed mid tool call and mid line."""
     t = _clock()
     records = [
-        schema.session_start_record("golden-torn", "/work/project", None, "0.1.0", timestamp=next(t)),
+        schema.session_start_record("golden-torn", "/home/dev/project", None, "0.1.0", timestamp=next(t)),
         _msg(t, HumanMessage("run the tests", id="u-1")),
         _msg(t, AIMessage("", id="a-1", tool_calls=[{"id": "call_sh_1", "name": "shell",
                                                       "args": {"command": "pytest -q"}}])),
