@@ -36,7 +36,7 @@ from mtagent.events import EventBus, SessionStats
 from mtagent.redaction import Redactor
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.tools import ToolContext, ToolSession, default_tools
-from mtagent.tools.tool_schemas import SchemaChoice, choose_schemas
+from mtagent.context.toolset.schemas import SchemaChoice, choose_schemas
 
 ToolsSpec = Sequence[BaseTool] | Callable[[ToolContext], Sequence[BaseTool]] | None
 
@@ -134,7 +134,7 @@ def chosen_static_parts(static: StaticContext, tools: Iterable[BaseTool], choice
 
 def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int,
                         project_root: Path) -> tuple[list[Any], SchemaChoice]:
-    """The tools to bind, full or compact (:mod:`mtagent.tools.tool_schemas`), measured with the
+    """The tools to bind, full or compact (:mod:`mtagent.context.toolset.schemas`), measured with the
     system prompt each set goes with, as the engine counts it for the window."""
     def system_tokens(tools: Sequence[Any], mode: str) -> int:
         built = static_parts(parts.static, tools, project_root, list_tools=mode == "full")
@@ -143,11 +143,6 @@ def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int,
     agent = settings.agent
     return choose_schemas(parts.tools, window=window, setting=agent.tool_schemas, max_share=agent.tool_schema_max_share,
                           drop=agent.compact_drop_tools, system_tokens=system_tokens)
-
-
-def static_messages(static: StaticContext, tools: Iterable[BaseTool], project_root: Path) -> list[BaseMessage]:
-    """This call's system prompt and ``<session_context>`` (see :func:`static_parts`)."""
-    return list(static_parts(static, tools, project_root).messages)
 
 
 def touch_paths(static: StaticContext, message: BaseMessage, project_root: Path) -> None:

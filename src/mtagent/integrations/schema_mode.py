@@ -2,7 +2,7 @@
 
 The middleware does not own the tool list — ``create_agent`` binds the caller's tools — but each
 model request passes through it, so it can send a compact copy of their schemas instead
-(:mod:`mtagent.tools.tool_schemas`: first sentences, no parameter documentation). It never drops
+(:mod:`mtagent.context.toolset.schemas`: first sentences, no parameter documentation). It never drops
 a caller's tool: ``agent.compact_drop_tools`` names mtagent's own optional tools, and a caller's
 tool of the same name is theirs. The agent still runs the original tools by name; the compact
 schemas travel as plain OpenAI function dicts, which ``create_agent`` binds without validating
@@ -19,7 +19,7 @@ from langchain_core.tools import BaseTool
 
 from mtagent.config import Settings
 from mtagent.context.tokens import count_text_tokens, message_text
-from mtagent.tools.tool_schemas import SchemaChoice, choose_schemas
+from mtagent.context.toolset.schemas import SchemaChoice, choose_schemas
 
 
 class RequestSchemas:

@@ -1,4 +1,4 @@
-"""Compact tool schemas: shorter, yet every call that fits them is a valid call of the real tool."""
+"""Compact tool schemas (context/toolset/schemas.py): shorter, yet every call that fits them is a valid call of the real tool."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from langchain_core.tools import tool
 
 from mtagent.tools import default_tools
-from mtagent.tools.tool_schemas import (
+from mtagent.context.toolset.schemas import (
     choose_schemas,
     compact_schema,
     first_sentence,
