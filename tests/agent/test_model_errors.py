@@ -6,7 +6,7 @@ import openai
 import pytest
 from langchain_openai import ChatOpenAI
 
-from mtagent.agent.model_errors import (
+from mtagent.context.model_errors import (
     ErrorKind,
     RetryPolicy,
     call_with_retries,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mtagent.agent.redaction import REDACTED, Redactor, RedactingSink, collect_secrets
+from mtagent.redaction import REDACTED, Redactor, RedactingSink, collect_secrets
 from mtagent.session.transcript import MemorySink
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from langchain_openai import ChatOpenAI
 
-from mtagent.agent.model_errors import ErrorKind, RetryPolicy, call_with_retries, classify, to_model_error
+from mtagent.context.model_errors import ErrorKind, RetryPolicy, call_with_retries, classify, to_model_error
 from stub_openai import StubOpenAI
 
 CORPUS = json.loads((Path(__file__).parents[1] / "data" / "provider_errors" / "corpus.json").read_text())["cases"]

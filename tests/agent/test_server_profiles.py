@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
 from agent_helpers import agent_settings
-from mtagent.agent.model_errors import ErrorKind, classify, to_model_error
+from mtagent.context.model_errors import ErrorKind, classify, to_model_error
 from mtagent.agent.models import create_chat_model, max_output_tokens
 from mtagent.agent.server_profiles import detect_server, forget_probes, guess_from_models
 from stub_openai import StubOpenAI

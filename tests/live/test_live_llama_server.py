@@ -17,7 +17,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from live_server import LlamaServer, run_cli, transcript_records
 
-from mtagent.agent.model_errors import ErrorKind, classify
+from mtagent.context.model_errors import ErrorKind, classify
 from mtagent.agent.models import create_chat_model
 from mtagent.agent.server_profiles import detect_server, forget_probes
 from mtagent.config import Settings

@@ -3,7 +3,7 @@
 * :mod:`mtagent.agent.session` — :class:`~mtagent.agent.session.AgentSession`, what front ends drive
 * :mod:`mtagent.agent.graph` — the reason → approve → tools graph and its nodes
 * :mod:`mtagent.agent.engine` — wiring of the engine, tools and static context for one session
-* :mod:`mtagent.agent.models` / :mod:`~mtagent.agent.model_errors` — chat models, windows, retries
+* :mod:`mtagent.agent.models` / :mod:`~mtagent.context.model_errors` — chat models, windows, retries
 * :mod:`mtagent.agent.approval` — ask / allow / deny rules; :mod:`~mtagent.agent.prompts` — what the
   agent writes instead of a tool result
 * :mod:`mtagent.agent.scripted` — a scripted chat model; :mod:`~mtagent.agent.demo` — ``mtagent demo``

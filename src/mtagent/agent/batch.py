@@ -24,7 +24,7 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -218,7 +218,3 @@ def run_task(unit: TaskUnit, model: Any) -> dict[str, Any]:
                 "answer": result.reply[:2000], "messages": messages}
     finally:
         session.close()
-
-
-def task_record(task: BatchTask) -> dict[str, Any]:
-    return {k: v for k, v in asdict(task).items() if k in {"id", "line"}}

@@ -3,7 +3,7 @@
 ``--model openai:gpt-4o-mini`` goes through :func:`langchain.chat_models.init_chat_model`.
 OpenAI-compatible servers (vLLM, Ollama, DeepSeek, llama.cpp) are reached with ``ChatOpenAI``
 and a ``base_url``, so only ``langchain-openai`` is needed for all of them; Anthropic is an
-optional extra. The client's own retries are switched off: :mod:`mtagent.agent.model_errors`
+optional extra. The client's own retries are switched off: :mod:`mtagent.context.model_errors`
 retries with the session's settings, so a 400 context-length error reaches the engine at once.
 
 The context window comes from :data:`MODEL_WINDOWS` (longest matching prefix), overridden by

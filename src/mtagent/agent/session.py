@@ -57,10 +57,8 @@ from mtagent.errors import ModelError, SessionNotFound
 from mtagent.events import EventBus, SessionStats
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
-from mtagent.session.catalog import list_sessions
 from mtagent.session.transcript import TranscriptWriter, iter_entries
 
-CHECKPOINT_FILE = "checkpoints.sqlite"
 # Model names recorded by scripted policies (the demo): not something a resume can reconnect to.
 SCRIPTED_PREFIX = "scripted"
 
@@ -322,12 +320,6 @@ class AgentSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def latest_session_id(project_root: str | os.PathLike[str]) -> str | None:
-    """The most recently started session of a project (ids sort by creation time)."""
-    sessions = list_sessions(project_root)
-    return sessions[-1].session_id if sessions else None
 
 
 def _add_session_memory(resumed: ResumedSession, records: Sequence[dict[str, Any]], settings: Settings) -> None:

@@ -55,7 +55,6 @@ class Conversation:
 
     messages: list[BaseMessage] = field(default_factory=list)
     answered: set[str] = field(default_factory=set)
-    started: set[str] = field(default_factory=set)
 
     def add(self, message: BaseMessage) -> None:
         self.messages.append(message)

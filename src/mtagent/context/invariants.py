@@ -93,10 +93,6 @@ def group_messages_by_api_round(messages: Sequence[BaseMessage]) -> list[list[Ba
     return [list(messages[g.start:g.end]) for g in round_spans(messages)]
 
 
-def group_starts(messages: Sequence[BaseMessage]) -> list[int]:
-    return [g.start for g in round_spans(messages)]
-
-
 def find_last_compact_boundary(messages: Sequence[BaseMessage]) -> int:
     """Index of the last compaction summary message, or -1 when there is none."""
     for index in range(len(messages) - 1, -1, -1):

@@ -243,17 +243,6 @@ class MessageTokenCounter:
             del self._cache[key]
 
 
-_DEFAULT_COUNTER: MessageTokenCounter | None = None
-
-
-def estimate_message_tokens(messages: Iterable[BaseMessage]) -> int:
-    """Token estimate of langchain-core messages using a process-wide cached counter."""
-    global _DEFAULT_COUNTER
-    if _DEFAULT_COUNTER is None:
-        _DEFAULT_COUNTER = MessageTokenCounter()
-    return _DEFAULT_COUNTER.estimate(messages)
-
-
 def reported_context_tokens(message: BaseMessage) -> int | None:
     """Tokens the provider says the request that produced ``message`` used, plus its output."""
     usage = getattr(message, "usage_metadata", None)

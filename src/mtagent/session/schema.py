@@ -408,10 +408,6 @@ def _copy_json(value: Any) -> Any:
     return value
 
 
-def messages_to_records(messages: Iterable[BaseMessage]) -> list[dict[str, Any]]:
-    return [message_to_record(m) for m in messages]
-
-
 # ── record builders ────────────────────────────────────────────────────────────────────
 
 
