@@ -201,6 +201,19 @@ def test_turn_display_leaves_the_manual_compaction_line_to_slash_compact():
     assert "compacted" not in console.export_text()
 
 
+def test_turn_display_stops_the_spinner_of_a_refused_manual_compaction():
+    console = Console(record=True, width=120, force_terminal=True)
+    display = TurnDisplay(console=console, activity=console)
+    bus = EventBus()
+    display.attach(bus)
+    bus.emit(EventType.COMPACT_STARTED, trigger="manual", tokens=900)
+    assert display._status is not None
+    bus.emit(EventType.COMPACT_FAILED, trigger="manual", error="nothing compacted: the session is short")
+    assert display._status is None
+    display.detach()
+    assert "compaction failed" not in console.export_text()  # /compact prints the reason itself
+
+
 def test_approver_parses_answers_and_denies_on_ctrl_c():
     console = Console(record=True)
     requests = [SimpleNamespace(tool_call_id="c1", tool="shell", args={"command": "rm -rf build"}),

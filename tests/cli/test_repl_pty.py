@@ -136,3 +136,28 @@ def test_repl_cost_compact_and_clear_in_a_terminal(tmp_path, mtagent_home):
     finally:
         child.close(force=True)
     assert len(list_sessions(project)) == 2
+
+
+def test_a_refused_compact_stops_its_spinner(tmp_path, mtagent_home):
+    """``/compact`` in a young session says "nothing compacted"; its spinner must stop with it,
+    not redraw over the idle prompt (it once ran on forever: a refusal sent no end signal)."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["First answer."]), encoding="utf-8")
+    child = spawn(project, script, mtagent_home)
+    try:
+        child.expect("›")
+        child.sendline("hello")
+        child.expect("First answer")
+        child.expect("›")
+        child.sendline("/compact")
+        child.expect("nothing (to )?compact")
+        child.expect("›")
+        # a live spinner redraws every ~0.1 s; three seconds of silence means it stopped
+        seen = child.expect([r"compacting", pexpect.TIMEOUT], timeout=3)
+        assert seen == 1, f"the spinner still redraws after the refusal: {child.before!r}"
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)

@@ -153,7 +153,10 @@ class Repl:
                 return
             if not line.strip():
                 continue
-            outcome = dispatch(self.host, line)
+            try:
+                outcome = dispatch(self.host, line)
+            finally:
+                self.display.stop_spinner()  # whatever a command started ends with it
             if outcome is Outcome.EXIT:
                 return
             if outcome is Outcome.NOT_A_COMMAND:

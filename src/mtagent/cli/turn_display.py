@@ -25,22 +25,26 @@ from rich.status import Status
 
 from mtagent.cli.glyphs import glyphs
 from mtagent.events import Event, EventBus, EventType
+from mtagent.terminal_text import terminal_safe
 
 ARGS_PREVIEW_CHARS = 160
 ReadLine = Callable[[str], str]
 
 
 def describe_call(tool: str, args: dict[str, Any]) -> str:
-    """One line naming what a tool call will do (the shell command itself for shell)."""
+    """One line naming what a tool call will do (the shell command itself for shell).
+
+    The model wrote every part of it, so escapes and bidi controls are shown, never run: a
+    question that could rewrite itself on the terminal could get a "y" for another command."""
     if tool == "shell" and "command" in args:
-        return f"shell command `{args['command']}`"
+        return terminal_safe(f"shell command `{args['command']}`")
     path = args.get("file_path") or args.get("path")
     if path and tool in ("write_file", "edit_file", "read_file"):
-        return f"{tool} on {path}"
+        return terminal_safe(f"{tool} on {path}")
     text = json.dumps(args, ensure_ascii=False, default=str)
     if len(text) > ARGS_PREVIEW_CHARS:
         text = text[:ARGS_PREVIEW_CHARS] + "…"
-    return f"{tool} {text}"
+    return terminal_safe(f"{tool} {text}")
 
 
 @dataclass
@@ -52,6 +56,7 @@ class TurnDisplay:
     spinner: bool = True
     _status: Status | None = field(default=None, init=False, repr=False)
     _midline: bool = field(default=False, init=False, repr=False)
+    _held_cr: str = field(default="", init=False, repr=False)
     _unsubscribe: list[Callable[[], None]] = field(default_factory=list, init=False, repr=False)
     streamed: list[str] = field(default_factory=list, init=False, repr=False)
 
@@ -59,11 +64,17 @@ class TurnDisplay:
     def on_token(self, text: str) -> None:
         self.stop_spinner()
         self.streamed.append(text)
-        self.console.print(text, end="", markup=False, highlight=False, soft_wrap=True, emoji=False)
+        shown = self._held_cr + text  # a CR ending one piece may be the first half of a CRLF
+        self._held_cr = "\r" if shown.endswith("\r") else ""
+        shown = terminal_safe(shown[:-1] if self._held_cr else shown)
+        self.console.print(shown, end="", markup=False, highlight=False, soft_wrap=True, emoji=False)
         self._midline = not text.endswith("\n")
 
     def end_text(self) -> None:
         """Close the streamed line so whatever follows starts on its own line."""
+        if self._held_cr:  # the stream ended on a lone CR: show it
+            self._held_cr = ""
+            self.console.print(terminal_safe("\r"), end="", markup=False, highlight=False, soft_wrap=True)
         if self._midline:
             self.console.print()
             self._midline = False
@@ -98,7 +109,7 @@ class TurnDisplay:
     def _note(self, markup: str) -> None:
         self.stop_spinner()
         self.end_text()
-        self.activity.print(markup, soft_wrap=True, highlight=False)
+        self.activity.print(terminal_safe(markup), soft_wrap=True, highlight=False)
 
     def _compact_started(self, event: Event) -> None:
         self.end_text()
@@ -123,6 +134,9 @@ class TurnDisplay:
                    f"{pre:,} → {post:,} tokens")
 
     def _compact_failed(self, event: Event) -> None:
+        if event.data.get("trigger") == "manual":  # /compact says why itself ("nothing compacted: …")
+            self.stop_spinner()
+            return
         self._note(f"[yellow]compaction failed:[/] {escape(str(event.data.get('error', '')))}")
 
     def _auto_disabled(self, event: Event) -> None:

@@ -221,9 +221,9 @@ class ContextWindowManager:
         extra = self._extra(system, tools_tokens)
         self.meter.sync(history)
         tokens, _ = self.meter.measure(extra)
-        return self._compact(history, trigger=trigger, reason=f"/compact {instructions or ''}".strip(),
-                             tokens=tokens, extra=extra, prefer_memory=instructions is None,
-                             instructions=instructions, system=system or ())
+        return _ended_on_failure(self.bus, trigger, lambda: self._compact(
+            history, trigger=trigger, reason=f"/compact {instructions or ''}".strip(), tokens=tokens, extra=extra,
+            prefer_memory=instructions is None, instructions=instructions, system=system or ()))
 
     def compact_from(
         self,
@@ -334,6 +334,18 @@ class ContextWindowManager:
         self.meter.rebase(result.new_history())
         self.clearing.schedule.retry_floor = 0
         self.policy.rounds_since_compact = 0  # any compaction (/compact too) restarts compact_every_rounds
+
+
+def _ended_on_failure(bus: EventBus | None, trigger: str, run: Callable[[], CompactionResult]) -> CompactionResult:
+    """Run a requested compaction; one that raises — a refusal ("nothing compacted") too — still
+    ends what its ``COMPACT_STARTED`` began, with ``COMPACT_FAILED``, so a spinner stops with it.
+    (Auto compactions are ended by the policy's failure count instead.)"""
+    try:
+        return run()
+    except Exception as exc:
+        if bus is not None:
+            bus.emit(EventType.COMPACT_FAILED, trigger=trigger, error=str(exc))
+        raise
 
 
 def _publish_plan(plan: ContextPlan, sink: RecordSink | None, bus: EventBus | None, stats: SessionStats | None,

@@ -103,3 +103,25 @@ def test_tries_without_reattachment_then_a_tighter_summary_then_explains():
         assert str(exc).startswith("nothing compacted: the window stays at 1,000 tokens")
     else:
         raise AssertionError("expected NothingCompacted")
+
+
+def test_a_refused_manual_compaction_ends_with_compact_failed():
+    """A display shows a spinner from COMPACT_STARTED until COMPACT_BOUNDARY or COMPACT_FAILED;
+    a refusal ("nothing compacted") must send the second, or the spinner never stops."""
+    from mtagent.events import EventBus, EventType
+
+    bus = EventBus()
+    seen: list = []
+    bus.subscribe(lambda e: seen.append((e.type, e.data.get("trigger"))))
+    settings = Settings.model_validate({"context": {"token_limit": 40_000}})
+    manager = ContextWindowManager(settings, sink=[], token_limit=40_000, bus=bus)
+    history = list(SyntheticSession(seed=3, result_chars=100).grow_to(2))
+    try:
+        manager.compact(history, system=SYSTEM)
+    except NothingCompacted:
+        pass
+    else:
+        raise AssertionError("a two-round session should have nothing to compact")
+    kinds = [kind for kind, _ in seen if kind in (EventType.COMPACT_STARTED, EventType.COMPACT_FAILED)]
+    assert kinds == [EventType.COMPACT_STARTED, EventType.COMPACT_FAILED]
+    assert ("compact_failed", "manual") in [(k.value, t) for k, t in seen]
