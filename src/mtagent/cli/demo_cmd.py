@@ -82,7 +82,7 @@ def run_demo_command(cwd: Path | None, window: int | None) -> None:
 def _print_subagents(transcript: Path) -> None:
     """The subagent the demo started: what it explored in its own window and what it reported."""
     from mtagent.agent.subagents.tree import subagent_tree, tree_lines
-    from mtagent.cli.sanitize import terminal_safe
+    from mtagent.terminal_text import terminal_safe
 
     nodes = subagent_tree(transcript)
     if nodes:

@@ -8,20 +8,39 @@ table borders and no wrapping of long lines. ``COLUMNS`` still wins when set, as
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich import box
-from rich.console import Console, ConsoleDimensions
+from rich.console import Console, ConsoleDimensions, ConsoleOptions, RenderableType
 from rich.markup import escape
+from rich.segment import Segment
 
 from mtagent.errors import MTAgentError
+from mtagent.terminal_text import terminal_safe
 
 PIPE_WIDTH = 2000  # wide enough that no table column of ours is ever squeezed in a pipe
 
 
-class StreamConsole(Console):
+class SafeConsole(Console):
+    """A rich console that never emits a control character it was given as text.
+
+    Every printer also sanitizes what it prints (:func:`mtagent.terminal_text.terminal_safe`, so
+    a table measures what is shown); this is the backstop for the one that forgets: each text
+    segment is made terminal-safe after rendering, while rich's own control segments (cursor moves
+    of a spinner) and the style codes added at output pass untouched.
+    """
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control or not segment.text:
+                yield segment
+            else:
+                yield Segment(terminal_safe(segment.text), segment.style, None)
+
+
+class StreamConsole(SafeConsole):
     """A rich console that decides terminal or not at every print (stdout may be swapped later)."""
 
     def _piped(self) -> bool:

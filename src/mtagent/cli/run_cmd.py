@@ -11,7 +11,6 @@ hit); 2 a usage or configuration error; 130 interrupted (Ctrl-C).
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +26,7 @@ from mtagent.cli.session_options import (  # noqa: F401  (re-exported: the REPL 
 )
 from mtagent.cli.turn_display import TurnDisplay, make_approver
 from mtagent.errors import MTAgentError, UsageError
+from mtagent.terminal_text import json_text, terminal_safe
 
 if TYPE_CHECKING:
     from mtagent.agent.session import AgentSession, TurnResult
@@ -55,7 +55,7 @@ def window_warning(session: AgentSession) -> str | None:
 # ── mtagent run ────────────────────────────────────────────────────────────────────────
 
 def _read_stdin_line(prompt: str) -> str:
-    err_console.print(prompt, end="", markup=False, highlight=False, soft_wrap=True)
+    err_console.print(terminal_safe(prompt), end="", markup=False, highlight=False, soft_wrap=True)
     line = sys.stdin.readline()
     if not line:
         raise EOFError
@@ -89,7 +89,7 @@ def run_once(options: SessionOptions, task: str, *, as_json: bool = False) -> in
     try:
         err_console.print(f"[dim]session {escape(session.session_id)} · {escape(session.model_name)}[/]")
         for warning in setup_warnings(session):
-            err_console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
+            err_console.print(f"[yellow]warning:[/] {escape(terminal_safe(warning))}", soft_wrap=True)
         pending = session.pending_approval
         if pending:
             err_console.print("[yellow]this session stopped while a tool call waited for approval; "
@@ -125,7 +125,7 @@ def _settle_unattended(requests: list[Any], approval: str) -> dict[str, Any]:
 def _deny_all(requests: list[Any]) -> dict[str, Any]:
     """Without a terminal nobody can say yes: refuse, and tell the model and the user why."""
     for request in requests:
-        err_console.print(f"[yellow]denied[/] {escape(request.tool)}: no terminal to ask "
+        err_console.print(f"[yellow]denied[/] {escape(terminal_safe(request.tool))}: no terminal to ask "
                           "(use --approval allow or deny)")
     return {r.tool_call_id: {"decision": "deny", "reason": "no one to ask (stdin is not a terminal); "
                              "rerun with --approval allow to let it run"} for r in requests}
@@ -138,19 +138,19 @@ def _report_tool_trouble(messages: list[Any]) -> None:
             continue
         text = message.content if isinstance(message.content, str) else str(message.content)
         first = next((line.strip() for line in text.splitlines() if line.strip()), "(no message)")
-        name = escape(str(message.name or "tool"))
+        name = escape(terminal_safe(str(message.name or "tool")))
         if first.startswith("Not run:") and " was denied" in first:
             why = first.split(" was denied", 1)[1].split(". Nothing was executed", 1)[0].strip(" ()")
-            err_console.print(f"[yellow]denied[/] {name}: {escape(why)}", soft_wrap=True)
+            err_console.print(f"[yellow]denied[/] {name}: {escape(terminal_safe(why))}", soft_wrap=True)
         else:
-            err_console.print(f"[red]{name} failed:[/] {escape(first[:300])}", soft_wrap=True)
+            err_console.print(f"[red]{name} failed:[/] {escape(terminal_safe(first[:300]))}", soft_wrap=True)
 
 
 def _finish(display: TurnDisplay, result: TurnResult, session: AgentSession, as_json: bool = False,
             messages: list[Any] | None = None) -> int:
     streamed = display.take_streamed()
     if result.reply and not streamed.strip() and not as_json:
-        console.print(result.reply, markup=False, highlight=False)
+        console.print(terminal_safe(result.reply), markup=False, highlight=False)
     display.end_text()
     code = EXIT_OK
     if result.status == "interrupted":
@@ -161,7 +161,7 @@ def _finish(display: TurnDisplay, result: TurnResult, session: AgentSession, as_
                           "(agent.max_steps) without finishing; raise it or split the task")
         code = EXIT_FAILED
     if as_json:
-        typer.echo(json.dumps(_json_result(result, session, messages or list(result.messages)), ensure_ascii=False))
+        typer.echo(json_text(_json_result(result, session, messages or list(result.messages))))
     return code
 
 

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from mtagent import paths
 from mtagent.cli.output import bare_group_help, console, err_console, fail, user_errors
-from mtagent.cli.sanitize import sanitize_deep, terminal_safe
+from mtagent.terminal_text import sanitize_deep, terminal_safe
 from mtagent.cli.session_lines import record_line
 from mtagent.cli.session_options import resolve_session_id
 from mtagent.context.view import artifact_store_for, load_transcript
