@@ -74,7 +74,7 @@ TARGETS: dict[str, Target] = {
     "workspace": Target("tools/workspace.py",
                         ("tests/tools/test_workspace_mutants.py", "tests/tools/test_workspace.py",
                          "tests/security/test_workspace_escapes.py")),
-    "safe_fs": Target("tools/safe_fs.py",
+    "safe_fs": Target("safe_open.py",
                       ("tests/tools/test_workspace_mutants.py", "tests/tools/test_workspace.py",
                        "tests/security/test_workspace_escapes.py", "tests/tools/test_edit_write.py")),
     "read_state": Target("tools/read_state.py",

@@ -189,6 +189,14 @@ class MemorySettings(_Section):
     index_max_lines: int = Field(200, gt=0, description="MEMORY.md index lines loaded")
     rules_max_chars: int = Field(40_000, gt=0, description="warn when rules together exceed this")
     include_max_depth: int = Field(5, ge=0, description="@path include depth")
+    context_file_max_bytes: int = Field(
+        256 * 1024, gt=0, description="bytes read of each context file, rule file or @include, at most"
+    )
+    allow_external_includes: list[str] = Field(
+        default_factory=list, max_length=64,
+        description="absolute or ~/ globs of files outside the project that @includes may read; "
+        "honoured from your own config only, never a project's (/proc, /dev, /sys never)",
+    )
     extract_max_facts: int = Field(5, ge=0, description="facts auto-extraction may add after one turn, at most")
     extract_input_max_tokens: int = Field(20_000, gt=0, description="recent conversation shown to memory extraction")
 

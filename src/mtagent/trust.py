@@ -3,8 +3,12 @@
 The project config lives inside the repository being worked on, so whoever wrote the repository
 wrote it. Until the user trusts that project (``mtagent trust``, or the REPL's first-run
 question), the keys that relax security — :data:`SECURITY_KEYS`: approval rules, extra workspace
-roots, every shell setting, the model and its endpoint — are dropped from the project layer with
+roots, every shell setting (``shell.env_passthrough`` too), the model and its endpoint, and every
+key that widens what is read, indexed, loaded or run (``recall.index_workspace``, ``[mcp]``,
+``[skills]``; :func:`register_security_keys` adds more) — are dropped from the project layer with
 a one-line warning; everything else (window sizes, compaction tunables) still applies.
+:data:`USER_ONLY_KEYS` (``memory.allow_external_includes``) are dropped from a project's config
+even when it is trusted: they name files outside the project.
 
 Decisions live in the user's home (``$MTAGENT_HOME/trust.json``), keyed by the project's resolved
 path, never in the project. A decision is ``trusted`` or ``untrusted``; no entry means undecided
@@ -29,7 +33,15 @@ SECURITY_KEYS: frozenset[tuple[str, str]] = frozenset({
     ("agent", "approval"), ("agent", "workspace_extra_roots"), ("agent", "base_url"), ("agent", "model"),
     ("agent", "compact_model"), ("shell", "*"),
     ("storage", "*"),  # a repository must not send its sessions to a database of its choosing
+    # widening keys: what is read, indexed, loaded or run beyond the built-in defaults
+    ("recall", "index_workspace"),  # reads (and stores) every project file into the recall index
+    ("recall", "embeddings"),  # sends indexed text to an embedding endpoint
+    ("mcp", "*"),  # starts servers (commands) and talks to URLs of the repository's choosing
+    ("skills", "*"),  # loads instructions and scripts from folders of the repository's choosing
 })
+# Keys only the user's own layers (home config, environment, arguments) may set — a project's
+# config cannot set them even once trusted, because they say what lies *outside* the project.
+USER_ONLY_KEYS: frozenset[tuple[str, str]] = frozenset({("memory", "allow_external_includes")})
 # Lists that add up over the config layers instead of replacing: redactions only ever grow, so an
 # untrusted project may set them (more redaction is safe) but can never drop one the user configured.
 ADDITIVE_KEYS: frozenset[tuple[str, str]] = frozenset({("security", "redact_values"), ("security", "redact_env")})
@@ -100,28 +112,56 @@ def all_decisions() -> dict[str, dict[str, Any]]:
     return _load()
 
 
-def security_keys_in(layer: dict[str, Any]) -> list[str]:
+def register_security_keys(*keys: tuple[str, str]) -> None:
+    """Add ``(section, key)`` pairs (``"*"`` for a whole section) an untrusted project may not set.
+
+    For a new config section that widens what is read, loaded or run (MCP servers, skills, …):
+    registering it here is all it takes for an untrusted project's config to be ignored for it.
+    """
+    global SECURITY_KEYS
+    SECURITY_KEYS = SECURITY_KEYS | frozenset(keys)
+
+
+def _listed(section: str, key: str, keys: frozenset[tuple[str, str]]) -> bool:
+    return (section, key) in keys or (section, "*") in keys
+
+
+def security_keys_in(layer: dict[str, Any], keys: frozenset[tuple[str, str]] | None = None) -> list[str]:
     """The security keys ``layer`` (one config file's tables) sets, as ``section.key``."""
+    keys = SECURITY_KEYS if keys is None else keys
     found = []
     for section, body in layer.items():
         if not isinstance(body, dict):
             continue
         for key in body:
-            if (section, key) in SECURITY_KEYS or (section, "*") in SECURITY_KEYS:
+            if _listed(section, key, keys):
                 found.append(f"{section}.{key}")
     return found
 
 
-def filter_project_layer(layer: dict[str, Any], project_root: str | os.PathLike[str], source: str) -> dict[str, Any]:
-    """``layer`` without its security keys unless the project is trusted (one warning per file)."""
-    dropped = security_keys_in(layer)
-    if not dropped or is_trusted(project_root):
-        return layer
+def _without(layer: dict[str, Any], dropped: list[str]) -> dict[str, Any]:
     kept = {}
     for section, body in layer.items():
         if isinstance(body, dict):
             body = {k: v for k, v in body.items() if f"{section}.{k}" not in dropped}
         kept[section] = body
+    return kept
+
+
+def filter_project_layer(layer: dict[str, Any], project_root: str | os.PathLike[str], source: str) -> dict[str, Any]:
+    """``layer`` without its security keys unless the project is trusted, and never with a
+    user-only key (one warning line per file and reason)."""
+    user_only = security_keys_in(layer, USER_ONLY_KEYS)
+    if user_only:
+        layer = _without(layer, user_only)
+        if f"user-only:{source}" not in _warned:
+            _warned.add(f"user-only:{source}")
+            sys.stderr.write(f"warning: ignoring {', '.join(user_only)} from {source}: only your own "
+                             f"{paths.global_config_path()} may set it\n")
+    dropped = security_keys_in(layer)
+    if not dropped or is_trusted(project_root):
+        return layer
+    kept = _without(layer, dropped)
     if source not in _warned:
         _warned.add(source)
         sys.stderr.write(f"warning: ignoring {', '.join(dropped)} from {source}: this project is not trusted "

@@ -13,7 +13,13 @@ project's rules do not all crowd every prompt. Files without ``paths`` always ap
 
 Any rule file may pull in another with an ``@path`` reference (relative to the including file,
 ``~/`` for home). Includes nest up to ``memory.include_max_depth``; a cycle or a missing file is
-reported in :attr:`RuleSet.warnings`, never raised. When all rules together exceed
+reported in :attr:`RuleSet.warnings`, never raised.
+
+Every file here — the context files, rule files and what they include — is read under
+:mod:`mtagent.confine`'s rule: inside the project (or a pattern of the user's own
+``memory.allow_external_includes``), never ``/proc``, ``/dev`` or ``/sys``, no hard links, no
+symlink leaving the project, at most ``memory.context_file_max_bytes`` each, redacted. A refusal
+is a warning, so a cloned repository's ``@~/.ssh/id_rsa`` is shown to the user, not sent. When all rules together exceed
 ``memory.rules_max_chars`` a warning says so (spec 003: very long rule files get ignored).
 """
 
@@ -29,8 +35,12 @@ from typing import Any
 
 import yaml
 
-from mtagent.globs import glob_match as shared_glob_match
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from mtagent.config_sections import MemorySettings
+from mtagent.confine import ProjectReader
+from mtagent.globs import glob_match as shared_glob_match
+from mtagent.redaction import Redactor
 
 PROJECT_CONTEXT_FILES = ("CONTEXT.md", ".mtagent/CONTEXT.md")
 LOCAL_CONTEXT_FILE = "CONTEXT.local.md"
@@ -156,29 +166,29 @@ def _include_targets(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _resolve_include(ref: str, base_dir: Path) -> Path:
+def _spell_include(ref: str, base_dir: Path) -> Path:
+    """Where ``@ref`` points as written (``~/`` is home); :mod:`mtagent.confine` decides on it."""
     if ref.startswith("~/"):
-        return Path(ref).expanduser().resolve()
-    return (base_dir / ref).resolve()
-
-
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+        return Path(ref).expanduser()
+    return base_dir / ref
 
 
 def expand_includes(text: str, source: Path, *, root: Path, max_depth: int,
-                    warnings: list[str], cycles: list[list[str]],
+                    warnings: list[str], cycles: list[list[str]], reader: ProjectReader | None = None,
                     _stack: tuple[Path, ...] = (), _seen: set[Path] | None = None) -> str:
-    """``text`` followed by the files its ``@path`` references name (depth-first, each once)."""
+    """``text`` followed by the files its ``@path`` references name (depth-first, each once).
+
+    ``source`` is the including file's resolved path; each include is read through ``reader``
+    (confined to ``root`` unless the user allowed more), and a refusal becomes a warning.
+    """
+    reader = reader or ProjectReader.create(root)
     seen = _seen if _seen is not None else set()
-    stack = (*_stack, source.resolve())
-    seen.add(source.resolve())
+    stack = (*_stack, source)
+    seen.add(source)
     parts = [text.rstrip("\n")]
     for ref in _include_targets(text):
-        target = _resolve_include(ref, source.parent)
+        spelled = _spell_include(ref, source.parent)
+        target = Path(os.path.realpath(spelled))
         chain = [_display(p, root) for p in stack] + [_display(target, root)]
         if target in stack:
             cycles.append(chain)
@@ -190,21 +200,26 @@ def expand_includes(text: str, source: Path, *, root: Path, max_depth: int,
             warnings.append(f"include depth limit ({max_depth}) reached at {' -> '.join(chain)}; "
                             "flatten the includes or raise memory.include_max_depth")
             continue
-        content = _read_text(target) if target.is_file() else None
-        if content is None:
-            warnings.append(f"@{ref} in {_display(source, root)} is not a readable text file; it was skipped")
+        result = reader.read(spelled, label=f"@{ref} in {_display(source, root)}")
+        if result.problem:
+            warnings.append(result.problem)
+        if result.text is None:
             continue
-        body = expand_includes(content, target, root=root, max_depth=max_depth, warnings=warnings,
-                               cycles=cycles, _stack=stack, _seen=seen)
+        target = result.path
+        seen.add(target)
+        body = expand_includes(result.text, target, root=root, max_depth=max_depth, warnings=warnings,
+                               cycles=cycles, reader=reader, _stack=stack, _seen=seen)
         parts.append(f"\n<!-- included from {_display(target, root)} -->\n{body}")
     return "\n".join(parts)
 
 
-def _load_one(path: Path, kind: str, root: Path, max_depth: int, out: RuleSet) -> None:
-    raw = _read_text(path)
-    if raw is None:
-        out.warnings.append(f"{_display(path, root)} is not readable UTF-8 text; it was skipped")
+def _load_one(path: Path, kind: str, root: Path, max_depth: int, out: RuleSet, reader: ProjectReader) -> None:
+    result = reader.read(path, label=_display(path, root))
+    if result.problem:
+        out.warnings.append(result.problem)
+    if result.text is None:
         return
+    raw = result.text
     globs: tuple[str, ...] = ()
     body = raw
     if kind == "rule":
@@ -213,27 +228,30 @@ def _load_one(path: Path, kind: str, root: Path, max_depth: int, out: RuleSet) -
         for issue in (problem, glob_problem):
             if issue:
                 out.warnings.append(f"{_display(path, root)}: {issue}; the rule applies to every file")
-    text = expand_includes(body.strip("\n"), path, root=root, max_depth=max_depth,
-                           warnings=out.warnings, cycles=out.cycles)
+    text = expand_includes(body.strip("\n"), result.path, root=root, max_depth=max_depth,
+                           warnings=out.warnings, cycles=out.cycles, reader=reader)
     if text.strip():
         out.rules.append(Rule(_display(path, root), kind, text, globs))
 
 
-def load_rules(project_root: str | os.PathLike[str], *, include_max_depth: int,
-               rules_max_chars: int) -> RuleSet:
-    """Read the project's rules fresh from disk (cheap: a handful of small files)."""
-    root = Path(project_root).resolve()
+def load_rules(project_root: str | os.PathLike[str], *, include_max_depth: int, rules_max_chars: int,
+               max_file_bytes: int | None = None, allow_external: Sequence[str] = (),
+               redactor: Redactor | None = None) -> RuleSet:
+    """Read the project's rules fresh from disk (cheap: a handful of small files).
+
+    ``allow_external`` are the user's ``memory.allow_external_includes`` patterns (never the
+    project's); ``redactor`` cleans every text read (default: the secrets of this process).
+    """
+    root = Path(os.path.realpath(project_root))
+    reader = ProjectReader.create(root, allow_external=allow_external, redactor=redactor,
+                                  **({"max_bytes": max_file_bytes} if max_file_bytes else {}))
     out = RuleSet()
-    for name in PROJECT_CONTEXT_FILES:
-        if (root / name).is_file():
-            _load_one(root / name, "project", root, include_max_depth, out)
-    if (root / LOCAL_CONTEXT_FILE).is_file():
-        _load_one(root / LOCAL_CONTEXT_FILE, "local", root, include_max_depth, out)
-    rules_dir = root / RULES_DIR
-    if rules_dir.is_dir():
-        for path in sorted(rules_dir.rglob("*.md")):
-            if path.is_file():
-                _load_one(path, "rule", root, include_max_depth, out)
+    for name in (*PROJECT_CONTEXT_FILES, LOCAL_CONTEXT_FILE):
+        if os.path.lexists(root / name):
+            _load_one(root / name, "local" if name == LOCAL_CONTEXT_FILE else "project", root,
+                      include_max_depth, out, reader)
+    for path in reader.files(RULES_DIR, recursive=True):
+        _load_one(path, "rule", root, include_max_depth, out, reader)
     if out.total_chars > rules_max_chars:
         out.warnings.append(
             f"project rules total {out.total_chars:,} chars, more than memory.rules_max_chars="
@@ -241,6 +259,14 @@ def load_rules(project_root: str | os.PathLike[str], *, include_max_depth: int,
             f"path-scoped files under {RULES_DIR}/"
         )
     return out
+
+
+def load_project_rules(project_root: str | os.PathLike[str], settings: MemorySettings,
+                       redactor: Redactor | None = None) -> RuleSet:
+    """:func:`load_rules` with the ``[memory]`` settings (depth, size cap, the user's external includes)."""
+    return load_rules(project_root, include_max_depth=settings.include_max_depth,
+                      rules_max_chars=settings.rules_max_chars, max_file_bytes=settings.context_file_max_bytes,
+                      allow_external=settings.allow_external_includes, redactor=redactor)
 
 
 def _paths_in(value: Any) -> list[str]:

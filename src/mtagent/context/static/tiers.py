@@ -36,7 +36,8 @@ from mtagent import paths
 from mtagent.config import MemorySettings
 from mtagent.context.static import memory, memory_resolve
 from mtagent.context.static.authority import Authority, AuthorityItem, Conflict, detect_conflicts
-from mtagent.context.static.rules import RuleSet, load_rules
+from mtagent.context.static.rules import RuleSet, load_project_rules
+from mtagent.redaction import Redactor, collect_secrets
 from mtagent.context.tokens import count_text_tokens
 
 log = logging.getLogger(__name__)
@@ -194,12 +195,15 @@ class StaticContext:
 
     ``touched`` paths (see :func:`mtagent.context.static.rules.touched_paths`) switch on the
     path-scoped rules; once a file was touched its rules stay for the rest of the session.
+    ``redactor`` cleans every project file read (the session's, with its configured secrets; by
+    default the secrets of this process's environment and every known key shape).
     """
 
     project_root: Path
     settings: MemorySettings = field(default_factory=MemorySettings)
     today: _dt.date = field(default_factory=_dt.date.today)
     os_name: str = field(default_factory=describe_os)
+    redactor: Redactor = field(default_factory=lambda: Redactor(collect_secrets()), repr=False)
     _touched: dict[str, None] = field(default_factory=dict, init=False, repr=False)
     _warned: set[str] = field(default_factory=set, init=False, repr=False)
     _conflict_memo: tuple[tuple[Any, ...], list[Conflict]] | None = field(default=None, init=False, repr=False)
@@ -212,8 +216,7 @@ class StaticContext:
               touched: Iterable[str] = (), *, list_tools: bool = True) -> StaticParts:
         """Read Tier 1, rules and memories from disk and render this turn's two messages."""
         self.touch(touched)
-        rules = load_rules(self.project_root, include_max_depth=self.settings.include_max_depth,
-                           rules_max_chars=self.settings.rules_max_chars)
+        rules = load_project_rules(self.project_root, self.settings, self.redactor)
         active_rules = rules.active(self._touched)
         global_text = load_global_context()
         project_memory = memory.load_project_memory(self.project_root, self.settings.index_max_lines)
@@ -267,8 +270,7 @@ class StaticContext:
 
     def rule_items(self) -> list[AuthorityItem]:
         """The rules in force, as authority items — for checking a summary against them."""
-        rules = load_rules(self.project_root, include_max_depth=self.settings.include_max_depth,
-                           rules_max_chars=self.settings.rules_max_chars)
+        rules = load_project_rules(self.project_root, self.settings, self.redactor)
         return [AuthorityItem(f"rule:{r.source}", Authority.PROJECT_RULES, r.text)
                 for r in rules.active(self._touched)]
 
