@@ -103,7 +103,8 @@ def test_run_json_answer_has_no_raw_c1_or_bidi(project, tmp_path):
 
 
 def test_run_failed_tool_line_shows_escapes(project, tmp_path):
-    steps = [{"tool": "shell", "args": {"command": "printf 'x\\033]0;tool-title\\007' >&2; exit 3"}}, "ok"]
+    steps = [{"tool": "nope\x1b]0;tool-title\x07\u202e", "args": {"x": "\x1b[2J"}}, "ok"]
     result = runner.invoke(app, ["run", "--approval", "allow", "--cwd", str(project), "--model",
                                  script(tmp_path, steps), "hi"])
+    assert "failed" in result.output, result.output
     assert not raw_control(result.output), repr(result.output)

@@ -8,7 +8,6 @@ a conflict key and an expiry (spec 003 v1.2); ``list --expired`` shows the facts
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -18,6 +17,7 @@ from mtagent.cli.output import bare_group_help, console, user_errors
 from mtagent.context.static import memory
 from mtagent.context.static.memory import Scope
 from mtagent.context.static.memory_meta import FactMeta, clean_key, parse_ttl
+from mtagent.terminal_text import json_text, terminal_safe
 
 memory_app = typer.Typer(help="List, add and remove long-term memories (global or per project).")
 bare_group_help(memory_app)
@@ -47,10 +47,11 @@ def _print_scope(scope: Scope, cwd: Path, expired_only: bool = False) -> None:
     if not entries:
         console.print("  (none)")
     for e in entries:
-        text = f"[strike dim]{escape(e.text)}[/] [dim](obsolete)[/]" if e.obsolete else escape(e.text)
+        fact = escape(terminal_safe(e.text))
+        text = f"[strike dim]{fact}[/] [dim](obsolete)[/]" if e.obsolete else fact
         if e.expired:
-            text = f"[dim]{escape(e.text)} (expired {e.meta.expires_at:%Y-%m-%d})[/]"
-        key = f" [dim]key={escape(e.meta.key)}[/]" if e.meta.key else ""
+            text = f"[dim]{fact} (expired {e.meta.expires_at:%Y-%m-%d})[/]"
+        key = f" [dim]key={escape(terminal_safe(e.meta.key))}[/]" if e.meta.key else ""
         console.print(f"  {e.number}. {text}{key}", soft_wrap=True)
 
 
@@ -71,11 +72,11 @@ def list_cmd(
     else:
         scopes = ["global", "project"] if project is None else [_scope(project)]
     if as_json:
-        typer.echo(json.dumps([{"scope": scope, "number": e.number, "text": e.text, "obsolete": e.obsolete,
-                                "path": str(memory.memory_path(scope, root)), "key": e.meta.key,
-                                "expires_at": e.meta.expires_at.isoformat() if e.meta.expires_at else None,
-                                "expired": e.expired}
-                               for scope in scopes for e in _entries(scope, root, expired)], ensure_ascii=False))
+        typer.echo(json_text([{"scope": scope, "number": e.number, "text": e.text, "obsolete": e.obsolete,
+                               "path": str(memory.memory_path(scope, root)), "key": e.meta.key,
+                               "expires_at": e.meta.expires_at.isoformat() if e.meta.expires_at else None,
+                               "expired": e.expired}
+                              for scope in scopes for e in _entries(scope, root, expired)]))
         return
     for i, scope in enumerate(scopes):
         if i:
@@ -99,12 +100,12 @@ def add_cmd(
     result = memory.save_memory(fact, scope, cwd.resolve(), meta=meta)
     _audit("add", scope, result.entry.number)
     if result.added:
-        console.print(f"remembered ({scope}, #{result.entry.number}): {escape(result.entry.text)}", soft_wrap=True)
+        console.print(f"remembered ({scope}, #{result.entry.number}): {escape(terminal_safe(result.entry.text))}", soft_wrap=True)
     elif result.reactivated:
-        console.print(f"no longer obsolete ({scope}, #{result.entry.number}): {escape(result.entry.text)}",
+        console.print(f"no longer obsolete ({scope}, #{result.entry.number}): {escape(terminal_safe(result.entry.text))}",
                       soft_wrap=True)
     else:
-        console.print(f"already remembered ({scope}, #{result.entry.number}): {escape(result.entry.text)}",
+        console.print(f"already remembered ({scope}, #{result.entry.number}): {escape(terminal_safe(result.entry.text))}",
                       soft_wrap=True)
 
 
@@ -121,10 +122,10 @@ def remove_cmd(
     scope = _scope(project, namespace)
     if obsolete:
         entry = memory.mark_memory_obsolete(selector, scope, cwd.resolve())
-        console.print(f"marked obsolete ({scope}): {escape(entry.text)}", soft_wrap=True)
+        console.print(f"marked obsolete ({scope}): {escape(terminal_safe(entry.text))}", soft_wrap=True)
     else:
         entry = memory.remove_memory(selector, scope, cwd.resolve())
-        console.print(f"removed ({scope}): {escape(entry.text)}", soft_wrap=True)
+        console.print(f"removed ({scope}): {escape(terminal_safe(entry.text))}", soft_wrap=True)
     _audit("obsolete" if obsolete else "remove", scope, None)
 
 

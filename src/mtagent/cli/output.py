@@ -84,7 +84,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def print_error(message: str) -> None:
     """``error: message`` on one line of stderr."""
-    err_console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(terminal_safe(message))}", soft_wrap=True)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from mtagent import paths
+from mtagent.cli.output import SafeConsole
 from mtagent.cli.repl_host import ReplHost
 from mtagent.cli.run_cmd import guarded, setup_warnings
 from mtagent.cli.session_options import SessionOptions
@@ -32,6 +33,7 @@ from mtagent.cli import slash_session  # noqa: F401  (adds /clear, /model, /cost
 from mtagent.cli.slash import Outcome, dispatch, error_line
 from mtagent.cli.turn_display import TurnDisplay, make_approver
 from mtagent.errors import MTAgentError
+from mtagent.terminal_text import terminal_safe
 
 log = logging.getLogger(__name__)
 HISTORY_FILE = "repl_history"
@@ -84,7 +86,7 @@ class Repl:
     def __init__(self, options: SessionOptions, *, console: Console | None = None,
                  prompt_session: PromptSession[str] | None = None,
                  ask: Callable[[str], str] | None = None) -> None:
-        self.console = console or Console(highlight=False)
+        self.console = console or SafeConsole(highlight=False)
         self.display = TurnDisplay(console=self.console, activity=self.console)
         self.host = ReplHost(console=self.console, options=options, on_token=self.display.on_token)
         self.prompt = prompt_session or PromptSession(
@@ -111,7 +113,7 @@ class Repl:
         self.console.print(f"[dim]session {escape(session.session_id)}{resumed} · {escape(str(self.host.cwd))}[/]")
         warnings = [*(getattr(session, "resume_warnings", []) or []), *setup_warnings(session)]
         for warning in filter(None, warnings):
-            self.console.print(f"[yellow]warning:[/] {escape(str(warning))}", soft_wrap=True)
+            self.console.print(f"[yellow]warning:[/] {escape(terminal_safe(str(warning)))}", soft_wrap=True)
         self.console.print("[dim]/help for commands · Esc+Enter for a new line · Ctrl-D to exit[/]")
 
     def ask_project_trust(self) -> None:
@@ -201,7 +203,7 @@ class Repl:
         streamed = self.display.take_streamed()
         self.display.end_text()
         if result.reply and not streamed.strip():
-            self.console.print(result.reply, markup=False)
+            self.console.print(terminal_safe(result.reply), markup=False)
         if result.status == "interrupted":
             self.console.print("[yellow]interrupted[/] — the turn stopped; the session is saved")
         elif result.status == "max_steps":

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from mtagent import paths
 from mtagent.cli.output import bare_group_help, console, err_console, fail, user_errors
-from mtagent.terminal_text import sanitize_deep, terminal_safe
+from mtagent.terminal_text import json_text, sanitize_deep, terminal_safe
 from mtagent.cli.session_lines import record_line
 from mtagent.cli.session_options import resolve_session_id
 from mtagent.context.view import artifact_store_for, load_transcript
@@ -137,10 +137,10 @@ def list_cmd(
 
             sessions = session_infos(store, paths.project_hash(root))
     if as_json:
-        typer.echo(json.dumps([{"id": i.session_id, "started": i.started.isoformat() if i.started else None,
-                                "last_activity": i.last_activity.isoformat() if i.last_activity else None,
-                                "messages": i.messages, "size_bytes": i.size_bytes, "compactions": i.compactions,
-                                "model": i.model, "path": str(i.path)} for i in sessions], ensure_ascii=False))
+        typer.echo(json_text([{"id": i.session_id, "started": i.started.isoformat() if i.started else None,
+                               "last_activity": i.last_activity.isoformat() if i.last_activity else None,
+                               "messages": i.messages, "size_bytes": i.size_bytes, "compactions": i.compactions,
+                               "model": i.model, "path": str(i.path)} for i in sessions]))
         return
     if not sessions:
         console.print(f"no sessions yet for {escape(str(root.resolve()))}")
@@ -151,7 +151,7 @@ def list_cmd(
         table.add_column(name, justify=justify, no_wrap=name != "model")  # type: ignore[arg-type]
     for info in sessions:
         table.add_row(info.session_id, _when(info.started), _when(info.last_activity), str(info.messages),
-                      _size(info.size_bytes), str(info.compactions), info.model or "-")
+                      _size(info.size_bytes), str(info.compactions), terminal_safe(info.model or "-"))
     console.print(table)  # in a pipe: whole ids and dates, ASCII borders (see cli.output)
 
 

@@ -28,6 +28,7 @@ from mtagent.cli.session_report import SessionReport
 from mtagent.context.static import memory
 from mtagent.context.static.memory import Scope
 from mtagent.errors import MTAgentError, UsageError
+from mtagent.terminal_text import terminal_safe
 
 
 log = logging.getLogger(__name__)
@@ -181,7 +182,7 @@ def dispatch(host: SlashHost, line: str) -> Outcome:
 
 
 def error_line(console: Console, message: str) -> None:
-    console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
+    console.print(f"[bold red]error:[/] {escape(terminal_safe(message))}", soft_wrap=True)
 
 
 # ── commands ───────────────────────────────────────────────────────────────────────────
@@ -273,7 +274,8 @@ def cmd_context(host: SlashHost, command: SlashCommand) -> Outcome:
         table.add_column("role", no_wrap=True, min_width=max(len(row[1]) for row in rows))
         table.add_column("text", max_width=80)
         for message_id, role, text in rows:
-            table.add_row(message_id, role, Text(text, no_wrap=True, overflow="ellipsis"))
+            table.add_row(terminal_safe(message_id), terminal_safe(role),
+                          Text(terminal_safe(text), no_wrap=True, overflow="ellipsis"))
         host.console.print(table)
         host.console.print("[dim]/compact from <id> summarises everything before that message.[/]")
         return Outcome.CONTINUE
@@ -340,7 +342,8 @@ def cmd_memory(host: SlashHost, command: SlashCommand) -> Outcome:
             if not entries:
                 console.print("  (none)")
             for e in entries:
-                text = f"[strike dim]{escape(e.text)}[/] [dim](obsolete)[/]" if e.obsolete else escape(e.text)
+                fact = escape(terminal_safe(e.text))
+                text = f"[strike dim]{fact}[/] [dim](obsolete)[/]" if e.obsolete else fact
                 console.print(f"  {e.number}. {text}", soft_wrap=True)
         return Outcome.CONTINUE
     if action == "add":
@@ -350,7 +353,7 @@ def cmd_memory(host: SlashHost, command: SlashCommand) -> Outcome:
         result = memory.save_memory(" ".join(args), chosen, host.cwd)
         verb = "remembered" if result.added else ("no longer obsolete" if result.reactivated
                                                   else "already remembered")
-        console.print(f"{verb} ({chosen}, #{result.entry.number}): {escape(result.entry.text)}", soft_wrap=True)
+        console.print(f"{verb} ({chosen}, #{result.entry.number}): {escape(terminal_safe(result.entry.text))}", soft_wrap=True)
         return Outcome.CONTINUE
     if action in ("remove", "rm"):
         if not args:
@@ -359,10 +362,10 @@ def cmd_memory(host: SlashHost, command: SlashCommand) -> Outcome:
         chosen = scope or "global"
         if obsolete:
             entry = memory.mark_memory_obsolete(" ".join(args), chosen, host.cwd)
-            console.print(f"marked obsolete ({chosen}): {escape(entry.text)}", soft_wrap=True)
+            console.print(f"marked obsolete ({chosen}): {escape(terminal_safe(entry.text))}", soft_wrap=True)
         else:
             entry = memory.remove_memory(" ".join(args), chosen, host.cwd)
-            console.print(f"removed ({chosen}): {escape(entry.text)}", soft_wrap=True)
+            console.print(f"removed ({chosen}): {escape(terminal_safe(entry.text))}", soft_wrap=True)
         return Outcome.CONTINUE
     hint = suggest(action, ["list", "add", "remove"])
     raise UsageError(f"unknown /memory action {action!r}" + (f"; did you mean {hint}?" if hint else "")

@@ -195,8 +195,8 @@ def make_approver(console: Console, read_line: ReadLine, *,
         for i, request in enumerate(requests):
             rule = str(getattr(request, "rule", ""))
             asker = rule.split(":")[0] if rule.startswith("subagent ") else ""
-            question = (f"{asker + ' asks: ' if asker else ''}Run {describe_call(request.tool, dict(request.args))}? "
-                        "[y]es / [n]o / [a]lways ")
+            question = terminal_safe(f"{asker + ' asks: ' if asker else ''}Run "
+                                     f"{describe_call(request.tool, dict(request.args))}? [y]es / [n]o / [a]lways ")
             while True:
                 try:
                     reply = parse_approval_answer(read_line(question))
