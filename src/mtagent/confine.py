@@ -130,8 +130,8 @@ def _read_capped(fh: object, max_bytes: int) -> tuple[bytes, bool]:
     return (raw[:max_bytes], True) if len(raw) > max_bytes else (raw, False)
 
 
-def _decode(raw: bytes, truncated: bool) -> str | None:
-    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+def _decode(raw: bytes, truncated: bool, errors: str) -> str | None:
+    decoder = codecs.getincrementaldecoder("utf-8")(errors)
     try:
         return decoder.decode(raw, final=not truncated)  # a cut inside a character is dropped
     except UnicodeDecodeError:
@@ -140,8 +140,11 @@ def _decode(raw: bytes, truncated: bool) -> str | None:
 
 def read_text(root: str | os.PathLike[str], path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES,
               allow_external: Sequence[str] = (), redactor: Redactor | None = None,
-              label: str | None = None) -> ReadResult:
-    """Read the UTF-8 text file ``path`` (absolute, or relative to ``root``) under the rule above."""
+              label: str | None = None, decode_errors: str = "strict") -> ReadResult:
+    """Read the UTF-8 text file ``path`` (absolute, or relative to ``root``) under the rule above.
+
+    ``decode_errors="replace"`` keeps a file that is not quite UTF-8 (an indexer's choice); by
+    default such a file is a problem, not text."""
     root_path = Path(os.path.realpath(root))
     spelled = Path(path) if os.path.isabs(path) else root_path / path
     name = label or str(path)
@@ -167,7 +170,7 @@ def read_text(root: str | os.PathLike[str], path: str | os.PathLike[str], *, max
         return ReadResult(target, None, f"{name} was refused: {exc}")
     except OSError as exc:
         return ReadResult(target, None, f"{name} cannot be read ({exc.strerror or exc}); it was skipped")
-    text = _decode(raw, truncated)
+    text = _decode(raw, truncated, decode_errors)
     if text is None:
         return ReadResult(target, None, f"{name} is not UTF-8 text; it was skipped")
     text = (redactor or default_redactor()).text(text)

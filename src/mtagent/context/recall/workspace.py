@@ -5,6 +5,11 @@ the workspace is always there to grep. When on, text files under the project roo
 by lines; ``.git/`` and whatever the root ``.gitignore`` excludes are skipped (``pathspec``'s
 GitIgnoreSpec), as are symlinks (a link could lead outside the project), binary files and files
 over ``recall.workspace_max_file_bytes``. A file is re-indexed only when its size or mtime changed.
+
+Files are read under :mod:`mtagent.confine`'s rule, like every reader of project content: opened
+through the project's descriptor (a folder swapped for a symlink mid-refresh is refused), never
+a hard link (its other name may be outside), at most ``workspace_max_file_bytes + 1`` bytes read,
+and redacted before anything is stored — the index never holds a secret the files held.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ from pathlib import Path
 
 import pathspec
 
+from mtagent import confine
 from mtagent.config import RecallSettings
 from mtagent.context.recall.documents import chunk_lines
 from mtagent.context.recall.store import Doc, RecallStore
+from mtagent.redaction import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -54,18 +61,22 @@ def workspace_files(root: Path) -> list[Path]:
     return found
 
 
-def _read_text(path: Path, limit: int) -> str | None:
-    try:
-        data = path.read_bytes()[: limit + 1]
-    except OSError:
+def _read_text(root: Path, path: Path, limit: int, redactor: Redactor) -> str | None:
+    """The file's redacted text, or None: over ``limit``, binary, refused or unreadable."""
+    result = confine.read_text(root, path, max_bytes=limit, redactor=redactor, decode_errors="replace")
+    if result.text is None or result.truncated or "\x00" in result.text[:8192]:
+        if result.problem and not result.truncated:
+            log.debug("workspace index: %s", result.problem)
         return None
-    if len(data) > limit or b"\x00" in data[:8192]:
-        return None
-    return data.decode("utf-8", errors="replace")
+    return result.text
 
 
-def sync_workspace(root: Path, store: RecallStore, settings: RecallSettings) -> int:
-    """Index new and changed workspace files; drop files that disappeared. Returns items added."""
+def sync_workspace(root: Path, store: RecallStore, settings: RecallSettings, redactor: Redactor | None = None) -> int:
+    """Index new and changed workspace files; drop files that disappeared. Returns items added.
+
+    ``redactor``: the session's (default: this process's secrets and every known key shape)."""
+    redactor = redactor or confine.default_redactor()
+    root = Path(os.path.realpath(root))
     added = 0
     seen: set[str] = set()
     for path in workspace_files(root):
@@ -79,7 +90,7 @@ def sync_workspace(root: Path, store: RecallStore, settings: RecallSettings) -> 
         _, size, mtime = store.source_state(source)
         if size == stat.st_size and mtime == stat.st_mtime:
             continue
-        text = _read_text(path, settings.workspace_max_file_bytes)
+        text = _read_text(root, path, settings.workspace_max_file_bytes, redactor)
         store.delete_where(f"file:{rel}:")
         if text is not None:
             docs = [Doc(uid=f"file:{rel}:{first}", kind="file", text=body[:settings.item_max_chars], path=rel,

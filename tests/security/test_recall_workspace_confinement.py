@@ -1,0 +1,114 @@
+"""The recall index of workspace files reads under the same confinement as the file tools (#27):
+no hard links, no symlink race, bounded reads, redacted before it is stored — and an untrusted
+project's config cannot switch it on."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from mtagent import trust
+from mtagent.config import RecallSettings, load_settings
+from mtagent.context.recall.store import RecallStore
+from mtagent.context.recall.workspace import sync_workspace
+
+CANARY = "CANARY-OUTSIDE-recall-31c7"
+TOKEN = "ghx_recallCanaryToken0123456789abcd"
+
+
+def _indexed(store: RecallStore) -> str:
+    return "\n".join(str(text) for (text,) in store.execute("SELECT text FROM items"))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "ok.txt").write_text("ordinary text\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text(f"{CANARY}\n")
+    return root
+
+
+def test_a_hard_link_to_an_outside_file_is_not_indexed(project: Path) -> None:
+    os.link(project.parent / "outside" / "secret.txt", project / "hard.txt")
+    store = RecallStore(None)
+    sync_workspace(project, store, RecallSettings(index_workspace=True))
+    text = _indexed(store)
+    assert "ordinary text" in text and CANARY not in text
+
+
+def test_workspace_secrets_are_redacted_before_they_are_stored(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    (project / "deploy.sh").write_text(f"export GITHUB_TOKEN={TOKEN}\nkey=ghp_{'b' * 36}\n")
+    store = RecallStore(None)
+    sync_workspace(project, store, RecallSettings(index_workspace=True))
+    text = _indexed(store)
+    assert "export GITHUB_TOKEN=" in text and TOKEN not in text and "ghp_bbbb" not in text
+
+
+def test_a_huge_file_is_not_read_whole(project: Path) -> None:
+    with (project / "huge.log").open("wb") as fh:
+        fh.truncate(64 * 1024 * 1024)  # sparse: instant to make, 64 MiB to read whole
+    store = RecallStore(None)
+    tracemalloc.start()
+    try:
+        sync_workspace(project, store, RecallSettings(index_workspace=True, workspace_max_file_bytes=100_000))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 1024 * 1024, f"peak {peak:,} bytes while skipping a 64 MiB file"
+
+
+def test_a_folder_swapped_for_a_symlink_never_indexes_outside_text(project: Path) -> None:
+    """The race of #27 (51 of 5,361 refreshes indexed outside text): a folder flips between a real
+    folder and a symlink to the outside while the index refreshes."""
+    outside = project.parent / "outside"
+    real = project / "d"
+    real.mkdir()
+    (real / "secret.txt").write_text("inside text\n")
+    stop = threading.Event()
+
+    def flip() -> None:
+        spare = project / "d.real"
+        while not stop.is_set():
+            try:
+                os.rename(real, spare)
+                os.symlink(outside, real)
+                time.sleep(0.001)
+                os.unlink(real)
+                os.rename(spare, real)
+                time.sleep(0.001)
+            except OSError:
+                pass
+
+    flipper = threading.Thread(target=flip, daemon=True)
+    flipper.start()
+    leaks = 0
+    deadline = time.monotonic() + 3.0
+    try:
+        while time.monotonic() < deadline:
+            store = RecallStore(None)
+            sync_workspace(project, store, RecallSettings(index_workspace=True))
+            leaks += CANARY in _indexed(store)
+    finally:
+        stop.set()
+        flipper.join()
+    assert leaks == 0
+
+
+def test_an_untrusted_project_cannot_switch_on_workspace_indexing(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / ".mtagent").mkdir()
+    (project / ".mtagent" / "config.toml").write_text("[recall]\nindex_workspace = true\nchunk_lines = 30\n")
+    settings = load_settings(project)
+    assert settings.recall.index_workspace is False and settings.recall.chunk_lines == 30
+    err = capsys.readouterr().err
+    assert "recall.index_workspace" in err and "not trusted" in err and err.count("\n") == 1
+    trust.set_trust(project, True)
+    assert load_settings(project).recall.index_workspace is True
