@@ -1,0 +1,80 @@
+"""Running a task's ``setup`` and ``check`` commands: in the workspace, bounded in time, never left behind.
+
+A command runs with ``sh -c`` in its own session (process group). When it outlives its time
+limit the whole group is killed — a test runner's children included — and the outcome says so;
+the evaluation goes on. Output is kept as a bounded tail (what a reader needs to see why a check
+failed), decoded leniently.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+OUTPUT_TAIL_CHARS = 2_000
+KILL_GRACE_S = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutcome:
+    """What a check or setup command did: exit code (None when killed), whether it timed out."""
+
+    exit_code: int | None
+    timed_out: bool
+    seconds: float
+    output: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=KILL_GRACE_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_command(command: str, cwd: Path, timeout: float, *, stdin: bytes | None = None,
+                env: dict[str, str] | None = None) -> CommandOutcome:
+    """Run ``command`` in ``cwd``; at ``timeout`` seconds its process group is killed."""
+    start = time.monotonic()
+    proc = subprocess.Popen(["sh", "-c", command], cwd=cwd, stdin=subprocess.PIPE if stdin is not None else
+                            subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True, env={**os.environ, **(env or {})})
+    timed_out = False
+    try:
+        out, _ = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+        try:
+            out, _ = proc.communicate(timeout=KILL_GRACE_S)
+        except subprocess.TimeoutExpired:  # a process that left the group still holds the pipe
+            out = b""
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc)
+    text = out.decode("utf-8", "replace") if out else ""
+    code = None if timed_out else proc.returncode
+    return CommandOutcome(code, timed_out, round(time.monotonic() - start, 3), text[-OUTPUT_TAIL_CHARS:])
+
+
+def apply_patch(patch: str, cwd: Path, timeout: float) -> CommandOutcome:
+    """``git apply`` a patch (SWE-bench's test patch) read from stdin, in ``cwd``."""
+    return run_command("git apply --whitespace=nowarn -", cwd, timeout, stdin=patch.encode())

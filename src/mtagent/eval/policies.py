@@ -1,0 +1,114 @@
+"""Context policies: named settings overlays the same model runs every task under.
+
+A policy changes only how the context is managed — never the model, the tools' behaviour or the
+task — so a difference in solve rate or cost is the policy's. The built-in names approximate the
+strategies ``mtagent replay`` compares, with the live engine's own knobs:
+
+* ``mtagent`` — the defaults: cost-aware compaction, session memory, recall (tool and retrieval).
+* ``threshold`` — plain threshold compaction, the best-known CLI agent's auto-compact: compact
+  only at the threshold, no session memory, no recall.
+* ``masking`` — observation masking (arXiv 2508.21433): old tool results are cleared in the view
+  (the newest 10 kept) once the view passes half the window; summaries only at the window's
+  edge; no session memory, no recall.
+* ``lc-summarization`` — LangChain's summarization middleware: threshold-triggered summaries of
+  everything but a recent tail, with no file re-attachment, no incremental summaries, no cache
+  alignment, no session memory, no recall.
+
+Any other name is a TOML file of settings sections (``[context]``, ``[recall]``, …) — the same
+keys as ``config.toml`` (``docs/configuration.md``); its stem is the policy's name. Overlays are
+validated before anything runs, so a typo is a clear error, not a silently default run.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtagent.config import Settings
+from mtagent.errors import UsageError
+
+_NO_MEMORY_NO_RECALL: dict[str, dict[str, Any]] = {
+    "session_memory": {"enabled": False},
+    "recall": {"enabled": False, "retrieve_after_compaction": False},
+}
+BUILTIN_POLICIES: dict[str, dict[str, dict[str, Any]]] = {
+    "mtagent": {},
+    "threshold": {"context": {"compaction_trigger": "threshold"}, **_NO_MEMORY_NO_RECALL},
+    "masking": {
+        "context": {"compaction_trigger": "threshold", "auto_compact_threshold": 0.95},
+        "microcompact": {"size_trigger_fraction": 0.5, "size_target_fraction": 0.05, "keep_recent": 10},
+        **_NO_MEMORY_NO_RECALL,
+    },
+    "lc-summarization": {
+        "context": {"compaction_trigger": "threshold", "reattach_max_files": 0, "incremental_summaries": False,
+                    "cache_aligned_summaries": False},
+        **_NO_MEMORY_NO_RECALL,
+    },
+}
+MAX_POLICY_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A name and the settings sections it overrides."""
+
+    name: str
+    overlay: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def merge_sections(*layers: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Later layers win, key by key inside each section."""
+    merged: dict[str, dict[str, Any]] = {}
+    for layer in layers:
+        for section, body in layer.items():
+            merged.setdefault(section, {}).update(body)
+    return merged
+
+
+def _validate(name: str, overlay: Any, where: str) -> dict[str, dict[str, Any]]:
+    if not isinstance(overlay, dict) or not all(isinstance(v, dict) for v in overlay.values()):
+        raise UsageError(f"policy {name!r} ({where}) must be tables of settings, e.g. [context] compaction_trigger = "
+                         "\"threshold\"")
+    try:
+        Settings.model_validate(overlay)
+    except Exception as exc:  # noqa: BLE001 — pydantic's message names the bad key
+        first = str(exc).splitlines()
+        detail = "; ".join(line.strip() for line in first[1:3]) or str(exc)
+        raise UsageError(f"policy {name!r} ({where}) has a bad setting: {detail[:300]}") from None
+    return overlay
+
+
+def load_policy(spec: str) -> Policy:
+    """A built-in policy by name, or a TOML overlay file (its stem names it)."""
+    if spec in BUILTIN_POLICIES:
+        return Policy(spec, BUILTIN_POLICIES[spec])
+    path = Path(spec).expanduser()
+    if path.suffix != ".toml":
+        raise UsageError(f"unknown policy {spec!r}; use one of {', '.join(BUILTIN_POLICIES)} or a .toml file of "
+                         "settings")
+    try:
+        raw = path.read_bytes()[:MAX_POLICY_BYTES + 1]
+    except OSError as exc:
+        raise UsageError(f"cannot read policy file {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_POLICY_BYTES:
+        raise UsageError(f"policy file {path} is larger than {MAX_POLICY_BYTES // 1024} KB; it holds settings only")
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"policy file {path} is not valid TOML: {exc}") from None
+    name = path.stem
+    if name in BUILTIN_POLICIES:
+        raise UsageError(f"policy file {path} has the name of the built-in policy {name!r}; rename the file")
+    return Policy(name, _validate(name, data, str(path)))
+
+
+def load_policies(specs: list[str]) -> list[Policy]:
+    """Each named policy once, in the order given (at least one; default: ``mtagent``)."""
+    policies = [load_policy(s) for s in specs or ["mtagent"]]
+    names = [p.name for p in policies]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate is not None:
+        raise UsageError(f"policy {duplicate!r} is given twice; each policy runs every task once")
+    return policies

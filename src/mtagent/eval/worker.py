@@ -1,0 +1,243 @@
+"""The worker side of ``mtagent eval``: one unit = one session under one policy, one or N tasks.
+
+Each unit gets a fresh workspace under the scratch folder (``<scratch>/<policy>/<unit>/``): a
+copy of a ``cwd`` task's folder or a clone of its repository at its commit, so policies never see
+each other's edits. Recall indexes per project (a workspace path), and that project's stored
+data from an earlier attempt is removed first, so a retried unit cannot recall its own past.
+
+The session is opened the normal way (:meth:`AgentSession.create`, as ``mtagent batch`` does);
+in a chain (``--chain N``) the tasks are consecutive turns of that one session, each in its own
+sub-folder, and each task's check runs right after its turn. A record per task says whether the
+check passed and what the turn used: main calls and tokens, side calls (summaries) apart, cache
+reads, compactions, recalls and wall time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtagent import paths
+from mtagent.agent.batch import APPROVALS, BatchTask, checkout
+from mtagent.eval.checks import CommandOutcome, apply_patch, run_command
+from mtagent.eval.metering import METER, Usage, usage_of
+from mtagent.eval.policies import Policy, merge_sections
+from mtagent.eval.tasks import EvalTask
+
+DONE = "done"
+CONTEXT_TEST_PREFIX = "context-test"
+ModelResolver = Callable[[str | None], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class EvalUnit:
+    """What a worker needs: the policy, the task(s) of one session, where to work, the model."""
+
+    policy: Policy
+    tasks: tuple[EvalTask, ...]
+    scratch: str
+    model: str | None = None
+    base_url: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """The unit's folder name: its task id, or ``chain-<first>`` for a chain."""
+        return self.tasks[0].id if len(self.tasks) == 1 else f"chain-{self.tasks[0].id}"
+
+    @property
+    def chain(self) -> int:
+        return len(self.tasks)
+
+
+def resolve_model(spec: str | None) -> Any:
+    """``context-test:`` builds the context-sensitive test model; any other spec goes to the session."""
+    if spec is not None and spec.split(":", 1)[0] == CONTEXT_TEST_PREFIX:
+        from mtagent.testing.context_model import ContextTestModel
+
+        return ContextTestModel()
+    return spec
+
+
+def chained_prompt(task: EvalTask, folder: str) -> str:
+    """The task's text, told which sub-folder of the chain's workspace it is about."""
+    where = f"Work in the folder `{folder}`."
+    head, sep, rest = task.prompt.partition("\n")
+    if head.startswith("TASK "):  # the step language of the built-in suite: the folder goes in its block
+        return f"{head}\n{where}{sep}{rest}"
+    return f"{where}\n\n{task.prompt}"
+
+
+def _fresh(root: Path) -> None:
+    """Remove an earlier attempt's workspace and the project data stored for it."""
+    if root.exists():
+        shutil.rmtree(root)
+    project = paths.history_dir(root).parent
+    if project.exists():
+        shutil.rmtree(project)
+
+
+def _workspace(task: EvalTask, parent: Path) -> Path:
+    batch = task.batch
+    if batch.repo:
+        return checkout(batch, parent)
+    dest = parent / batch.id
+    shutil.copytree(str(batch.cwd), dest, symlinks=True)
+    return dest
+
+
+def _settings_for(unit: EvalUnit) -> dict[str, dict[str, Any]]:
+    return merge_sections(*(t.settings for t in unit.tasks), unit.policy.overlay)
+
+
+def run_unit(unit: EvalUnit, resolve: ModelResolver = resolve_model) -> list[dict[str, Any]]:
+    """Run the unit; one record per task (a task that could not run says why in ``error``)."""
+    os.environ.update(unit.env)
+    root = Path(unit.scratch) / unit.policy.name / unit.key
+    _fresh(root)
+    root.mkdir(parents=True)
+    records: list[dict[str, Any]] = []
+    spaces: dict[str, Path] = {}
+    ready: list[EvalTask] = []
+    for task in unit.tasks:
+        base = _base_record(unit, task)
+        try:
+            space = spaces[task.id] = _workspace(task, root)
+        except (OSError, RuntimeError, ValueError) as exc:
+            records.append({**base, "status": "error", "error": f"workspace: {str(exc)[:500]}"})
+            continue
+        if task.setup:
+            setup = run_command(task.setup, space, task.setup_timeout)
+            if not setup.ok:
+                records.append({**base, "status": "setup_failed", "solved": False, "setup": setup.as_dict()})
+                continue
+        ready.append(task)
+    if ready:
+        records += _run_session(unit, ready, spaces, root, resolve)
+    order = {t.id: i for i, t in enumerate(unit.tasks)}
+    return sorted(records, key=lambda r: order[r["task"]])
+
+
+def _base_record(unit: EvalUnit, task: EvalTask) -> dict[str, Any]:
+    return {"task": task.id, "policy": unit.policy.name, "chain": unit.chain, "unit": unit.key, "line": task.batch.line}
+
+
+def _run_session(unit: EvalUnit, tasks: list[EvalTask], spaces: dict[str, Path], root: Path,
+                 resolve: ModelResolver) -> list[dict[str, Any]]:
+    from mtagent.agent.session import AgentSession
+    from mtagent.config import load_settings
+
+    chained = unit.chain > 1
+    project = root if chained else spaces[tasks[0].id]
+    settings = load_settings(project, overrides=_settings_for(unit) or None)
+    model = resolve(unit.model or tasks[0].batch.model)
+    METER.arm()
+    records: list[dict[str, Any]] = []
+    try:
+        session = AgentSession.create(project, model=model, settings=settings, base_url=unit.base_url,
+                                      approval=APPROVALS[tasks[0].batch.approval])
+    except Exception as exc:  # noqa: BLE001 — a model or store that cannot open fails every task alike
+        METER.disarm()
+        return [{**_base_record(unit, t), "status": "error", "error": f"session: {str(exc)[:500]}"} for t in tasks]
+    try:
+        for task in tasks:
+            prompt = chained_prompt(task, task.id) if chained else task.prompt
+            records.append(_run_task(unit, session, task, prompt, spaces[task.id]))
+    finally:
+        session.close()
+        METER.disarm()
+    return records
+
+
+def _turn(session: Any, prompt: str) -> tuple[Any, list[Any], int]:
+    result = session.run_turn(prompt)
+    messages = list(result.messages)
+    calls = result.model_calls
+    while result.status == "approval_required":  # `ask` rules with nobody to ask: denied, as in batch
+        result = session.resume_approval({r.tool_call_id: {"decision": "deny", "reason": "eval run: no one to ask"}
+                                          for r in result.approvals})
+        messages += result.messages
+        calls += result.model_calls
+    return result, messages, calls
+
+
+def _run_task(unit: EvalUnit, session: Any, task: EvalTask, prompt: str, space: Path) -> dict[str, Any]:
+    base = _base_record(unit, task)
+    before_all = METER.snapshot()
+    offset = _size(session)
+    compactions, micro = session.stats.compactions, session.stats.microcompactions
+    start = time.monotonic()
+    try:
+        result, messages, calls = _turn(session, prompt)
+        status, error = result.status, None
+    except Exception as exc:  # noqa: BLE001 — a failed turn is this task's outcome; the chain goes on
+        messages, calls, status, error = [], 0, "error", f"{type(exc).__name__}: {str(exc)[:500]}"
+    wall = time.monotonic() - start
+    main = _recorded_usage(session, offset) if offset is not None else usage_of(messages)
+    side = METER.snapshot().minus(before_all).minus(main)
+    check = _check(task, space)
+    record = {**base, "status": DONE if status != "error" else "error", "turn_status": status,
+              "solved": bool(check is not None and check.ok), "check": check.as_dict() if check else None,
+              "model": session.model_name, "session_id": session.session_id, "workdir": str(space),
+              "calls": calls, "main": main.as_dict(), "side": side.as_dict(),
+              "compactions": session.stats.compactions - compactions,
+              "microcompactions": session.stats.microcompactions - micro,
+              "recalls": sum(1 for m in messages if getattr(m, "type", "") == "ai"
+                             for c in getattr(m, "tool_calls", None) or [] if c.get("name") == "recall"),
+              "wall_s": round(wall, 3), "prices": _price(session)}
+    if error:
+        record["error"] = error
+    return record
+
+
+def _size(session: Any) -> int | None:
+    """Where the transcript ends now (None: not a file — PostgreSQL — so the turn's messages count)."""
+    try:
+        return Path(session.transcript_path).stat().st_size
+    except (OSError, AttributeError, TypeError):
+        return None
+
+
+def _recorded_usage(session: Any, offset: int) -> Usage:
+    """Usage of the assistant messages the transcript recorded since ``offset``: every main call,
+    even those a compaction later took out of the live history."""
+    usage = Usage()
+    with open(session.transcript_path, "rb") as fh:
+        fh.seek(offset)
+        for line in fh:
+            if b'"usage"' not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("role") == "assistant":
+                usage.add(record.get("usage"))
+    return usage
+
+
+def _check(task: EvalTask, space: Path) -> CommandOutcome | None:
+    if task.check is None:
+        return None
+    if task.check_patch:
+        patched = apply_patch(task.check_patch, space, task.check_timeout)
+        if not patched.ok:
+            return patched
+    return run_command(task.check, space, task.check_timeout)
+
+
+def _price(session: Any) -> dict[str, float] | None:
+    """The price row of the session's model, kept with the record so a report prices offline."""
+    from mtagent.eval.metering import price_row
+
+    row = price_row(session.model_name, session.settings.agent.prices)
+    return dict(row) if row is not None else None
+
+
+__all__ = ["DONE", "EvalUnit", "Usage", "chained_prompt", "resolve_model", "run_unit"]
