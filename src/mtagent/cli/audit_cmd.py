@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -12,6 +11,7 @@ from rich.table import Table
 from mtagent.cli.output import console, user_errors
 from mtagent.config import load_settings
 from mtagent.session.store import open_store
+from mtagent.terminal_text import json_text, terminal_safe
 
 HELP = "List the audit trail: approvals, denials, memory writes, compactions, exports (--json)."
 
@@ -35,7 +35,7 @@ def audit_cmd(
     finally:
         store.close()
     if as_json:
-        typer.echo(json.dumps([e.as_dict() for e in events], ensure_ascii=False, default=str))
+        typer.echo(json_text([e.as_dict() for e in events], default=str))
         return
     if not events:
         console.print(f"no audit events for tenant {store.tenant}")
@@ -45,7 +45,7 @@ def audit_cmd(
         table.add_column(name, no_wrap=name != "detail")
     for e in events:
         detail = ", ".join(f"{k}={v}" for k, v in e.detail.items() if v not in (None, ""))
-        table.add_row(*(escape(c) for c in (e.at, e.who, e.action, e.session_id or "-", detail)))
+        table.add_row(*(escape(terminal_safe(c)) for c in (e.at, e.who, e.action, e.session_id or "-", detail)))
     console.print(table)
 
 

@@ -9,7 +9,6 @@ table, or with ``--json`` one object; the exit code is 0 when every task is done
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from rich.table import Table
 from mtagent.cli.executor_options import ExecutorChoice, executor_option, ray_address_option, workers_option
 from mtagent.cli.output import console, err_console, table_box, user_errors
 from mtagent.errors import UsageError
+from mtagent.terminal_text import json_text
 
 
 def run_unit(unit: Any) -> dict[str, Any]:
@@ -99,8 +99,7 @@ def run_batch(tasks_file: Path, out: Path | None, root: Path | None, scratch: Pa
         if executor is not None:
             executor.close()
     if as_json:
-        typer.echo(json.dumps({"tasks": records, "skipped": len(tasks) - len(todo), "results": str(out)},
-                              ensure_ascii=False))
+        typer.echo(json_text({"tasks": records, "skipped": len(tasks) - len(todo), "results": str(out)}))
     else:
         _summary(records, len(tasks) - len(todo), out)
     return 0 if all(r["status"] == "done" for r in records) else 1
