@@ -37,6 +37,8 @@ from mtagent.config_sections import (  # noqa: F401  (re-exported: the public na
     SessionMemorySettings,
     MemorySettings,
     RecallSettings,
+    ToolsSettings,
+    SkillsSettings,
     TranscriptSettings,
     StorageSettings,
     ShellSettings,
@@ -68,6 +70,8 @@ class Settings(_Section):
     session_memory: SessionMemorySettings = Field(default_factory=SessionMemorySettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     recall: RecallSettings = Field(default_factory=RecallSettings)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
     transcript: TranscriptSettings = Field(default_factory=TranscriptSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     shell: ShellSettings = Field(default_factory=ShellSettings)

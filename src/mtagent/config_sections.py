@@ -227,6 +227,32 @@ class RecallSettings(_Section):
     )
 
 
+class ToolsSettings(_Section):
+    """The tool catalog as context (docs/tools.md): which tool definitions are sent in full each call."""
+
+    defer: Literal["auto", "always", "never"] = Field(
+        "auto", description="defer non-core tool schemas behind tool_search: auto (when all tool definitions "
+        "would take more than defer_share of the window), always, or never"
+    )
+    defer_share: float = Field(0.10, gt=0, le=1, description="share of the window tool definitions may take "
+                               "before auto defers the non-core ones (Claude Code: 10%)")
+    core: list[str] = Field(default_factory=list, description="tool names or globs (e.g. mcp__git__*) always sent "
+                            "in full; built-in tools always are")
+    search_default_k: int = Field(5, gt=0, le=50, description="tools one tool_search returns and loads by default")
+    search_max_k: int = Field(20, gt=0, le=200, description="tools one tool_search may return, at most")
+    listing_max_tokens: int = Field(2_000, ge=0, description="the deferred-tools listing, at most: past it, names "
+                                    "only, grouped by server; then cut (tool_search still finds every tool)")
+
+
+class SkillsSettings(_Section):
+    """Agent Skills (SKILL.md): listed by name and description, the body loaded on demand."""
+
+    enabled: bool = Field(True, description="discover skills and offer the skill tool")
+    max_skills: int = Field(100, ge=0, description="skills listed, at most (user skills first)")
+    max_file_bytes: int = Field(256 * 1024, gt=0, description="a SKILL.md larger than this is skipped")
+    description_max_chars: int = Field(1_024, gt=0, description="a skill's description in the listing, at most")
+
+
 class TranscriptSettings(_Section):
     fsync: Literal["always", "turn", "never"] = Field("turn", description="when the transcript is fsynced")
 

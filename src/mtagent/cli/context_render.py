@@ -49,6 +49,10 @@ class BucketStyle:
 BUCKET_STYLES: dict[str, BucketStyle] = {
     "system": BucketStyle("System prompt", "bright_black"),
     "tools": BucketStyle("Tool definitions", "cyan"),
+    "mcp_tools": BucketStyle("MCP tool definitions", "dark_cyan", always=False),
+    "deferred_tools": BucketStyle("Deferred tools (names)", "cadet_blue", always=False),
+    "skills": BucketStyle("Skills (listing)", "gold3", always=False),
+    "mcp_instructions": BucketStyle("MCP server instructions", "steel_blue", always=False),
     "rules": BucketStyle("Rules (CONTEXT.md)", "magenta"),
     "session_context": BucketStyle("Session context", "orchid", always=False),
     "memory": BucketStyle("Memory", "yellow"),

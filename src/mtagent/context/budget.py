@@ -32,7 +32,11 @@ class Bucket(str, Enum):
     """Where a token of the view comes from (spec 003 §九), in drop order last-to-first."""
 
     SYSTEM = "system"
-    TOOLS = "tools"
+    TOOLS = "tools"  # built-in tool definitions (and tool_search)
+    MCP_TOOLS = "mcp_tools"  # MCP tool definitions sent in full (context/toolset)
+    DEFERRED_TOOLS = "deferred_tools"  # deferred tools listed by name, and the post-compaction delta
+    SKILLS = "skills"  # the skills listing (name + description)
+    MCP_INSTRUCTIONS = "mcp_instructions"  # connected MCP servers' instructions
     RULES = "rules"
     SESSION_CONTEXT = "session_context"
     MEMORY = "memory"
@@ -54,6 +58,10 @@ DROP_ORDER: tuple[Bucket, ...] = (
     Bucket.SUMMARY,
     Bucket.SESSION_CONTEXT,
     Bucket.RULES,
+    Bucket.DEFERRED_TOOLS,
+    Bucket.SKILLS,
+    Bucket.MCP_INSTRUCTIONS,
+    Bucket.MCP_TOOLS,
     Bucket.TOOLS,
     Bucket.SYSTEM,
 )

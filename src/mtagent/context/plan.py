@@ -36,7 +36,8 @@ from mtagent.context.boundary import is_summary_message
 from mtagent.context.budget import Bucket, BudgetBuckets
 from mtagent.session.schema import context_plan_record
 
-SYSTEM_BUCKETS = {b.value: b for b in (Bucket.SYSTEM, Bucket.RULES, Bucket.SESSION_CONTEXT, Bucket.MEMORY)}
+SYSTEM_BUCKETS = {b.value: b for b in (Bucket.SYSTEM, Bucket.RULES, Bucket.SESSION_CONTEXT, Bucket.MEMORY,
+                                        Bucket.DEFERRED_TOOLS, Bucket.SKILLS, Bucket.MCP_INSTRUCTIONS)}
 
 
 def _mark(message: BaseMessage) -> dict[str, Any]:
@@ -113,6 +114,10 @@ def _context_item(message: BaseMessage, tokens: int, index: int) -> ContextItem:
         authority = {"memory": "memory", "rules": "project"}.get(bucket.value, "system")
         return ContextItem(mid, "instruction" if bucket != Bucket.MEMORY else "memory", bucket.value, bucket,
                            tokens, authority=authority, temperature="frozen")
+    if bucket in (Bucket.DEFERRED_TOOLS, Bucket.SKILLS, Bucket.MCP_INSTRUCTIONS):  # context/toolset's blocks
+        authority = "system" if bucket == Bucket.DEFERRED_TOOLS else "retrieval"  # skills, servers: untrusted text
+        return ContextItem(mid, "tool_listing", bucket.value, bucket, tokens, authority=authority,
+                           temperature="frozen")
     if bucket == Bucket.SUMMARY:
         return ContextItem(mid, "summary", "compact_boundary", bucket, tokens, authority="summary",
                            temperature="warm", shape="summary")

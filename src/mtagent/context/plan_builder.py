@@ -60,7 +60,9 @@ def plan_for_view(
     buckets = BudgetBuckets(frame.token_limit, frame.threshold)
     for message in system:
         add_static_tokens(buckets, message, counter.message_tokens(message))
-    buckets.add(Bucket.TOOLS, frame.tools_tokens)
+    split = getattr(frame.tools_tokens, "buckets", None)  # a toolset's ToolTokens: built-in and MCP apart
+    for name, count in (split.items() if isinstance(split, dict) else [(Bucket.TOOLS.value, frame.tools_tokens)]):
+        buckets.add(Bucket(name), int(count))
     for bucket, count in meter.buckets.items():
         buckets.add(bucket, count)
     view, token_list, system_list = meter.view, meter.token_list, list(system)

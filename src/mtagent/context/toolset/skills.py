@@ -1,0 +1,154 @@
+"""Agent Skills: found on disk, listed by name and description, the body loaded when invoked.
+
+A skill is a folder with a ``SKILL.md`` (YAML front matter ``name`` and ``description``, then
+Markdown instructions) and any files it bundles. Where they are found, first name wins:
+
+* ``$MTAGENT_HOME/skills/*/SKILL.md`` — the user's own (``~/.mtagent/skills``);
+* ``<project>/.mtagent/skills/*/SKILL.md`` and ``<project>/.claude/skills/*/SKILL.md`` — the
+  project's, **only when the project is trusted** (``mtagent trust``): a cloned repository's skill
+  is text it wants the model to follow.
+
+Only the listing (name + one description line) sits in the context (the ``skills`` bucket). The
+``skill`` tool (or ``/skill NAME``) reads the body fresh — through :mod:`.reader`, bounded and
+without following links — and returns it as the tool's result, so it is pinned in the
+conversation until the next compaction; after one, :meth:`SkillBook.compacted` names the skills
+that were loaded so the model can load them again by name. Bundled files are read through the
+normal file tools, on demand.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mtagent import paths, trust
+from mtagent.config import SkillsSettings
+from mtagent.context.toolset.frontmatter import FrontMatterError, clean, parse
+from mtagent.context.toolset.reader import UnsafeRead, read_bounded, subfolders
+
+log = logging.getLogger(__name__)
+
+SKILL_FILE = "SKILL.md"
+NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")  # the open format: lowercase, digits, hyphens
+PROJECT_DIRS = ((".mtagent", "skills"), (".claude", "skills"))
+USER_DIRS = (("skills",),)
+
+
+@dataclass(slots=True, frozen=True)
+class Skill:
+    """One discovered skill: where it is (a base folder and the parts below it) and its listing."""
+
+    name: str
+    description: str
+    scope: str  # "user" or "project"
+    base: Path
+    parts: tuple[str, ...]  # below base, ending in SKILL.md
+
+    @property
+    def path(self) -> Path:
+        return self.base.joinpath(*self.parts)
+
+    @property
+    def folder(self) -> Path:
+        return self.base.joinpath(*self.parts[:-1])
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "description": self.description, "scope": self.scope, "path": str(self.path)}
+
+
+@dataclass(slots=True)
+class Discovery:
+    skills: list[Skill] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # one line each: what and why
+
+
+def _read_skill(base: Path, parts: tuple[str, ...], scope: str, cfg: SkillsSettings) -> Skill | str:
+    """The skill at ``base/parts`` or why it was skipped."""
+    where = "/".join(parts)
+    try:
+        raw = read_bounded(base, parts, cfg.max_file_bytes)
+        doc = parse(raw.decode("utf-8"))
+    except FileNotFoundError:
+        return f"{where}: no {SKILL_FILE}"
+    except (UnsafeRead, FrontMatterError) as exc:
+        return f"{where}: {exc.strerror if isinstance(exc, UnsafeRead) else exc}"
+    except UnicodeDecodeError:
+        return f"{where}: not UTF-8 text"
+    except OSError as exc:
+        return f"{where}: {exc.strerror or exc}"
+    name, description = doc.fields.get("name", ""), doc.fields.get("description", "")
+    if not NAME.match(name):
+        return f"{where}: name {clean(name, 80)!r} is not lowercase letters, digits and hyphens (at most 64)"
+    if not description:
+        return f"{where}: no description in its front matter"
+    return Skill(name, clean(description, cfg.description_max_chars), scope, base, parts)
+
+
+def discover(project_root: Path | None, cfg: SkillsSettings, *, home: Path | None = None,
+             trusted: bool | None = None) -> Discovery:
+    """Every skill the session may list (see the module docstring), user skills first."""
+    found = Discovery()
+    if not cfg.enabled:
+        return found
+    places: list[tuple[Path, tuple[str, ...], str]] = [(home or paths.mtagent_home(), d, "user") for d in USER_DIRS]
+    if project_root is not None:
+        is_trusted = trust.is_trusted(project_root) if trusted is None else trusted
+        if is_trusted:
+            places += [(project_root, d, "project") for d in PROJECT_DIRS]
+        elif any(subfolders(project_root, d) for d in PROJECT_DIRS):
+            found.skipped.append("project skills: not loaded, the project is not trusted (mtagent trust)")
+    names: set[str] = set()
+    for base, folder, scope in places:
+        for sub in subfolders(base, folder):
+            result = _read_skill(base, (*folder, sub, SKILL_FILE), scope, cfg)
+            if isinstance(result, str):
+                found.skipped.append(result)
+            elif result.name in names:
+                found.skipped.append(f"{'/'.join(result.parts)}: a skill named {result.name!r} was found earlier")
+            elif len(found.skills) >= cfg.max_skills:
+                found.skipped.append(f"{'/'.join(result.parts)}: over skills.max_skills ({cfg.max_skills})")
+            else:
+                names.add(result.name)
+                found.skills.append(result)
+    return found
+
+
+class SkillBook:
+    """The session's skills: the listing, the bodies loaded since the last compaction."""
+
+    def __init__(self, discovery: Discovery, cfg: SkillsSettings) -> None:
+        self.discovery = discovery
+        self.cfg = cfg
+        self.by_name = {s.name: s for s in discovery.skills}
+        self.pinned: list[str] = []  # loaded since the last compaction, in order
+        self.before_compaction: list[str] = []  # loaded before the last compaction (re-attachable)
+        self._lock = threading.Lock()
+
+    @property
+    def skills(self) -> list[Skill]:
+        return self.discovery.skills
+
+    def load(self, name: str) -> str:
+        """The body of skill ``name`` with a header naming its folder; raises ``KeyError`` for an
+        unknown name and ``OSError`` when the file can no longer be read safely."""
+        skill = self.by_name[str(name)]
+        raw = read_bounded(skill.base, skill.parts, self.cfg.max_file_bytes)
+        body = parse(raw.decode("utf-8", errors="replace")).body
+        with self._lock:
+            if skill.name not in self.pinned:
+                self.pinned.append(skill.name)
+        return (f'<skill name="{skill.name}" folder="{skill.folder}">\n'
+                f"Files this skill mentions are relative to its folder; read them with the file tools when needed.\n\n"
+                f"{body}\n</skill>")
+
+    def compacted(self) -> None:
+        """A compaction summarized the loaded bodies away: they may be loaded again by name."""
+        with self._lock:
+            self.before_compaction = list(dict.fromkeys([*self.before_compaction, *self.pinned]))
+            self.pinned = []
+
+    def state(self, name: str) -> str:
+        return "loaded" if name in self.pinned else "deferred"

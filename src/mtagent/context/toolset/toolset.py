@@ -1,0 +1,142 @@
+"""Toolset: one session's tool catalog, skills and their context messages — what an opener builds.
+
+A front end (the CLI's session, the LangChain middleware, a subagent child) opens one per session
+with :meth:`Toolset.open` and then, per model call:
+
+* binds :meth:`bound` (re-binding when :attr:`version` changed — a load appended schemas),
+* passes :meth:`tokens` as the call's ``tools_tokens`` (built-in and MCP buckets apart),
+* adds :meth:`messages` right after its system prompt (listings, instructions, deltas),
+* calls :meth:`compacted` when the engine compacted the history,
+
+and runs the ``tool_search`` and ``skill`` tools (``tools/tool_search.py``, ``tools/skill_tool.py``)
+through :meth:`run_search` and :meth:`run_skill`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import SystemMessage
+
+from mtagent.config import Settings
+from mtagent.context.recall.vectors import Embeddings
+from mtagent.context.tokens import count_text_tokens
+from mtagent.context.toolset.catalog import SystemTokens, ToolCatalog, ToolTokens
+from mtagent.context.toolset.entries import SKILL
+from mtagent.context.toolset.listing import SKILL_TOOL, ToolsetContext
+from mtagent.context.toolset.search import SearchHit
+from mtagent.context.toolset.skills import SkillBook, discover
+
+AfterTokens = Callable[[], int]
+
+
+def skill_schema() -> dict[str, Any]:
+    """The ``skill`` function schema (the LangChain tool in ``tools/skill_tool.py`` matches it)."""
+    return {"type": "function", "function": {
+        "name": SKILL_TOOL,
+        "description": "Load a skill's instructions by name (the skills are listed in <skills>).",
+        "parameters": {"type": "object", "properties": {
+            "name": {"type": "string", "description": "the skill's name, as listed"}}, "required": ["name"]},
+    }}
+
+
+@dataclass
+class Toolset:
+    """See the module docstring."""
+
+    catalog: ToolCatalog
+    skills: SkillBook
+    context: ToolsetContext
+    after_tokens: AfterTokens = lambda: 0  # the last request's tokens behind the tool definitions
+
+    @classmethod
+    def open(cls, tools: Iterable[Any], settings: Settings, *, project_root: Path | None, window: int | None = None,
+             system_tokens: SystemTokens | None = None, embeddings: Embeddings | None = None,
+             instructions: Mapping[str, str] | None = None, trusted: bool | None = None,
+             home: Path | None = None, drop: Iterable[str] | None = None) -> Toolset:
+        """The toolset of a session: ``tools`` are built-in and MCP tools (``BaseTool`` s or schema
+        dicts); skills are discovered here (project skills only when ``trusted``, default: asked of
+        :mod:`mtagent.trust`); ``instructions`` are MCP servers' instructions by server name."""
+        book = SkillBook(discover(project_root, settings.skills, home=home, trusted=trusted), settings.skills)
+        given = list(tools)
+        if book.skills and not any(getattr(t, "name", None) == SKILL_TOOL for t in given):
+            given.append(skill_schema())
+        catalog = ToolCatalog.build(given, settings, window=window, system_tokens=system_tokens,
+                                    embeddings=embeddings, drop=drop)
+        return cls(catalog, book, ToolsetContext(catalog, book, dict(instructions or {})))
+
+    @property
+    def version(self) -> int:
+        return self.catalog.version
+
+    def bound(self) -> list[Any]:
+        return self.catalog.bound()
+
+    def tokens(self) -> ToolTokens:
+        return self.catalog.tokens()
+
+    def messages(self) -> list[SystemMessage]:
+        return self.context.messages()
+
+    def compacted(self) -> None:
+        self.context.compacted()
+
+    # ── the tools' bodies ──
+
+    def search(self, query: str, k: int | None = None) -> list[SearchHit]:
+        return self.catalog.search(query, k)
+
+    def run_search(self, query: str, k: int | None = None) -> str:
+        """``tool_search``: find, load what was found (one prefix change for all), and say so."""
+        hits = self.catalog.search(query, k)
+        if not hits:
+            deferred = len(self.catalog.deferred())
+            return (f"No deferred tool matches {query[:200]!r} ({deferred} deferred tools). Try other words for "
+                    "what the tool does, or select:<name> with a name from <deferred-tools>.")
+        report = self.catalog.load([h.name for h in hits], after_tokens=self.after_tokens())
+        lines = [f"- {h.name} ({h.source}): {h.description}" for h in hits]
+        loaded = f"Loaded {len(report.added)} tool(s); call them directly from your next step."
+        if report.already and not report.added:
+            loaded = "These tools were already loaded; call them directly."
+        return f"{loaded}\n" + "\n".join(lines)
+
+    def run_skill(self, name: str) -> str:
+        """``skill``: the body of a skill (pinned until the next compaction), or a usable error."""
+        try:
+            return self.skills.load(name)
+        except KeyError:
+            known = ", ".join(s.name for s in self.skills.skills) or "none"
+            return f"Error: no skill named {str(name)[:80]!r}. Skills: {known}."
+        except (OSError, ValueError) as exc:
+            return f"Error: skill {str(name)[:80]!r} can no longer be read safely ({exc}); it was not loaded."
+
+    # ── what users see ──
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every tool and skill: name, source, tokens, state (``mtagent tools list``)."""
+        rows = self.catalog.rows()
+        for skill in self.skills.skills:
+            line = f"- {skill.name}: {skill.description}"
+            rows.append({"name": skill.name, "source": SKILL, "tokens": count_text_tokens(line),
+                         "state": self.skills.state(skill.name), "core": False, "description": skill.description})
+        return rows
+
+    def summary(self) -> dict[str, Any]:
+        """Totals for ``mtagent tools list`` and ``/context``: what the next request's tool context takes."""
+        tokens = self.tokens()
+        by_bucket: dict[str, int] = dict(tokens.buckets)
+        for message in self.messages():
+            bucket = str(message.response_metadata["mtagent"]["bucket"])
+            by_bucket[bucket] = by_bucket.get(bucket, 0) + count_text_tokens(str(message.content))
+        return {"definition_tokens": int(tokens), "context_tokens": sum(by_bucket.values()), "buckets": by_bucket,
+                "deferral": self.catalog.deferral.to_dict(), "loads": self.catalog.stats.to_dict(),
+                "skipped_skills": list(self.skills.discovery.skipped)}
+
+
+def hits_json(queries: Sequence[str], toolset: Toolset, k: int | None) -> str:
+    return json.dumps([{"query": q, "results": [h.to_dict() for h in toolset.search(q, k)]} for q in queries],
+                      indent=2)

@@ -1,0 +1,137 @@
+"""Agent Skills: discovery, trust, the listing, loading — and hostile skill folders."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mtagent.config import SkillsSettings, Settings
+from mtagent.context.toolset import Toolset, discover
+from mtagent.context.toolset.frontmatter import FrontMatterError, parse
+from mtagent.context.toolset.skills import SkillBook
+
+
+def write_skill(root: Path, name: str, description: str = "Does a thing.", body: str = "Step 1.",
+                folder: str = ".mtagent/skills") -> Path:
+    path = root / folder / name / "SKILL.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\nname: {name}\ndescription: {description}\n---\n{body}\n")
+    return path
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    (tmp_path / "home").mkdir()
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "proj").mkdir()
+    return tmp_path / "proj"
+
+
+def test_user_and_trusted_project_skills_are_listed(home: Path, project: Path) -> None:
+    write_skill(home, "pdf-forms", "Fill PDF forms.", folder="skills")
+    write_skill(project, "release", "Cut a release.")
+    write_skill(project, "legacy", "From Claude Code.", folder=".claude/skills")
+    found = discover(project, SkillsSettings(), home=home, trusted=True)
+    assert [(s.name, s.scope) for s in found.skills] == [("pdf-forms", "user"), ("release", "project"),
+                                                          ("legacy", "project")]
+
+
+def test_untrusted_project_skills_are_not_loaded(home: Path, project: Path) -> None:
+    write_skill(project, "release")
+    found = discover(project, SkillsSettings(), home=home, trusted=False)
+    assert found.skills == [] and any("not trusted" in s for s in found.skipped)
+
+
+def test_symlinked_skill_file_pointing_outside_is_refused(home: Path, project: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.md"
+    secret.write_text("---\nname: stolen\ndescription: x\n---\nPRIVATE KEY\n")
+    (project / ".mtagent/skills/evil").mkdir(parents=True)
+    os.symlink(secret, project / ".mtagent/skills/evil/SKILL.md")
+    found = discover(project, SkillsSettings(), home=home, trusted=True)
+    assert found.skills == [] and any("symlink" in s for s in found.skipped)
+
+
+def test_symlinked_skill_folder_and_hard_link_are_refused(home: Path, project: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    write_skill(outside, "outer", folder=".")
+    (project / ".mtagent/skills").mkdir(parents=True)
+    os.symlink(outside / "outer", project / ".mtagent/skills/outer")
+    (project / ".mtagent/skills/hard").mkdir()
+    os.link(outside / "outer/SKILL.md", project / ".mtagent/skills/hard/SKILL.md")
+    found = discover(project, SkillsSettings(), home=home, trusted=True)
+    assert found.skills == [] and any("hard link" in s for s in found.skipped)
+
+
+def test_a_huge_skill_file_is_skipped_unread(home: Path, project: Path) -> None:
+    path = write_skill(project, "big")
+    with path.open("ab") as fh:
+        fh.truncate(10 * 1024 * 1024)
+    found = discover(project, SkillsSettings(max_file_bytes=64 * 1024), home=home, trusted=True)
+    assert found.skills == [] and any("over" in s for s in found.skipped)
+
+
+def test_a_fifo_skill_file_does_not_hang(home: Path, project: Path) -> None:
+    (project / ".mtagent/skills/pipe").mkdir(parents=True)
+    os.mkfifo(project / ".mtagent/skills/pipe/SKILL.md")
+    found = discover(project, SkillsSettings(), home=home, trusted=True)
+    assert found.skills == [] and any("not a regular file" in s for s in found.skipped)
+
+
+@pytest.mark.parametrize("name", ["../../etc", "a/b", "UPPER", "x" * 80, "-lead", "ok\x1b[2J"])
+def test_bad_skill_names_are_skipped(home: Path, project: Path, name: str) -> None:
+    path = project / ".mtagent/skills/s/SKILL.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(f"---\nname: \"{name}\"\ndescription: d\n---\nbody\n")
+    found = discover(project, SkillsSettings(), home=home, trusted=True)
+    assert found.skills == [] and found.skipped
+
+
+def test_front_matter_bomb_and_control_characters_stay_inert() -> None:
+    bomb = "\n".join(["---", "a: &a [x, x, x, x, x, x, x, x, x]", "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]",
+                      "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]", "name: ok", "description: \"hi\x1b]0;pwn\x07 there\"",
+                      "  nested: ignored", "name: second-wins-not", "---", "body"])
+    doc = parse(bomb)
+    assert doc.fields["name"] == "ok" and doc.fields["c"].startswith("&c")
+    assert "\x1b" not in doc.fields["description"] and "\x07" not in doc.fields["description"]
+    assert doc.body == "body"
+    with pytest.raises(FrontMatterError):
+        parse("no front matter")
+    with pytest.raises(FrontMatterError):
+        parse("---\nname: x\n" + "k: v\n" * 500)
+
+
+def test_block_scalar_description() -> None:
+    doc = parse("---\nname: x\ndescription: >\n  Folded\n  text.\nlicense: MIT\n---\n")
+    assert doc.fields["description"] == "Folded text." and doc.fields["license"] == "MIT"
+
+
+def test_skill_body_is_loaded_pinned_and_reattachable_after_compaction(home: Path, project: Path) -> None:
+    write_skill(project, "release", "Cut a release.", body="1. Bump the version.")
+    toolset = Toolset.open([], Settings(), project_root=project, home=home, trusted=True, window=100_000)
+    assert [b["function"]["name"] for b in toolset.bound()] == ["skill"]
+    listing = [m for m in toolset.messages() if m.response_metadata["mtagent"]["bucket"] == "skills"]
+    assert "release: Cut a release." in listing[0].content and "Bump" not in listing[0].content
+    body = toolset.run_skill("release")
+    assert "1. Bump the version." in body and toolset.skills.state("release") == "loaded"
+    toolset.compacted()
+    assert toolset.skills.state("release") == "deferred"
+    delta = [m for m in toolset.messages() if m.response_metadata["mtagent"]["kind"] == "tools_delta"]
+    assert "release" in delta[0].content
+    assert toolset.run_skill("../../etc/passwd").startswith("Error: no skill named")
+
+
+def test_skill_swapped_for_a_symlink_after_discovery_is_not_loaded(home: Path, project: Path,
+                                                                   tmp_path: Path) -> None:
+    path = write_skill(project, "release")
+    book = SkillBook(discover(project, SkillsSettings(), home=home, trusted=True), SkillsSettings())
+    (tmp_path / "secret").write_text("---\nname: release\ndescription: d\n---\nSECRET\n")
+    path.unlink()
+    os.symlink(tmp_path / "secret", path)
+    with pytest.raises(OSError):
+        book.load("release")
