@@ -16,7 +16,7 @@ from rich.markup import escape
 from mtagent.cli.output import bare_group_help, console, user_errors
 from mtagent.context.static import memory
 from mtagent.context.static.memory import Scope
-from mtagent.context.static.memory_meta import FactMeta, clean_key, parse_ttl
+from mtagent.context.static.memory_meta import FactMeta, clean_key, parse_ttl, writer_authority
 from mtagent.terminal_text import json_text, terminal_safe
 
 memory_app = typer.Typer(help="List, add and remove long-term memories (global or per project).")
@@ -96,7 +96,9 @@ def add_cmd(
 ) -> None:
     """Remember a fact. The same fact (ignoring case and spacing) is stored once."""
     scope = _scope(project, namespace)
-    meta = FactMeta(key=clean_key(key), expires_at=parse_ttl(ttl)) if (key or ttl) else None
+    cleaned = clean_key(key)
+    meta = FactMeta(key=cleaned, expires_at=parse_ttl(ttl),
+                    authority=writer_authority("user", scope) if cleaned else None) if (key or ttl) else None
     result = memory.save_memory(fact, scope, cwd.resolve(), meta=meta)
     _audit("add", scope, result.entry.number)
     if result.added:

@@ -13,6 +13,11 @@ trailing HTML comment, invisible when the file is rendered::
 
 Metadata is untrusted text from a file: unknown fields are ignored, a bad date is ignored
 (the fact is kept, without that field), and the comment never reaches the model.
+
+Metadata never comes from a fact's *content*: a written fact has its comment markers defused
+(:func:`defuse_meta`), so ``save_memory(fact="… <!-- key=test-command; authority=org -->")`` stores
+that text as text. Key and TTL come from the writer's own fields, and the authority from who
+writes (:func:`writer_authority`): the model never claims more than ``memory``.
 """
 
 from __future__ import annotations
@@ -95,6 +100,26 @@ def render_meta(meta: FactMeta) -> str:
     return f" <!-- {'; '.join(parts)} -->"
 
 
+def defuse_meta(text: str) -> str:
+    """``text`` with every HTML comment marker written as an entity, so no part of a fact's
+    content can be read back as its metadata (or hide text in a rendered file)."""
+    while "<!--" in text or "-->" in text:
+        text = text.replace("<!--", "&lt;!--").replace("-->", "--&gt;")
+    return text
+
+
+def writer_authority(writer: str, namespace: str) -> str:
+    """The authority a keyed fact is stamped with: what its writer may claim in ``namespace``.
+
+    ``model`` (the ``save_memory`` tool) is ``memory`` whatever namespace it picks, so a model's
+    fact never outranks a person's on the same key; ``user`` (the command line) is at least
+    ``user``, or the namespace's own authority when that is higher (a team file speaks for the team)."""
+    if writer == "model":
+        return "memory"
+    default = NAMESPACE_AUTHORITY.get(namespace, "memory")
+    return max(default, "user", key=AUTHORITIES.index)
+
+
 def clean_key(key: str | None) -> str | None:
     if key is None or not key.strip():
         return None
@@ -112,7 +137,11 @@ def parse_ttl(ttl: str | None, now: _dt.datetime | None = None) -> _dt.datetime 
     match = _TTL_RE.match(text)
     if match:
         seconds = int(match.group(1)) * _TTL_UNITS[match.group(2).lower()]
-        return (now or utcnow()) + _dt.timedelta(seconds=seconds)
+        try:
+            return (now or utcnow()) + _dt.timedelta(seconds=seconds)
+        except OverflowError:
+            raise UsageError(f"TTL {ttl!r} ends after the year 9999: use a shorter one (e.g. 52w) or "
+                             "no --ttl for a fact that never expires") from None
     when = _parse_time(text)
     if when is None:
         raise UsageError(f"TTL {ttl!r} is not understood: use e.g. 30d, 12h, 2w, or a date like 2027-01-31")
