@@ -15,8 +15,6 @@ workspace is said in the brief (so the child knows it is missing), never silentl
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +24,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from mtagent.agent.subagents.profiles import AgentProfile
 from mtagent.agent.subagents.report import REPORT_INSTRUCTIONS
 from mtagent.context.static.tiers import RuntimeContext, StaticContext, build_system_prompt
+from mtagent.confine import default_redactor
 from mtagent.context.tokens import count_text_tokens
 from mtagent.errors import WorkspacePathError
 from mtagent.tools.task import CONTEXT_ITEMS, TaskRequest
@@ -58,23 +57,17 @@ def system_messages(profile: AgentProfile, tools: Sequence[object], project_root
 
 def _read_bounded(workspace: Workspace, raw: str, budget_tokens: int) -> tuple[str, str] | str:
     """(shown path, text) of a workspace file cut to ``budget_tokens``; or why it cannot be given."""
-    try:
+    try:  # opened as the file tools open: descriptor walk, one link only (#27), then redacted
         path = workspace.resolve(raw)
+        with workspace.open_read(path) as (fh, _st):
+            data = fh.read(max(1, budget_tokens) * BYTES_PER_TOKEN_CAP)
     except WorkspacePathError as exc:
         return str(exc)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
         return f"cannot open {raw!r}: {exc.strerror}"
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return f"{raw!r} is not a regular file"
-        data = os.read(fd, max(1, budget_tokens) * BYTES_PER_TOKEN_CAP)
-    finally:
-        os.close(fd)
     if b"\0" in data[:8192]:
         return f"{raw!r} is a binary file"
-    text = data.decode("utf-8", errors="replace")
+    text = default_redactor().text(data.decode("utf-8", errors="replace"))
     while text and count_text_tokens(text) > budget_tokens:
         text = text[: int(len(text) * 0.8)]
     return workspace.relative(path), text

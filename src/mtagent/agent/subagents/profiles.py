@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtagent import paths, trust
+from mtagent import confine, paths, trust
 from mtagent.context.static.rules import parse_front_matter
 from mtagent.errors import ConfigError
 
@@ -133,10 +133,11 @@ def parse_profile(name: str, text: str, *, source: str, trusted: bool) -> tuple[
     return AgentProfile(name, instructions, tools, description, model, window, source, trusted), None
 
 
-def _read_profiles(folder: Path, *, trusted: bool, into: ProfileSet) -> None:
-    if not folder.is_dir():
-        return
-    for path in sorted(folder.glob("*.md")):
+def _read_profiles(root: Path, folder: str, *, trusted: bool, into: ProfileSet) -> None:
+    """Profiles in ``root/folder``, read under :mod:`mtagent.confine`'s rule: a symlinked folder is
+    not entered, a profile symlinked or hard-linked outside ``root`` is refused, the text redacted."""
+    reader = confine.ProjectReader.create(root, max_bytes=PROFILE_MAX_BYTES)
+    for path in reader.files(folder):
         name = path.stem.lower()
         where = f"{path}"
         if not _NAME_RE.match(name):
@@ -146,15 +147,12 @@ def _read_profiles(folder: Path, *, trusted: bool, into: ProfileSet) -> None:
             into.warnings.append(f"agent profile {where} skipped: an untrusted project cannot replace the "
                                  f"built-in {name!r} profile (run `mtagent trust` to allow it)")
             continue
-        try:
-            if not path.is_file() or path.stat().st_size > PROFILE_MAX_BYTES:
-                into.warnings.append(f"agent profile {where} skipped: not a regular file under "
-                                     f"{PROFILE_MAX_BYTES // 1024} KiB")
-                continue
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            into.warnings.append(f"agent profile {where} skipped: cannot read it ({exc})")
+        result = reader.read(path, label=where)
+        if result.text is None or result.truncated:
+            into.warnings.append(f"agent profile skipped: {result.problem}" if not result.truncated else
+                                 f"agent profile {where} skipped: not under {PROFILE_MAX_BYTES // 1024} KiB")
             continue
+        text = result.text
         profile, problem = parse_profile(name, text, source=where, trusted=trusted)
         if profile is None:
             into.warnings.append(f"agent profile {where} skipped: {problem}")
@@ -177,7 +175,7 @@ def project_trusted(project_root: Path) -> bool:
 def load_profiles(project_root: Path, *, trusted: bool | None = None) -> ProfileSet:
     """Built-ins, then the user's ``~/.mtagent/agents``, then the project's ``.mtagent/agents``."""
     found = ProfileSet()
-    _read_profiles(paths.mtagent_home() / PROFILE_DIR, trusted=True, into=found)
+    _read_profiles(paths.mtagent_home(), PROFILE_DIR, trusted=True, into=found)
     is_trusted = project_trusted(project_root) if trusted is None else trusted
-    _read_profiles(Path(project_root) / ".mtagent" / PROFILE_DIR, trusted=is_trusted, into=found)
+    _read_profiles(Path(project_root), f".mtagent/{PROFILE_DIR}", trusted=is_trusted, into=found)
     return found
