@@ -25,10 +25,11 @@ if TYPE_CHECKING:  # the agent stack is imported only when a script is loaded (k
     from mtagent.agent.scripted import ScriptedChatModel
 
 PREFIX = "scripted:"
+CONTEXT_TEST = "context-test:"  # mtagent.testing's context-sensitive model (no file): acts on what it is sent
 
 
 def is_scripted(spec: str | None) -> bool:
-    return bool(spec) and str(spec).startswith(PREFIX)
+    return bool(spec) and str(spec).startswith((PREFIX, CONTEXT_TEST))
 
 
 def _step(item: Any, where: str) -> AIMessage | str:
@@ -58,6 +59,10 @@ def load_scripted_model(spec: str) -> ScriptedChatModel:
     """The model for ``scripted:FILE``; its name keeps the absolute path so a resume finds it."""
     from mtagent.agent.scripted import ScriptedChatModel
 
+    if spec.startswith(CONTEXT_TEST):
+        from mtagent.testing.context_model import ContextTestModel
+
+        return ContextTestModel()
     raw = spec[len(PREFIX):]
     if not raw:
         raise UsageError("--model scripted: needs a file, e.g. --model scripted:script.json")

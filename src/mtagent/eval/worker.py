@@ -74,13 +74,12 @@ def chained_prompt(task: EvalTask, folder: str) -> str:
     return f"{where}\n\n{task.prompt}"
 
 
-def _fresh(root: Path) -> None:
-    """Remove an earlier attempt's workspace and the project data stored for it."""
-    if root.exists():
-        shutil.rmtree(root)
-    project = paths.history_dir(root).parent
-    if project.exists():
-        shutil.rmtree(project)
+def _forget(project: Path) -> None:
+    """Remove what an earlier attempt stored for this workspace (its sessions, its recall index)."""
+    key = paths.project_hash(project)  # this workspace's own folders only
+    for stored in (paths.mtagent_home() / "history" / key, paths.mtagent_home() / "projects" / key):
+        if stored.is_dir() and not stored.is_symlink():
+            shutil.rmtree(stored)
 
 
 def _workspace(task: EvalTask, parent: Path) -> Path:
@@ -100,7 +99,8 @@ def run_unit(unit: EvalUnit, resolve: ModelResolver = resolve_model) -> list[dic
     """Run the unit; one record per task (a task that could not run says why in ``error``)."""
     os.environ.update(unit.env)
     root = Path(unit.scratch) / unit.policy.name / unit.key
-    _fresh(root)
+    if root.exists():
+        shutil.rmtree(root)
     root.mkdir(parents=True)
     records: list[dict[str, Any]] = []
     spaces: dict[str, Path] = {}
@@ -135,6 +135,7 @@ def _run_session(unit: EvalUnit, tasks: list[EvalTask], spaces: dict[str, Path],
 
     chained = unit.chain > 1
     project = root if chained else spaces[tasks[0].id]
+    _forget(project)
     settings = load_settings(project, overrides=_settings_for(unit) or None)
     model = resolve(unit.model or tasks[0].batch.model)
     METER.arm()

@@ -1,0 +1,161 @@
+"""``mtagent eval``: every task under every context policy, same model — solve rate × cost, paired.
+
+Task files, policies, the worker, the statistics and the built-in suite live in
+:mod:`mtagent.eval`; this module parses options, prints the report (a table that fits 80
+columns, or ``--json``) and registers the results file for ``mtagent ui``'s evaluation page.
+Exit code: 0 when every pair ran (solved or not), 1 when some errored, 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from mtagent.cli.executor_options import ExecutorChoice, executor_option, ray_address_option, workers_option
+from mtagent.cli.output import console, err_console, table_box, user_errors
+from mtagent.errors import UsageError
+
+BUILTIN_MODEL = "context-test:"
+
+
+def run_unit(unit: Any) -> list[dict[str, Any]]:
+    """The worker function: the model is resolved in the worker (``scripted:``/``context-test:`` too)."""
+    from mtagent.cli import scripted_model
+    from mtagent.eval.worker import resolve_model, run_unit as run
+
+    def resolve(spec: str | None) -> Any:
+        if scripted_model.is_scripted(spec):
+            return scripted_model.load_scripted_model(str(spec))
+        return resolve_model(spec)
+
+    return run(unit, resolve)
+
+
+def eval_command(
+    tasks_file: Path | None = typer.Argument(None, help="JSONL tasks: mtagent batch lines plus \"check\"/\"setup\", "
+                                             "or SWE-bench lines (docs/eval.md). Omit with --suite."),
+    policy: list[str] = typer.Option([], "--policy", "-p", help="A context policy: mtagent, threshold, masking, "
+                                     "lc-summarization, or a settings .toml file. Repeat to compare (default mtagent)."),
+    suite: str | None = typer.Option(None, "--suite", help="Run a built-in suite instead of a file: builtin (24 "
+                                     "generated tasks that need the session's memory)."),
+    model: str | None = typer.Option(None, "--model", "-m", help="provider:name for every task (same model under "
+                                     "every policy); the built-in suite defaults to the context-test: model."),
+    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint for --model."),
+    chain: int = typer.Option(1, "--chain", min=1, help="Run N consecutive tasks as turns of one session, each "
+                              "checked after its turn (long-horizon: compaction and recall happen for real)."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N tasks."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Results JSONL (default: TASKS.eval.jsonl, or "
+                                    "SCRATCH/builtin.eval.jsonl); pairs recorded there as done are skipped."),
+    scratch: Path | None = typer.Option(None, "--scratch", help="Where workspaces go (default: TASKS.eval-scratch/ "
+                                        "or ./mtagent-eval/ for a suite)."),
+    root: Path | None = typer.Option(None, "--root", help="Folder that task paths must stay inside (default: the "
+                                     "task file's folder)."),
+    repos: Path | None = typer.Option(None, "--repos", help="Local clones for SWE-bench lines: REPOS/owner__name."),
+    executor: str = executor_option(),
+    ray_address: str | None = ray_address_option(),
+    workers: int | None = workers_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object: per-policy figures, "
+                                 "paired comparisons, per-task outcomes."),
+) -> None:
+    """Evaluate context policies closed-loop: every task under every policy, with checks (resumable)."""
+    choice = ExecutorChoice(executor, ray_address, workers)
+    code = run_eval(tasks_file, policy, suite, model, base_url, chain, limit, out, scratch, root, repos, choice, as_json)
+    raise typer.Exit(code)
+
+
+@user_errors
+def run_eval(tasks_file: Path | None, policy_specs: list[str], suite: str | None, model: str | None,
+             base_url: str | None, chain: int, limit: int | None, out: Path | None, scratch: Path | None,
+             root: Path | None, repos: Path | None, choice: ExecutorChoice, as_json: bool) -> int:
+    from mtagent.eval.policies import load_policies
+    from mtagent.eval.registry import register_run
+    from mtagent.eval.report import report
+    from mtagent.eval.runner import finished_pairs, plan_units, run_units
+    from mtagent.eval.suite import SUITE_NAMES, builtin_tasks
+    from mtagent.eval.tasks import read_eval_tasks
+
+    if (tasks_file is None) == (suite is None):
+        raise UsageError("give a task file or --suite builtin (one of them)")
+    policies = load_policies(policy_specs)
+    if suite is not None:
+        if suite not in SUITE_NAMES:
+            raise UsageError(f"unknown suite {suite!r}; suites: {', '.join(SUITE_NAMES)}")
+        scratch = (scratch or Path("mtagent-eval")).resolve()
+        tasks = builtin_tasks(scratch / "suite")
+        out = out or scratch / f"{suite}.eval.jsonl"
+        model = model or BUILTIN_MODEL
+    else:
+        assert tasks_file is not None
+        if root is not None and not root.is_dir():
+            raise UsageError(f"--root {root} is not a folder")
+        tasks = read_eval_tasks(tasks_file, root, repos)
+        stem = tasks_file.with_suffix("")
+        out = out or stem.with_name(stem.name + ".eval.jsonl")
+        scratch = (scratch or stem.with_name(stem.name + ".eval-scratch")).resolve()
+    tasks = tasks[:limit] if limit else tasks
+    units, skipped = plan_units(tasks, policies, scratch, model=model, base_url=base_url, chain=chain,
+                                done=finished_pairs(out))
+    show = not as_json and err_console.is_terminal
+    records: list[dict[str, Any]] = []
+    if units:
+        executor = choice.open()
+        try:
+            records = run_units(units, executor, out, run_unit,
+                                (lambda d, t: err_console.print(f"eval: {d}/{t} sessions", end="\r")) if show else None)
+        finally:
+            executor.close()
+    register_run(out)
+    data = report(out, [p.name for p in policies], chain)
+    data["ran"], data["skipped"] = len(records), skipped
+    if as_json:
+        typer.echo(json.dumps(data, ensure_ascii=False))
+    else:
+        print_report(data)
+    return 1 if any(r.get("status") == "error" for r in records) else 0
+
+
+def _money(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, (int, float)) else "-"
+
+
+def _count(n: int) -> str:
+    for unit, size in (("M", 1_000_000), ("k", 1_000)):
+        if n >= size:
+            return f"{n / size:.1f}{unit}"
+    return str(n)
+
+
+def print_report(data: dict[str, Any]) -> None:
+    """Two tables of at most 80 columns: per policy, then the paired comparisons."""
+    table = Table(title=f"eval: {data['ran']} run, {data['skipped']} already done", title_justify="left",
+                  box=table_box(console), pad_edge=False)
+    for col in ("policy", "solved", "cost $", "side $", "tokens", "calls", "cmp", "recall", "wall s"):
+        table.add_column(col, justify="left" if col == "policy" else "right", no_wrap=True,
+                         max_width=16 if col == "policy" else None)
+    for p in data["policies"]:
+        table.add_row(escape(p["policy"]), f"{p['solved']}/{p['tasks']}", _money(p["cost_usd"]),
+                      _money(p["side_cost_usd"]), _count(p["tokens"] + p["side_tokens"]), str(p["calls"]),
+                      str(p["compactions"]), str(p["recalls"]), f"{p['wall_s']:.0f}")
+    console.print(table)
+    if data["paired"]:
+        pairs = Table(title="paired: A+/B+ = tasks solved by A only / B only",
+                      title_justify="left", box=table_box(console), pad_edge=False)
+        for col in ("A vs B", "A+", "B+", "diff", "95% CI", "p", "verdict"):
+            pairs.add_column(col, justify="left" if col in ("A vs B", "verdict") else "right", no_wrap=col != "verdict")
+        for c in data["paired"]:
+            pairs.add_row(escape(f"{c['a']} vs {c['b']}"[:24]), str(c["only_a"]), str(c["only_b"]), f"{c['diff']:+.2f}",
+                          f"{c['ci_low']:+.2f},{c['ci_high']:+.2f}", f"{c['p_value']:.2f}", escape(c["verdict"]))
+        console.print(pairs)
+    errors = sum(p["errors"] for p in data["policies"])
+    if errors:
+        err_console.print(f"{errors} pair(s) errored and are left out; re-run to retry them", highlight=False)
+    err_console.print(f"results in {escape(data['results'])}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("eval")(eval_command)
