@@ -36,6 +36,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
                "every model call."),
     "batch": ("mtagent.cli.batch_cmd", "Run the agent on every task of a JSONL file, in parallel, each in its "
               "own session (resumable)."),
+    "eval": ("mtagent.cli.eval_cmd", "Evaluate context policies closed-loop: every task under every policy, "
+             "with checks (resumable)."),
     "config": ("mtagent.cli.config_cmd", "Show the merged configuration and where it is read from."),
     "memory": ("mtagent.cli.memory_cmd", "List, add and remove long-term memories (global or per project)."),
     "sessions": ("mtagent.cli.sessions_cmd", "List, show and export this project's sessions."),
