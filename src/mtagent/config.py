@@ -46,6 +46,8 @@ from mtagent.config_sections import (  # noqa: F401  (re-exported: the public na
     AgentSettings,
     SubagentSettings,
     SecuritySettings,
+    McpSettings,
+    McpServerSettings,
     effective_context_limit,
     auto_compact_threshold,
     DEFAULT_PRICES,
@@ -79,6 +81,7 @@ class Settings(_Section):
     ui: UiSettings = Field(default_factory=UiSettings)
     subagents: SubagentSettings = Field(default_factory=SubagentSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
     @model_validator(mode="after")
     def _ranges_and_relations(self) -> Settings:
@@ -191,6 +194,8 @@ def _merge(base: dict[str, Any], layer: dict[str, Any]) -> None:
             earlier = target.get(key)
             if (section, key) in trust.ADDITIVE_KEYS and isinstance(value, list) and isinstance(earlier, list):
                 value = earlier + [v for v in value if v not in earlier]  # a layer adds, never removes
+            elif (section, key) == ("mcp", "servers") and isinstance(value, dict) and isinstance(earlier, dict):
+                value = {**earlier, **value}  # servers by name: a later layer adds or replaces one, keeps the rest
             target[key] = value
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # list prices in USD per million tokens (edit agent.prices when they change)
 DEFAULT_PRICES: dict[str, dict[str, float]] = {
@@ -363,3 +363,41 @@ class SubagentSettings(_Section):
     task_state_max_tokens: int = Field(2_000, ge=0, description="the parent's session notes handed to a child, at most")
     evidence_max_refs: int = Field(20, ge=0, description="evidence references kept per report")
     cancel_wait_seconds: float = Field(5, ge=0, description="after Ctrl-C, wait this long for children to stop")
+
+
+class McpServerSettings(_Section):
+    """One ``[mcp.servers.NAME]`` table: a stdio server (``command``) or a streamable-HTTP one (``url``)."""
+
+    command: str | None = Field(None, description="program to run (stdio transport)")
+    args: list[str] = Field(default_factory=list, description="its arguments")
+    env: dict[str, str] = Field(default_factory=dict, description="environment passed to it (beside PATH, HOME, "
+                                "LOGNAME, SHELL, TERM, USER; nothing else of yours)")
+    cwd: str | None = Field(None, description="its working folder (default: the project)")
+    url: str | None = Field(None, description="endpoint of a streamable-HTTP server")
+    headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers sent to it")
+    enabled: bool = Field(True, description="false: configured but never started")
+    start_timeout_seconds: float | None = Field(None, gt=0, description="override of mcp.start_timeout_seconds")
+    call_timeout_seconds: float | None = Field(None, gt=0, description="override of mcp.call_timeout_seconds")
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("an MCP server needs exactly one of command (stdio) or url (streamable HTTP)")
+        return self
+
+
+class McpSettings(_Section):
+    """MCP servers (docs/tools.md). A project's own [mcp] and .mcp.json start nothing until it is trusted."""
+
+    enabled: bool = Field(True, description="use MCP servers at all")
+    servers: dict[str, McpServerSettings] = Field(default_factory=dict, description="name → server table "
+                                                  "(command, args, env, cwd, or url, headers)")
+    project_mcp_json: bool = Field(True, description="read a trusted project's .mcp.json (Claude Code's format)")
+    start_timeout_seconds: float = Field(30, gt=0, description="a server not ready after this long is marked failed")
+    call_timeout_seconds: float = Field(300, gt=0, description="one MCP tool call, at most")
+    description_max_chars: int = Field(2_048, gt=0, description="a server's tool description is cut to this "
+                                       "(untrusted text)")
+    instructions_max_chars: int = Field(4_096, gt=0, description="a server's instructions are cut to this")
+    schema_max_chars: int = Field(16_384, gt=0, description="a tool's input schema larger than this is replaced "
+                                  "by a plain object schema")
+    max_tools_per_server: int = Field(512, gt=0, description="tools taken from one server, at most")

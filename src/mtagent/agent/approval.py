@@ -1,9 +1,10 @@
 """Which tool calls run on their own, which need the user's yes, and which never run.
 
-Rules come from ``agent.approval``: a tool name (``"write_file": "allow"``) or a shell command
-glob (``"shell:git status*": "allow"``, ``"shell:rm *": "deny"``) mapped to ``ask``, ``allow`` or
-``deny``. Tools that change things (shell, write_file, edit_file) default to ``ask``; the rest
-to ``allow``.
+Rules come from ``agent.approval``: a tool name (``"write_file": "allow"``), a tool-name glob
+(``"mcp__github__*": "allow"``; the longest matching pattern wins) or a shell command glob
+(``"shell:git status*": "allow"``, ``"shell:rm *": "deny"``) mapped to ``ask``, ``allow`` or
+``deny``. Tools that change things (shell, write_file, edit_file) and every MCP server's tool
+(``mcp__<server>__<tool>``) default to ``ask``; the rest to ``allow``.
 
 A shell command is read with a shell lexer (:mod:`shlex` with ``punctuation_chars``). A
 ``deny`` pattern is checked against every part (``git status && rm -rf x`` is split on its
@@ -44,6 +45,7 @@ _SPLIT = re.compile(r"\s*(?:&&|\|\||;|\||&|\n)\s*")
 # Anything that makes a command more than one plain program with plain arguments.
 _NOT_SIMPLE = re.compile(r"[;&|<>`$\n\r\x00]|\\\n")
 MEMORY_TOOL = "save_memory"
+MCP_PREFIX = "mcp__"  # tools of MCP servers ask by default; rules may name them by glob
 # Shell reserved words that can stand before a command in the same list (POSIX 2.4).
 _OPENING_WORDS = frozenset({"{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time"})
 
@@ -115,6 +117,13 @@ class ApprovalPolicy:
                 return self._apply_mode(verdict)
         if tool in self.tool_rules:
             return self._apply_mode(Verdict(self.tool_rules[tool], self._label(tool)))
+        pattern = _best_glob(tool, self.tool_rules)
+        if pattern is not None:
+            return self._apply_mode(Verdict(self.tool_rules[pattern], self._label(pattern)))
+        if tool.startswith(MCP_PREFIX):
+            server = tool.rsplit("__", 1)[0]
+            return self._apply_mode(Verdict("ask", f"default for MCP tools (another program's code; "
+                                                   f'agent.approval "{server}__*" = "allow" allows this server\'s)'))
         if tool == MEMORY_TOOL and _memory_namespace(args) not in ("project", "team"):
             return self._apply_mode(Verdict("ask", "default for save_memory to global or user memory (every "
                                                    "later session's system prompt)"))
@@ -154,6 +163,17 @@ class ApprovalPolicy:
             return Verdict("allow", f"{verdict.rule}; --approval allow")
         return Verdict("deny", f"{verdict.rule}; --approval deny (no one to ask)")
 
+
+
+def _best_glob(tool: str, rules: Mapping[str, Decision]) -> str | None:
+    """The most specific (longest) glob rule matching a tool name (``mcp__github__*``); deny wins a tie."""
+    best: tuple[int, int, str] | None = None
+    for pattern, decision in rules.items():
+        if any(c in pattern for c in "*?[") and fnmatch.fnmatchcase(tool, pattern):
+            rank = (len(pattern), 1 if decision == "deny" else 0)
+            if best is None or rank > best[:2]:
+                best = (*rank, pattern)
+    return best[2] if best else None
 
 
 def shell_words(command: str) -> list[str] | None:

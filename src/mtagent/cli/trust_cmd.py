@@ -16,6 +16,7 @@ import typer
 from mtagent import paths, trust
 from mtagent.cli.output import console, user_errors
 from mtagent.config import _read_toml
+from mtagent.tools.mcp import project_server_lines
 
 
 def _project_keys(root: Path) -> list[str]:
@@ -27,10 +28,12 @@ def first_run_question(root: Path) -> str | None:
     if trust.decision(root) is not None:
         return None
     keys = _project_keys(root)
-    if not keys:
+    servers = project_server_lines(root)
+    if not keys and not servers:
         return None
-    return (f"This project's .mtagent/config.toml sets {', '.join(keys)} (it came with the repository). "
-            "Trust this project so they apply? [y/N] ")
+    runs = "".join(f"\n  MCP server {line}" for line in servers)
+    return (f"This project's .mtagent/config.toml sets {', '.join(keys) or 'no security keys'} (it came with "
+            f"the repository).{runs}\nTrust this project so they apply{' and run' if servers else ''}? [y/N] ")
 
 
 def answer_first_run(root: Path, answer: str) -> bool:
@@ -77,12 +80,18 @@ def trust_command(
     key = trust.set_trust(root, not revoke)
     _audit(root, not revoke)
     keys = _project_keys(root)
+    servers = project_server_lines(root)
     if as_json:
-        typer.echo(json.dumps({"project": key, "trusted": not revoke, "security_keys": keys}))
+        typer.echo(json.dumps({"project": key, "trusted": not revoke, "security_keys": keys, "mcp_servers": servers}))
         return
     verb = "no longer trusted: its" if revoke else "trusted: its"
     what = ", ".join(keys) if keys else "security keys (none set now)"
     console.print(f"{key} is {verb} {what} {'are ignored' if revoke else 'apply'}", markup=False)
+    if servers:
+        console.print("MCP servers it " + ("no longer starts:" if revoke else "starts when a session needs them:"),
+                      markup=False)
+        for line in servers:
+            console.print(f"  {line}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

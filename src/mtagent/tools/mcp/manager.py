@@ -1,0 +1,232 @@
+"""A session's MCP servers: started together on first need, called from the sync agent, stopped at close.
+
+:class:`McpManager` is what a session opener holds. It implements :class:`McpToolSource`, the seam
+the tool catalog (``context/toolset``) takes: the tools (``mcp__<server>__<tool>``, source
+``mcp:<server>``), each server's instructions (quoted as the server's words) and each server's
+state. No thread, loop or process exists until something asks for the tools or a call; then
+every startable server starts *in parallel*, each bounded by its start timeout, and a server that
+fails is a state and a note, not an exception. :meth:`close` stops every server (their process
+groups) and the loop; an ``atexit`` hook does the same if the session is never closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from langchain_core.tools import BaseTool
+
+from mtagent.config import McpSettings, Settings
+from mtagent.tools.mcp.errors import McpServerError
+from mtagent.tools.mcp.specs import ServerSpec, discover_servers
+from mtagent.tools.mcp.untrusted import clean_text, quoted_instructions, tool_name
+
+CLOSE_SECONDS = 15.0  # stopping every server: the SDK's stdin close + SIGTERM + SIGKILL steps, bounded
+SAFETY_SECONDS = 15.0  # added to a server's own bound when the agent thread waits for the loop
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerStatus:
+    """One server as ``/mcp``, ``mtagent mcp list`` and ``/context`` show it."""
+
+    name: str
+    source: str  # "user config" | "project config" | ".mcp.json"
+    trusted: bool
+    transport: str  # "stdio" | "http"
+    state: str  # "not started" | "starting" | "ready" | "failed" | "stopped" | "untrusted" | "disabled" | "invalid"
+    note: str
+    tool_count: int
+    command: str  # what runs, or where it connects
+    instructions: str  # the server's instructions, cleaned and cut ("" when none)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "source": self.source, "trusted": self.trusted, "transport": self.transport,
+                "state": self.state, "note": self.note, "tools": self.tool_count, "command": self.command,
+                "instructions_chars": len(self.instructions)}
+
+
+@runtime_checkable
+class McpToolSource(Protocol):
+    """The seam between the MCP client (this package) and the tool catalog (``context/toolset``)."""
+
+    def tools(self) -> list[BaseTool]:
+        """Every MCP tool of the servers that are up, named ``mcp__<server>__<tool>``."""
+        ...
+
+    def instructions(self) -> dict[str, str]:
+        """Server name → its instructions, quoted as the server's (untrusted) words; servers without none."""
+        ...
+
+    def servers(self) -> list[McpServerStatus]:
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+class McpManager:
+    """See the module docstring. Build with :meth:`for_project`."""
+
+    def __init__(self, specs: list[ServerSpec], config: McpSettings, project_root: Path,
+                 notes: list[str] | None = None) -> None:
+        self.specs = specs
+        self.config = config
+        self.project_root = project_root
+        self.notes = list(notes or [])
+        self._connections: dict[str, Any] = {}
+        self._loop_box: list[Any] = []  # the LoopThread, once one runs (shared with the finalizer)
+        self._tools: list[BaseTool] | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        # a session never closed (a crash, a forgotten close) still stops its servers at exit
+        self._finalizer = weakref.finalize(self, _close_quietly, self._connections, self._loop_box)
+
+    @classmethod
+    def for_project(cls, settings: Settings, project_root: str | os.PathLike[str]) -> McpManager:
+        root = Path(project_root).resolve()
+        specs, notes = discover_servers(settings, root)
+        return cls(specs, settings.mcp, root, notes)
+
+    @property
+    def startable(self) -> list[ServerSpec]:
+        return [s for s in self.specs if s.startable]
+
+    # starting ----------------------------------------------------------------------------
+    def _ensure_loop(self) -> Any:
+        if self._closed:
+            raise McpServerError("the session's MCP servers were shut down with the session")
+        if not self._loop_box:
+            from mtagent.tools.mcp.loop import LoopThread
+            from mtagent.tools.mcp.server import ServerConnection
+
+            for spec in self.startable:
+                self._connections[spec.name] = ServerConnection(spec, self.config, str(self.project_root))
+            self._loop_box.append(LoopThread())
+        return self._loop_box[0]
+
+    def start(self) -> None:
+        """Start every startable server at once and wait for all (each bounded by its start timeout)."""
+        with self._lock:
+            if self._tools is not None or not self.startable:
+                return
+            try:
+                loop = self._ensure_loop()
+            except ImportError as exc:
+                self.notes.append(f"MCP servers are configured but the MCP SDK is missing ({exc.name}); "
+                                  "install it: pip install 'mtagent[mcp]'")
+                self._tools = []
+                return
+            bound = max(c.start_timeout for c in self._connections.values()) + SAFETY_SECONDS
+            try:
+                loop.run(_start_all(list(self._connections.values())), bound)
+            except TimeoutError:
+                self.notes.append(f"MCP servers were still starting after {bound:g} s")
+            self._tools = self._build_tools()
+
+    def _build_tools(self) -> list[BaseTool]:
+        from mtagent.tools.mcp.adapter import McpTool
+
+        tools: list[BaseTool] = []
+        taken: set[str] = set()
+        for spec in self.startable:
+            conn = self._connections[spec.name]
+            for listed in conn.tools:
+                name = tool_name(spec.key, listed.name)
+                if name in taken:
+                    conn.note = (conn.note + "; " if conn.note else "") + f"tool {listed.name!r} skipped (name clash)"
+                    continue
+                taken.add(name)
+                description = listed.description or f"Tool {listed.name} of the MCP server {spec.name}."
+                tools.append(McpTool(name=name, description=description, args_schema=listed.schema,
+                                     server=spec.name, remote_name=listed.name, caller=self,
+                                     metadata={"source": f"mcp:{spec.name}", "mcp_server": spec.name,
+                                               "mcp_tool": listed.name}))
+        return tools
+
+    # the seam ----------------------------------------------------------------------------
+    def tools(self) -> list[BaseTool]:
+        self.start()
+        return list(self._tools or [])
+
+    def instructions(self) -> dict[str, str]:
+        self.start()
+        return {name: quoted_instructions(name, conn.instructions)
+                for name, conn in self._connections.items() if conn.instructions}
+
+    def servers(self) -> list[McpServerStatus]:
+        out = []
+        for spec in self.specs:
+            conn = self._connections.get(spec.name)
+            if conn is not None:
+                state, note, count, instr = conn.state, conn.note, len(conn.tools), conn.instructions
+            elif not spec.trusted:
+                state, note, count, instr = "untrusted", "project not trusted: run `mtagent trust` to allow it", 0, ""
+            elif spec.error:
+                state, note, count, instr = "invalid", spec.error, 0, ""
+            elif spec.settings is not None and not spec.settings.enabled:
+                state, note, count, instr = "disabled", "enabled = false", 0, ""
+            else:
+                state, note, count, instr = "not started", "", 0, ""
+            out.append(McpServerStatus(clean_text(spec.name, 64), spec.source, spec.trusted, spec.transport, state,
+                                       note, count, spec.describe(), instr))
+        return out
+
+    # calling -----------------------------------------------------------------------------
+    def call(self, server: str, tool: str, arguments: dict[str, Any]) -> Any:
+        """The server's ``CallToolResult``; :class:`McpServerError` with a clear message on any failure."""
+        conn = self._connections.get(server)
+        if conn is None:
+            raise McpServerError(f"MCP server '{server}' is not running in this session")
+        loop = self._ensure_loop()
+        bound = conn.start_timeout + conn.call_timeout + SAFETY_SECONDS
+        try:
+            return loop.run(conn.call(tool, arguments), bound)
+        except TimeoutError as exc:
+            raise McpServerError(f"MCP server '{server}' did not answer within {bound:g} s") from exc
+
+    # stopping ----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop every server and the loop; safe to call twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._finalizer.detach()
+            _close_quietly(self._connections, self._loop_box)
+
+    def __enter__(self) -> McpManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+async def _start_all(connections: list[Any]) -> None:
+    results = await asyncio.gather(*(c.ensure_started() for c in connections), return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException) and not isinstance(result, Exception):
+            raise result
+
+
+async def _close_all(connections: list[Any]) -> None:
+    await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+
+
+def _close_quietly(connections: dict[str, Any], loop_box: list[Any]) -> None:
+    """Stop the servers and the loop (also run by the finalizer at interpreter exit)."""
+    if not loop_box:
+        return
+    loop = loop_box.pop()
+    try:
+        if loop.alive:
+            loop.run(_close_all(list(connections.values())), CLOSE_SECONDS)
+    except BaseException:  # noqa: S110 - closing must not raise; the SDK killed what it could
+        pass
+    finally:
+        loop.stop()
+

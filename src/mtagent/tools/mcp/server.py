@@ -1,0 +1,270 @@
+"""One MCP server's life on the session's event loop: start, list tools, call, crash, restart, stop.
+
+The SDK's ``Client`` is an async context manager whose enter and exit must run in one task, so a
+*holder* task per server enters it, publishes the connection, and waits for a stop signal; calls
+run from other tasks on the same loop. Every wait is bounded — the start by
+``start_timeout_seconds``, a call by ``call_timeout_seconds`` — and every failure is turned into a
+:class:`McpServerError` whose message says what happened and what comes next, with the state and
+a one-line note kept for ``/mcp`` and ``/context``. A server that crashed, hung or timed out is
+stopped (its whole process group: the SDK starts it in a new session) and started again by the
+next call of one of its tools.
+
+A stdio server gets only the environment its config names, on top of the SDK's minimal set
+(``PATH``, ``HOME``, ``LOGNAME``, ``SHELL``, ``TERM``, ``USER``); its stderr goes to an unnamed
+temporary file, whose last lines explain a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import anyio
+import httpx2
+from mcp import Client, MCPError, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import Implementation
+from pydantic import ValidationError
+
+from mtagent import __version__
+from mtagent.config import McpSettings
+from mtagent.tools.mcp.errors import McpServerError
+from mtagent.tools.mcp.specs import ServerSpec
+from mtagent.tools.mcp.untrusted import clean_schema, clean_text
+
+STDERR_TAIL_CHARS = 600
+MAX_LIST_PAGES = 50  # tools/list pages followed, at most (a paginator that never ends cannot hang a start)
+HTTP_CONNECT_SECONDS = 30.0
+STOP_SECONDS = 10.0  # the SDK's own shutdown (stdin close, SIGTERM, SIGKILL) takes at most ~6 s
+# The SDK logs each unparsable stdout line at ERROR; without a handler Python would print it (with a
+# traceback) on the user's terminal. The failure reaches the user as the server's state instead.
+logging.getLogger("mcp").addHandler(logging.NullHandler())
+logging.getLogger("mcp").propagate = False
+
+
+@dataclass(slots=True)
+class ListedTool:
+    """A tool as the server listed it, already cleaned (untrusted text cut, schema checked)."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+    note: str = ""
+
+
+@dataclass
+class ServerConnection:
+    spec: ServerSpec
+    config: McpSettings
+    cwd: str
+    state: str = "not started"
+    note: str = ""
+    tools: list[ListedTool] = field(default_factory=list)
+    instructions: str = ""
+    starts: int = 0
+    _client: Any = None
+    _holder: asyncio.Task[None] | None = None
+    _stop: asyncio.Event | None = None
+    _lock: asyncio.Lock | None = None
+    _stderr: IO[bytes] | None = None
+
+    @property
+    def start_timeout(self) -> float:
+        return (self.spec.settings and self.spec.settings.start_timeout_seconds) or self.config.start_timeout_seconds
+
+    @property
+    def call_timeout(self) -> float:
+        return (self.spec.settings and self.spec.settings.call_timeout_seconds) or self.config.call_timeout_seconds
+
+    # start -------------------------------------------------------------------------------
+    async def ensure_started(self) -> None:
+        """Connected and tools listed, or :class:`McpServerError` (state ``failed`` and a note)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self.state == "ready" and self._holder is not None and not self._holder.done():
+                return
+            await self._stop_holder()
+            await self._start()
+
+    async def _start(self) -> None:
+        self.state, self.note = "starting", ""
+        self.starts += 1
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        ready.add_done_callback(lambda f: f.cancelled() or f.exception())  # a late failure is not "unretrieved"
+        self._stop = asyncio.Event()
+        self._holder = asyncio.create_task(self._hold(self._stop, ready), name=f"mcp:{self.spec.name}")
+        try:
+            await asyncio.wait_for(asyncio.shield(ready), self.start_timeout)
+        except TimeoutError:
+            await self._stop_holder()
+            raise self._fail(f"did not start within {self.start_timeout:g} s") from None
+        except asyncio.CancelledError:
+            await self._stop_holder()
+            raise
+        except Exception as exc:
+            await self._stop_holder()
+            raise self._fail(f"could not start: {_describe(exc)}") from exc
+        self.state = "ready"
+
+    async def _hold(self, stop: asyncio.Event, ready: asyncio.Future[None]) -> None:
+        try:
+            async with _client(self.spec, self.cwd, self._stderr_file()) as client:
+                listed = await self._list_tools(client)
+                self.instructions = clean_text(client.instructions or "", self.config.instructions_max_chars)
+                self.tools = listed
+                self._client = client
+                if not ready.done():
+                    ready.set_result(None)
+                await stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else McpServerError("start was cancelled"))
+            elif self.state == "ready" and not stop.is_set():
+                self.state, self.note = "failed", f"connection ended: {_describe(exc)}"
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self._client = None
+
+    async def _list_tools(self, client: Any) -> list[ListedTool]:
+        listed: list[ListedTool] = []
+        cursor = None
+        for _ in range(MAX_LIST_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            for tool in page.tools:
+                if len(listed) >= self.config.max_tools_per_server:
+                    return listed
+                schema, note = clean_schema(tool.input_schema, description_limit=self.config.description_max_chars,
+                                            max_chars=self.config.schema_max_chars)
+                listed.append(ListedTool(clean_text(tool.name, 200),
+                                         clean_text(tool.description or "", self.config.description_max_chars),
+                                         schema, note))
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return listed
+
+    def _stderr_file(self) -> IO[bytes]:
+        if self._stderr is None:
+            self._stderr = tempfile.TemporaryFile(prefix="mtagent-mcp-")  # noqa: SIM115 - closed in close()
+        return self._stderr
+
+    def stderr_tail(self) -> str:
+        """The last lines the server wrote to stderr (cleaned), "" when none."""
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.seek(0, 2)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - STDERR_TAIL_CHARS))
+            tail = self._stderr.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+        return clean_text(" | ".join(line.strip() for line in tail.splitlines() if line.strip()), STDERR_TAIL_CHARS)
+
+    def _fail(self, what: str) -> McpServerError:
+        tail = self.stderr_tail()
+        self.state = "failed"
+        self.note = what + (f" (stderr: {tail})" if tail else "")
+        return McpServerError(f"MCP server '{self.spec.name}' {self.note}")
+
+    # call --------------------------------------------------------------------------------
+    async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """The ``CallToolResult`` of one call, restarting the server first when it is down."""
+        await self.ensure_started()
+        client = self._client
+        if client is None:
+            raise self._fail("closed its connection before the call")
+        try:
+            return await asyncio.wait_for(client.call_tool(tool, arguments), self.call_timeout)
+        except TimeoutError:
+            await self._restart_later()
+            raise self._fail(f"did not answer within {self.call_timeout:g} s; it was stopped and will be "
+                             "started again on the next call") from None
+        except MCPError as exc:
+            if _connection_lost(exc) or self._holder is None or self._holder.done():
+                await self._restart_later()
+                raise self._fail("stopped during the call; it will be started again on the next call") from exc
+            raise McpServerError(f"MCP server '{self.spec.name}' answered with an error: "
+                                 f"{clean_text(exc.message, 2_000)}") from exc
+        except ValidationError as exc:
+            raise McpServerError(f"MCP server '{self.spec.name}' sent a result that is not valid MCP "
+                                 f"({exc.error_count()} problems); try again or report it to the server's "
+                                 "authors") from exc
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as exc:
+            await self._restart_later()
+            raise self._fail(f"lost its connection ({_describe(exc)}); it will be started again on the next "
+                             "call") from exc
+
+    async def _restart_later(self) -> None:
+        await self._stop_holder()
+
+    # stop --------------------------------------------------------------------------------
+    async def _stop_holder(self) -> None:
+        holder, self._holder = self._holder, None
+        if holder is None:
+            return
+        if self._stop is not None:
+            self._stop.set()
+        if self._client is None:  # still starting (a hung handshake): nothing to wind down politely
+            holder.cancel()
+        try:
+            await asyncio.wait_for(asyncio.shield(holder), STOP_SECONDS)
+        except (TimeoutError, asyncio.CancelledError):
+            holder.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(holder, 5)
+        except Exception:  # noqa: S110 - the holder recorded its own failure
+            pass
+
+    async def close(self) -> None:
+        await self._stop_holder()
+        if self.state != "failed":
+            self.state = "stopped" if self.starts else self.state
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+
+def _connection_lost(exc: MCPError) -> bool:
+    from mcp_types import CONNECTION_CLOSED
+
+    return exc.code == CONNECTION_CLOSED
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        inner = [e for e in exc.exceptions]
+        return _describe(inner[0]) if inner else type(exc).__name__
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {clean_text(exc.filename or exc, 200)}"
+    if isinstance(exc, MCPError):
+        return clean_text(exc.message, 300)
+    text = clean_text(str(exc), 300)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    timeout = httpx2.Timeout(HTTP_CONNECT_SECONDS, read=None)
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            yield streams
+
+
+def _client(spec: ServerSpec, cwd: str, stderr: IO[bytes]) -> Client:
+    settings = spec.settings
+    assert settings is not None
+    info = Implementation(name="mtagent", version=__version__)
+    if settings.command is not None:
+        params = StdioServerParameters(command=settings.command, args=list(settings.args), env=dict(settings.env),
+                                       cwd=os.path.join(cwd, settings.cwd or "."), encoding_error_handler="replace")
+        return Client(stdio_client(params, errlog=stderr), client_info=info)  # type: ignore[arg-type]
+    return Client(_http_transport(str(settings.url), dict(settings.headers)), client_info=info)

@@ -1,0 +1,192 @@
+"""Which MCP servers a session may start: the user's config, a trusted project's config and ``.mcp.json``.
+
+Sources, in the order a name is looked up (the first wins): ``[mcp.servers.NAME]`` in the user's
+own layers (``~/.mtagent/config.toml``, ``MTAGENT_MCP__SERVERS``, arguments), the same table in the
+project's ``.mtagent/config.toml``, and the project's ``.mcp.json`` (Claude Code's format,
+``{"mcpServers": {"NAME": {"command": …, "args": […], "env": {…}}}}`` or ``{"type": "http",
+"url": …, "headers": {…}}``). A repository wrote the last two, so until the user trusts the project
+(``mtagent trust``) they are listed as *untrusted* and nothing of theirs ever starts.
+
+Nothing here starts a process or imports the MCP SDK: ``mtagent trust`` and ``mtagent mcp list``
+use it to say what *would* run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from mtagent import paths, trust
+from mtagent.config import McpServerSettings, Settings, _read_toml
+from mtagent.tools.mcp.untrusted import clean_text, server_key
+
+Source = Literal["user config", "project config", ".mcp.json"]
+MCP_JSON = ".mcp.json"
+# .mcp.json is a few lines; a bigger file (or /dev/zero behind a symlink) is refused, not read
+MAX_MCP_JSON_BYTES = 1024 * 1024
+_JSON_KEYS = {"type", "command", "args", "env", "cwd", "url", "headers"}
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSpec:
+    """One configured server, where it came from, and whether it may start."""
+
+    name: str
+    source: Source
+    trusted: bool
+    settings: McpServerSettings | None = None
+    error: str = ""  # why this entry cannot start (invalid, unsupported transport); "" when it can
+    key: str = field(default="")
+
+    @property
+    def startable(self) -> bool:
+        return self.trusted and self.settings is not None and self.settings.enabled and not self.error
+
+    @property
+    def transport(self) -> str:
+        if self.settings is None:
+            return "?"
+        return "stdio" if self.settings.command is not None else "http"
+
+    def describe(self) -> str:
+        """What runs (a command line) or where it connects (a URL; header names, never values)."""
+        s = self.settings
+        if s is None:
+            return "(invalid entry)"
+        if s.command is not None:
+            line = " ".join(_quote(part) for part in [s.command, *s.args])
+            env = f" (env: {', '.join(sorted(s.env))})" if s.env else ""
+            return clean_text(line + env, 500)
+        headers = f" (headers: {', '.join(sorted(s.headers))})" if s.headers else ""
+        return clean_text(f"{s.url}{headers}", 500)
+
+
+def _quote(part: str) -> str:
+    return part if part and all(c.isalnum() or c in "-_./:=@+," for c in part) else json.dumps(part)
+
+
+def _parsed(name: str, raw: Any, source: Source, trusted: bool) -> ServerSpec:
+    try:
+        if not isinstance(raw, Mapping):
+            raise ValueError("must be a table of settings")
+        settings = McpServerSettings.model_validate(dict(raw))
+    except (ValidationError, ValueError) as exc:
+        detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        return ServerSpec(name, source, trusted, None, f"invalid server entry: {clean_text(detail, 200)}",
+                          server_key(name))
+    return ServerSpec(name, source, trusted, settings, "", server_key(name))
+
+
+def _from_mcp_json(name: str, raw: Any, trusted: bool) -> ServerSpec:
+    """An ``.mcp.json`` entry; ``type`` is ``stdio`` (default when ``command`` is given) or ``http``."""
+    if not isinstance(raw, Mapping):
+        return _parsed(name, raw, ".mcp.json", trusted)
+    kind = raw.get("type", "stdio" if "command" in raw else "http")
+    unknown = sorted(str(k) for k in raw if k not in _JSON_KEYS)
+    if kind not in ("stdio", "http", "streamable-http"):
+        return ServerSpec(name, ".mcp.json", trusted, None,
+                          f"transport {clean_text(str(kind), 40)!r} is not supported (use stdio or http)",
+                          server_key(name))
+    if unknown:
+        return ServerSpec(name, ".mcp.json", trusted, None,
+                          f"unknown key {clean_text(unknown[0], 40)!r} (known: {', '.join(sorted(_JSON_KEYS))})",
+                          server_key(name))
+    return _parsed(name, {k: v for k, v in raw.items() if k != "type"}, ".mcp.json", trusted)
+
+
+def read_mcp_json(project_root: Path) -> tuple[dict[str, Any], str]:
+    """The ``mcpServers`` table of the project's ``.mcp.json`` and a problem ("" when none).
+
+    Opened like a config file: only a regular file, at most :data:`MAX_MCP_JSON_BYTES`, never
+    followed into a device or FIFO (a hostile repository's ``.mcp.json`` → ``/dev/zero``).
+    """
+    path = project_root / MCP_JSON
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return {}, ""
+    except OSError as exc:
+        return {}, f"cannot open {MCP_JSON}: {exc.strerror}"
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return {}, f"{MCP_JSON} is not a regular file; ignored"
+        raw = fh.read(MAX_MCP_JSON_BYTES + 1)
+    if len(raw) > MAX_MCP_JSON_BYTES:
+        return {}, f"{MCP_JSON} is over {MAX_MCP_JSON_BYTES // 1024} KB; ignored"
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return {}, f"{MCP_JSON} is not valid JSON; ignored"
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        return {}, f'{MCP_JSON} has no "mcpServers" object; ignored'
+    return servers, ""
+
+
+def _project_config_servers(project_root: Path) -> dict[str, Any]:
+    try:
+        layer = _read_toml(paths.project_config_path(project_root))
+    except Exception:  # a broken project config is reported by load_settings, not here
+        return {}
+    table = layer.get("mcp", {})
+    servers = table.get("servers", {}) if isinstance(table, dict) else {}
+    return servers if isinstance(servers, dict) else {}
+
+
+def discover_servers(settings: Settings, project_root: Path | None) -> tuple[list[ServerSpec], list[str]]:
+    """Every configured server (startable or not) and notes about the sources (a bad .mcp.json).
+
+    ``settings`` is the merged configuration :func:`~mtagent.config.load_settings` gave: it holds a
+    project's ``[mcp]`` only when the project is trusted (the trust layer drops it otherwise), so
+    an untrusted project's servers are read from its files here only to be *listed*.
+    """
+    if not settings.mcp.enabled:
+        return [], []
+    trusted = project_root is not None and trust.is_trusted(project_root)
+    project = _project_config_servers(project_root) if project_root is not None else {}
+    specs: dict[str, ServerSpec] = {}
+    for name, server in settings.mcp.servers.items():
+        source: Source = "project config" if trusted and name in project else "user config"
+        specs[name] = ServerSpec(name, source, True, server, "", server_key(name))
+    if not trusted:
+        for name, raw in project.items():
+            specs.setdefault(str(name), _parsed(str(name), raw, "project config", False))
+    notes: list[str] = []
+    if project_root is not None and settings.mcp.project_mcp_json:
+        servers, problem = read_mcp_json(project_root)
+        if problem:
+            notes.append(problem)
+        for name, raw in servers.items():
+            specs.setdefault(str(name), _from_mcp_json(str(name), raw, trusted))
+    return _unique_keys(list(specs.values())), notes
+
+
+def _unique_keys(specs: list[ServerSpec]) -> list[ServerSpec]:
+    """Two names that normalize alike (``a.b``, ``a_b``) get distinct tool-name keys."""
+    seen: set[str] = set()
+    out = []
+    for spec in specs:
+        key, n = spec.key, 2
+        while key in seen:
+            key, n = f"{spec.key}_{n}", n + 1
+        seen.add(key)
+        out.append(spec if key == spec.key else ServerSpec(spec.name, spec.source, spec.trusted, spec.settings,
+                                                           spec.error, key))
+    return out
+
+
+def project_server_lines(project_root: Path) -> list[str]:
+    """``NAME (source): command`` for each server the project itself brings — its config's
+    ``[mcp.servers]`` and its ``.mcp.json`` — trusted or not: what trusting it lets run."""
+    specs = [_parsed(str(name), raw, "project config", False)
+             for name, raw in _project_config_servers(project_root).items()]
+    servers, _ = read_mcp_json(project_root)
+    specs += [_from_mcp_json(str(name), raw, False) for name, raw in servers.items()]
+    return [f"{clean_text(s.name, 64)} ({s.source}): {s.describe() if not s.error else s.error}" for s in specs]

@@ -1,0 +1,17 @@
+"""Fixtures of the MCP client's tests (helpers: mcp_helpers.py); skipped when the SDK is absent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp", reason="the MCP SDK is not installed: pip install 'mtagent[mcp]'")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "README.md").write_text("# project\n")
+    return root

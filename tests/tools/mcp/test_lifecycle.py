@@ -1,0 +1,201 @@
+"""A session's MCP servers: start in parallel with a bound, fail clearly, restart, and leave no process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+from tools.mcp.mcp_helpers import alive, call, children_of, fixture_server, mcp_settings, wait_gone
+
+from mtagent.tools.mcp import McpManager
+
+
+def _tools(manager: McpManager) -> dict:
+    return {t.name: t for t in manager.tools()}
+
+
+def _pid(tools: dict, name: str) -> int:
+    return int(call(tools[f"mcp__{name}__pid"]).content)
+
+
+def test_tools_are_named_by_server_and_carry_their_source(project: Path) -> None:
+    with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
+        tools = _tools(manager)
+        echo = tools["mcp__fx__echo"]
+        assert echo.metadata["source"] == "mcp:fx" and echo.source == "mcp:fx"
+        result = call(echo, text="hello there")
+        assert result.status == "success" and result.content == "hello there"
+        assert result.artifact["kind"] == "mcp" and result.artifact["server"] == "fx"
+        [status] = manager.servers()
+        assert (status.state, status.tool_count, status.source) == ("ready", len(tools), "user config")
+
+
+def test_nothing_starts_before_the_tools_are_asked_for(project: Path) -> None:
+    with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
+        assert not any(_is_fixture(p) for p in children_of(os.getpid()))
+        assert manager.servers()[0].state == "not started"
+        assert not any(t.name == "mtagent-mcp" for t in threading.enumerate())  # no loop thread either
+
+
+def _is_fixture(pid: int) -> bool:
+    try:
+        return "fixture_server.py" in Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return False
+
+
+def test_servers_start_in_parallel_and_a_hung_one_is_bounded_by_its_start_timeout(project: Path) -> None:
+    settings = mcp_settings({"a": fixture_server(), "b": fixture_server(),
+                             "hang": fixture_server("--hang-start", start_timeout_seconds=2)})
+    started = time.monotonic()
+    with McpManager.for_project(settings, project) as manager:
+        tools = _tools(manager)
+        took = time.monotonic() - started
+        states = {s.name: (s.state, s.note) for s in manager.servers()}
+    assert "mcp__a__echo" in tools and "mcp__b__echo" in tools
+    assert not any(name.startswith("mcp__hang__") for name in tools)
+    assert states["hang"] == ("failed", "did not start within 2 s")
+    # the hung server costs its timeout plus the SDK's shutdown steps, once, not once per server
+    assert took < 12, took
+
+
+def test_a_missing_command_is_a_state_with_a_note_not_an_exception(project: Path) -> None:
+    settings = mcp_settings({"gone": {"command": "mtagent-no-such-server-xyz"}, "fx": fixture_server()})
+    with McpManager.for_project(settings, project) as manager:
+        assert "mcp__fx__echo" in _tools(manager)
+        state = {s.name: s for s in manager.servers()}["gone"]
+        assert state.state == "failed" and "command not found: mtagent-no-such-server-xyz" in state.note
+
+
+def test_a_call_that_hangs_times_out_with_a_clear_error_and_the_next_call_restarts(project: Path) -> None:
+    settings = mcp_settings({"fx": fixture_server(call_timeout_seconds=1)})
+    with McpManager.for_project(settings, project) as manager:
+        tools = _tools(manager)
+        first = _pid(tools, "fx")
+        started = time.monotonic()
+        result = call(tools["mcp__fx__sleep"], seconds=30)
+        assert time.monotonic() - started < 10
+        assert result.status == "error"
+        assert "did not answer within 1 s" in result.content and "started again on the next call" in result.content
+        assert manager.servers()[0].state == "failed"
+        assert wait_gone(first), "the hung server was not stopped"
+        second = _pid(tools, "fx")
+        assert second != first and manager.servers()[0].state == "ready"
+
+
+def test_a_server_that_dies_mid_call_gives_an_error_with_its_stderr_and_comes_back(project: Path) -> None:
+    with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
+        tools = _tools(manager)
+        first = _pid(tools, "fx")
+        result = call(tools["mcp__fx__crash"])
+        assert result.status == "error"
+        assert "stopped during the call" in result.content and "crashing on purpose" in result.content
+        status = manager.servers()[0]
+        assert status.state == "failed" and "crashing on purpose" in status.note
+        assert call(tools["mcp__fx__echo"], text="back").content == "back"
+        assert _pid(tools, "fx") != first
+
+
+def test_a_server_killed_from_outside_during_a_call(project: Path) -> None:
+    with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
+        tools = _tools(manager)
+        pid = _pid(tools, "fx")
+        killer = threading.Timer(0.5, os.kill, (pid, signal.SIGKILL))
+        killer.start()
+        result = call(tools["mcp__fx__sleep"], seconds=20)
+        killer.join()
+        assert result.status == "error" and "stopped during the call" in result.content
+        assert call(tools["mcp__fx__echo"], text="again").content == "again"
+
+
+def test_garbage_on_stdout_is_skipped_and_never_reaches_the_terminal(project: Path, capfd) -> None:
+    settings = mcp_settings({"noisy": fixture_server("--garbage")})
+    with McpManager.for_project(settings, project) as manager:
+        tools = _tools(manager)
+        assert manager.servers()[0].state == "ready"
+        assert call(tools["mcp__noisy__garbage_echo"], text="still fine").content == "still fine"
+    out, err = capfd.readouterr()
+    assert "not JSON-RPC" not in out + err and "garbage between" not in out + err
+    assert "Traceback" not in err
+
+
+def test_only_the_configured_environment_reaches_a_server(project: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MTAGENT_TEST_SECRET_TOKEN", "do-not-leak-0123456789")
+    settings = mcp_settings({"fx": fixture_server(env={"GIVEN": "yes"})})
+    with McpManager.for_project(settings, project) as manager:
+        tools = _tools(manager)
+        assert call(tools["mcp__fx__env"], name="MTAGENT_TEST_SECRET_TOKEN").content == "<unset>"
+        assert call(tools["mcp__fx__env"], name="GIVEN").content == "yes"
+        assert call(tools["mcp__fx__env"], name="PATH").content != "<unset>"
+
+
+def test_close_stops_every_server_process(project: Path) -> None:
+    manager = McpManager.for_project(mcp_settings({"a": fixture_server(), "b": fixture_server()}), project)
+    tools = _tools(manager)
+    pids = [_pid(tools, "a"), _pid(tools, "b")]
+    assert all(alive(p) for p in pids)
+    manager.close()
+    assert all(wait_gone(p, 1) for p in pids)
+    manager.close()  # twice is harmless
+    result = call(tools["mcp__a__echo"], text="x")
+    assert result.status == "error" and "shut down with the session" in result.content
+
+
+def test_ctrl_c_during_a_call_cancels_it_and_close_still_stops_the_server(project: Path) -> None:
+    manager = McpManager.for_project(mcp_settings({"fx": fixture_server()}), project)
+    tools = _tools(manager)
+    pid = _pid(tools, "fx")
+    timer = threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+    timer.start()
+    try:
+        manager.call("fx", "sleep", {"seconds": 20})
+        raise AssertionError("the call was not interrupted")
+    except KeyboardInterrupt:
+        pass
+    timer.join()
+    assert call(tools["mcp__fx__echo"], text="after").content == "after"
+    manager.close()
+    assert wait_gone(pid, 1)
+
+
+_CRASHING_PARENT = textwrap.dedent("""
+    import os, signal, sys
+    sys.path.insert(0, {tests!r})
+    from tools.mcp.mcp_helpers import fixture_server, mcp_settings
+    from mtagent.tools.mcp import McpManager
+    manager = McpManager.for_project(mcp_settings({{"fx": fixture_server()}}), {project!r})
+    tool = {{t.name: t for t in manager.tools()}}["mcp__fx__pid"]
+    print(tool.invoke({{"name": tool.name, "args": {{}}, "id": "c1", "type": "tool_call"}}).content, flush=True)
+    {ending}
+""")
+
+
+def _run_parent(project: Path, ending: str) -> tuple[int, subprocess.CompletedProcess]:
+    script = _CRASHING_PARENT.format(tests=str(Path(__file__).parents[2]), project=str(project), ending=ending)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    return int(done.stdout.split()[0]), done
+
+
+def test_a_session_never_closed_stops_its_servers_at_exit(project: Path) -> None:
+    pid, done = _run_parent(project, "raise SystemExit(0)  # no close()")
+    assert done.returncode == 0, done.stderr
+    assert wait_gone(pid, 5), "the server outlived the process that started it"
+
+
+def test_an_uncaught_exception_still_stops_the_servers(project: Path) -> None:
+    pid, done = _run_parent(project, "raise RuntimeError('boom')")
+    assert "boom" in done.stderr
+    assert wait_gone(pid, 5)
+
+
+def test_a_parent_killed_outright_leaves_a_server_that_exits_on_its_closed_stdin(project: Path) -> None:
+    pid, done = _run_parent(project, "os.kill(os.getpid(), signal.SIGKILL)")
+    assert done.returncode == -signal.SIGKILL
+    assert wait_gone(pid, 10), "the server kept running after its parent was killed"
