@@ -4,7 +4,11 @@ Why SQLite FTS5: it is embedded (no server), ships with Python's ``sqlite3``, ra
 and updates row by row, so every appended record is searchable at once. The index is a cache of
 the transcripts, artifacts and memory files — never the truth — so it is written without fsync
 and a lost or corrupt database is simply recreated (:attr:`RecallStore.rebuilt` tells the indexer
-to fill it again from the transcripts); no error from here ever reaches a turn.
+to fill it again from the transcripts); no error from here ever reaches a turn. Every kind of
+damage counts: an unreadable file, a missing table (a dropped FTS index would otherwise be
+recreated empty while ``sources`` says everything was indexed), a row of the wrong type. What is
+not ours at the path — a symlink, a directory, another program's database — is set aside, never
+opened for writing (:mod:`mtagent.context.recall.store_file`).
 
 Tables: ``items`` (one searchable piece with its reference: session, message id, artifact path
 and line range, authority, timestamp), ``items_fts`` (the FTS5 index over ``items.text``),
@@ -24,6 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mtagent.context.recall.driver import SQLITE
+from mtagent.context.recall.store_file import APPLICATION_ID, claim, database_uri, remove_own
 
 log = logging.getLogger(__name__)
 db: Any = SQLITE.module  # sqlite3, or pysqlite3 where only it can load sqlite-vec (driver.py)
@@ -94,6 +99,26 @@ class Row:
 
 _INSERT_ITEM = (f"INSERT OR IGNORE INTO items({', '.join(_DOC_FIELDS)}) "
                 f"VALUES({', '.join('?' * len(_DOC_FIELDS))})")
+TABLES = frozenset({"meta", "items", "items_fts", "edits", "sources", "vectors"})
+# the SQLite storage class each Doc field may have when read back (None: NULL)
+_TEXT, _INT, _NUM = (str, type(None)), (int, type(None)), (int, float, type(None))
+_FIELD_TYPES = {f: _TEXT for f in _DOC_FIELDS} | {"line_start": _INT, "line_end": _INT, "seq": _INT,
+                                                  "ts": _NUM, "expires_at": _NUM, "uid": (str,),
+                                                  "kind": (str,), "text": (str,)}
+
+
+class IndexDamaged(db.DatabaseError):  # type: ignore[misc, name-defined]
+    """The index holds what it never writes (a row of the wrong type): rebuild it."""
+
+
+def _checked_row(r: Sequence[Any]) -> Row:
+    values = r[2:]
+    for name, value in zip(_DOC_FIELDS, values, strict=True):
+        if not isinstance(value, _FIELD_TYPES[name]) or isinstance(value, bool):
+            raise IndexDamaged(f"items.{name} of row {r[0]!r} is a {type(value).__name__}")
+    if not isinstance(r[0], int) or not isinstance(r[1], int):
+        raise IndexDamaged(f"items row {r[0]!r} has a bad rowid or compacted flag")
+    return Row(int(r[0]), Doc(*values), bool(r[1]))
 
 
 def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
@@ -117,11 +142,28 @@ class RecallStore:
     # ---- lifecycle ---------------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
-        target = ":memory:" if self.path is None else str(self.path)
+        target = ":memory:" if self.path is None else database_uri(self.path)
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = db.connect(target, check_same_thread=False, timeout=2.0, isolation_level=None)
+            note = claim(self.path)
+            if note is not None:
+                log.warning("recall index: %s", note)
+                self.rebuilt = True
+        conn = db.connect(target, check_same_thread=False, timeout=2.0, isolation_level=None, uri=True)
+        try:
+            self._prepare(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
         conn.execute("PRAGMA busy_timeout=2000")
+        found = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        if found and not TABLES <= found:  # CREATE … IF NOT EXISTS would bring them back empty
+            raise IndexDamaged(f"tables missing: {', '.join(sorted(TABLES - found))}")
+        if not found:
+            conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
         if self.path is not None:
             conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=OFF")  # a cache of the transcripts: losing it only costs a rebuild
@@ -133,12 +175,11 @@ class RecallStore:
         elif row[0] != SCHEMA_VERSION:
             raise db.DatabaseError(f"recall index schema {row[0]} is not {SCHEMA_VERSION}")
         conn.execute("SELECT count(*) FROM items_fts WHERE items_fts MATCH 'probe'").fetchone()
-        return conn
 
     def _open(self) -> None:
         try:
             self._conn = self._connect()
-        except db.DatabaseError as exc:
+        except (db.DatabaseError, OSError) as exc:
             self._recreate(exc)
 
     def _recreate(self, exc: BaseException) -> None:
@@ -151,14 +192,13 @@ class RecallStore:
             except db.Error:
                 pass
             self._conn = None
-        if self.path is not None:
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         self._seq.clear()
         self.rebuilt = True
         try:
+            if self.path is not None:
+                remove_own(self.path)
             self._conn = self._connect()
-        except db.Error as again:  # e.g. the folder is not writable: work in memory
+        except (db.Error, OSError) as again:  # e.g. the folder is not writable: work in memory
             log.warning("recall index %s cannot be recreated (%s); using an in-memory index", self.path, again)
             self.path = None
             self._conn = self._connect()
@@ -176,7 +216,10 @@ class RecallStore:
                 if self._conn is None:
                     self._open()
                 try:
-                    return fn(self._conn)  # type: ignore[arg-type]
+                    try:
+                        return fn(self._conn)  # type: ignore[arg-type]
+                    except (ValueError, TypeError) as bad:  # a value no write of ours produces
+                        raise IndexDamaged(f"unexpected value in the index: {bad}") from bad
                 except db.DatabaseError as exc:
                     if attempt == 0 and _is_corruption(exc):
                         self._recreate(exc)
@@ -273,9 +316,15 @@ class RecallStore:
                                      (file_key, ts, session, message_id)), None)
 
     def source_state(self, source: str) -> tuple[int, int | None, float | None]:
-        row = self.run(lambda c: c.execute("SELECT offset, size, mtime FROM sources WHERE source=?",
-                                           (source,)).fetchone(), None)
-        return (int(row[0]), row[1], row[2]) if row else (0, None, None)
+        def read(conn: sqlite3.Connection) -> tuple[int, int | None, float | None] | None:
+            row = conn.execute("SELECT offset, size, mtime FROM sources WHERE source=?", (source,)).fetchone()
+            if row is None:
+                return None
+            if not isinstance(row[0], int) or not isinstance(row[1], (int, type(None))):
+                raise IndexDamaged(f"sources row {source!r} holds {row!r}")
+            return int(row[0]), row[1], row[2]
+
+        return self.run(read, None) or (0, None, None)
 
     def set_source_state(self, source: str, offset: int, size: int | None = None, mtime: float | None = None) -> None:
         self.run(lambda c: c.execute("INSERT OR REPLACE INTO sources(source, offset, size, mtime) VALUES(?,?,?,?)",
@@ -319,7 +368,8 @@ class RecallStore:
                 part = ids[start:start + 500]
                 for r in conn.execute(f"SELECT rowid, compacted, {cols} FROM items WHERE rowid IN "
                                       f"({', '.join('?' * len(part))})", part):
-                    found[int(r[0])] = Row(int(r[0]), Doc(*r[2:]), bool(r[1]))
+                    row = _checked_row(r)
+                    found[row.rowid] = row
             return [found[i] for i in ids if i in found]
 
         return self.run(read, [])

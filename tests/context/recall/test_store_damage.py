@@ -1,0 +1,184 @@
+"""Every kind of damage to the recall index rebuilds it; what is not ours is set aside, untouched (#27).
+
+The index is a cache of the transcripts. These tests break it the ways the issue found — the
+file is a directory, the FTS table was dropped, rows hold the wrong types, another program's
+database (or a symlink to one outside ``MTAGENT_HOME``, or a hard link) sits at its path — and
+check that ``mtagent run`` still works, ``mtagent recall`` prints hits again without a traceback,
+and nothing that is not ours changed by a byte. Also: ``mtagent run`` writes its live batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from typer.testing import CliRunner
+
+from mtagent import paths
+from mtagent.cli.app import app
+from mtagent.context.recall.indexer import index_path
+from mtagent.context.recall.store import RecallStore
+from mtagent.context.recall.store_file import foreign_reason
+from mtagent.session import schema
+from mtagent.session.transcript import TranscriptWriter
+
+runner = CliRunner()
+NEEDLE = "zanzibar_overflow_total"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    with TranscriptWriter(paths.session_transcript_path(root, "s1"), session_id="s1") as writer:
+        for m in (HumanMessage(f"why does {NEEDLE} fail?", id="u1"), AIMessage(f"{NEEDLE} is int32", id="a1")):
+            writer.append(schema.message_to_record(m))
+    return root
+
+
+def recall_hits(root: Path) -> list[dict]:
+    result = runner.invoke(app, ["recall", NEEDLE, "--json", "--cwd", str(root)])
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    return json.loads(result.stdout)
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def foreign_db(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)")
+    conn.execute("INSERT INTO notes(body) VALUES('precious')")
+    conn.commit()
+    conn.close()
+
+
+def set_aside(index: Path) -> list[Path]:
+    return sorted(p for p in index.parent.iterdir() if ".set-aside-" in p.name and not p.name.endswith(("-wal", "-shm")))
+
+
+def test_an_index_that_is_a_directory_is_set_aside_and_run_and_recall_work(project, tmp_path):
+    index = index_path(project)
+    index.mkdir(parents=True)
+    (index / "keep.txt").write_text("mine", encoding="utf-8")
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps(["done"]), encoding="utf-8")
+    ran = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}", "hi"])
+    assert ran.exit_code == 0, ran.output
+    assert recall_hits(project)
+    (moved,) = set_aside(index)
+    assert (moved / "keep.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_a_dropped_fts_table_is_rebuilt_from_the_transcripts(project):
+    assert recall_hits(project)
+    conn = sqlite3.connect(index_path(project))
+    conn.execute("DROP TABLE items_fts")
+    conn.commit()
+    conn.close()
+    assert recall_hits(project), "the FTS index came back empty and stayed empty"
+    assert recall_hits(project)
+
+
+@pytest.mark.parametrize("column,value", [("ts", "yesterday"), ("line_start", "x"), ("seq", 1.5),
+                                          ("text", b"\x00\x01"), ("session", 7)])
+def test_rows_of_the_wrong_type_rebuild_the_index(project, column, value):
+    assert recall_hits(project)
+    conn = sqlite3.connect(index_path(project))
+    conn.execute(f"UPDATE items SET {column}=?", (value,))
+    conn.commit()
+    conn.close()
+    result = runner.invoke(app, ["recall", NEEDLE, "--json", "--cwd", str(project)])
+    assert result.exit_code == 0 and isinstance(json.loads(result.stdout), list), result.output
+    shown = runner.invoke(app, ["recall", NEEDLE, "--cwd", str(project)])
+    assert shown.exit_code == 0 and "Traceback" not in shown.output, shown.output
+    assert recall_hits(project)
+
+
+def test_a_wrong_typed_source_offset_rebuilds_the_index(project):
+    assert recall_hits(project)
+    conn = sqlite3.connect(index_path(project))
+    conn.execute("UPDATE sources SET offset='far'")
+    conn.commit()
+    conn.close()
+    assert recall_hits(project)
+
+
+def test_another_programs_database_is_set_aside_unmodified(project):
+    index = index_path(project)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    foreign_db(index)
+    before = digest(index)
+    assert recall_hits(project)
+    (moved,) = set_aside(index)
+    assert digest(moved) == before
+    assert sqlite3.connect(moved).execute("SELECT body FROM notes").fetchall() == [("precious",)]
+
+
+def test_a_symlink_to_a_database_outside_home_is_never_opened_for_writing(project, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "their.sqlite"
+    foreign_db(target)
+    before, mtime = digest(target), target.stat().st_mtime_ns
+    index = index_path(project)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    index.symlink_to(target)
+    assert recall_hits(project)
+    assert digest(target) == before and target.stat().st_mtime_ns == mtime
+    assert sorted(p.name for p in outside.iterdir()) == ["their.sqlite"]  # no -wal/-shm beside it
+    assert not index.is_symlink() and foreign_reason(index) is None
+    (moved,) = set_aside(index)
+    assert moved.is_symlink() and moved.resolve() == target
+
+
+def test_a_hard_link_at_the_index_path_is_set_aside(project, tmp_path):
+    target = tmp_path / "their.sqlite"
+    foreign_db(target)
+    before = digest(target)
+    index = index_path(project)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    os.link(target, index)
+    assert recall_hits(project)
+    assert digest(target) == before and target.stat().st_nlink == 2  # the set-aside link is the other
+
+
+def test_garbage_bytes_are_set_aside_and_our_own_index_is_kept(project):
+    index = index_path(project)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    index.write_bytes(b"not a database at all" * 10)
+    assert recall_hits(project)
+    assert len(set_aside(index)) == 1
+    assert recall_hits(project) and len(set_aside(index)) == 1  # ours now: reused, not set aside again
+
+
+def test_an_index_from_before_the_application_id_is_still_ours(project):
+    store = RecallStore(index_path(project))
+    store.close()
+    conn = sqlite3.connect(index_path(project))
+    conn.execute("PRAGMA application_id=0")
+    conn.commit()
+    conn.close()
+    assert foreign_reason(index_path(project)) is None
+
+
+def test_run_writes_its_live_recall_batch(project, tmp_path):
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([f"the answer mentions {NEEDLE}_live"]), encoding="utf-8")
+    ran = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}", "say it"])
+    assert ran.exit_code == 0, ran.output
+    conn = sqlite3.connect(index_path(project))
+    try:
+        rows = conn.execute("SELECT session, text FROM items WHERE text LIKE ?", (f"%{NEEDLE}_live%",)).fetchall()
+        caught_up = conn.execute("SELECT count(*) FROM sources").fetchone()[0]
+    finally:
+        conn.close()
+    assert rows, "the live index never got the run's records"
+    assert caught_up == 0  # they came from the live sink, not a later catch-up
