@@ -18,6 +18,7 @@ from mtagent.context.recall.indexer import RecallIndexer
 from mtagent.context.recall.retrieved import CompactedRecall
 from mtagent.context.recall.router import Recaller
 from mtagent.context.tokens import count_text_tokens
+from mtagent.session import schema
 from mtagent.session.transcript import RecordSink
 
 
@@ -30,13 +31,50 @@ class IndexingSink:
     def append(self, record: dict[str, Any]) -> object:
         result = self.inner.append(record)
         self.indexer.add_record(record, self.session_id)
+        if ends_a_round(record):  # the model has answered: what this turn said is searchable now
+            self.indexer.flush()
         return result
 
+    def end_turn(self) -> None:
+        end = getattr(self.inner, "end_turn", None)
+        if end is not None:
+            end()
+        self.indexer.flush()
+
+    def close(self) -> None:
+        """Close the inner sink, then write the indexer's pending batch and close the index."""
+        try:
+            close = getattr(self.inner, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self.indexer.close()
+
     def __getattr__(self, name: str) -> Any:
-        """Everything else (``end_turn``, ``close``, ``path`` …) is the inner sink's."""
+        """Everything else (``path`` …) is the inner sink's."""
         if name in ("inner", "indexer", "session_id"):
             raise AttributeError(name)
         return getattr(self.inner, name)
+
+
+def ends_a_round(record: dict[str, Any]) -> bool:
+    """An assistant message without tool calls (a turn's answer) or a compaction boundary."""
+    if record.get("type") == schema.COMPACT_BOUNDARY:
+        return True
+    return (record.get("type") == schema.TRANSCRIPT_MESSAGE and record.get("role") == "assistant"
+            and not record.get("tool_calls"))
+
+
+def close_recall(sink: object) -> None:
+    """Write and close the recall index of the sink chain ``sink`` wraps (found through ``.inner``),
+    for owners that close the storage writer directly rather than the chain."""
+    for _ in range(8):
+        if isinstance(sink, IndexingSink):
+            sink.indexer.close()
+            return
+        sink = getattr(sink, "inner", None)
+        if sink is None:
+            return
 
 
 def recall_sink(inner: RecordSink, project_root: str | os.PathLike[str], session_id: str,
