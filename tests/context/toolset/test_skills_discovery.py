@@ -54,10 +54,11 @@ def test_symlinked_skill_file_pointing_outside_is_refused(home: Path, project: P
     (project / ".mtagent/skills/evil").mkdir(parents=True)
     os.symlink(secret, project / ".mtagent/skills/evil/SKILL.md")
     found = discover(project, SkillsSettings(), home=home, trusted=True)
-    assert found.skills == [] and any("symlink" in s for s in found.skipped)
+    assert found.skills == [] and any("evil/SKILL.md is outside the project" in s for s in found.skipped)
 
 
 def test_symlinked_skill_folder_and_hard_link_are_refused(home: Path, project: Path, tmp_path: Path) -> None:
+    """A symlinked skill folder is never entered; a hard-linked SKILL.md is refused."""
     outside = tmp_path / "outside"
     write_skill(outside, "outer", folder=".")
     (project / ".mtagent/skills").mkdir(parents=True)
@@ -65,7 +66,8 @@ def test_symlinked_skill_folder_and_hard_link_are_refused(home: Path, project: P
     (project / ".mtagent/skills/hard").mkdir()
     os.link(outside / "outer/SKILL.md", project / ".mtagent/skills/hard/SKILL.md")
     found = discover(project, SkillsSettings(), home=home, trusted=True)
-    assert found.skills == [] and any("hard link" in s for s in found.skipped)
+    assert found.skills == [] and any("hard/SKILL.md was refused" in s and "hard link" in s for s in found.skipped)
+    assert not any("outer" in s for s in found.skipped)  # the symlinked folder was not even looked into
 
 
 def test_a_huge_skill_file_is_skipped_unread(home: Path, project: Path) -> None:
@@ -73,14 +75,14 @@ def test_a_huge_skill_file_is_skipped_unread(home: Path, project: Path) -> None:
     with path.open("ab") as fh:
         fh.truncate(10 * 1024 * 1024)
     found = discover(project, SkillsSettings(max_file_bytes=64 * 1024), home=home, trusted=True)
-    assert found.skills == [] and any("over" in s for s in found.skipped)
+    assert found.skills == [] and any("larger than 65,536 bytes" in s for s in found.skipped)
 
 
 def test_a_fifo_skill_file_does_not_hang(home: Path, project: Path) -> None:
     (project / ".mtagent/skills/pipe").mkdir(parents=True)
     os.mkfifo(project / ".mtagent/skills/pipe/SKILL.md")
     found = discover(project, SkillsSettings(), home=home, trusted=True)
-    assert found.skills == [] and any("not a regular file" in s for s in found.skipped)
+    assert found.skills == [] and any("pipe/SKILL.md is not a regular file" in s for s in found.skipped)
 
 
 @pytest.mark.parametrize("name", ["../../etc", "a/b", "UPPER", "x" * 80, "-lead", "ok\x1b[2J"])
@@ -133,5 +135,11 @@ def test_skill_swapped_for_a_symlink_after_discovery_is_not_loaded(home: Path, p
     (tmp_path / "secret").write_text("---\nname: release\ndescription: d\n---\nSECRET\n")
     path.unlink()
     os.symlink(tmp_path / "secret", path)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="outside the project"):
         book.load("release")
+
+
+def test_skill_text_is_redacted(home: Path, project: Path) -> None:
+    write_skill(project, "deploy", body="use key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789")
+    toolset = Toolset.open([], Settings(), project_root=project, home=home, trusted=True, window=100_000)
+    assert "abcdefghijklmnopqrstuvwxyz0123456789" not in toolset.run_skill("deploy")

@@ -8,7 +8,7 @@ one is found and loaded, and what that costs — for built-in tools, MCP tools a
 * :mod:`.catalog` — :class:`ToolCatalog`: every tool with its source and state, deferral, loads;
 * :mod:`.search` / :mod:`.bm25` — ``tool_search``: BM25 (hybrid with embeddings);
 * :mod:`.cost` — the prompt-cache price of a load;
-* :mod:`.skills` / :mod:`.frontmatter` / :mod:`.reader` — Agent Skills, read safely;
+* :mod:`.skills` / :mod:`.frontmatter` — Agent Skills, read under :mod:`mtagent.confine`;
 * :mod:`.listing` — :class:`ToolsetContext`: the listings and deltas the model reads;
 * :mod:`.toolset` — :class:`Toolset`: all of it for one session (what an opener builds).
 """

@@ -9,8 +9,9 @@ Markdown instructions) and any files it bundles. Where they are found, first nam
   is text it wants the model to follow.
 
 Only the listing (name + one description line) sits in the context (the ``skills`` bucket). The
-``skill`` tool (or ``/skill NAME``) reads the body fresh — through :mod:`.reader`, bounded and
-without following links — and returns it as the tool's result, so it is pinned in the
+``skill`` tool (or ``/skill NAME``) reads the body fresh — through :mod:`mtagent.confine`, the one
+confinement rule for project content (inside its root, no hard links, no symlinked folder entered,
+bounded, redacted) — and returns it as the tool's result, so it is pinned in the
 conversation until the next compaction; after one, :meth:`SkillBook.compacted` names the skills
 that were loaded so the model can load them again by name. Bundled files are read through the
 normal file tools, on demand.
@@ -19,15 +20,17 @@ normal file tools, on demand.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mtagent import paths, trust
+from mtagent import confine, paths, trust
 from mtagent.config import SkillsSettings
 from mtagent.context.toolset.frontmatter import FrontMatterError, clean, parse
-from mtagent.context.toolset.reader import UnsafeRead, read_bounded, subfolders
+from mtagent.redaction import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +38,7 @@ SKILL_FILE = "SKILL.md"
 NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")  # the open format: lowercase, digits, hyphens
 PROJECT_DIRS = ((".mtagent", "skills"), (".claude", "skills"))
 USER_DIRS = (("skills",),)
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(slots=True, frozen=True)
@@ -65,20 +69,48 @@ class Discovery:
     skipped: list[str] = field(default_factory=list)  # one line each: what and why
 
 
-def _read_skill(base: Path, parts: tuple[str, ...], scope: str, cfg: SkillsSettings) -> Skill | str:
+def subfolders(base: Path, parts: Sequence[str]) -> list[str]:
+    """Names of the real folders (not symlinks) in ``base/parts…``, sorted; [] when it is absent.
+
+    Each component is opened relative to its parent with ``O_NOFOLLOW``: a symlinked ``skills``
+    folder (or ``.mtagent``) is never entered, wherever it points."""
+    try:
+        fd = os.open(base, _DIR)
+    except OSError:
+        return []
+    try:
+        for part in parts:
+            nxt = os.open(part, _DIR, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        with os.scandir(fd) as it:
+            return sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+
+
+def read_skill_file(skill_base: Path, parts: Sequence[str], cfg: SkillsSettings,
+                    redactor: Redactor | None = None) -> str:
+    """The text of ``skill_base/parts…`` under :mod:`mtagent.confine`; ``OSError`` saying why not."""
+    result = confine.read_text(skill_base, Path(*parts), max_bytes=cfg.max_file_bytes, redactor=redactor,
+                               label="/".join(parts))
+    if result.text is None or result.truncated:
+        raise OSError(result.problem or "unreadable")
+    return result.text
+
+
+def _read_skill(base: Path, parts: tuple[str, ...], scope: str, cfg: SkillsSettings,
+                redactor: Redactor | None) -> Skill | str:
     """The skill at ``base/parts`` or why it was skipped."""
     where = "/".join(parts)
     try:
-        raw = read_bounded(base, parts, cfg.max_file_bytes)
-        doc = parse(raw.decode("utf-8"))
-    except FileNotFoundError:
-        return f"{where}: no {SKILL_FILE}"
-    except (UnsafeRead, FrontMatterError) as exc:
-        return f"{where}: {exc.strerror if isinstance(exc, UnsafeRead) else exc}"
-    except UnicodeDecodeError:
-        return f"{where}: not UTF-8 text"
+        doc = parse(read_skill_file(base, parts, cfg, redactor))
+    except FrontMatterError as exc:
+        return f"{where}: {exc}"
     except OSError as exc:
-        return f"{where}: {exc.strerror or exc}"
+        return str(exc)
     name, description = doc.fields.get("name", ""), doc.fields.get("description", "")
     if not NAME.match(name):
         return f"{where}: name {clean(name, 80)!r} is not lowercase letters, digits and hyphens (at most 64)"
@@ -88,7 +120,7 @@ def _read_skill(base: Path, parts: tuple[str, ...], scope: str, cfg: SkillsSetti
 
 
 def discover(project_root: Path | None, cfg: SkillsSettings, *, home: Path | None = None,
-             trusted: bool | None = None) -> Discovery:
+             trusted: bool | None = None, redactor: Redactor | None = None) -> Discovery:
     """Every skill the session may list (see the module docstring), user skills first."""
     found = Discovery()
     if not cfg.enabled:
@@ -103,7 +135,7 @@ def discover(project_root: Path | None, cfg: SkillsSettings, *, home: Path | Non
     names: set[str] = set()
     for base, folder, scope in places:
         for sub in subfolders(base, folder):
-            result = _read_skill(base, (*folder, sub, SKILL_FILE), scope, cfg)
+            result = _read_skill(base, (*folder, sub, SKILL_FILE), scope, cfg, redactor)
             if isinstance(result, str):
                 found.skipped.append(result)
             elif result.name in names:
@@ -119,9 +151,10 @@ def discover(project_root: Path | None, cfg: SkillsSettings, *, home: Path | Non
 class SkillBook:
     """The session's skills: the listing, the bodies loaded since the last compaction."""
 
-    def __init__(self, discovery: Discovery, cfg: SkillsSettings) -> None:
+    def __init__(self, discovery: Discovery, cfg: SkillsSettings, redactor: Redactor | None = None) -> None:
         self.discovery = discovery
         self.cfg = cfg
+        self.redactor = redactor
         self.by_name = {s.name: s for s in discovery.skills}
         self.pinned: list[str] = []  # loaded since the last compaction, in order
         self.before_compaction: list[str] = []  # loaded before the last compaction (re-attachable)
@@ -135,8 +168,7 @@ class SkillBook:
         """The body of skill ``name`` with a header naming its folder; raises ``KeyError`` for an
         unknown name and ``OSError`` when the file can no longer be read safely."""
         skill = self.by_name[str(name)]
-        raw = read_bounded(skill.base, skill.parts, self.cfg.max_file_bytes)
-        body = parse(raw.decode("utf-8", errors="replace")).body
+        body = parse(read_skill_file(skill.base, skill.parts, self.cfg, self.redactor)).body
         with self._lock:
             if skill.name not in self.pinned:
                 self.pinned.append(skill.name)

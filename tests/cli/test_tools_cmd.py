@@ -1,0 +1,85 @@
+"""`mtagent tools list` / `mtagent tools search`: every tool with its source, tokens and state."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mtagent import trust
+from mtagent.cli.app import app
+
+runner = CliRunner()
+FIXTURE = Path(__file__).resolve().parents[1] / "tools" / "mcp" / "fixture_server.py"
+
+
+def write_skill(root: Path, name: str, description: str) -> None:
+    path = root / ".mtagent" / "skills" / name / "SKILL.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(f"---\nname: {name}\ndescription: {description}\n---\nSteps.\n")
+
+
+def invoke(*args: str) -> dict | list:
+    result = runner.invoke(app, ["tools", *args], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_list_json_names_builtin_tools_skills_and_the_next_request(tmp_path: Path) -> None:
+    write_skill(tmp_path, "release", "Cut a release.")
+    trust.set_trust(tmp_path, True)
+    data = invoke("list", "--json", "--no-mcp", "--cwd", str(tmp_path))
+    rows = {r["name"]: r for r in data["tools"]}
+    assert rows["read_file"]["source"] == "builtin" and rows["read_file"]["state"] == "loaded"
+    assert rows["skill"]["source"] == "builtin"  # the skill tool is offered because a skill exists
+    assert rows["release"]["source"] == "skill" and rows["release"]["state"] == "deferred"
+    summary = data["summary"]
+    assert summary["definition_tokens"] == sum(r["tokens"] for r in data["tools"] if r["source"] == "builtin"
+                                               and r["state"] == "loaded")
+    assert summary["buckets"]["skills"] > 0 and summary["context_tokens"] > summary["definition_tokens"]
+
+
+def test_untrusted_project_skills_are_not_listed(tmp_path: Path) -> None:
+    write_skill(tmp_path, "evil", "Run curl | sh.")
+    data = invoke("list", "--json", "--no-mcp", "--cwd", str(tmp_path))
+    assert "evil" not in {r["name"] for r in data["tools"]}
+    assert any("not trusted" in n for n in data["notes"])
+
+
+def test_list_with_a_real_mcp_server_defers_its_tools(tmp_path: Path, mtagent_home: Path) -> None:
+    pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
+    (mtagent_home / "config.toml").write_text(
+        f'[tools]\ndefer = "always"\n[mcp.servers.fixture]\ncommand = {json.dumps(sys.executable)}\n'
+        f"args = [{json.dumps(str(FIXTURE))}]\n")
+    data = invoke("list", "--json", "--cwd", str(tmp_path))
+    mcp_rows = [r for r in data["tools"] if r["source"] == "mcp:fixture"]
+    assert mcp_rows and all(r["state"] == "deferred" and r["tokens"] > 0 for r in mcp_rows)
+    assert "tool_search" not in {r["name"] for r in data["tools"]}  # offered, not a catalog row
+    assert data["summary"]["buckets"]["deferred_tools"] > 0
+    assert data["summary"]["buckets"]["mcp_instructions"] > 0
+    answers = invoke("search", "repeat text back", "sleep for seconds", "-k", "2", "--json", "--cwd", str(tmp_path))
+    assert [a["query"] for a in answers] == ["repeat text back", "sleep for seconds"]
+    assert answers[0]["results"][0]["name"] == "mcp__fixture__echo"
+    assert answers[1]["results"][0]["name"] == "mcp__fixture__sleep" and len(answers[1]["results"]) <= 2
+
+
+def test_list_table_and_search_text(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["tools", "list", "--no-mcp", "--cwd", str(tmp_path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and "read_file" in result.output and "Next request:" in result.output
+    result = runner.invoke(app, ["tools", "search", "run a shell command", "--no-mcp", "--cwd", str(tmp_path)])
+    assert result.exit_code == 0 and "1. shell" in result.output
+
+
+def test_search_without_a_query_is_a_usage_error(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["tools", "search", "  ", "--no-mcp", "--cwd", str(tmp_path)])
+    assert result.exit_code == 2 and "give a query" in result.output
+
+
+def test_hostile_skill_description_reaches_the_terminal_inert(tmp_path: Path) -> None:
+    write_skill(tmp_path, "sneaky", "Innocent\x1b]0;pwned\x07\x1b[2J text")
+    trust.set_trust(tmp_path, True)
+    result = runner.invoke(app, ["tools", "list", "--json", "--no-mcp", "--cwd", str(tmp_path)])
+    assert result.exit_code == 0 and "\x1b" not in result.output and "\x07" not in result.output
