@@ -1,0 +1,95 @@
+"""The built-in suite, the policies and the context-sensitive test model (#29)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from mtagent.cli.scripted_model import is_scripted, load_scripted_model
+from mtagent.config import Settings
+from mtagent.errors import UsageError
+from mtagent.eval.checks import run_command
+from mtagent.eval.policies import BUILTIN_POLICIES, load_policies, load_policy
+from mtagent.eval.suite import SUITE_SIZE, build_task, builtin_tasks
+from mtagent.testing.context_model import LOST_REPLY, UNKNOWN, ContextTestModel, decide
+
+TASK = "TASK t1\nConstraint: COLOR = teal\n1. Read `a.py`.\n2. Write the value of LIMIT into `out.txt`.\n"
+
+
+def test_the_suite_has_twenty_odd_tasks_each_with_a_check_that_tells_right_from_wrong(tmp_path: Path) -> None:
+    tasks = builtin_tasks(tmp_path)
+    assert len(tasks) == SUITE_SIZE >= 20 and len({t.id for t in tasks}) == len(tasks)
+    assert {build_task(i).kind for i in range(SUITE_SIZE)} == {"constant", "error", "constraint"}
+    assert max(build_task(i).distance for i in range(SUITE_SIZE)) >= 40
+    for index in (0, 1, 2):
+        task, spec = tasks[index], build_task(index)
+        folder = Path(str(task.batch.cwd))
+        assert spec.value not in "".join(p.read_text() for p in folder.rglob("src/*.py"))  # fillers never hold it
+        (folder / "answer.txt").write_text(spec.value + "\n")
+        assert run_command(str(task.check), folder, 30).ok
+        (folder / "answer.txt").write_text("unknown\n")
+        assert not run_command(str(task.check), folder, 30).ok
+    assert builtin_tasks(tmp_path / "again")[5].prompt == tasks[5].prompt  # no randomness, no clock
+
+
+def test_builtin_policies_are_valid_settings_and_toml_overlays_are_checked(tmp_path: Path) -> None:
+    for overlay in BUILTIN_POLICIES.values():
+        Settings.model_validate(overlay)
+    good = tmp_path / "tight.toml"
+    good.write_text('[context]\ncompaction_trigger = "threshold"\n')
+    assert load_policy(str(good)).overlay == {"context": {"compaction_trigger": "threshold"}}
+    bad = tmp_path / "typo.toml"
+    bad.write_text("[context]\ncompaction_triger = 1\n")
+    with pytest.raises(UsageError, match="policy 'typo'.*bad setting"):
+        load_policy(str(bad))
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[context\n")
+    with pytest.raises(UsageError, match="not valid TOML"):
+        load_policy(str(broken))
+    clash = tmp_path / "masking.toml"
+    clash.write_text("")
+    with pytest.raises(UsageError, match="name of the built-in policy"):
+        load_policy(str(clash))
+    assert [p.name for p in load_policies([])] == ["mtagent"]
+
+
+def test_the_model_reads_a_fact_it_can_see() -> None:
+    messages = [SystemMessage("s"), HumanMessage(TASK), AIMessage("", tool_calls=[
+        {"name": "read_file", "args": {"file_path": "a.py"}, "id": "c1", "type": "tool_call"}]),
+        ToolMessage("1\tLIMIT = 42\n2\tLIMIT_MAX = 9", tool_call_id="c1")]
+    call = decide(messages, ["read_file", "write_file", "recall"]).tool_calls[0]
+    assert call["name"] == "write_file" and call["args"] == {"file_path": "out.txt", "content": "42\n"}
+
+
+def test_a_lost_fact_is_recalled_when_it_can_be_and_guessed_when_not() -> None:
+    messages = [SystemMessage("s"), HumanMessage(TASK), AIMessage("", tool_calls=[
+        {"name": "read_file", "args": {"file_path": "a.py"}, "id": "c1", "type": "tool_call"}]),
+        ToolMessage("[cleared]", tool_call_id="c1")]
+    call = decide(messages, ["read_file", "recall"]).tool_calls[0]
+    assert (call["name"], call["args"]) == ("recall", {"query": "LIMIT"})
+    assert decide(messages, ["read_file", "write_file"]).tool_calls[0]["args"]["content"] == UNKNOWN + "\n"
+    recalled = [*messages, AIMessage("", tool_calls=[{"name": "recall", "args": {"query": "LIMIT"}, "id": "r1",
+                                                        "type": "tool_call"}]),
+                ToolMessage("[1] msg · LIMIT = 42", tool_call_id="r1")]
+    assert decide(recalled, ["recall"]).tool_calls[0]["args"]["content"] == "42\n"
+
+
+def test_without_a_visible_task_the_model_stops_and_after_the_last_step_it_is_done() -> None:
+    assert decide([SystemMessage("s"), HumanMessage("hello")], []).content == LOST_REPLY
+    done = [HumanMessage(TASK), AIMessage("", tool_calls=[
+        {"name": "write_file", "args": {"file_path": "out.txt", "content": "1"}, "id": "w", "type": "tool_call"}]),
+        ToolMessage("ok", tool_call_id="w")]
+    assert decide(done, []).content == "DONE t1"
+
+
+def test_the_test_model_is_reachable_through_the_cli_model_seam_and_reports_cache_reads() -> None:
+    assert is_scripted("context-test:")
+    model = load_scripted_model("context-test:")
+    assert isinstance(model, ContextTestModel)
+    first = model.invoke([SystemMessage("system prompt " * 50), HumanMessage(TASK)])
+    second = model.invoke([SystemMessage("system prompt " * 50), HumanMessage(TASK), first,
+                           ToolMessage("LIMIT = 3", tool_call_id=first.tool_calls[0]["id"])])
+    assert first.usage_metadata["input_token_details"]["cache_read"] == 0
+    assert second.usage_metadata["input_token_details"]["cache_read"] > 50
