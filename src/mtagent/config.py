@@ -88,18 +88,26 @@ class Settings(_Section):
         check_ranges(self)  # finite, sane numbers; settings that bound each other agree
         return self
 
-    def auto_compact_threshold_tokens(self, token_limit: int | None = None) -> int:
-        """The token count at which auto compaction fires, honouring a user override exactly."""
+    def auto_compact_threshold_tokens(self, token_limit: int | None = None, fixed_tokens: int = 0) -> int:
+        """The token count at which auto compaction fires — the one definition: the engine's policy
+        fires here, and ``/context``, the REPL banner, ``run``, demo, replay and tune show it.
+
+        ``fixed_tokens`` is the view's fixed part (system prompt + tool schemas). The default
+        threshold is never below it plus ``min_threshold_fraction`` of the room left beside it: in a
+        2,048-token window the spec's floor (921) sat below the system prompt and compact tool schemas
+        alone (1,069), so every call tried a compaction that could not shrink anything. A threshold
+        the user set is kept exactly."""
         ctx = self.context
         window = token_limit or ctx.token_limit
         override = ctx.auto_compact_threshold
-        if override is None:
-            return auto_compact_threshold(
-                window, ctx.summary_reserved_tokens, ctx.autocompact_buffer_tokens, ctx.min_threshold_fraction
-            )
-        if isinstance(override, float):
-            return int(window * override)
-        return override
+        if override is not None:
+            return int(window * override) if isinstance(override, float) else override
+        threshold = auto_compact_threshold(
+            window, ctx.summary_reserved_tokens, ctx.autocompact_buffer_tokens, ctx.min_threshold_fraction
+        )
+        if not 0 < fixed_tokens < window:
+            return threshold
+        return max(threshold, fixed_tokens + int((window - fixed_tokens) * ctx.min_threshold_fraction))
 
 
 SECTIONS: dict[str, type[_Section]] = {

@@ -70,7 +70,7 @@ def test_transient_errors_are_retried_with_jitter_and_bounded() -> None:
 
 
 def test_llamacpp_overflow_gap_is_parsed() -> None:
-    from mtagent.context.compaction.policy import parse_context_length_gap
+    from mtagent.context.model_errors import parse_context_length_gap
 
     exc = _raise(_step(next(c for c in CORPUS if c["type"] == "exceed_context_size_error")))
     assert classify(exc) is ErrorKind.CONTEXT_LENGTH

@@ -7,7 +7,7 @@ import threading
 import time
 
 from agent_helpers import agent_settings
-from mtagent.agent.model_gate import GATE, CallGate, background
+from mtagent.context.model_gate import GATE, CallGate, background
 from mtagent.agent.models import create_chat_model
 from mtagent.agent.session import AgentSession
 from stub_openai import StubOpenAI

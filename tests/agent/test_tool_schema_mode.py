@@ -43,7 +43,7 @@ def test_a_small_window_gets_compact_schemas_under_the_share(tmp_path: Path, win
         assert set(choice.dropped) == OPTIONAL and not OPTIONAL & set(choice.offered)
         system = _system_text(session)
         assert "## Tools" not in system and "save_memory" not in system
-        assert session.runtime.tools_tokens == choice.schema_tokens
+        assert session.opened.system.schema_tokens() == choice.schema_tokens
         assert set(session.tools) >= OPTIONAL  # not offered, still answerable (a resumed call, a stray one)
 
 

@@ -17,7 +17,7 @@ from mtagent.context.boundary import is_summary_message
 from mtagent.context.compaction.compactor import CompactionOptions, SummaryOutcome, build_compaction_result
 from mtagent.context.invariants import find_safe_split_index, validate_view
 from mtagent.context.compaction.microcompact import CLEARED_PLACEHOLDER
-from mtagent.context.compaction.policy import is_context_length_error
+from mtagent.context.model_errors import is_context_length_error
 from mtagent.context.compaction.summarize import LLMSummarizer
 from mtagent.testing.synthetic import SyntheticSession
 from mtagent.context.tokens import MessageTokenCounter, count_text_tokens

@@ -34,7 +34,6 @@ from langgraph.types import interrupt
 
 from mtagent.agent import prompts
 from mtagent.agent.approval import ApprovalPolicy, unique_call_ids
-from mtagent.agent.model_gate import GATE
 from mtagent.agent.tool_args import parse_tool_arguments
 from mtagent.agent.state import (
     INVALID_ARGS_KEY,
@@ -65,10 +64,6 @@ class AgentRuntime:
     conversation: Conversation
     settings: Settings
     events: EventBus
-    system: Callable[[], list[BaseMessage]] = list
-    # The authority conflicts the last ``system()`` build resolved (recorded in the plan).
-    conflicts: Callable[[], Sequence[Any]] = tuple
-    tools_tokens: int = 0
     on_token: Callable[[str], None] | None = None
     on_prepared: Callable[[Any], None] | None = None
     on_message: Callable[[BaseMessage], None] | None = None
@@ -110,11 +105,8 @@ class AgentRuntime:
 # ── reason ─────────────────────────────────────────────────────────────────────────────
 
 
-def normalize_reply(message: AIMessage, now: float) -> AIMessage:
-    """Give the reply an id and a timestamp, and fold malformed tool calls into ``tool_calls``.
-
-    The timestamp (``response_metadata["mtagent"]["ts"]``) survives in the transcript, so the
-    engine's time-based microcompact can measure an idle gap across a resume.
+def normalize_reply(message: AIMessage) -> AIMessage:
+    """Fold malformed tool calls into ``tool_calls`` (the engine session stamps the reply's id and time).
 
     A call whose arguments were not JSON arrives in ``invalid_tool_calls``; providers still
     expect an answer to it. Keeping it as a regular call (its raw text under
@@ -130,23 +122,15 @@ def normalize_reply(message: AIMessage, now: float) -> AIMessage:
             "type": "tool_call",
         })
     calls, content = unique_call_ids(calls, message.content)  # approvals are keyed by call id
-    metadata = dict(message.response_metadata or {})
-    metadata["mtagent"] = {**(metadata.get("mtagent") or {}), "ts": now}
     return message.model_copy(update={
-        "id": message.id if message.id and not message.id.startswith("lc_run") else new_message_id(),
         "content": content,
         "tool_calls": calls,
         "invalid_tool_calls": [],
-        "response_metadata": metadata,
+        "response_metadata": dict(message.response_metadata or {}),
     })
 
 
 def _invoke(rt: AgentRuntime, messages: list[BaseMessage]) -> AIMessage:
-    with GATE.main_call():  # background model work waits until this call is answered
-        return _invoke_model(rt, messages)
-
-
-def _invoke_model(rt: AgentRuntime, messages: list[BaseMessage]) -> AIMessage:
     if rt.on_token is None:
         result = rt.model.invoke(messages)
         return result if isinstance(result, AIMessage) else AIMessage(content=str(result))
@@ -187,7 +171,6 @@ def call_model(rt: AgentRuntime) -> AIMessage:
     """One model call through the engine session; a failure becomes one clear :class:`ModelError`."""
     try:
         call = rt.engine.call_model(list(rt.conversation.messages), lambda sent: _invoke(rt, sent),
-                                    system=rt.system, tools_tokens=rt.tools_tokens, conflicts=rt.conflicts,
                                     on_prepared=rt.on_prepared)
     except Exception as exc:
         if isinstance(exc.__cause__, CompactionFailed):
@@ -206,8 +189,7 @@ def make_reason(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
     def reason(state: AgentState) -> AgentState:
         if state.get("steps", 0) >= rt.settings.agent.max_steps:
             return {"status": "max_steps", "pending": []}
-        now = rt.clock()
-        reply = rt.engine.record_reply(normalize_reply(call_model(rt), now), now)
+        reply = rt.engine.record_reply(normalize_reply(call_model(rt)), rt.clock())
         rt._adopt(reply)
         pending: list[PendingCall] = [
             {"id": str(c["id"]), "name": c["name"], "args": dict(c.get("args") or {})} for c in reply.tool_calls

@@ -28,13 +28,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
-from mtagent import __version__, paths
+from mtagent import paths
 from mtagent.agent import engine as engine_factory
 from mtagent.agent import prompts, subagents
 from mtagent.agent.approval import ApprovalPolicy
 from mtagent.agent.graph import APPROVAL_KIND, AgentRuntime, build_graph
 from mtagent.agent.models import create_chat_model, model_window
-from mtagent.redaction import Redactor, RedactingSink, collect_secrets
+from mtagent.redaction import collect_secrets
 from mtagent.agent.state import Conversation, initial_state
 from mtagent.agent.turns import (  # noqa: F401 - re-exported: front ends import them from here
     ApprovalRequest,
@@ -48,16 +48,15 @@ from mtagent.agent import storage as agent_storage
 from mtagent.agent.storage import open_session_storage
 from mtagent.config import Settings, load_settings
 from mtagent.context.compaction.compactor import CompactionResult
-from mtagent.context.recall.sink import recall_sink
+from mtagent.context.opener import OpenedSession, ParentLink, open_engine_session
 from mtagent.context.static.memory_extract import MemoryExtractor
 from mtagent.context.plan import ContextPlan
 from mtagent.context.session_memory.manager import session_memory_for_resume
-from mtagent.context.view import ResumedSession, build_resume_view, load_session
+from mtagent.context.view import ResumedSession, build_resume_view
 from mtagent.errors import ModelError, SessionNotFound
-from mtagent.events import EventBus, SessionStats
+from mtagent.events import EventBus
 from mtagent.session import schema
-from mtagent.session.artifacts import ArtifactStore
-from mtagent.session.transcript import TranscriptWriter, iter_entries
+from mtagent.tools import ReadState
 
 # Model names recorded by scripted policies (the demo): not something a resume can reconnect to.
 SCRIPTED_PREFIX = "scripted"
@@ -74,65 +73,74 @@ def _no_model_error() -> ModelError:
 class AgentSession:
     """See the module docstring. Build with :meth:`create` or :meth:`resume`."""
 
-    def __init__(self, *, project_root: Path, session_id: str, settings: Settings, model: BaseChatModel,
-                 model_name: str, writer: TranscriptWriter, history: list[BaseMessage],
-                 tools: engine_factory.ToolsSpec, approval: str, events: EventBus | None,
-                 on_token: Callable[[str], None] | None, secrets: tuple[str, ...],
+    def __init__(self, *, opened: OpenedSession, model: BaseChatModel, model_name: str,
+                 window: tuple[int, str, list[str]], history: list[BaseMessage], tools: engine_factory.ToolsSpec,
+                 approval: str, on_token: Callable[[str], None] | None,
                  summarizer_model: BaseChatModel | None) -> None:
-        self.project_root = project_root
-        self.session_id = session_id
+        self.opened = opened
+        self.project_root = project_root = opened.project_root
+        self.session_id = opened.session_id
         self.model_name = model_name
-        self.events = events or EventBus()
-        self.stats = SessionStats()
-        self.window, self.window_source, self.window_warnings = model_window(settings, model_name, model).parts()
-        self.settings = _with_window(settings, self.window)
-        self.redactor = Redactor(secrets)
-        self._writer = writer
-        self._db = open_session_storage(settings, paths.session_artifact_dir(project_root, session_id))
-        self.sink = RedactingSink(recall_sink(self._db.audited(writer, session_id), project_root, session_id,
-                                              self.settings), self.redactor)  # indexed for recall, redacted
-        self.artifacts = _redacting(self._db.artifacts(project_root, session_id,
-                                                       self.settings.tool_results.artifact_max_bytes), self.redactor)
+        self.events = opened.events
+        self.stats = opened.stats
+        self.window, self.window_source, self.window_warnings = window
+        self.settings = opened.settings
+        self.redactor = opened.redactor
+        self.sink = opened.sink  # redacted, indexed for recall, audited
+        self.artifacts = opened.artifacts
+        self._writer = opened.writer
+        self._db = open_session_storage(self.settings, paths.session_artifact_dir(project_root, self.session_id))
         self.policy = ApprovalPolicy.from_rules(self.settings.agent.approval, approval)
         self.last_prepared: Any = None
         self.resume_warnings: list[str] = []
-        self._static_conflicts: list[Any] = []
         self._turn = sum(1 for m in history if isinstance(m, HumanMessage))
-        parts = engine_factory.build(
-            project_root=project_root, settings=self.settings, sink=self.sink, events=self.events,
-            stats=self.stats, artifacts=self.artifacts, tools=tools, summarizer_model=summarizer_model,
-            redactor=self.redactor,
-        )
+        parts = engine_factory.build(opened, tools)
         self.subagents = subagents.attach(self, parts, tools, model)  # the task tool and its children
         self.parts = parts
         self.engine = parts.engine
         self.tools = {t.name: t for t in parts.tools}
         self.static = parts.static
-        offered, self.schema_choice = engine_factory.choose_tool_schemas(parts, self.settings, self.window, project_root)
+        offered, self.schema_choice = engine_factory.choose_tool_schemas(parts, self.settings, self.window)
         self.conversation = Conversation()
         self.conversation.replace(history)
         bound = model.bind_tools(offered) if parts.tools else model
-        engine_factory.share_main_request(parts.summarizer, summarizer_model is model, bound, self.settings,
-                                          parts.session_memory)
+        if summarizer_model is model:
+            opened.share_main_model(bound)
         self.runtime = AgentRuntime(
-            model=bound,
-            model_name=model_name, engine=parts.session, tools=self.tools, policy=self.policy,
+            model=bound, model_name=model_name, engine=parts.session, tools=self.tools, policy=self.policy,
             conversation=self.conversation, settings=self.settings, events=self.events,
-            system=self._system_messages, conflicts=lambda: self._static_conflicts,
-            tools_tokens=self.schema_choice.schema_tokens,
-            stats=self.stats, on_token=on_token, on_prepared=lambda p: setattr(self, "last_prepared", p), secrets=secrets,
-            on_message=lambda m: engine_factory.touch_paths(self.static, m, project_root),
+            stats=self.stats, on_token=on_token, on_prepared=lambda p: setattr(self, "last_prepared", p),
+            secrets=self.redactor.secrets, on_message=lambda m: opened.system.touch([m]),
         )
-        for message in history:
-            engine_factory.touch_paths(self.static, message, project_root)
+        opened.system.touch(history)
         # End-of-turn memory extraction (memory.auto_extract): the compaction model when set, else the main one.
         self.memory_extractor = (MemoryExtractor(summarizer_model or model, project_root, self.settings)
                                  if self.settings.memory.auto_extract else None)
         self.checkpointer = self._db.checkpointer  # SQLite beside the artifacts, or PostgreSQL
         self.graph = build_graph(self.runtime, self.checkpointer)
-        self._config = {"configurable": {"thread_id": self._db.thread_id(session_id)}}
+        self._config = {"configurable": {"thread_id": self._db.thread_id(self.session_id)}}
 
     # construction ------------------------------------------------------------------------
+    @classmethod
+    def open(cls, root: Path, session_id: str, settings: Settings, model: Any, model_name: str, *,
+             secrets: Sequence[str], summarizer_model: BaseChatModel | None, tools: engine_factory.ToolsSpec,
+             approval: str, events: EventBus | None, on_token: Callable[[str], None] | None,
+             resume: bool | Sequence[dict[str, Any]] = False, history: Sequence[BaseMessage] = (),
+             parent: ParentLink | None = None) -> AgentSession:
+        """Open the session through the one opener, in this model's window, and wrap it."""
+        window = model_window(settings, model_name, model).parts()
+        settings = _with_window(settings, window[0])
+        opened = open_engine_session(
+            engine_factory.session_store(settings), root, settings, session_id=session_id, resume=resume,
+            model_name=model_name, model=summarizer_model, parent=parent, secrets=secrets, events=events,
+            read_state=ReadState())
+        try:
+            return cls(opened=opened, model=model, model_name=model_name, window=window, history=list(history),
+                       tools=tools, approval=approval, on_token=on_token, summarizer_model=summarizer_model)
+        except BaseException:
+            opened.close()
+            raise
+
     @classmethod
     def create(cls, project_root: str | os.PathLike[str] = ".", *, model: str | BaseChatModel | None = None,
                settings: Settings | None = None, base_url: str | None = None, api_key: str | None = None,
@@ -144,15 +152,8 @@ class AgentSession:
         settings = settings or load_settings(root)
         chat, name, secrets, summarizer = _resolve_model(model, settings, base_url, api_key, environ)
         sid = paths.validate_session_id(session_id or schema.new_session_id())
-        writer = agent_storage.open_writer(settings, root, sid)  # a file, or rows in PostgreSQL
-        try:
-            writer.append(schema.session_start_record(sid, str(root), name, __version__))
-            return cls(project_root=root, session_id=sid, settings=settings, model=chat, model_name=name,
-                       writer=writer, history=[], tools=tools, approval=approval, events=events,
-                       on_token=on_token, secrets=secrets, summarizer_model=summarizer)
-        except BaseException:
-            writer.close()
-            raise
+        return cls.open(root, sid, settings, chat, name, secrets=secrets, summarizer_model=summarizer, tools=tools,
+                        approval=approval, events=events, on_token=on_token)
 
     @classmethod
     def resume(cls, session_id: str | None = None, project_root: str | os.PathLike[str] = ".", *,
@@ -178,22 +179,13 @@ class AgentSession:
                 )
             recorded = None
         chat, name, secrets, summarizer = _resolve_model(model or recorded, settings, base_url, api_key, environ)
-        writer = agent_storage.open_writer(settings, root, sid)
-        try:
-            session = cls(project_root=root, session_id=sid, settings=settings, model=chat, model_name=name,
-                          writer=writer, history=_without_stale_usage(resumed.messages, records),
-                          tools=tools, approval=approval,
-                          events=events, on_token=on_token, secrets=secrets, summarizer_model=summarizer)
-        except BaseException:
-            writer.close()
-            raise
+        session = cls.open(root, sid, settings, chat, name, secrets=secrets, summarizer_model=summarizer,
+                           tools=tools, approval=approval, events=events, on_token=on_token, resume=records,
+                           history=_without_stale_usage(resumed.messages, records))
         session.resume_warnings = list(resumed.warnings)
         session.subagents.settle_after_crash(resumed.view.interrupted_messages(), records)
         session._settle_interrupted_calls(resumed.view.interrupted_messages())
         session.parts.session.known(session.conversation.messages)
-        session.parts.session.guard.restore(records)
-        if session.parts.session_memory is not None:
-            session.parts.session_memory.restore(records)
         return session
 
     def _settle_interrupted_calls(self, synthetic: list[ToolMessage]) -> None:
@@ -268,9 +260,7 @@ class AgentSession:
 
     # engine passthroughs ----------------------------------------------------------------
     def _system_messages(self) -> list[BaseMessage]:
-        parts = engine_factory.chosen_static_parts(self.static, self.tools.values(), self.schema_choice, self.project_root)
-        self._static_conflicts = list(parts.conflicts)
-        return list(parts.messages)
+        return self.opened.system.messages()
 
     def compact(self, instructions: str | None = None, *, from_message_id: str | None = None) -> CompactionResult:
         """``/compact [instructions]``: session memory first without instructions, else a full
@@ -290,7 +280,7 @@ class AgentSession:
 
     def _adopt(self, run: Callable[[list[BaseMessage], int], CompactionResult]) -> CompactionResult:
         self._abandon_unanswered_calls()
-        result = run(self._system_messages(), self.runtime.tools_tokens)
+        result = run(self._system_messages(), self.opened.system.schema_tokens())
         self.conversation.replace(result.new_history())
         self._writer.end_turn()
         return result
@@ -302,8 +292,8 @@ class AgentSession:
 
     @property
     def threshold(self) -> int:
-        """Tokens at which auto compaction fires for this session's window."""
-        return self.engine.threshold
+        """Tokens at which auto compaction fires for this session (its window and fixed part)."""
+        return self.opened.threshold
 
     # lifecycle ---------------------------------------------------------------------------
     @property
@@ -350,12 +340,6 @@ def _without_stale_usage(history: Sequence[BaseMessage], records: Sequence[dict[
     return [m.model_copy(update={"usage_metadata": None})
             if isinstance(m, AIMessage) and m.usage_metadata and m.id not in fresh else m
             for m in history]
-
-
-def _redacting(store: ArtifactStore, redactor: Redactor) -> ArtifactStore:
-    """``store`` redacting with the session's secrets (configured ones too), not only the environment's."""
-    store.redactor = redactor
-    return store
 
 
 def _with_window(settings: Settings, window: int) -> Settings:

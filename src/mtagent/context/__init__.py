@@ -26,7 +26,8 @@ _EXPORTS: dict[str, str] = {
     "ModelCall": "mtagent.context.engine_session",
     "ToolGuard": "mtagent.context.engine_session",
     "without_stale_usage": "mtagent.context.engine_session",
-    "build_engine_session": "mtagent.context.assembly",
+    "build_engine_session": "mtagent.context.opener",
+    "open_engine_session": "mtagent.context.opener",
     # the per-call pipeline
     "ContextWindowManager": "mtagent.context.window",
     "PreparedContext": "mtagent.context.window",
@@ -95,7 +96,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
     from mtagent.config import Settings, auto_compact_threshold
-    from mtagent.context.assembly import build_engine_session
+    from mtagent.context.opener import build_engine_session, open_engine_session
     from mtagent.context.boundary import is_summary_message
     from mtagent.context.budget import Bucket, BudgetBuckets
     from mtagent.context.compaction.compactor import CompactionOptions, CompactionResult, compact, compact_from

@@ -40,6 +40,7 @@ from mtagent.config import Settings
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.compaction.reattach import REATTACHED_KIND
 from mtagent.context.model_errors import ErrorKind, RetryPolicy, call_with_retries, classify
+from mtagent.context.model_gate import GATE
 from mtagent.context.tool_results.budgeter import ToolResultBudgeter
 from mtagent.context.window import ContextWindowManager, PreparedContext
 from mtagent.errors import CompactionFailed
@@ -81,6 +82,12 @@ def lost_in_crash_result(tool: str, args: Mapping[str, Any]) -> str:
         f"Unknown outcome: the session stopped while the {tool} call was running, and it "
         "is never re-run automatically. Check its effects before relying on them."
     )
+
+
+def main_call(invoke: Callable[[list[BaseMessage]], AIMessage], sent: list[BaseMessage]) -> AIMessage:
+    """``invoke(sent)`` as the main call: background model work (notes) waits until it is answered."""
+    with GATE.main_call():
+        return invoke(sent)
 
 
 @dataclass(slots=True)
@@ -164,6 +171,7 @@ class EngineSession:
         recorded: Iterable[str] = (),
         sleep: Callable[[float], None] = time.sleep,
         session_id: str | None = None,
+        system: Any = None,
     ) -> None:
         self.window = window
         self.budgeter = budgeter
@@ -176,6 +184,9 @@ class EngineSession:
         self.recorded: set[str] = set(recorded)
         self.sleep = sleep
         self.session_id = session_id
+        # The session's system-prompt context (``messages()``, ``conflicts()``, ``fixed_tokens()``):
+        # what :meth:`call_model` sends when a front end does not bring its own.
+        self.system = system
         self.counters = EngineCounters()
         self.lock = threading.RLock()
         self._turn_results: list[ToolMessage] = []
@@ -251,18 +262,26 @@ class EngineSession:
         history: list[BaseMessage],
         invoke: Callable[[list[BaseMessage]], AIMessage],
         *,
-        system: Callable[[], Sequence[BaseMessage]] = tuple,
-        tools_tokens: int = 0,
-        conflicts: Callable[[], Sequence[Any]] = tuple,
+        system: Callable[[], Sequence[BaseMessage]] | None = None,
+        tools_tokens: int | None = None,
+        conflicts: Callable[[], Sequence[Any]] | None = None,
         on_prepared: Callable[[PreparedContext], None] | None = None,
         strip_system: bool = False,
     ) -> ModelCall:
         """Record the new messages of ``history``, prepare, invoke with transient retries, and on a
         context-length rejection compact reactively and retry once (see the module docstring).
 
-        ``invoke`` gets the messages to send (without the system messages when ``strip_system``,
-        for front ends that add the system prompt themselves).
+        ``system``/``conflicts``/``tools_tokens``: the session's own system-prompt context and tool
+        catalog unless a front end brings its own (the middleware sends the agent's). ``invoke`` gets the messages to send (without the
+        system messages when ``strip_system``, for front ends that add the system prompt themselves);
+        it runs as the main call, so background model work (session-memory notes) waits for it.
         """
+        if system is None:
+            system = self.system.messages if self.system is not None else tuple
+        if conflicts is None:
+            conflicts = self.system.conflicts if self.system is not None else tuple
+        if tools_tokens is None:
+            tools_tokens = self.system.schema_tokens() if self.system is not None else 0
         self.record_new(history)
         cfg = self.settings.agent
         retry = RetryPolicy(cfg.max_retries, cfg.retry_base_seconds)
@@ -278,7 +297,8 @@ class EngineSession:
                 on_prepared(prepared)
             sent = list(prepared.messages[len(system_messages):] if strip_system else prepared.messages)
             try:
-                reply = call_with_retries(lambda: invoke(sent), retry, on_retry=self._on_retry, sleep=self.sleep)
+                reply = call_with_retries(lambda: main_call(invoke, sent), retry, on_retry=self._on_retry,
+                                          sleep=self.sleep)
             except Exception as exc:
                 if reactive_used or classify(exc) is not ErrorKind.CONTEXT_LENGTH:
                     raise
@@ -309,10 +329,6 @@ class EngineSession:
         except CompactionFailed as failed:
             raise error from failed
         return without_stale_usage(result.new_history())
-
-    @staticmethod
-    def is_context_length_error(exc: BaseException) -> bool:
-        return classify(exc) is ErrorKind.CONTEXT_LENGTH
 
     # ── tools ──
 

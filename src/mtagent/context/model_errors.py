@@ -23,8 +23,7 @@ from typing import Any, TypeVar
 
 from langchain_core import exceptions as lc_errors
 
-from mtagent.context.compaction.policy import is_context_length_error as engine_is_context_length_error
-from mtagent.errors import ModelError
+from mtagent.errors import ContextLengthExceeded, ModelError
 
 T = TypeVar("T")
 
@@ -62,11 +61,86 @@ _PERMANENT: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.IG
 
 _SECRET_LIKE = re.compile(r"\b(sk|key|tok)[-_][A-Za-z0-9_\-]{8,}")
 
+_CONTEXT_PATTERNS = re.compile(
+    r"context_length_exceeded|maximum context length|context length|context window|"
+    r"prompt is too long|prompt too long|input is too long|too many (?:input )?tokens|"
+    r"reduce the length of the messages|request too large|exceeds the (?:model's )?(?:maximum|max)|"
+    r"string_above_max_length|max_tokens_exceeded|input length .* exceeds|"
+    # llama.cpp (exceed_context_size_error), LM Studio (n_keep/n_ctx), Ollama ("max context length")
+    r"exceed_context_size_error|exceeds the available context size|context the overflows|"
+    r"n_keep \(?\d+\)? ?>= ?n_ctx|max context length",
+    re.IGNORECASE,
+)
+_OPENAI_GAP = re.compile(
+    r"maximum context length is (\d[\d,]*) tokens.*?(?:requested|resulted in|you have) (\d[\d,]*) tokens",
+    re.IGNORECASE | re.DOTALL,
+)
+_ANTHROPIC_GAP = re.compile(r"(\d[\d,]*) tokens? > (\d[\d,]*)", re.IGNORECASE)
+_GENERIC_GAP = re.compile(
+    r"(\d[\d,]*) (?:input )?tokens?.{0,80}?(?:exceeds|greater than|larger than|over).{0,40}?(\d[\d,]*)",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 8:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _error_text(exc: BaseException) -> str:
+    parts = [str(exc)]
+    body = getattr(exc, "body", None)
+    if body is not None:
+        parts.append(str(body))
+    code = getattr(exc, "code", None)
+    if code is not None:
+        parts.append(str(code))
+    return " ".join(parts)
+
 
 def is_context_length_error(exc: BaseException) -> bool:
-    """True if the provider rejected the request as longer than the window (the engine's test,
-    plus LangChain's typed :class:`~langchain_core.exceptions.ContextOverflowError`)."""
-    return isinstance(exc, lc_errors.ContextOverflowError) or engine_is_context_length_error(exc)
+    """True when ``exc`` (or an exception it wraps) says the prompt exceeds the context window: the
+    engine's :class:`ContextLengthExceeded`, LangChain's typed ``ContextOverflowError``, a provider's
+    message (OpenAI, Anthropic, vLLM/llama.cpp-style) or a 413. The one classifier: the engine's
+    reactive compaction, the compactor's too-long summary retry and :func:`classify` all ask it."""
+    for err in _chain(exc):
+        if isinstance(err, ContextLengthExceeded | lc_errors.ContextOverflowError):
+            return True
+        text = _error_text(err)
+        if _CONTEXT_PATTERNS.search(text):
+            return True
+        status = getattr(err, "status_code", None) or getattr(getattr(err, "response", None), "status_code", None)
+        if status == 413:
+            return True
+    return False
+
+
+def _int(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def parse_context_length_gap(exc: BaseException) -> int | None:
+    """How many tokens over the limit the provider says the request was, when it says so."""
+    for err in _chain(exc):
+        if isinstance(err, ContextLengthExceeded) and err.requested_tokens and err.limit_tokens:
+            return max(0, err.requested_tokens - err.limit_tokens)
+        text = _error_text(err)
+        match = _OPENAI_GAP.search(text)
+        if match:
+            return max(0, _int(match.group(2)) - _int(match.group(1)))
+        for pattern in (_ANTHROPIC_GAP, _GENERIC_GAP):
+            match = pattern.search(text)
+            if match:
+                requested, limit = _int(match.group(1)), _int(match.group(2))
+                if requested > limit:
+                    return requested - limit
+    return None
+
+
 
 
 def _status(exc: BaseException) -> int | None:

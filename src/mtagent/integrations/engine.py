@@ -1,11 +1,10 @@
 """The engine session of each thread: how the LangChain adapters get an :class:`EngineSession`.
 
-:class:`ThreadSessions` opens (or resumes) one mtagent session per LangGraph thread and wires its
-:class:`~mtagent.context.engine_session.EngineSession` the way :mod:`mtagent.agent.engine` wires a
-CLI session — one redacting sink (the thread's transcript), one event bus and one stats object for
-every part, and the tool-started guard read back from the transcript — so the middleware
-(:mod:`mtagent.integrations.langchain`) and the graph hook (:mod:`mtagent.integrations.graph_hook`)
-are thin adapters that only translate LangChain's request and state shapes.
+:class:`ThreadSessions` opens (or resumes) one mtagent session per LangGraph thread through the
+one opener (:func:`~mtagent.context.opener.open_engine_session`, as the CLI does), so the
+middleware (:mod:`mtagent.integrations.langchain`) and the graph hook
+(:mod:`mtagent.integrations.graph_hook`) are thin adapters that only translate LangChain's request
+and state shapes.
 """
 
 from __future__ import annotations
@@ -21,14 +20,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from mtagent.config import Settings, load_settings
-from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from mtagent.context.assembly import build_engine_session
-from mtagent.context.engine_session import EngineSession, ToolGuard
-from mtagent.context.session_memory.manager import SessionMemoryManager
+from mtagent.context.compaction.summarize import Summarizer
+from mtagent.context.engine_session import EngineSession
 from mtagent.context.tokens import count_text_tokens
 from mtagent.events import EventBus
 from mtagent.integrations.thread_session import ThreadSession, session_id_for_thread, thread_id_of
 from mtagent.session.schema import new_session_id
+from mtagent.session.store import open_store
 
 
 def tools_token_count(tools: Sequence[Any], encoding: str) -> int:
@@ -58,40 +56,6 @@ class ToolsTokens:
         return self._known[key]
 
 
-def make_summarizer(summarizer: Summarizer | None, summarizer_model: BaseChatModel | None,
-                    tool_result_chars: int) -> Summarizer:
-    if summarizer is not None:
-        return summarizer
-    if summarizer_model is not None:
-        return LLMSummarizer(summarizer_model, tool_result_chars=tool_result_chars)
-    return ExtractiveSummarizer()
-
-
-def build_session_memory(session: ThreadSession, model: BaseChatModel | None) -> SessionMemoryManager | None:
-    """Session notes beside the thread's artifacts (when enabled), resumed from the transcript."""
-    if not session.settings.session_memory.enabled:
-        return None
-    memory = SessionMemoryManager(path=session.artifacts.session_memory_path, settings=session.settings,
-                                  model=model, sink=session.sink, events=session.events)
-    memory.restore(session.existing_records)
-    return memory
-
-
-def build_engine(session: ThreadSession, *, summarizer: Summarizer | None = None,
-                 summarizer_model: BaseChatModel | None = None) -> EngineSession:
-    """Wire the engine session of one thread (see the module docstring)."""
-    settings = session.settings
-    guard = ToolGuard()
-    guard.restore(session.existing_records)
-    return build_engine_session(
-        settings, sink=session.sink, artifacts=session.artifacts,
-        summarizer=make_summarizer(summarizer, summarizer_model, settings.tool_results.preview_chars),
-        session_memory=build_session_memory(session, summarizer_model), events=session.events,
-        stats=session.stats, redactor=session.redactor, root=session.project_root, guard=guard,
-        recorded=session.recorded, session_id=session.session_id,
-    )
-
-
 def resolve_settings(settings: Settings | None, token_limit: int | None, project_root: Path) -> Settings:
     """The CLI's settings (files + ``MTAGENT_*`` environment) unless given; ``token_limit`` wins."""
     settings = settings or load_settings(project_root)
@@ -113,12 +77,8 @@ class ThreadSessions:
                  events: EventBus | None = None, secrets: Sequence[str] = (), store: Any = None) -> None:
         self.project_root = Path(project_root) if project_root is not None else Path.cwd()
         self.settings = resolve_settings(settings, token_limit, self.project_root)
-        self._owns_store = store is None and self.settings.storage.backend == "postgres"
-        if self._owns_store:
-            from mtagent.session.store import open_store
-
-            store = open_store(self.settings)
-        self.store = store  # None: the files under $MTAGENT_HOME
+        self._owns_store = store is None
+        self.store = store if store is not None else open_store(self.settings)  # files by default
         self.session_id = session_id
         self.summarizer_model = summarizer_model
         self.summarizer = summarizer
@@ -152,9 +112,8 @@ class ThreadSessions:
             found = self._open.get(key)
             if found is None:
                 found = ThreadSession.open(self.project_root, key, self.settings, model_name=model_name,
-                                           events=self.events, secrets=self.secrets, store=self.store)
-                found.engine = build_engine(found, summarizer=self.summarizer,
-                                            summarizer_model=self.summarizer_model)
+                                           events=self.events, secrets=self.secrets, store=self.store,
+                                           summarizer=self.summarizer, summarizer_model=self.summarizer_model)
                 self._open[key] = found
             return found
 

@@ -3,11 +3,8 @@ from __future__ import annotations
 import pytest
 
 from mtagent.config import Settings
-from mtagent.context.compaction.policy import (
-    AutoCompactPolicy,
-    is_context_length_error,
-    parse_context_length_gap,
-)
+from mtagent.context.compaction.policy import AutoCompactPolicy
+from mtagent.context.model_errors import is_context_length_error, parse_context_length_gap
 from mtagent.errors import ContextLengthExceeded
 from mtagent.events import EventBus, EventType, SessionStats
 

@@ -7,11 +7,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from mtagent.config import Settings
-from mtagent.context.compaction.policy import (
-    AutoCompactPolicy,
-    is_context_length_error,
-    parse_context_length_gap,
-)
+from mtagent.context.compaction.policy import AutoCompactPolicy
+from mtagent.context.model_errors import is_context_length_error, parse_context_length_gap
 from mtagent.context.compaction.trigger import CostTrigger
 from mtagent.context.tokens import count_text_tokens
 from mtagent.errors import ContextLengthExceeded

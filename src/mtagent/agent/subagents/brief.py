@@ -15,15 +15,10 @@ workspace is said in the brief (so the child knows it is missing), never silentl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage
 
-from mtagent.agent.subagents.profiles import AgentProfile
-from mtagent.agent.subagents.report import REPORT_INSTRUCTIONS
-from mtagent.context.static.tiers import RuntimeContext, StaticContext, build_system_prompt
 from mtagent.confine import default_redactor
 from mtagent.context.tokens import count_text_tokens
 from mtagent.errors import WorkspacePathError
@@ -40,19 +35,6 @@ class Brief:
     message: HumanMessage
     files: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
-
-
-def system_messages(profile: AgentProfile, tools: Sequence[object], project_root: Path, *,
-                    rules: bool, static: StaticContext | None) -> list[BaseMessage]:
-    """The child's system prompt (+ ``<session_context>`` when the parent handed over ``rules``)."""
-    role = f"\n## Your role: subagent '{profile.name}'\n{profile.instructions}\n\n{REPORT_INSTRUCTIONS}\n"
-    if rules and static is not None:
-        parts = static.build(list(tools), RuntimeContext(working_directory=str(project_root)))
-        system = SystemMessage(content=f"{parts.system.content}{role}", id=parts.system.id,
-                               response_metadata=dict(parts.system.response_metadata or {}))
-        return [system, parts.session_context]
-    base = build_system_prompt(list(tools), "", RuntimeContext(working_directory=str(project_root)))
-    return [SystemMessage(content=f"{base}{role}", id="subagent-system-prompt")]
 
 
 def _read_bounded(workspace: Workspace, raw: str, budget_tokens: int) -> tuple[str, str] | str:

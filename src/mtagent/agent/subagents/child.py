@@ -23,14 +23,18 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.tools import BaseTool
 
-from mtagent import __version__, paths
 from mtagent.agent.approval import ApprovalPolicy
-from mtagent.agent.subagents.brief import Brief, system_messages
+from mtagent.agent.subagents.brief import Brief
 from mtagent.agent.subagents.profiles import WRITE_TOOLS, AgentProfile
-from mtagent.agent.subagents.report import SubagentReport, parse_report, repair_request, unvalidated_report
+from mtagent.agent.subagents.report import (
+    REPORT_INSTRUCTIONS,
+    SubagentReport,
+    parse_report,
+    repair_request,
+    unvalidated_report,
+)
 from mtagent.config import Settings
-from mtagent.session import schema
-from mtagent.session.transcript import TranscriptWriter
+from mtagent.context.opener import ParentLink
 from mtagent.tools import ToolContext, default_tools
 
 if TYPE_CHECKING:
@@ -125,38 +129,22 @@ def child_policy(parent: ApprovalPolicy, profile: AgentProfile) -> ApprovalPolic
 def open_child(parent: AgentSession, *, child_id: str, profile: AgentProfile, depth: int, model: Any,
                model_name: str, tool_call_id: str, description: str, cancel: threading.Event,
                rules: bool) -> AgentSession:
-    """Create the child's session (the parent's class) and write its ``session_start`` (with the link)."""
-    root = parent.project_root
+    """Open the child's session (the parent's class) through the one opener; its ``session_start``
+    names the parent and the ``task`` call."""
     settings = child_settings(parent.settings, profile, parent.window)
-    path = paths.subagent_transcript_path(root, parent.session_id, child_id)
-    writer = TranscriptWriter(path, session_id=child_id, fsync=settings.transcript.fsync)
-    try:
-        writer.append(schema.session_start_record(
-            child_id, str(root), model_name, __version__, parent_session_id=parent.session_id,
-            parent_tool_call_id=tool_call_id, agent=profile.name, depth=depth, description=description))
-        child = type(parent)(
-            project_root=root, session_id=child_id, settings=settings, model=CancellableModel(model, cancel),
-            model_name=model_name, writer=writer, history=[], tools=ChildTools(profile, depth),
-            approval=parent.policy.mode, events=None, on_token=None, secrets=parent.redactor.secrets,
-            summarizer_model=None)
-    except BaseException:
-        writer.close()
-        raise
+    link = ParentLink(parent.session_id, tool_call_id, profile.name, depth, description)
+    child = type(parent).open(
+        parent.project_root, child_id, settings, CancellableModel(model, cancel), model_name,
+        secrets=parent.redactor.secrets, summarizer_model=None, tools=ChildTools(profile, depth),
+        approval=parent.policy.mode, events=None, on_token=None, parent=link)
     child.policy = child_policy(parent.policy, profile)
     child.runtime.policy = child.policy
-    child.runtime.system = _system_for(child, profile, rules)
+    child.opened.system.role = f"\n## Your role: subagent '{profile.name}'\n{profile.instructions}\n\n{REPORT_INSTRUCTIONS}\n"
+    child.opened.system.rules = rules
     child.subagents.model_factory = parent.subagents.model_factory  # one model choice for the whole tree
     child.subagents.slots = parent.subagents.slots  # max_parallel bounds the whole tree
     child.subagents.parent_cancel = cancel  # the parent's Ctrl-C stops this child's children too
     return child
-
-
-def _system_for(child: AgentSession, profile: AgentProfile, rules: bool) -> Callable[[], list[Any]]:
-    def build() -> list[Any]:
-        offered = [t for t in child.tools.values() if t.name in child.schema_choice.offered]  # compact: fewer
-        return system_messages(profile, offered, child.project_root, rules=rules, static=child.static)
-
-    return build
 
 
 def drive_to_report(child: AgentSession, brief: Brief, *, repair_attempts: int,

@@ -44,7 +44,7 @@ from mtagent.context.invariants import (
     find_safe_split_index,
     round_spans,
 )
-from mtagent.context.compaction.policy import is_context_length_error, parse_context_length_gap
+from mtagent.context.model_errors import is_context_length_error, parse_context_length_gap
 from mtagent.context.compaction.reattach import ReadState, build_reattachment
 from mtagent.context.compaction.summarize import (
     ExtractiveSummarizer,
@@ -237,8 +237,8 @@ def summarize_with_retry(
 
 
 def available_tokens(settings: Settings, token_limit: int | None, extra_tokens: int) -> int:
-    """Room under the auto-compact threshold for summary + re-attachments + tail."""
-    threshold = settings.auto_compact_threshold_tokens(token_limit)
+    """Room under the auto-compact threshold (of this fixed part) for summary + re-attachments + tail."""
+    threshold = settings.auto_compact_threshold_tokens(token_limit, extra_tokens)
     return max(1, threshold - extra_tokens)
 
 

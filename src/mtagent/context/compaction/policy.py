@@ -1,21 +1,18 @@
-"""When to compact automatically, the circuit breaker, and context-length error classification.
+"""When to compact automatically, and the circuit breaker.
 
 :class:`AutoCompactPolicy` (spec 000 M4) fires at ``Settings.auto_compact_threshold_tokens``
-(``token_limit - summary_reserved - buffer``: 131072 → 98072), never for a request that is
+(``token_limit - summary_reserved - buffer``: 131072 → 98072, raised above a large fixed part), never for a request that is
 itself a compaction or session-memory call, and after ``compact_max_consecutive_failures`` (3)
 failures in a row disables auto compaction for the session — without that breaker a session
 whose context cannot shrink retries a doomed compaction on every turn (spec 002 §熔断器).
 Manual and reactive compaction stay available.
 
-:func:`is_context_length_error` / :func:`parse_context_length_gap` recognise a provider's
-"prompt too long" rejection (OpenAI, Anthropic, vLLM/llama.cpp-style, generic 400/413) so
-the agent and the LangChain middleware can run a *reactive* compact and retry, and the
-compactor can drop the oldest rounds of a too-long summary request.
+A provider's "prompt too long" rejection is recognised in one place,
+:func:`mtagent.context.model_errors.is_context_length_error`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,90 +20,12 @@ from typing import Any
 from mtagent.config import Settings
 from mtagent.context.compaction.trigger import CostEstimate, CostTrigger, cost_trigger_enabled
 from mtagent.context.tokens import count_text_tokens
-from mtagent.errors import ContextLengthExceeded
 from mtagent.events import EventBus, EventType, SessionStats
 from mtagent.session.schema import event_record
 from mtagent.session.transcript import RecordSink
 
 # Query sources that are themselves compaction work: compacting them would recurse.
 SKIP_QUERY_SOURCES: tuple[str, ...] = ("compact", "session_memory")
-
-_CONTEXT_PATTERNS = re.compile(
-    r"context_length_exceeded|maximum context length|context length|context window|"
-    r"prompt is too long|prompt too long|input is too long|too many (?:input )?tokens|"
-    r"reduce the length of the messages|request too large|exceeds the (?:model's )?(?:maximum|max)|"
-    r"string_above_max_length|max_tokens_exceeded|input length .* exceeds|"
-    # llama.cpp (exceed_context_size_error), LM Studio (n_keep/n_ctx), Ollama ("max context length")
-    r"exceed_context_size_error|exceeds the available context size|context the overflows|"
-    r"n_keep \(?\d+\)? ?>= ?n_ctx|max context length",
-    re.IGNORECASE,
-)
-_OPENAI_GAP = re.compile(
-    r"maximum context length is (\d[\d,]*) tokens.*?(?:requested|resulted in|you have) (\d[\d,]*) tokens",
-    re.IGNORECASE | re.DOTALL,
-)
-_ANTHROPIC_GAP = re.compile(r"(\d[\d,]*) tokens? > (\d[\d,]*)", re.IGNORECASE)
-_GENERIC_GAP = re.compile(
-    r"(\d[\d,]*) (?:input )?tokens?.{0,80}?(?:exceeds|greater than|larger than|over).{0,40}?(\d[\d,]*)",
-    re.IGNORECASE | re.DOTALL,
-)
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in seen and len(seen) < 8:
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    return seen
-
-
-def _error_text(exc: BaseException) -> str:
-    parts = [str(exc)]
-    body = getattr(exc, "body", None)
-    if body is not None:
-        parts.append(str(body))
-    code = getattr(exc, "code", None)
-    if code is not None:
-        parts.append(str(code))
-    return " ".join(parts)
-
-
-def is_context_length_error(exc: BaseException) -> bool:
-    """True when ``exc`` (or an exception it wraps) says the prompt exceeds the context window."""
-    for err in _chain(exc):
-        if isinstance(err, ContextLengthExceeded):
-            return True
-        text = _error_text(err)
-        if _CONTEXT_PATTERNS.search(text):
-            return True
-        status = getattr(err, "status_code", None) or getattr(getattr(err, "response", None), "status_code", None)
-        if status == 413:
-            return True
-    return False
-
-
-def _int(text: str) -> int:
-    return int(text.replace(",", ""))
-
-
-def parse_context_length_gap(exc: BaseException) -> int | None:
-    """How many tokens over the limit the provider says the request was, when it says so."""
-    for err in _chain(exc):
-        if isinstance(err, ContextLengthExceeded) and err.requested_tokens and err.limit_tokens:
-            return max(0, err.requested_tokens - err.limit_tokens)
-        text = _error_text(err)
-        match = _OPENAI_GAP.search(text)
-        if match:
-            return max(0, _int(match.group(2)) - _int(match.group(1)))
-        for pattern in (_ANTHROPIC_GAP, _GENERIC_GAP):
-            match = pattern.search(text)
-            if match:
-                requested, limit = _int(match.group(1)), _int(match.group(2))
-                if requested > limit:
-                    return requested - limit
-    return None
-
 
 @dataclass(slots=True, frozen=True)
 class CompactDecision:
@@ -145,17 +64,9 @@ class AutoCompactPolicy:
         return self.settings.auto_compact_threshold_tokens(self.window)
 
     def threshold_for(self, extra_tokens: int = 0) -> int:
-        """The threshold for a view whose fixed part (system prompt, tool schemas) is ``extra_tokens``.
-
-        The default threshold is never below that fixed part plus ``min_threshold_fraction`` of the
-        room left beside it: in a 2,048-token window the spec's floor (921) sat below the system
-        prompt and compact tool schemas alone (1,069), so every call of a llama-server session tried a
-        compaction that could not shrink anything. A threshold the user set is kept exactly."""
-        threshold = self.threshold
-        if self.settings.context.auto_compact_threshold is not None or not 0 < extra_tokens < self.window:
-            return threshold
-        room = self.window - extra_tokens
-        return max(threshold, extra_tokens + int(room * self.settings.context.min_threshold_fraction))
+        """The threshold for a view whose fixed part (system prompt, tool schemas) is ``extra_tokens``
+        (:meth:`~mtagent.config.Settings.auto_compact_threshold_tokens`, the one definition)."""
+        return self.settings.auto_compact_threshold_tokens(self.window, extra_tokens)
 
     def decide(self, tokens: int, *, query_source: str = "user", extra_tokens: int = 0) -> CompactDecision:
         """Compact at the threshold (the hard ceiling), or earlier when the cost trigger says a

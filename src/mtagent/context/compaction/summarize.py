@@ -32,7 +32,7 @@ from langchain_core.messages import (
 
 from mtagent.context.compaction import facts as F
 from mtagent.context.boundary import is_summary_message
-from mtagent.context.compaction.policy import is_context_length_error, parse_context_length_gap
+from mtagent.context.model_errors import is_context_length_error, parse_context_length_gap
 from mtagent.context.tokens import message_text
 from mtagent.errors import ContextLengthExceeded, ModelError
 

@@ -291,7 +291,7 @@ class SessionMemoryManager:
             return None
         token_limit = token_limit or self.token_limit
         if threshold is None:
-            threshold = self.settings.auto_compact_threshold_tokens(token_limit)
+            threshold = self.settings.auto_compact_threshold_tokens(token_limit, extra_tokens)
         split = memory_split_index(messages, self.coverage, settings=self.settings,
                                    token_of=self.counter.message_tokens, available=max(1, threshold - extra_tokens))
         if split is None:

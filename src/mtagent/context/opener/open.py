@@ -1,0 +1,192 @@
+"""``open_engine_session``: the one place a session is born (see :mod:`mtagent.context.opener`)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtagent import __version__
+from mtagent.config import Settings
+from mtagent.context.compaction.reattach import ReadState
+from mtagent.context.compaction.summarize import Summarizer
+from mtagent.context.engine_session import EngineSession, ToolGuard
+from mtagent.context.model_gate import background
+from mtagent.context.opener.system import SystemContext, SystemPrompt, SessionTools
+from mtagent.context.opener.wiring import build_engine_session, make_summarizer, share_main_request
+from mtagent.context.recall.sink import IndexingSink, compacted_recall, recall_sink
+from mtagent.context.session_memory.manager import SessionMemoryManager
+from mtagent.context.static.tiers import StaticContext
+from mtagent.context.tokens import MessageTokenCounter
+from mtagent.events import EventBus, SessionStats
+from mtagent.redaction import RedactingSink, Redactor
+from mtagent.session import schema
+from mtagent.session.artifacts import ArtifactStore
+from mtagent.session.audit import AuditingSink
+from mtagent.session.session_io import open_session_io
+
+__all__ = ["OpenedSession", "ParentLink", "open_engine_session"]
+
+
+@dataclass(slots=True, frozen=True)
+class ParentLink:
+    """A subagent child's link to the session and ``task`` call that started it."""
+
+    session_id: str
+    tool_call_id: str
+    agent: str
+    depth: int
+    description: str = ""
+
+
+class LockedSink:
+    """The writer, safe to share between tool calls running in parallel threads."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self._lock = threading.Lock()
+
+    def append(self, record: dict[str, Any]) -> Any:
+        with self._lock:
+            return self.inner.append(record)
+
+
+@dataclass(slots=True)
+class OpenedSession:
+    """One opened session: its storage, the sink chain, the engine and the system-prompt context.
+
+    ``writer`` is the storage's writer (``end_turn``, ``close``, ``path``); every record goes
+    through ``sink`` (redacted → recall-indexed → audited → written). ``records``: what the store
+    held after the last boundary when the session was opened (empty for a new one).
+    """
+
+    session_id: str
+    project_root: Path
+    settings: Settings
+    store: Any
+    writer: Any
+    sink: Any
+    artifacts: ArtifactStore
+    redactor: Redactor
+    events: EventBus
+    stats: SessionStats
+    engine: EngineSession
+    system: SystemContext
+    summarizer: Summarizer
+    session_memory: SessionMemoryManager | None
+    read_state: ReadState | None
+    records: list[dict[str, Any]] = field(default_factory=list)
+    is_new: bool = True
+
+    @property
+    def window(self) -> Any:
+        return self.engine.window
+
+    @property
+    def transcript_path(self) -> Path:
+        return Path(self.writer.path)
+
+    @property
+    def threshold(self) -> int:
+        """Tokens at which auto compaction fires for this session: of the last prepared view, or —
+        before the first call — of the view's fixed part as the system context gives it now."""
+        window = self.engine.window
+        if window.last_plan is not None:
+            return window.threshold
+        return window.policy.threshold_for(self.engine.system.fixed_tokens(window.counter.estimate))
+
+    def share_main_model(self, bound_model: Any) -> None:
+        """The session's own model (tools bound) writes its hand-offs and notes: share its cached prefix."""
+        share_main_request(self.summarizer, self.session_memory, bound_model, self.settings)
+
+    def end_turn(self) -> None:
+        self.writer.end_turn()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def _start_record(session_id: str, root: Path, model_name: str | None, parent: ParentLink | None,
+                  source: str | None) -> dict[str, Any]:
+    extra: dict[str, Any] = {"source": source} if source else {}
+    if parent is not None:
+        extra.update(parent_session_id=parent.session_id, parent_tool_call_id=parent.tool_call_id,
+                     agent=parent.agent, depth=parent.depth, description=parent.description)
+    return schema.session_start_record(session_id, str(root), model_name, __version__, **extra)
+
+
+def open_engine_session(
+    store: Any,
+    root: Path,
+    settings: Settings,
+    *,
+    session_id: str,
+    resume: bool | Sequence[dict[str, Any]] = True,
+    model_name: str | None = None,
+    model: Any = None,
+    summarizer: Summarizer | None = None,
+    memory_model: Any = None,
+    parent: ParentLink | None = None,
+    secrets: Sequence[str] = (),
+    events: EventBus | None = None,
+    tools: SessionTools | None = None,
+    system: SystemPrompt | None = None,
+    source: str | None = None,
+    read_state: ReadState | None = None,
+    counter: MessageTokenCounter | None = None,
+    clock: Callable[[], float] | None = None,
+) -> OpenedSession:
+    """Open (create or continue) ``session_id`` of ``root`` in ``store``; see the package docstring.
+
+    ``resume``: ``True`` reads what the store holds (nothing for a new session); a list is the
+    records the caller already read (with its own corruption policy); ``False`` opens it as new.
+    ``model``: the model that writes hand-offs and session-memory notes (``None``: extractive, no
+    model call); ``summarizer`` overrides the hand-off writer; ``memory_model`` the notes model.
+    The notes model always waits for the main call (:mod:`mtagent.context.model_gate`).
+    ``read_state``: what the session's tools have read (the compactor re-attaches recent reads).
+    ``tools``: the session's tool catalog (:class:`SessionTools`; it can be set later too).
+    ``system``: a fixed system prompt instead of the session's static context (replay).
+    """
+    root = Path(root)
+    io = open_session_io(store, root, session_id, child_of=parent.session_id if parent else None,
+                         read_records=resume is True)
+    try:
+        records = list(resume) if not isinstance(resume, bool) else io.records
+        redactor = Redactor(tuple(secrets))
+        events = events or EventBus()
+        stats = SessionStats()
+        artifacts = io.artifacts
+        artifacts.redactor = redactor  # configured secrets too, as the transcript
+        audited = AuditingSink(LockedSink(io.writer), store.audit, store.tenant, session_id)
+        indexed = recall_sink(audited, root, session_id, settings)
+        sink = RedactingSink(indexed, redactor)
+        if resume is False or io.is_new:
+            sink.append(_start_record(session_id, root, model_name, parent, source))
+        memory = None
+        if settings.session_memory.enabled:
+            memory = SessionMemoryManager(path=artifacts.session_memory_path, settings=settings,
+                                          model=background(memory_model if memory_model is not None else model),
+                                          sink=sink, events=events, counter=counter)
+            memory.restore(records)
+        guard = ToolGuard()
+        guard.restore(records)
+        context = SystemContext(StaticContext(root, settings.memory), root, tools or SessionTools())
+        chosen = make_summarizer(settings, model, summarizer)
+        engine = build_engine_session(
+            settings, sink=sink, artifacts=artifacts, summarizer=chosen, session_memory=memory, events=events,
+            stats=stats, redactor=redactor, read_state=read_state, root=root, guard=guard,
+            recorded=_recorded_ids(records), session_id=session_id, system=system or context,
+            retriever=compacted_recall(indexed, settings) if isinstance(indexed, IndexingSink) else None,
+            counter=counter, clock=clock,
+        )
+    except BaseException:
+        io.writer.close()
+        raise
+    return OpenedSession(session_id, root, settings, store, io.writer, sink, artifacts, redactor, events, stats,
+                         engine, context, chosen, memory, read_state, records, io.is_new)
+
+
+def _recorded_ids(records: Sequence[dict[str, Any]]) -> set[str]:
+    return {str(r["id"]) for r in records if r.get("type") == schema.TRANSCRIPT_MESSAGE and r.get("id")}

@@ -1,0 +1,116 @@
+"""How the engine's parts are wired for one session, given a record sink: the one summarizer choice,
+the window manager and tool-result budgeter over one sink, event bus and statistics, and the
+:class:`EngineSession` over them.
+
+:func:`build_engine_session` is the library's constructor (``mtagent.context.build_engine_session``,
+for a caller with its own sink, e.g. a :class:`~mtagent.session.transcript.MemorySink`);
+:func:`~mtagent.context.opener.open_engine_session` builds every front end's session on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mtagent.config import Settings
+from mtagent.context.compaction.reattach import ReadState
+from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from mtagent.context.engine_session import EngineSession, ToolGuard
+from mtagent.context.model_gate import background
+from mtagent.context.opener.system import SystemPrompt
+from mtagent.context.recall.retrieved import CompactedRecall
+from mtagent.context.recall.sink import compacted_recall
+from mtagent.context.tokens import MessageTokenCounter
+from mtagent.context.tool_results.budgeter import ToolResultBudgeter, ToolResultPolicy
+from mtagent.context.window import ContextWindowManager, SessionMemory
+from mtagent.events import EventBus, SessionStats
+from mtagent.redaction import Redactor
+from mtagent.session.artifacts import ArtifactStore
+from mtagent.session.transcript import RecordSink
+
+__all__ = ["CacheAlignedModel", "build_engine_session", "make_summarizer", "share_main_request"]
+
+
+def make_summarizer(settings: Settings, model: Any | None = None, summarizer: Summarizer | None = None) -> Summarizer:
+    """The session's summarizer: ``summarizer`` when given, an LLM one on ``model``, else the
+    extractive one (no model call)."""
+    if summarizer is not None:
+        return summarizer
+    if model is not None:
+        return LLMSummarizer(model, tool_result_chars=settings.tool_results.preview_chars)
+    return ExtractiveSummarizer()
+
+
+@dataclass(slots=True)
+class CacheAlignedModel:
+    """The main model (main tools bound) writing session-memory notes: ``cache_aligned`` tells the
+    updater it may send the main request + one instruction (a prompt-cache hit)."""
+
+    model: Any
+    cache_aligned: bool = True
+
+    def invoke(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        return self.model.invoke(request, *args, **kwargs)
+
+
+def share_main_request(summarizer: Summarizer, memory: Any, bound_model: Any, settings: Settings) -> None:
+    """When the session's own model writes the hand-offs (and notes), give the summarizer that model
+    *with the main tools bound* and mark it cache-aligned: a summary or notes request is then the
+    last main request + one instruction, served from the provider's prompt cache
+    (``context/compaction/cache_align.py``). The notes model still waits for the main call."""
+    if not settings.context.cache_aligned_summaries:
+        return
+    if isinstance(summarizer, LLMSummarizer):
+        summarizer.model = bound_model
+        summarizer.cache_aligned = True
+    if memory is not None and memory.model is not None:
+        memory.model = background(CacheAlignedModel(bound_model))
+
+
+def build_engine_session(
+    settings: Settings | None = None,
+    *,
+    sink: RecordSink,
+    artifacts: ArtifactStore | None = None,
+    summarizer: Summarizer | None = None,
+    session_memory: SessionMemory | None = None,
+    events: EventBus | None = None,
+    stats: SessionStats | None = None,
+    redactor: Redactor | None = None,
+    budgeter: ToolResultBudgeter | None = None,
+    read_state: ReadState | None = None,
+    root: Path | None = None,
+    guard: ToolGuard | None = None,
+    recorded: Iterable[str] = (),
+    session_id: str | None = None,
+    retriever: CompactedRecall | None = None,
+    system: SystemPrompt | None = None,
+    counter: MessageTokenCounter | None = None,
+    clock: Callable[[], float] | None = None,
+) -> EngineSession:
+    """An :class:`EngineSession` for ``settings`` (default: the spec's defaults).
+
+    ``sink`` receives every record (a :class:`~mtagent.session.transcript.TranscriptWriter`, a list-like
+    :class:`~mtagent.session.transcript.MemorySink`, or a redacting wrapper of either); ``artifacts``
+    is where oversized tool results go (without it they are previewed but not saved); the summarizer
+    defaults to the extractive one (no model call). ``retriever``: the recall helper of the sink's
+    index (found from the sink when not given).
+    """
+    settings = settings or Settings()
+    events = events or EventBus()
+    stats = stats or SessionStats()
+    budgeter = budgeter or ToolResultBudgeter(
+        policy=ToolResultPolicy.from_settings(settings.tool_results), artifacts=artifacts, sink=sink,
+        events=events, stats=stats,
+    )
+    extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
+    window = ContextWindowManager(
+        settings, summarizer=make_summarizer(settings, summarizer=summarizer), sink=sink, bus=events, stats=stats,
+        session_memory=session_memory, read_state=read_state, token_limit=settings.context.token_limit, root=root,
+        retriever=retriever if retriever is not None else compacted_recall(sink, settings), counter=counter,
+        **extra,
+    )
+    return EngineSession(window, budgeter, sink, settings=settings, events=events, stats=stats, redactor=redactor,
+                         guard=guard, recorded=recorded, session_id=session_id, system=system)
