@@ -22,7 +22,6 @@ from mtagent import paths
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.index import locate_resume_point
 from mtagent.session.store_artifacts import StoreArtifacts, open_in_store
-from mtagent.session.store_artifacts import memory_dir as tenant_memory_dir
 from mtagent.session.store_catalog import session_cache_dir
 from mtagent.session.transcript import TranscriptWriter, iter_entries
 
