@@ -52,14 +52,14 @@ def test_required_word_must_be_in_the_name() -> None:
 
 
 class FakeEmbeddings:
-    """Vectors by keyword: 'chat' and 'slack' share a direction BM25 cannot see."""
+    """Vectors by keyword: 'banter' and 'slack' share a direction neither BM25 nor the lexicon can see."""
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [self.embed_query(t) for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
         low = text.lower()
-        return [1.0 if ("slack" in low or "chat" in low) else 0.0, 1.0 if "file" in low else 0.0, 0.1]
+        return [1.0 if ("slack" in low or "banter" in low) else 0.0, 1.0 if "file" in low else 0.0, 0.1]
 
 
 class BrokenEmbeddings(FakeEmbeddings):
@@ -68,9 +68,9 @@ class BrokenEmbeddings(FakeEmbeddings):
 
 
 def test_hybrid_finds_what_words_alone_miss_and_survives_a_failing_model() -> None:
-    assert ToolSearchIndex(CATALOG).search("chat", 1) == []
+    assert ToolSearchIndex(CATALOG).search("banter", 1) == []
     hybrid = ToolSearchIndex(CATALOG, embeddings=FakeEmbeddings())
-    assert hybrid.mode == "hybrid" and hybrid.search("chat", 1)[0].name == "mcp__slack__post_message"
+    assert hybrid.mode == "hybrid" and hybrid.search("banter", 1)[0].name == "mcp__slack__post_message"
     broken = ToolSearchIndex(CATALOG, embeddings=BrokenEmbeddings())
     assert broken.search("read a file", 1)[0].name == "mcp__fs__read_text_file"
 
@@ -86,3 +86,16 @@ def test_bm25_prefers_rarer_terms() -> None:
     index = BM25Index.build([["common", "rare"], ["common"], ["common"]])
     ranked = index.rank(["common", "rare"])
     assert ranked[0][0] == 0
+
+
+def test_synonyms_find_what_words_alone_miss_but_exact_words_still_win() -> None:
+    from mtagent.context.toolset.lexicon import EXPANSION_WEIGHT, expand
+
+    weights = expand(terms("picture of the page"))
+    assert weights["pictur"] == 1.0 and weights["screenshot"] == EXPANSION_WEIGHT
+    catalog = [entry_for(tool("mcp__b__screenshot", "Take a screenshot of the current page.", "selector")),
+               entry_for(tool("mcp__b__picture_frame", "Frame a picture.", "style"))]
+    index = ToolSearchIndex(catalog)
+    assert index.search("capture how the site looks", 1)[0].name == "mcp__b__screenshot"
+    assert index.search("picture", 2)[0].name == "mcp__b__picture_frame"  # the exact word outranks a synonym
+    assert [h.name for h in ToolSearchIndex(CATALOG).search("report a bug", 1)] == ["mcp__github__create_issue"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mtagent.context.recall.query import MAX_QUERY_SCAN_CHARS, STOPWORDS
@@ -84,23 +84,24 @@ class BM25Index:
         n, df = len(self.docs), self.df.get(term, 0)
         return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
-    def scores(self, query: Sequence[str]) -> list[float]:
-        """BM25 score of every document for ``query`` (terms, repeats ignored)."""
+    def scores(self, query: Sequence[str] | Mapping[str, float]) -> list[float]:
+        """BM25 score of every document for ``query``: terms (repeats ignored) or term → weight."""
         if not self.docs:
             return []
+        weights = dict(query) if isinstance(query, Mapping) else dict.fromkeys(query, 1.0)
         avg = sum(self.lengths) / len(self.lengths) or 1.0
         out = [0.0] * len(self.docs)
-        for term in dict.fromkeys(query):
-            if term not in self.df:
+        for term, factor in weights.items():
+            if term not in self.df or factor <= 0:
                 continue
-            weight = self.idf(term)
+            weight = self.idf(term) * factor
             for i, doc in enumerate(self.docs):
                 tf = doc.get(term, 0)
                 if tf:
                     out[i] += weight * tf * (K1 + 1) / (tf + K1 * (1 - B + B * self.lengths[i] / avg))
         return out
 
-    def rank(self, query: Sequence[str]) -> list[tuple[int, float]]:
+    def rank(self, query: Sequence[str] | Mapping[str, float]) -> list[tuple[int, float]]:
         """Documents with a positive score, best first (ties by index: stable)."""
         scored = [(i, s) for i, s in enumerate(self.scores(query)) if s > 0]
         return sorted(scored, key=lambda pair: (-pair[1], pair[0]))

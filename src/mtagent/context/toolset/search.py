@@ -5,7 +5,8 @@ A query is free text from the model (or ``mtagent tools search``). Two forms are
 * ``select:name1,name2`` — exactly these tools (Claude Code's form, for a name the model already
   read in the deferred listing); unknown names are ignored;
 * anything else — BM25 over name, description and parameter names
-  (:mod:`mtagent.context.toolset.bm25`); with an embedding model (``recall.embeddings``) the BM25
+  (:mod:`mtagent.context.toolset.bm25`), each query word joined by its synonyms at a lower weight
+  (:mod:`mtagent.context.toolset.lexicon`); with an embedding model (``recall.embeddings``) the BM25
   ranking is fused with cosine similarity by reciprocal rank, as recall does.
 
 A ``+word`` term must occur in the tool's name (``+github issue`` → GitHub tools about issues).
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from mtagent.context.recall.vectors import Embeddings, reciprocal_rank_fusion
 from mtagent.context.toolset.bm25 import BM25Index, terms, tool_terms
 from mtagent.context.toolset.entries import ToolEntry
+from mtagent.context.toolset.lexicon import expand
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +91,7 @@ class ToolSearchIndex:
             return [self._hit(i, 1.0) for i in chosen[:k]]
         words = query.split()
         required = [t for w in words if w.startswith("+") for t in terms(w[1:])]
-        ranked = self.bm25.rank(terms(" ".join(w.lstrip("+") for w in words)))
+        ranked = self.bm25.rank(expand(terms(" ".join(w.lstrip("+") for w in words))))
         if self.embeddings is not None:
             fused = reciprocal_rank_fusion([[i for i, _ in ranked], self._dense(query)], self.rrf_k)
             ranked = fused
