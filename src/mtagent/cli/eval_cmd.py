@@ -151,6 +151,10 @@ def print_report(data: dict[str, Any]) -> None:
             pairs.add_row(escape(f"{c['a']} vs {c['b']}"[:24]), str(c["only_a"]), str(c["only_b"]), f"{c['diff']:+.2f}",
                           f"{c['ci_low']:+.2f},{c['ci_high']:+.2f}", f"{c['p_value']:.2f}", escape(c["verdict"]))
         console.print(pairs)
+    unpriced = sum(p["unpriced"] for p in data["policies"])
+    if unpriced:
+        err_console.print(f"{unpriced} result(s) have no price row (agent.prices): their tokens count, their cost "
+                          "does not", highlight=False)
     errors = sum(p["errors"] for p in data["policies"])
     if errors:
         err_console.print(f"{errors} pair(s) errored and are left out; re-run to retry them", highlight=False)

@@ -15,13 +15,13 @@ RUNS_FILE = "runs.jsonl"
 MAX_RUNS = 200
 
 
-def runs_path() -> Path:
-    return paths.mtagent_home() / "eval" / RUNS_FILE
+def runs_path(home: Path | None = None) -> Path:
+    return (home or paths.mtagent_home()) / "eval" / RUNS_FILE
 
 
-def list_runs() -> list[Path]:
+def list_runs(home: Path | None = None) -> list[Path]:
     """Registered results files that still exist, newest registration first, each once."""
-    path = runs_path()
+    path = runs_path(home)
     if not path.exists():
         return []
     seen: list[Path] = []

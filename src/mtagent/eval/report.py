@@ -29,8 +29,9 @@ class PolicySummary:
     errors: int = 0
     solve_low: float = 0.0
     solve_high: float = 1.0
-    cost_usd: float | None = 0.0
-    side_cost_usd: float | None = 0.0
+    cost_usd: float | None = None  # None: no record had a price row
+    side_cost_usd: float | None = None
+    unpriced: int = 0
     tokens: int = 0
     side_tokens: int = 0
     cache_read: int = 0
@@ -66,7 +67,7 @@ def load_records(results: Path) -> list[dict[str, Any]]:
 
 def _add_cost(total: float | None, usage: Usage, prices: Any) -> float | None:
     cost = cost_usd(usage, prices if isinstance(prices, dict) else None)
-    return None if total is None or cost is None else total + cost
+    return total if cost is None else (total or 0.0) + cost
 
 
 def summarize(records: list[dict[str, Any]], policies: list[str] | None = None) -> list[PolicySummary]:
@@ -83,6 +84,7 @@ def summarize(records: list[dict[str, Any]], policies: list[str] | None = None) 
         main, side = Usage.from_dict(r.get("main")), Usage.from_dict(r.get("side"))
         s.tasks += 1
         s.solved += bool(r.get("solved"))
+        s.unpriced += not isinstance(r.get("prices"), dict)
         s.cost_usd = _add_cost(s.cost_usd, main, r.get("prices"))
         s.side_cost_usd = _add_cost(s.side_cost_usd, side, r.get("prices"))
         s.tokens += main.tokens

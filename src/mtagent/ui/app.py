@@ -10,6 +10,7 @@ Pages (all GET, all read-only)::
     /p/<project>/s/<key>/raw?path=…        the whole artifact, streamed as text/plain
     /p/<project>/s/<key>/memory            the session-memory notes as they evolved
     /replay                                replay comparison (``?source=&strategy=&window=``)
+    /eval                                  ``mtagent eval`` results (``?run=`` an index into its registry)
 
 Templates are Jinja2 with autoescaping on; charts are SVG built (and escaped) in
 :mod:`mtagent.ui.charts`. Handlers are plain functions run in a worker thread, since they read
@@ -38,6 +39,7 @@ from mtagent.replay.names import STRATEGY_NAMES
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.ui import artifacts as art
 from mtagent.ui.calls import BUCKET_ORDER, call_detail, call_points
+from mtagent.ui import eval_page
 from mtagent.ui.catalog import Catalog, SessionEntry, format_stamp, project_key_of
 from mtagent.ui.charts import Series, css_name, fmt_tokens, line_chart, timeline_buckets, timeline_svg
 from mtagent.ui.records import Outline, Redactor, TranscriptCache, default_redactor, read_range
@@ -230,6 +232,10 @@ class Pages:
         return self.render("replay.html", title="Replay comparison", sources=sources, ref=ref, chosen=chosen,
                            window=window, strategies=STRATEGY_NAMES, comparison=comparison, charts=charts)
 
+    def evaluation(self, request: Request) -> Response:
+        data = eval_page.eval_context(self.options.home, request.query_params.get("run", ""))
+        return self.render("eval.html", title="Evaluation", **data)
+
 
 def _replay_charts(session: Any, names: list[str]) -> dict[str, Markup]:
     tokens = [Series(n, [t.view_tokens for t in session.results[n].turns],
@@ -271,6 +277,7 @@ def create_app(options: UiOptions | None = None) -> Any:
         Route(base + "/raw", g(pages.raw)),
         Route(base + "/memory", g(pages.memory)),
         Route("/replay", g(pages.replay)),
+        Route("/eval", g(pages.evaluation)),
         Mount("/static", StaticFiles(directory=str(PACKAGE_DIR / "static")), name="static"),
     ]
     app = Starlette(routes=routes)
