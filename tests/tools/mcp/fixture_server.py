@@ -65,10 +65,11 @@ def image() -> list:
     return [TextContent(type="text", text="an image follows"), ImageContent(type="image", data=data, mime_type="image/png")]
 
 
-@server.tool(description="Append a line to the file at `path`; say how many lines it has.")
-def count(path: str) -> str:
+@server.tool(description="Append a line to the file at `path`, wait `then_sleep` seconds; say how many lines it has.")
+def count(path: str, then_sleep: float = 0) -> str:
     with open(path, "a") as fh:
         fh.write("ran\n")
+    time.sleep(then_sleep)
     with open(path) as fh:
         return f"runs: {len(fh.readlines())}"
 

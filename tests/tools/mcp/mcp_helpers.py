@@ -26,9 +26,9 @@ def fixture_server(*flags: str, **extra: Any) -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(FIXTURE), *flags], **extra}
 
 
-def mcp_settings(servers: dict[str, dict[str, Any]], **mcp: Any) -> Settings:
+def mcp_settings(servers: dict[str, dict[str, Any]], agent: dict[str, Any] | None = None, **mcp: Any) -> Settings:
     return Settings.model_validate({"mcp": {"servers": servers, **mcp},
-                                    "agent": {"retry_base_seconds": 0.0, "max_retries": 0},
+                                    "agent": {"retry_base_seconds": 0.0, "max_retries": 0, **(agent or {})},
                                     "session_memory": {"enabled": False}})
 
 

@@ -1,0 +1,131 @@
+"""A scripted session calls MCP tools end to end: approval, budget and artifacts, recall, at-most-once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from tools.mcp.mcp_helpers import fixture_server, mcp_settings, wait_gone
+
+from mtagent.agent.scripted import ScriptedChatModel, tool_call
+from mtagent.agent.session import AgentSession
+from mtagent.tools import default_tools
+from mtagent.tools.mcp import McpManager
+
+TESTS = Path(__file__).resolve().parents[2]
+
+
+def _with_mcp(manager: McpManager):
+    return lambda context: [*default_tools(context.workspace.root, context=context), *manager.tools()]
+
+
+def _tool_records(path: Path) -> list[dict]:
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in records if r.get("role") == "tool"]
+
+
+def test_a_scripted_session_calls_an_mcp_tool_after_the_user_says_yes(project: Path) -> None:
+    settings = mcp_settings({"fx": fixture_server()})
+    model = ScriptedChatModel([tool_call("mcp__fx__echo", {"text": "hello from MCP"}, id="m1"), "echoed"])
+    asked = []
+
+    def approver(requests):
+        asked.extend(requests)
+        return "allow"
+
+    with McpManager.for_project(settings, project) as manager, \
+            AgentSession.create(project, model=model, settings=settings, tools=_with_mcp(manager)) as session:
+        assert "mcp__fx__echo" in model.bound_tool_names
+        result = session.run_turn("echo something", approver=approver)
+        path = session.transcript_path
+    assert result.status == "done" and result.reply == "echoed"
+    assert [(r.tool, r.args) for r in asked] == [("mcp__fx__echo", {"text": "hello from MCP"})]
+    assert "default for MCP tools" in asked[0].rule
+    sent = model.calls[1][-1]
+    assert sent.content == "hello from MCP" and sent.status == "success"
+    [record] = _tool_records(path)
+    assert record["tool_call_id"] == "m1" and record["content"] == "hello from MCP"
+
+
+def test_a_denied_mcp_call_never_reaches_the_server(project: Path) -> None:
+    marker = project / "count.txt"
+    settings = mcp_settings({"fx": fixture_server()})
+    model = ScriptedChatModel([tool_call("mcp__fx__count", {"path": str(marker)}), "ok"])
+    with McpManager.for_project(settings, project) as manager, \
+            AgentSession.create(project, model=model, settings=settings, tools=_with_mcp(manager),
+                                approval="never") as session:
+        session.run_turn("count")
+    assert not marker.exists()
+    assert model.calls[1][-1].status == "error"
+
+
+def test_a_5_mb_result_becomes_an_artifact_and_a_preview_and_is_recalled(project: Path) -> None:
+    word = "zanzibar-quokka-7731"  # only in the server's environment: it reaches the index through a result
+    settings = mcp_settings({"fx": fixture_server(env={"WORD": word})}, agent={"approval": {"mcp__fx__*": "allow"}})
+    model = ScriptedChatModel([tool_call("mcp__fx__big", {"size": 5_000_000}, id="b1"), "big one",
+                               tool_call("mcp__fx__env", {"name": "WORD"}, id="e1"), "noted"])
+    with McpManager.for_project(settings, project) as manager, \
+            AgentSession.create(project, model=model, settings=settings, tools=_with_mcp(manager)) as session:
+        result = session.run_turn("make a big one")
+        session.run_turn("and look up a word")
+        sent = model.calls[1][-1]
+        recalled = session.tools["recall"].invoke({"name": "recall", "args": {"query": word},
+                                                    "id": "r1", "type": "tool_call"})
+        artifact = session.artifacts.root / sent.artifact["artifact"]
+    assert result.status == "done"
+    assert sent.content.startswith('<persisted-output tool="mcp__fx__big" path="tool-results/b1.txt" '
+                                   'original_chars="5000000">')
+    assert len(sent.content) < 10_000
+    assert sent.artifact["kind"] == "mcp" and sent.artifact["budget"]["decision"] == "persisted"
+    assert artifact.stat().st_size == 5_000_000
+    assert word in recalled.content and "no recalled" not in recalled.content
+
+
+_CRASH_MID_CALL = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {tests!r})
+    from tools.mcp.mcp_helpers import fixture_server, mcp_settings
+    from mtagent.agent.scripted import ScriptedChatModel, tool_call
+    from mtagent.agent.session import AgentSession
+    from mtagent.tools import default_tools
+    from mtagent.tools.mcp import McpManager
+    settings = mcp_settings({{"fx": fixture_server()}}, agent={{"approval": {{"mcp__fx__*": "allow"}}}})
+    manager = McpManager.for_project(settings, {project!r})
+    tools = lambda c: [*default_tools(c.workspace.root, context=c), *manager.tools()]
+    model = ScriptedChatModel([tool_call("mcp__fx__count", {{"path": {marker!r}, "then_sleep": 30}}, id="once")])
+    session = AgentSession.create({project!r}, model=model, settings=settings, tools=tools)
+    print(session.session_id, flush=True)
+    session.run_turn("count once")
+""")
+
+
+def test_an_mcp_call_cut_off_by_a_crash_is_never_run_again_on_resume(project: Path) -> None:
+    marker = project / "count.txt"
+    script = _CRASH_MID_CALL.format(tests=str(TESTS), project=str(project), marker=str(marker))
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    session_id = child.stdout.readline().strip()
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marker.exists(), "the MCP call never started"
+    child.send_signal(signal.SIGKILL)  # the agent dies mid-call: no result was written
+    child.wait(10)
+
+    settings = mcp_settings({"fx": fixture_server()}, agent={"approval": {"mcp__fx__*": "allow"}})
+    model = ScriptedChatModel(["carrying on"])
+    with McpManager.for_project(settings, project) as manager, \
+            AgentSession.resume(session_id, project, model=model, settings=settings,
+                                tools=_with_mcp(manager)) as session:
+        result = session.run_turn("what happened?")
+        path = session.transcript_path
+    assert result.status == "done"
+    assert marker.read_text() == "ran\n", "the cut-off call ran a second time"
+    [record] = _tool_records(path)
+    assert record["tool_call_id"] == "once" and record.get("status") == "error"
