@@ -1,11 +1,14 @@
-"""The ``mtagent`` strategy: the real engine, fed a recording one model call at a time.
+"""The ``mtagent`` strategy: the engine as shipped, fed a recording one model call at a time.
 
-* Each tool result goes through :class:`~mtagent.context.tool_results.budgeter.ToolResultBudgeter` as it
-  is produced (per assistant turn, so the aggregate rule applies); oversized results are
-  written to a throw-away artifact store and the history keeps the ``<persisted-output>``
-  preview, exactly as in a live session.
-* Before each call :meth:`ContextWindowManager.prepare` builds the view (microcompact,
-  auto-compact with the shared summarizer); the history it returns is kept from then on.
+* The session is opened like every live one, by :func:`~mtagent.context.opener.open_engine_session`
+  (in a throw-away files store), and driven through its :class:`EngineSession` exactly as a front
+  end drives it: each reply is stamped and recorded (:meth:`~EngineSession.record_reply`), each
+  tool result is redacted, budgeted against the results of its turn that arrived before it and
+  recorded as it arrives (:meth:`~EngineSession.tool_result` — the live rule: only the newcomer
+  can be offloaded), and each model call goes through :meth:`~EngineSession.call_model` (record,
+  prepare — microcompact, auto compaction with the shared summarizer —, send); the history it
+  returns is kept from then on. Oversized results go to the store's artifact folder and the
+  history keeps the ``<persisted-output>`` preview.
 * The engine's clock is the recording's: the time of the model call being replayed, so
   time-based microcompact fires where the recorded session really paused.
 * Recorded agents name their tools differently (``Bash``, ``execute_bash``, ``Read``, …). The
@@ -20,22 +23,24 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from mtagent.config import Settings
-from mtagent.context.session_memory.manager import SessionMemoryManager
+from mtagent.context.opener import FixedSystem, OpenedSession, open_engine_session
 from mtagent.context.tokens import message_text
-from mtagent.context.tool_results.budgeter import ToolResultBudgeter, ToolResultPolicy
-from mtagent.context.window import ContextWindowManager
+from mtagent.context.tool_results.budgeter import ToolResultPolicy
+from mtagent.events import Event, EventBus, EventType
 from mtagent.replay.strategy_base import StepResult, StrategyContext
 from mtagent.replay.summarizer import MeteredSummarizer, SummaryCall
-from mtagent.session.artifacts import ArtifactStore
-from mtagent.session.schema import parse_timestamp
+from mtagent.session.files_store import FilesStore
+from mtagent.session.schema import new_session_id, parse_timestamp
 
 TOOL_ALIASES: dict[str, str] = {
     "Bash": "shell", "bash": "shell", "execute_bash": "shell", "execute_ipython_cell": "shell",
@@ -85,8 +90,8 @@ def message_time(message: BaseMessage) -> float | None:
 class NotesModelMeter:
     """The session-memory "model": prices each update request, answers nothing.
 
-    Also the memory's record sink: the ``session_memory_update`` record that follows a request
-    carries the tokens of the notes written, which is the output a model would have produced.
+    It also listens for ``session_memory_updated`` on the session's bus: the update that follows a
+    request carries the tokens of the notes written, which is the output a model would have produced.
     """
 
     count: Any
@@ -101,75 +106,90 @@ class NotesModelMeter:
         self._request = tuple(request)
         return AIMessage(content="")
 
-    def append(self, record: dict[str, Any]) -> None:
+    def updated(self, event: Event) -> None:
         if self._pending is not None:
-            self.summarizer.calls.append(SummaryCall(self._pending, int(record.get("tokens") or 0), self._request))
+            self.summarizer.calls.append(SummaryCall(self._pending, int(event.data.get("tokens") or 0), self._request))
             self._pending = None
             self._request = None
 
 
+def _fresh(message: BaseMessage) -> BaseMessage:
+    """A copy the session may stamp and record (the recording is shared by every strategy)."""
+    return message.model_copy(update={"response_metadata": dict(message.response_metadata or {})})
+
+
+def _sent(view: list[BaseMessage]) -> Any:
+    def invoke(messages: list[BaseMessage]) -> AIMessage:
+        view[:] = messages
+        return AIMessage(content="")
+
+    return invoke
+
+
 @dataclass(slots=True)
 class MTAgentStrategy:
+    """The engine as shipped: a session opened by :func:`~mtagent.context.opener.open_engine_session`
+    (in a throw-away files store), fed the recording as a live front end feeds it."""
+
     ctx: StrategyContext
     name: str = "mtagent"
     session_memory: bool = False
+    _session: OpenedSession | None = None
     _history: list[BaseMessage] = field(default_factory=list)
-    _manager: ContextWindowManager | None = None
-    _budgeter: ToolResultBudgeter | None = None
     _summarizer: MeteredSummarizer | None = None
     _now: float = 0.0
 
-    def _setup(self) -> None:
-        settings = settings_for_recorded_tools(self.ctx.settings)
+    def _open(self) -> OpenedSession:
+        settings = replay_settings(self.ctx.settings, self.ctx.window, session_memory=self.session_memory)
         self._summarizer = self.ctx.summarizer_factory()
         self._summarizer.message_tokens = self.ctx.counter.message_tokens
-        root = self.ctx.workdir
-        store = ArtifactStore(root / "artifacts", settings.tool_results.artifact_max_bytes) if root else None
-        self._budgeter = ToolResultBudgeter(policy=ToolResultPolicy.from_settings(settings.tool_results), artifacts=store)
-        memory = None
-        if self.session_memory and store is not None:
-            meter = NotesModelMeter(self.ctx.counter._count, self._summarizer)
-            memory = SessionMemoryManager(
-                path=store.session_memory_path, settings=settings, model=meter, sink=meter,
-                counter=self.ctx.counter, token_limit=self.ctx.window,
-            )
-        self._manager = ContextWindowManager(
-            settings,
-            summarizer=self._summarizer,
-            counter=self.ctx.counter,
-            session_memory=memory,
-            clock=lambda: self._now,
-            token_limit=self.ctx.window,
-        )
+        workdir = Path(self.ctx.workdir or tempfile.mkdtemp(prefix="mtagent-replay-"))
+        store = FilesStore(tenant="replay", max_artifact_bytes=settings.tool_results.artifact_max_bytes,
+                           fsync="never", home=workdir / "home")
+        events = EventBus()
+        meter = NotesModelMeter(self.ctx.counter._count, self._summarizer) if self.session_memory else None
+        if meter is not None:
+            events.subscribe(meter.updated, EventType.SESSION_MEMORY_UPDATED)
+        return open_engine_session(
+            store, workdir / "project", settings, session_id=new_session_id(), resume=False, model_name=self.name,
+            summarizer=self._summarizer, memory_model=meter, events=events, system=FixedSystem(list(self.ctx.system)),
+            counter=self.ctx.counter, clock=lambda: self._now)
 
     def step(self, new_messages: Sequence[BaseMessage]) -> StepResult:
-        if self._manager is None:
-            self._setup()
-        assert self._manager is not None and self._budgeter is not None and self._summarizer is not None
-        self._history.extend(self._budget(new_messages))
-        for m in reversed(new_messages):
+        """Feed the messages since the last model call as they arrived (each reply stamped and
+        recorded, each tool result budgeted against its turn's earlier ones, as it arrives), then
+        make the call: the view the engine would have sent."""
+        if self._session is None:
+            self._session = self._open()
+        engine = self._session.engine
+        assert self._summarizer is not None
+        for m in new_messages:
             stamp = message_time(m)
             if stamp is not None:
                 self._now = max(self._now, stamp)
-                break
-        prepared = self._manager.prepare(self._history, system=self.ctx.system)
-        self._history = prepared.history
-        compacted = prepared.compaction is not None or bool(prepared.cleared_ids)
-        return StepResult(list(prepared.messages), compacted, self._summarizer.drain())
+            m = _fresh(m)
+            if isinstance(m, AIMessage):
+                engine.record_reply(m, stamp)
+            elif isinstance(m, ToolMessage):
+                m = engine.tool_result(m, count=False)
+            self._history.append(m)
+        view: list[BaseMessage] = []
+        call = engine.call_model(self._history, _sent(view))
+        self._history = call.history
+        compacted = call.compacted or bool(call.prepared.cleared_ids)
+        return StepResult(view, compacted, self._summarizer.drain())
 
-    def _budget(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-        """Budget each assistant turn's results together, as the agent does when they arrive."""
-        assert self._budgeter is not None
-        out: list[BaseMessage] = []
-        turn: list[BaseMessage] = []
-        for m in messages:
-            if isinstance(m, ToolMessage):
-                turn.append(m)
-                continue
-            if turn:
-                out.extend(self._budgeter.budget_turn(turn))
-                turn = []
-            out.append(m)
-        if turn:
-            out.extend(self._budgeter.budget_turn(turn))
-        return out
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+
+
+def replay_settings(settings: Settings, window: int, *, session_memory: bool) -> Settings:
+    """The settings a replayed session runs with: the recording's tool names aliased, the window,
+    session memory on or off, and no recall index (it lives in the user's home, not the replay's)."""
+    settings = settings_for_recorded_tools(settings)
+    return settings.model_copy(update={
+        "context": settings.context.model_copy(update={"token_limit": window}),
+        "session_memory": settings.session_memory.model_copy(update={"enabled": session_memory}),
+        "recall": settings.recall.model_copy(update={"enabled": False}),
+    })

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from langchain_core.messages import SystemMessage
 
@@ -166,39 +167,51 @@ def simulate(
             system=system, window=window, counter=counter, settings=settings, workdir=workdir or Path(tmp)
         )
         strat = make_strategy(strategy, ctx)
-        cache = PrefixCache(counter, cache_models, settings.context.encoding)
-        result = ReplayResult(label or str(traj.meta.get("source", "")), traj.format, strategy, window)
-        last = len(system)
-        for turn, call_index in enumerate(traj.model_calls):
-            new = traj.messages[last:call_index]
-            last = call_index
-            step = strat.step(new)
-            # Summary calls ran before this request: price them against the previous main request.
-            summaries = {model.name: 0.0 for model in cache_models}
-            for call in step.summary_calls:
-                for name, value in summary_costs(call, cache).items():
-                    summaries[name] += value
-            request = cache.request(step.view)
-            costs = {name: value + summaries[name] for name, value in request.costs.items()}
-            kinds = probes.retention_by_kind(turn, step.view)
-            orphans, unanswered = pairing_violations(step.view)
-            recorded = traj.recorded_usage[turn] if turn < len(traj.recorded_usage) else None
-            result.turns.append(
-                TurnRecord(
-                    turn=turn,
-                    view_tokens=request.tokens,
-                    shared_tokens=request.shared_tokens,
-                    costs=costs,
-                    compacted=step.compacted,
-                    summary_calls=len(step.summary_calls),
-                    summary_input_tokens=sum(c.input_tokens for c in step.summary_calls),
-                    summary_output_tokens=sum(c.output_tokens for c in step.summary_calls),
-                    orphan_results=orphans,
-                    unanswered_calls=unanswered,
-                    retention=sum(kinds.values()) / len(kinds) if kinds else None,
-                    recorded_input=recorded.total_input if recorded is not None else None,
-                    summary_costs=summaries,
-                    retention_by_kind=kinds,
-                )
+        try:
+            return _replay(traj, strat, ctx, cache_models, probes, ReplayResult(
+                label or str(traj.meta.get("source", "")), traj.format, strategy, window))
+        finally:
+            close = getattr(strat, "close", None)
+            if close is not None:
+                close()  # a session opened for the replay releases its transcript
+
+
+def _replay(traj: Trajectory, strat: Any, ctx: StrategyContext, cache_models: Sequence[CacheModel],
+            probes: ProbeSet, result: ReplayResult) -> ReplayResult:
+    """The turns of one replay (see :func:`simulate`)."""
+    counter, system = ctx.counter, ctx.system
+    cache = PrefixCache(counter, cache_models, ctx.settings.context.encoding)
+    last = len(system)
+    for turn, call_index in enumerate(traj.model_calls):
+        new = traj.messages[last:call_index]
+        last = call_index
+        step = strat.step(new)
+        # Summary calls ran before this request: price them against the previous main request.
+        summaries = {model.name: 0.0 for model in cache_models}
+        for call in step.summary_calls:
+            for name, value in summary_costs(call, cache).items():
+                summaries[name] += value
+        request = cache.request(step.view)
+        costs = {name: value + summaries[name] for name, value in request.costs.items()}
+        kinds = probes.retention_by_kind(turn, step.view)
+        orphans, unanswered = pairing_violations(step.view)
+        recorded = traj.recorded_usage[turn] if turn < len(traj.recorded_usage) else None
+        result.turns.append(
+            TurnRecord(
+                turn=turn,
+                view_tokens=request.tokens,
+                shared_tokens=request.shared_tokens,
+                costs=costs,
+                compacted=step.compacted,
+                summary_calls=len(step.summary_calls),
+                summary_input_tokens=sum(c.input_tokens for c in step.summary_calls),
+                summary_output_tokens=sum(c.output_tokens for c in step.summary_calls),
+                orphan_results=orphans,
+                unanswered_calls=unanswered,
+                retention=sum(kinds.values()) / len(kinds) if kinds else None,
+                recorded_input=recorded.total_input if recorded is not None else None,
+                summary_costs=summaries,
+                retention_by_kind=kinds,
             )
+        )
     return result
