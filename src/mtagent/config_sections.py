@@ -304,6 +304,11 @@ class ShellSettings(_Section):
         description="output kept in memory (head + rolling tail), at most; the middle beyond it is dropped",
     )
     kill_grace_seconds: float = Field(2, ge=0, description="after SIGTERM on timeout, wait this long before SIGKILL")
+    env_passthrough: list[str] = Field(
+        default_factory=list, max_length=256,
+        description="secret-named environment variables (*KEY*, *SECRET*, *TOKEN*, *PASSWORD*, *CREDENTIAL*) "
+        "commands may see anyway: names or globs (docs/security.md)",
+    )
 
 
 class UiSettings(_Section):

@@ -12,11 +12,16 @@
   mtagent itself dies (:mod:`~mtagent.tools.proctree`).
 * An approval hook (``callable(command) -> ApprovalDecision | bool``) may refuse a command
   before it runs; the agent wires it to the user's prompt.
+* The command's environment is the agent's minus secret-named variables (``*KEY*``, ``*SECRET*``,
+  ``*TOKEN*``, ``*PASSWORD*``, ``*CREDENTIAL*``, and those in ``security.redact_env``), like Codex
+  CLI's default: ``echo $OPENAI_API_KEY | rev`` would carry a key past the redactor in a form it
+  cannot recognise. ``shell.env_passthrough`` names the ones a command may see.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import re
 import selectors
@@ -29,6 +34,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from mtagent.config import Settings
+
 from mtagent.tools import proctree
 from mtagent.tools.base import ApprovalDecision, ToolInputError, WorkspaceTool
 from mtagent.tools.text_files import human_size
@@ -36,6 +43,7 @@ from mtagent.tools.text_files import human_size
 _READ_CHUNK = 64 * 1024
 # After the command exits, its children may still hold the pipe; drain this long, then kill.
 _DRAIN_SECONDS = 0.5
+_SECRET_ENV_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 
 
@@ -182,6 +190,22 @@ def run_command(command: str, cwd: str, *, timeout: float, max_capture_bytes: in
     }
 
 
+def shell_environment(environ: dict[str, str] | os._Environ[str], settings: Settings) -> dict[str, str]:
+    """``environ`` without the variables a command should not see (see the module's docstring):
+    secret-named ones, those ``security.redact_env`` names, and any whose value is a configured
+    secret (``security.redact_values``) — unless ``shell.env_passthrough`` names them."""
+    allowed = settings.shell.env_passthrough
+    withheld_names = set(settings.security.redact_env)
+    withheld_values = set(settings.security.redact_values)
+
+    def passes(name: str, value: str) -> bool:
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in allowed):
+            return True
+        return not (_SECRET_ENV_NAME.search(name) or name in withheld_names or value in withheld_values)
+
+    return {name: value for name, value in environ.items() if passes(name, value)}
+
+
 class ShellArgs(BaseModel):
     command: str = Field(description="The shell command to run (bash), in the workspace root.")
     timeout: float | None = Field(None, gt=0, description="Seconds before the command is stopped (default: settings).")
@@ -213,7 +237,7 @@ class ShellTool(WorkspaceTool):
                                      "ask the user or take another approach")
         requested = timeout or limits.default_timeout_seconds
         effective = min(requested, limits.max_timeout_seconds)
-        env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb", "NO_COLOR": "1"}
+        env = {**shell_environment(os.environ, ctx.settings), "PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb", "NO_COLOR": "1"}
         run = run_command(command, str(ctx.workspace.root), timeout=effective,
                           max_capture_bytes=limits.max_capture_bytes, kill_grace=limits.kill_grace_seconds,
                           env=env)

@@ -1,0 +1,55 @@
+"""Secret-named environment variables are not handed to the shell tool's commands (#27), so
+``echo $OPENAI_API_KEY | rev`` (an encoding the redactor cannot recognise) reveals nothing; the
+user names the ones a command needs in ``shell.env_passthrough``."""
+
+from __future__ import annotations
+
+import pytest
+from tools.conftest import Kit, make_kit  # noqa: F401  (the shared tool-test fixture)
+
+from mtagent.config import Settings
+from mtagent.tools.shell import shell_environment
+
+SECRETS = {
+    "OPENAI_API_KEY": "sk-envPolicyCanary0123456789abcdef",
+    "GITHUB_TOKEN": "ghx_envPolicyCanaryToken0123456789",
+    "MY_SECRET": "envPolicy-my-secret-value-42",
+    "DB_PASSWORD": "envPolicy-db-password-value",
+    "AWS_SECRET_ACCESS_KEY": "envPolicyAwsSecretAccessKey0123456",
+    "gcp_credentials": "envPolicy-gcp-credentials-json",
+    "UNRELATED_NAME": "envPolicy-configured-secret-9",
+}
+
+
+@pytest.fixture
+def secret_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("PLAIN_SETTING", "plain-value-passes")
+
+
+def _run(kit: Kit, command: str) -> str:
+    return str(kit.call("shell", command=command).content)
+
+
+def test_secret_named_variables_do_not_reach_commands(secret_env: None, make_kit) -> None:
+    kit = make_kit(Settings.model_validate({"security": {"redact_env": ["UNRELATED_NAME"]}}))
+    out = _run(kit, 'echo "[$OPENAI_API_KEY]" | rev; env | rev; echo "$PLAIN_SETTING"')
+    for value in SECRETS.values():
+        assert value not in out and value[::-1] not in out, value
+    assert "plain-value-passes" in out and "][" in out  # the key, reversed: empty
+
+
+def test_env_passthrough_names_the_ones_a_command_may_see(secret_env: None, make_kit) -> None:
+    kit = make_kit(Settings.model_validate({"shell": {"env_passthrough": ["GITHUB_TOKEN"]}}))
+    out = _run(kit, 'echo "$GITHUB_TOKEN" | rev; echo "[$OPENAI_API_KEY]"')
+    assert SECRETS["GITHUB_TOKEN"][::-1] in out and "[]" in out
+
+
+def test_the_policy_on_names() -> None:
+    env = {"PATH": "/bin", "HOME": "/h", "KEYCHAIN_X": "1", "npm_config_authtoken": "2", "X_PASSWD": "3",
+           "SSH_AUTH_SOCK": "/tmp/s", "LANG": "C"}
+    kept = shell_environment(env, Settings())
+    assert set(kept) == {"PATH", "HOME", "SSH_AUTH_SOCK", "LANG"}
+    assert set(shell_environment(env, Settings.model_validate({"shell": {"env_passthrough": ["X_*"]}}))) == {
+        "PATH", "HOME", "SSH_AUTH_SOCK", "LANG", "X_PASSWD"}
