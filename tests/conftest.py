@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from browser import chromium_page  # noqa: F401  (the shared headless-Chromium fixture, tests/browser.py)
+from interrupts import sigint_delivered  # noqa: F401  (Ctrl-C tests, whatever started pytest: tests/interrupts.py)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 TRAJECTORIES = SHARED / "trajectories"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from agent_helpers import agent_settings
 from mtagent.context.model_gate import GATE, CallGate, background
@@ -24,7 +26,21 @@ def _until(done, timeout: float = 10.0) -> None:
         time.sleep(0.01)
 
 
-def _run_order(gate: CallGate | None) -> list[str]:
+class WatchedGate(CallGate):
+    """A gate that says when a background call has come to it (to wait there)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrived = threading.Event()
+
+    @contextmanager
+    def background_call(self) -> Iterator[None]:
+        self.arrived.set()
+        with super().background_call():
+            yield
+
+
+def _run_order(gate: WatchedGate | None) -> list[str]:
     settings = agent_settings()
     with StubOpenAI(responder=_reply, one_slot=True) as stub:
         def model():
@@ -50,7 +66,7 @@ def _run_order(gate: CallGate | None) -> list[str]:
         if gate is None:
             _until(lambda: stub.arrivals == 2)  # the notes are queued at the server
         else:
-            time.sleep(0.2)  # the notes are waiting at the gate
+            assert gate.arrived.wait(60), "the notes never reached the gate"  # they wait there now
         threads[2].start()
         for thread in threads:
             thread.join(10)
@@ -58,7 +74,7 @@ def _run_order(gate: CallGate | None) -> list[str]:
 
 
 def test_notes_wait_for_the_main_calls_on_a_one_slot_server() -> None:
-    assert _run_order(CallGate()) == ["main-1", "main-2", "notes"]
+    assert _run_order(WatchedGate()) == ["main-1", "main-2", "notes"]
 
 
 def test_without_the_gate_the_notes_get_ahead_of_the_main_call() -> None:

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from interrupts import sigint_default_in_child, wait_for
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -21,13 +24,15 @@ from mtagent.session.transcript import read_records  # noqa: E402
 WAIT = 90  # seconds per step, generous for a loaded CI box; the happy path takes a few
 
 
-def spawn(project: Path, script: Path, home: Path, *extra: str) -> pexpect.spawn:
+def spawn(project: Path, script: Path, home: Path, *extra: str,
+          preexec: Callable[[], None] = sigint_default_in_child) -> pexpect.spawn:
     env = {**os.environ, "MTAGENT_HOME": str(home), "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm",
            "NO_COLOR": "1", "COLUMNS": "140", "LINES": "50"}
     env.pop("OPENAI_API_KEY", None)
     child = pexpect.spawn(sys.executable, ["-m", "mtagent.cli.app", "--cwd", str(project),
                                            "--model", f"scripted:{script}", *extra],
-                          env=env, encoding="utf-8", timeout=WAIT, dimensions=(50, 140))
+                          env=env, encoding="utf-8", timeout=WAIT, dimensions=(50, 140),
+                          preexec_fn=preexec)  # by default Ctrl-C works even if pytest ignores SIGINT
     return child
 
 
@@ -82,19 +87,28 @@ def test_repl_message_context_approval_multiline_and_exit(tmp_path, mtagent_home
     assert (mtagent_home / "repl_history").read_text(encoding="utf-8").count("/context") >= 1
 
 
-def test_ctrl_c_stops_a_running_tool_and_returns_to_the_prompt(tmp_path, mtagent_home):
+def _sigint_ignored() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as `bash -c 'mtagent & wait'` starts it
+
+
+@pytest.mark.parametrize("started", ["plainly", "with SIGINT ignored"])
+def test_ctrl_c_stops_a_running_tool_and_returns_to_the_prompt(tmp_path, mtagent_home, started):
+    """The user typing at the REPL gets Ctrl-C even when whatever started it ignored SIGINT."""
     project = tmp_path / "proj"
     project.mkdir()
     script = tmp_path / "script.json"
-    script.write_text(json.dumps([{"tool": "shell", "args": {"command": "sleep 60"}}, "Still here."]),
-                      encoding="utf-8")
-    child = spawn(project, script, mtagent_home, "--approval", "allow")
+    running = tmp_path / "running"  # Ctrl-C while the command runs, not while the tool forks it
+    script.write_text(json.dumps([{"tool": "shell", "args": {"command": f"touch {running}; sleep 60"}},
+                                  "Still here."]), encoding="utf-8")
+    preexec = _sigint_ignored if started == "with SIGINT ignored" else sigint_default_in_child
+    child = spawn(project, script, mtagent_home, "--approval", "allow", preexec=preexec)
     try:
         child.expect("›")
         child.sendline("wait a minute")
         child.expect("⏺ shell")
+        wait_for(running.exists, "the shell command to start")
         child.sendintr()
-        child.expect("interrupted", timeout=20)
+        child.expect("interrupted", timeout=60)
         child.expect("›")
         child.sendline("go on")
         child.expect("Still here")

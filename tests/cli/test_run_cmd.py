@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from interrupts import sigint_default_in_child, wait_for
 from typer.testing import CliRunner
 
 from mtagent.cli.app import app
@@ -265,14 +266,17 @@ def test_run_interrupted_with_ctrl_c_exits_130_and_says_how_to_resume(project, t
     import sys
 
     pexpect = pytest.importorskip("pexpect")
-    model = script(tmp_path, [{"tool": "shell", "args": {"command": "sleep 60"}}, "never"])
+    running = tmp_path / "running"  # Ctrl-C while the command runs, not while the tool forks it
+    model = script(tmp_path, [{"tool": "shell", "args": {"command": f"touch {running}; sleep 60"}}, "never"])
     env = {**os.environ, "MTAGENT_HOME": str(mtagent_home), "NO_COLOR": "1"}
     child = pexpect.spawn(sys.executable, ["-m", "mtagent.cli.app", "run", "--cwd", str(project), "--model", model,
-                                           "--approval", "allow", "wait"], env=env, encoding="utf-8", timeout=90)
+                                           "--approval", "allow", "wait"], env=env, encoding="utf-8", timeout=90,
+                          preexec_fn=sigint_default_in_child)  # Ctrl-C works even if pytest ignores SIGINT
     try:
         child.expect("⏺ shell")
+        wait_for(running.exists, "the shell command to start")
         child.sendintr()
-        child.expect("continue with: mtagent --resume", timeout=20)
+        child.expect("continue with: mtagent --resume", timeout=60)
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)

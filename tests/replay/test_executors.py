@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from interrupts import sigint_default_in_child, wait_for
 
 from mtagent.config import Settings
 from mtagent.errors import UsageError
@@ -163,25 +164,35 @@ def test_ctrl_c_stops_the_local_pool_workers(tmp_path: Path) -> None:
     script = tmp_path / "drive.py"
     script.write_text(
         "import os, sys, time\n"
+        "from pathlib import Path\n"
         "from mtagent.replay.executors.local import LocalExecutor\n"
-        "def slow(x):\n    time.sleep(60)\n    return x\n"
+        "def slow(x):\n    Path(f'started-{x}').touch()\n    time.sleep(60)\n    return x\n"
         "if __name__ == '__main__':\n"
         "    ex = LocalExecutor(2)\n"
         "    it = ex.map(slow, range(6))\n"
         "    try:\n        next(it)\n"
         "    except KeyboardInterrupt:\n"
         "        print('PIDS', ' '.join(str(p) for p in ex.last_pids), flush=True)\n        sys.exit(130)\n")
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=tmp_path)
-    time.sleep(4)
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=tmp_path,
+                            preexec_fn=sigint_default_in_child)  # Ctrl-C works even if pytest ignores SIGINT
+    try:
+        wait_for(lambda: len(list(tmp_path.glob("started-*"))) == 2, "both workers to start their unit")
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
     assert proc.returncode == 130
     pids = [int(p) for p in out.split("PIDS", 1)[1].split()]
     assert len(pids) == 2
-    time.sleep(0.5)
-    for pid in pids:
-        with pytest.raises(ProcessLookupError):
+
+    def gone(pid: int) -> bool:
+        try:
             os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    wait_for(lambda: all(gone(pid) for pid in pids), "the pool's workers to exit")
 
 
 def slow_unless_first(unit: tuple[int, str]) -> int:

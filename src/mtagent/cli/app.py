@@ -150,6 +150,9 @@ def main() -> None:
     are printed here like any other error. A group called without a subcommand prints its help
     and exits 0: asking what a group does is not an error.
     """
+    from mtagent.cli.ctrl_c import restore_ctrl_c
+
+    restore_ctrl_c()
     try:
         code = app(standalone_mode=False)
     except TyperException as exc:

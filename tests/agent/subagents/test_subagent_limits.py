@@ -8,6 +8,7 @@ import time
 
 import pytest
 from langchain_core.tools import ToolException
+from interrupts import wait_for
 from subagent_helpers import open_session, report_json, settings, task
 
 from mtagent.agent.scripted import ScriptedChatModel, tool_calls
@@ -31,7 +32,8 @@ class Gauge:
         with self.lock:
             self.now += 1
             self.peak = max(self.peak, self.now)
-        time.sleep(0.15)
+        wait_for(lambda: self.peak >= 2, "two children in a model call at once")  # not a fixed sleep
+        time.sleep(0.05)  # stay inside a moment: a third child let in beside the two would raise the peak
         with self.lock:
             self.now -= 1
         return report_json("part done")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import _thread
 import json
-import time
 
 import pytest
+from interrupts import wait_for
 from subagent_helpers import open_session, report_json, subagent_records, task
 
 from mtagent.agent.scripted import ScriptedChatModel, tool_call, tool_calls
@@ -31,10 +31,8 @@ def test_resume_reuses_a_finished_childs_report_and_reports_an_unfinished_one_as
             return [report_json("A found login in auth.py")]
 
         def crash(messages):
-            deadline = time.monotonic() + 10
-            while not any(r["status"] == "finished" for r in subagent_records(session.transcript_path)):
-                assert time.monotonic() < deadline, "child A never finished"
-                time.sleep(0.02)
+            wait_for(lambda: any(r["status"] == "finished" for r in subagent_records(session.transcript_path)),
+                     "child A to finish")
             raise SimulatedCrash()
 
         return [crash]
@@ -63,10 +61,15 @@ def test_resume_reuses_a_finished_childs_report_and_reports_an_unfinished_one_as
     assert {r["tool_call_id"] for r in written} == {"call_a", "call_b"}  # the file agrees with the history
 
 
-def test_ctrl_c_stops_running_children_and_leaves_the_session_usable(code):
+def _parent_cancelled(session: AgentSession) -> bool:
+    """The parent caught the Ctrl-C and told its children to stop."""
+    return session.subagents._stopped()
+
+
+def test_ctrl_c_stops_running_children_and_leaves_the_session_usable(code, sigint_delivered):
     def interrupting(messages):
         _thread.interrupt_main()  # the user presses Ctrl-C while the child works
-        time.sleep(0.3)
+        wait_for(lambda: _parent_cancelled(session), "the parent to cancel its children")
         return tool_call("grep", {"pattern": "login"})
 
     session, made = open_session(code, [task(), "after the interrupt"], [[interrupting, report_json("never")]])
@@ -81,18 +84,16 @@ def test_ctrl_c_stops_running_children_and_leaves_the_session_usable(code):
         assert session.run_turn("continue").reply == "after the interrupt"
 
 
-def test_ctrl_c_answers_a_sibling_that_already_finished_with_its_report(code):
+def test_ctrl_c_answers_a_sibling_that_already_finished_with_its_report(code, sigint_delivered):
     def children(profile, request):
         if request.tool_call_id == "call_a":
             return [report_json("A finished before Ctrl-C")]
 
         def interrupt_after_a(messages):
-            deadline = time.monotonic() + 10
-            while not any(r["status"] == "finished" for r in subagent_records(session.transcript_path)):
-                assert time.monotonic() < deadline, "child A never finished"
-                time.sleep(0.02)
+            wait_for(lambda: any(r["status"] == "finished" for r in subagent_records(session.transcript_path)),
+                     "child A to finish")
             _thread.interrupt_main()  # the user presses Ctrl-C while B still works
-            time.sleep(0.3)
+            wait_for(lambda: _parent_cancelled(session), "the parent to cancel its children")
             return tool_call("grep", {"pattern": "login"})
 
         return [interrupt_after_a, report_json("never")]

@@ -1,0 +1,45 @@
+"""Ctrl-C in tests that does not depend on how pytest was started.
+
+A non-interactive shell starts a background job (``bash -c 'python -m pytest … & wait'``) with
+SIGINT set to "ignore", and that disposition is inherited by pytest and by every child it starts:
+``_thread.interrupt_main()`` then does nothing and a child's Ctrl-C is lost. Tests that press
+Ctrl-C set the handler they need: :func:`sigint_delivered` in the test process,
+:func:`sigint_default_in_child` as the ``preexec_fn`` of the processes they spawn.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+DEADLINE = 60.0  # seconds: generous for a loaded 2-core box; a passing wait returns at once
+
+
+def sigint_default_in_child() -> None:
+    """``preexec_fn`` of a spawned child: SIGINT back to its default (Python then installs its
+    own KeyboardInterrupt handler at start-up, as in a terminal)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def sigint_delivered() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt in this process for the test, whatever pytest inherited."""
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+
+
+def wait_for(condition: Callable[[], object], what: str, *, timeout: float = DEADLINE,
+             poll: float = 0.02) -> None:
+    """Wait until ``condition()`` is true; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout:.0f} s for {what}")
+        time.sleep(poll)
