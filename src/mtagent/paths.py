@@ -13,6 +13,8 @@ Layout (spec 000 M1, spec 002 memory)::
           session-memory/summary.md
           checkpoints.sqlite            LangGraph checkpoints
       projects/<project-hash>/memory/   project long-term memory (MEMORY.md + topics)
+      mirror/<tenant>-<hash>/           a PostgreSQL tenant's local home: the same layout, its own
+                                        memory, recall index and artifact cache (session/local.py)
 
 Nothing here touches the disk at import time; folders are created by :func:`ensure_dir`
 when something is first written into them.
@@ -91,8 +93,16 @@ def subagent_transcript_path(project_root: str | os.PathLike[str], session_id: s
     return history_dir(project_root) / validate_session_id(session_id) / "subagents" / f"{validate_session_id(child_id)}.jsonl"
 
 
-def project_memory_dir(project_root: str | os.PathLike[str]) -> Path:
-    return mtagent_home() / "projects" / project_hash(project_root) / "memory"
+def project_state_dir(project_root: str | os.PathLike[str], home: Path | None = None) -> Path:
+    """``<home>/projects/<project-hash>``: a project's long-term memory and recall index.
+
+    ``home`` is the tenant's local home (:func:`mtagent.session.local.local_home`); the default is
+    ``$MTAGENT_HOME``, the files backend's."""
+    return (home or mtagent_home()) / "projects" / project_hash(project_root)
+
+
+def project_memory_dir(project_root: str | os.PathLike[str], home: Path | None = None) -> Path:
+    return project_state_dir(project_root, home) / "memory"
 
 
 def ensure_dir(path: Path) -> Path:

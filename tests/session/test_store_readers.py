@@ -18,6 +18,7 @@ from mtagent.cli.app import app  # noqa: E402
 from mtagent.config import load_settings  # noqa: E402
 from mtagent.errors import SessionNotFound  # noqa: E402
 from mtagent.session import schema  # noqa: E402
+from mtagent.session.local import local_home  # noqa: E402
 from mtagent.session.postgres.store import PostgresStore  # noqa: E402
 
 runner = CliRunner()
@@ -175,7 +176,7 @@ def test_session_and_long_term_memory_live_in_postgres(project: Path, pg_dsn: st
             "session-memory/summary.md", last_summarized_message_id=None, tokens=5, sections={}))
         with PostgresStore(pg_dsn, tenant=tenant, pool_max_size=1) as store:
             assert "notes from worker one" in (store.read_session_memory(key, sid) or "")
-        memory = paths.project_memory_dir(project)
+        memory = paths.project_memory_dir(project, local_home(settings))  # the tenant's own folder
         memory.mkdir(parents=True, exist_ok=True)
         (memory / "MEMORY.md").write_text("- use uv, not pip\n")
         (memory / "..hidden").write_text("never pushed")
@@ -188,7 +189,8 @@ def test_session_and_long_term_memory_live_in_postgres(project: Path, pg_dsn: st
     monkeypatch.setenv("MTAGENT_HOME", str(tmp_path / "another-worker"))
     with AgentSession.resume(sid, project, model=ScriptedChatModel(["ok"]), settings=settings) as again:
         assert "worker two" in again.artifacts.session_memory_path.read_text()
-        assert (paths.project_memory_dir(project) / "MEMORY.md").read_text() == "- use uv, not pip\n"
+        assert (paths.project_memory_dir(project, local_home(settings)) / "MEMORY.md").read_text() \
+            == "- use uv, not pip\n"
 
 
 def test_migrate_moves_session_memory_and_memory_and_is_idempotent(project: Path, pg_dsn: str, tenant: str,
@@ -276,24 +278,31 @@ def test_two_tenants_on_one_machine_share_no_memory_or_cache(project: Path, pg_d
     def settings_for(who: str):
         return load_settings(project, overrides={"storage": {"backend": "postgres", "dsn": pg_dsn, "tenant": who}})
 
-    memory = paths.project_memory_dir(project)
-    memory.mkdir(parents=True)
-    (memory / "MEMORY.md").write_text("- files-era fact\n")  # before PostgreSQL: adopted by the first tenant
+    files_era = paths.project_memory_dir(project)
+    files_era.mkdir(parents=True)
+    (files_era / "MEMORY.md").write_text("- files-era fact\n")  # the files backend's: no tenant adopts it
+    memory_a = paths.project_memory_dir(project, local_home(settings_for(tenant)))
+    memory_b = paths.project_memory_dir(project, local_home(settings_for(f"{tenant}-b")))
+    assert len({files_era, memory_a, memory_b}) == 3  # each tenant's folder is its own, from the start
     with AgentSession.create(project, model=ScriptedChatModel(["a"]), settings=settings_for(tenant)) as a:
-        (memory / "MEMORY.md").write_text("- secret fact of tenant a\n")
+        assert not (memory_a / "MEMORY.md").exists()
+        memory_a.mkdir(parents=True, exist_ok=True)
+        (memory_a / "MEMORY.md").write_text("- secret fact of tenant a\n")
         a.run_turn("hi")
         a_cache = a.artifacts.root
     with AgentSession.create(project, model=ScriptedChatModel(["b"]), settings=settings_for(f"{tenant}-b")) as b:
-        assert not (memory / "MEMORY.md").exists(), "tenant a's memory is not in tenant b's prompt"
+        assert not (memory_b / "MEMORY.md").exists(), "tenant a's memory is not in tenant b's prompt"
         assert not b.artifacts.root.is_relative_to(a_cache.parents[3])  # the tenant's own cache folder
         b.run_turn("hi")
+    assert (files_era / "MEMORY.md").read_text() == "- files-era fact\n"  # nothing moved or renamed
+    assert [p.name for p in files_era.parent.iterdir() if p.name.startswith("memory")] == ["memory"]
     key = paths.project_hash(project)
     with PostgresStore(pg_dsn, tenant=f"{tenant}-b", pool_max_size=1) as store_b:
         assert store_b.list_memory(key) == []
     with PostgresStore(pg_dsn, tenant=tenant, pool_max_size=1) as store_a:
         assert store_a.read_memory(key, "MEMORY.md") == "- secret fact of tenant a\n"
     with AgentSession.create(project, model=ScriptedChatModel(["a2"]), settings=settings_for(tenant)):
-        assert (memory / "MEMORY.md").read_text() == "- secret fact of tenant a\n"  # pulled back from a's rows
+        assert (memory_a / "MEMORY.md").read_text() == "- secret fact of tenant a\n"  # pulled back from a's rows
 
 
 def test_the_middleware_of_another_tenant_on_the_same_thread_starts_afresh(tmp_path: Path, pg_dsn: str,
@@ -363,12 +372,3 @@ def test_export_fetches_no_artifacts_and_show_does(project: Path, pg_dsn: str, t
     assert not artifact.exists()
     assert runner.invoke(app, ["sessions", "show", "01PGEXP", "--full", *cwd], env=env).exit_code == 0
     assert artifact.read_text() == "artifact body of 01PGEXP"
-
-
-def test_the_cache_of_a_files_store_handed_to_the_middleware_is_per_tenant(tmp_path: Path) -> None:
-    from mtagent.session.files_store import FilesStore
-    from mtagent.session.store_catalog import session_cache_dir
-
-    a, b = FilesStore(tenant="a", home=tmp_path / "shared"), FilesStore(tenant="b", home=tmp_path / "shared")
-    assert session_cache_dir(a, "proj-1", "s-1") != session_cache_dir(b, "proj-1", "s-1")
-    assert session_cache_dir(a, "proj-1", "s-1").name == "s-1"

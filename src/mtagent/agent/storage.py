@@ -30,6 +30,7 @@ from mtagent.session import store_catalog
 from mtagent.session.catalog import SessionInfo, list_sessions
 from mtagent.session.store import open_store, validate_tenant
 from mtagent.session.store_artifacts import NotesThroughStore, StoreArtifacts, pull_memory
+from mtagent.session.store_artifacts import memory_dir as store_memory_dir
 from mtagent.session.transcript import ReadReport, TranscriptWriter, iter_entries
 
 CHECKPOINT_FILE = "checkpoints.sqlite"
@@ -87,7 +88,7 @@ def open_writer(settings: Settings, project_root: Path, session_id: str) -> Any:
     store, project = _pg_store(settings), paths.project_hash(project_root)
     writer = store.open_writer(project, session_id)
     artifacts = _artifacts(settings, project_root, session_id, settings.tool_results.artifact_max_bytes)
-    memory_dir = paths.project_memory_dir(project_root)
+    memory_dir = store_memory_dir(store, project_root)
     pull_memory(store, project, memory_dir)  # long-term memory as any worker last saved it
     return NotesThroughStore(writer, artifacts, memory_dir)  # type: ignore[arg-type]  # memory in the store too
 

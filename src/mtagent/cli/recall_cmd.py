@@ -8,6 +8,7 @@ one item in full; ``--json`` is for scripts.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
@@ -20,8 +21,8 @@ from mtagent.context.recall import SCOPES, Recaller, RecallIndexer
 from mtagent.context.recall.embeddings import make_embeddings
 from mtagent.context.recall.render import render_hits
 from mtagent.errors import UsageError
+from mtagent.session.local import local_home
 from mtagent.session.store_catalog import recall_history
-from mtagent.terminal_text import json_text, terminal_safe
 
 HELP = "Search this project's sessions, saved tool results and memory (what compaction removed)."
 
@@ -43,13 +44,14 @@ def recall_cmd(
     if session:
         paths.validate_session_id(session)
     recaller = Recaller(RecallIndexer(root, settings.recall, tenant=settings.storage.tenant,
+                                      home=local_home(settings),
                                       history=recall_history(settings, root)),
                         make_embeddings(settings.recall.embeddings))
     try:
         recaller.indexer.refresh()
         if ref:
             text = recaller.rehydrate(ref)
-            typer.echo(json_text({"ref": ref, "text": text}) if as_json else terminal_safe(text))
+            typer.echo(json.dumps({"ref": ref, "text": text}, ensure_ascii=False) if as_json else text)
             return
         if not query.strip():
             raise UsageError("give a QUERY to search for (or --ref REF to print one item); "
@@ -58,11 +60,11 @@ def recall_cmd(
         hits = recaller.search(query, scope=chosen, k=k, session=session,
                                stale="filter" if fresh_only else "mark")
         if as_json:
-            typer.echo(json_text([h.as_dict() for h in hits]))
+            typer.echo(json.dumps([h.as_dict() for h in hits], ensure_ascii=False))
         else:
-            console.print(terminal_safe(render_hits(query, hits, mode=recaller.mode, scope=chosen,
-                                                    backend=recaller.vector_backend)),
-                          markup=False, highlight=False, soft_wrap=True)
+            console.print(render_hits(query, hits, mode=recaller.mode, scope=chosen,
+                                      backend=recaller.vector_backend), markup=False,
+                          highlight=False, soft_wrap=True)
     finally:
         recaller.indexer.close()
 
@@ -74,19 +76,20 @@ def print_recall(out: Console, cwd: Path, text: str) -> None:
     settings = load_settings(root)
     recall = settings.recall
     recaller = Recaller(RecallIndexer(root, recall, tenant=settings.storage.tenant,
+                                      home=local_home(settings),
                                       history=recall_history(settings, root)), make_embeddings(recall.embeddings))
     try:
         recaller.indexer.refresh()
         if words[:1] == ["--ref"]:
             if len(words) != 2:
                 raise UsageError("usage: /recall --ref <ref> (a ref printed by /recall)")
-            out.print(terminal_safe(recaller.rehydrate(words[1])), markup=False, highlight=False, soft_wrap=True)
+            out.print(recaller.rehydrate(words[1]), markup=False, highlight=False, soft_wrap=True)
             return
         if not text.strip():
             raise UsageError("usage: /recall QUERY — e.g. /recall TypeError user.id")
         hits = recaller.search(text)
-        out.print(terminal_safe(render_hits(text, hits, mode=recaller.mode, backend=recaller.vector_backend)),
-                  markup=False, highlight=False, soft_wrap=True)
+        out.print(render_hits(text, hits, mode=recaller.mode, backend=recaller.vector_backend), markup=False,
+                  highlight=False, soft_wrap=True)
     finally:
         recaller.indexer.close()
 

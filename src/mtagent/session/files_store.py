@@ -43,6 +43,7 @@ class FilesStore:
         self.max_artifact_bytes = max_artifact_bytes
         self.fsync: FsyncPolicy = fsync
         self.home = home or paths.mtagent_home()
+        self.local_home = self.home  # memory, recall index and caches: the classic layout (session.local)
         self.audit = JsonlAuditSink(self.home / "audit.jsonl", tenant)
         self._db: sqlite3.Connection | None = None
         self._db_lock = threading.Lock()

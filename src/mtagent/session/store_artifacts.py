@@ -9,7 +9,8 @@ it on first use. Paths are checked by the folder first (the transcript naming th
 
 from __future__ import annotations
 
-import re
+import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,7 @@ class NotesThroughStore:
 
     inner: Any
     artifacts: StoreArtifacts
-    memory_dir: Path | None = None  # the project's long-term memory folder, pushed with the notes
+    memory_dir: Path | None = None  # the tenant's local memory folder of the project, pushed with the notes
 
     def append(self, record: dict[str, Any]) -> Any:
         if record.get("type") == SESSION_MEMORY_UPDATE:
@@ -130,47 +131,20 @@ def _memory_files(folder: Path) -> list[Path]:
     return found
 
 
-OWNER_FILE = ".mtagent-store"  # not a memory name: never loaded, pushed or listed
-_SAFE_OWNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$")
+def memory_dir(store: Any, project_root: str | os.PathLike[str]) -> Path:
+    """The project's long-term memory folder in ``store``'s tenant's local home (see
+    :mod:`mtagent.session.local`): no other tenant ever reads or writes it."""
+    from mtagent import paths
 
-
-def _owned(store: Any, folder: Path) -> bool:
-    from mtagent.session.store_catalog import store_key
-
-    marker = folder / OWNER_FILE
-    return marker.is_file() and marker.read_text("utf-8").strip() == store_key(store)
-
-
-def _claim(store: Any, folder: Path) -> None:
-    """Make ``folder`` this tenant's cache of the store's memory before anything is pulled or pushed.
-
-    The folder is shared by every tenant a machine runs (the prompt reads it by project). Files
-    another tenant's sessions left there are moved aside to ``memory.<their key>`` — never
-    pushed into this tenant's rows nor shown to its model; they are in their own store already.
-    Files without an owner (the files backend's memory) are adopted and pushed at the first turn's
-    end, as `sessions migrate` would copy them.
-    """
-    from mtagent.session.store_catalog import store_key
-
-    mine, marker = store_key(store), folder / OWNER_FILE
-    owner = marker.read_text("utf-8").strip() if marker.is_file() else None
-    if owner is not None and owner != mine and folder.is_dir():
-        aside = folder.with_name(f"memory.{owner}" if _SAFE_OWNER.match(owner) else "memory.other")
-        if aside.exists():
-            import shutil
-
-            shutil.rmtree(aside)
-        folder.rename(aside)
-    folder.mkdir(parents=True, exist_ok=True)
-    marker.write_text(mine + "\n", "utf-8")
+    return paths.project_memory_dir(project_root, store.local_home)
 
 
 def pull_memory(store: Any, project: str, folder: Path) -> int:
     """Write the store's long-term memory files of ``project`` into ``folder``; return how many changed.
 
     The store is the truth in PostgreSQL mode: a worker starts from what any worker last saved.
+    ``folder`` is the tenant's own (:func:`memory_dir`), so nothing is moved aside or renamed.
     """
-    _claim(store, folder)
     changed = 0
     for name in store.list_memory(project):
         text = store.read_memory(project, name)
@@ -178,7 +152,7 @@ def pull_memory(store: Any, project: str, folder: Path) -> int:
         if text is None or (target.is_file() and target.read_text("utf-8", errors="replace") == text):
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.pull.tmp")
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.pull.tmp")
         tmp.write_text(text, "utf-8")
         tmp.replace(target)
         changed += 1
@@ -186,11 +160,7 @@ def pull_memory(store: Any, project: str, folder: Path) -> int:
 
 
 def push_memory(store: Any, project: str, folder: Path) -> int:
-    """Save the local memory files that differ from the store's; return how many were written.
-
-    Nothing is pushed from a folder another tenant has claimed since (see :func:`_claim`)."""
-    if not _owned(store, folder):
-        return 0
+    """Save the local memory files that differ from the store's; return how many were written."""
     written = 0
     for path in _memory_files(folder):
         text = path.read_text("utf-8", errors="replace")
@@ -220,7 +190,7 @@ def open_in_store(store: Any, project_root: Path, session_id: str,
 
     artifacts = StoreArtifacts(session_cache_dir(store, project, session_id), max_bytes, store, project, session_id)
     artifacts.pull_session_memory()
-    memory_dir = paths.project_memory_dir(project_root)
-    pull_memory(store, project, memory_dir)
-    writer = NotesThroughStore(store.open_writer(project, session_id), artifacts, memory_dir)
+    folder = memory_dir(store, project_root)
+    pull_memory(store, project, folder)
+    writer = NotesThroughStore(store.open_writer(project, session_id), artifacts, folder)
     return AuditingSink(writer, store.audit, store.tenant, session_id), existing, artifacts

@@ -11,7 +11,6 @@ writes to the store from here. ``sessions list`` needs no mirror: one query summ
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from collections.abc import Callable
@@ -46,27 +45,14 @@ def session_infos(store: Any, project: str) -> list[SessionInfo]:
     return infos
 
 
-def store_key(store: Any) -> str:
-    """``<tenant>-<hash of server and tenant>``: names what on this machine caches that tenant's rows."""
-    dsn = getattr(store, "dsn", None)
-    if dsn is not None:
-        from mtagent.session.postgres.connect import redact_dsn
-
-        where = redact_dsn(dsn)
-    else:  # another backend handed to the middleware: keyed by what it is and where it keeps rows
-        where = f"{store.backend}:{getattr(store, 'home', '')}"
-    digest = hashlib.sha256(f"{where}\0{store.tenant}".encode()).hexdigest()[:12]
-    return f"{store.tenant}-{digest}"
-
-
 def mirror_home(store: Any) -> Path:
-    """The mirror of ``store``'s tenant on this machine (its name never holds the DSN's password).
+    """The mirror of ``store``'s tenant on this machine: its local home (:mod:`mtagent.session.local`).
 
     The agent's artifact cache in PostgreSQL mode lives here too (``history/<project>/artifacts/``),
     so two tenants on one machine never share a cached artifact or session notes, even for the
     same session id (the middleware derives ids from thread ids, which tenants may share).
     """
-    return paths.mtagent_home() / "mirror" / store_key(store)
+    return Path(store.local_home)
 
 
 def session_cache_dir(store: Any, project: str, session_id: str) -> Path:

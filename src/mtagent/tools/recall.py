@@ -16,6 +16,7 @@ from mtagent.context.recall import RecallIndexer, Recaller
 from mtagent.context.recall.embeddings import make_embeddings
 from mtagent.context.recall.render import render_hits
 from mtagent.errors import UsageError
+from mtagent.session.local import local_home
 from mtagent.session.store_catalog import recall_history
 from mtagent.tools.base import ToolInputError, WorkspaceTool
 
@@ -49,6 +50,7 @@ class RecallTool(WorkspaceTool):
             ctx = self.context
             recall = ctx.settings.recall
             indexer = RecallIndexer(ctx.workspace.root, recall, tenant=ctx.settings.storage.tenant,
+                                    home=local_home(ctx.settings),
                                     history=recall_history(ctx.settings, ctx.workspace.root))
             self._recaller = Recaller(indexer, make_embeddings(recall.embeddings))
         return self._recaller

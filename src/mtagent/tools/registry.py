@@ -7,6 +7,7 @@ import os
 from langchain_core.tools import BaseTool
 
 from mtagent.config import Settings
+from mtagent.session.local import local_home
 from mtagent.tools.base import ApprovalHook, ToolContext, ToolSession
 from mtagent.tools.edit import EditFileTool, WriteFileTool
 from mtagent.tools.files import ReadFileTool, ReadToolResultTool
@@ -42,7 +43,7 @@ def default_tools(
     if ctx.artifacts is not None:
         tools.append(ReadToolResultTool(context=ctx))
     if include_memory:
-        tools.append(build_save_memory_tool(ctx.workspace.root))
+        tools.append(build_save_memory_tool(ctx.workspace.root, home=local_home(ctx.settings)))
         if ctx.settings.recall.enabled:  # the project's memory of earlier work: recall (spec 003 v1.1)
             tools.append(RecallTool(context=ctx))
     return tools

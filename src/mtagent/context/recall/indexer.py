@@ -44,12 +44,14 @@ FLUSH_DOCS = 256
 FLUSH_CHARS = 4_000_000
 
 
-def index_path(project_root: str | os.PathLike[str], tenant: str = DEFAULT_TENANT) -> Path:
-    """``$MTAGENT_HOME/projects/<project-hash>/recall.sqlite`` — beside the project's memory.
+def index_path(project_root: str | os.PathLike[str], tenant: str = DEFAULT_TENANT, *,
+               home: Path | None = None) -> Path:
+    """``<home>/projects/<project-hash>/recall.sqlite`` — beside the project's memory, in the
+    tenant's local home (:func:`mtagent.session.local.local_home`; ``$MTAGENT_HOME`` by default).
 
-    Another tenant than the default gets ``recall.<tenant>.sqlite``: a machine serving several
-    tenants of one PostgreSQL store must never answer one tenant's recall with another's text."""
-    folder = paths.project_memory_dir(project_root).parent
+    Another tenant than the default gets ``recall.<tenant>.sqlite`` too: a machine serving several
+    tenants must never answer one tenant's recall with another's text."""
+    folder = paths.project_state_dir(project_root, home)
     if tenant == DEFAULT_TENANT:
         return folder / INDEX_FILE
     return folder / f"recall.{validate_tenant(tenant)}.sqlite"
@@ -60,11 +62,12 @@ class RecallIndexer:
 
     def __init__(self, project_root: str | os.PathLike[str], settings: RecallSettings | None = None, *,
                  store: RecallStore | None = None, in_memory: bool = False, tenant: str = DEFAULT_TENANT,
-                 history: Callable[[], Path] | None = None) -> None:
+                 history: Callable[[], Path] | None = None, home: Path | None = None) -> None:
         self.root = Path(project_root).resolve()
         self.history = history  # PostgreSQL mode: the tenant's refreshed mirror of the project's transcripts
         self.settings = settings or RecallSettings()
-        self.store = store or RecallStore(None if in_memory else index_path(self.root, tenant))
+        self.store = store or RecallStore(None if in_memory else index_path(self.root, tenant, home=home))
+        self.home = home
         self._trackers: dict[str, documents.CallTracker] = {}
         self._artifacts: dict[str, ArtifactStore] = {}
         self._pending: list[Doc] = []
@@ -188,7 +191,7 @@ class RecallIndexer:
         docs: list[Doc] = []
         for namespace in memory.SCOPES:
             try:
-                entries = memory.list_memories(namespace, self.root)
+                entries = memory.list_memories(namespace, self.root, home=self.home)
             except Exception:  # noqa: BLE001 - an unreadable memory file is simply not searchable
                 continue
             for entry in entries:
@@ -196,7 +199,7 @@ class RecallIndexer:
                     continue
                 digest = hashlib.sha256(f"{entry.text}|{entry.meta}".encode()).hexdigest()[:16]
                 docs.append(Doc(uid=f"mem:{namespace}:{digest}", kind="memory", text=entry.text,
-                                path=str(memory.memory_path(namespace, self.root)), line_start=entry.line_index + 1,
+                                path=str(memory.memory_path(namespace, self.root, home=self.home)), line_start=entry.line_index + 1,
                                 line_end=entry.line_index + 1, namespace=namespace,
                                 authority=entry.meta.authority or NAMESPACE_AUTHORITY.get(namespace, "memory"),
                                 expires_at=entry.meta.expires_at.timestamp() if entry.meta.expires_at else None,

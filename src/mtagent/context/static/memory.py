@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Literal
 
 from mtagent import paths
-from mtagent.context.static.memory_meta import FactMeta, defuse_meta, render_meta, split_meta, utcnow
+from mtagent.context.static.memory_meta import FactMeta, render_meta, split_meta, utcnow
 from mtagent.errors import UsageError
 
 Scope = Literal["global", "project", "user", "team"]
@@ -92,7 +92,7 @@ def clean_fact(fact: str) -> str:
         text = text[2:].strip()
     if not text:
         raise UsageError("a memory must be a non-empty fact, e.g. `mtagent memory add \"tests run with uv run pytest\"`")
-    return defuse_meta(text)  # the fact's content is never its metadata
+    return text
 
 
 def parse_namespace(name: object) -> Scope:
@@ -107,8 +107,10 @@ def parse_namespace(name: object) -> Scope:
     raise UsageError(f"unknown memory namespace {shown}; use one of {', '.join(SCOPES)}")
 
 
-def memory_path(scope: Scope, project_root: str | os.PathLike[str] | None = None) -> Path:
-    """The file a scope's facts live in."""
+def memory_path(scope: Scope, project_root: str | os.PathLike[str] | None = None, *,
+                home: Path | None = None) -> Path:
+    """The file a scope's facts live in. ``home``: the tenant's local home (project and team scopes;
+    :func:`mtagent.session.local.local_home`), ``$MTAGENT_HOME`` by default."""
     scope = parse_namespace(scope)
     if scope == "global":
         return paths.global_context_path()
@@ -116,7 +118,7 @@ def memory_path(scope: Scope, project_root: str | os.PathLike[str] | None = None
         return paths.mtagent_home() / "memory" / USER_MEMORY_NAME
     if project_root is None:
         raise UsageError(f"{scope} memory needs a project folder; pass --cwd or run inside the project")
-    folder = paths.project_memory_dir(project_root)
+    folder = paths.project_memory_dir(project_root, home)
     return (folder / TEAM_DIR if scope == "team" else folder) / PROJECT_INDEX_NAME
 
 
@@ -343,9 +345,9 @@ def _item_line(text: str, obsolete: bool, old_line: str, suffix: str = "") -> st
 
 
 def memory_file(scope: Scope, project_root: str | os.PathLike[str] | None = None,
-                *, index_max_lines: int | None = None) -> MemoryFile:
+                *, index_max_lines: int | None = None, home: Path | None = None) -> MemoryFile:
     """The :class:`MemoryFile` of a scope (global: a section of CONTEXT.md; project: MEMORY.md)."""
-    path = memory_path(scope, project_root)
+    path = memory_path(scope, project_root, home=home)
     if scope == "global":
         return MemoryFile(path, "global", section=AGENT_MEMORIES_HEADING)
     if scope == "user":
@@ -361,38 +363,42 @@ TEAM_INDEX_HEADER = "# Team memory\n\n_What the team shares about this project. 
 
 def save_memory(fact: str, scope: Scope = "global",
                 project_root: str | os.PathLike[str] | None = None, *,
-                meta: FactMeta | None = None) -> AddResult:
+                meta: FactMeta | None = None, home: Path | None = None) -> AddResult:
     """Remember ``fact`` (what the ``save_memory`` tool and ``/memory add`` call)."""
-    return memory_file(scope, project_root).add(fact, meta)
+    return memory_file(scope, project_root, home=home).add(fact, meta)
 
 
-def list_memories(scope: Scope, project_root: str | os.PathLike[str] | None = None) -> list[MemoryEntry]:
-    return memory_file(scope, project_root).entries()
+def list_memories(scope: Scope, project_root: str | os.PathLike[str] | None = None, *,
+                  home: Path | None = None) -> list[MemoryEntry]:
+    return memory_file(scope, project_root, home=home).entries()
 
 
 def remove_memory(selector: int | str, scope: Scope = "global",
-                  project_root: str | os.PathLike[str] | None = None) -> MemoryEntry:
-    return memory_file(scope, project_root).remove(selector)
+                  project_root: str | os.PathLike[str] | None = None, *, home: Path | None = None) -> MemoryEntry:
+    return memory_file(scope, project_root, home=home).remove(selector)
 
 
 def mark_memory_obsolete(selector: int | str, scope: Scope = "global",
-                         project_root: str | os.PathLike[str] | None = None) -> MemoryEntry:
-    return memory_file(scope, project_root).mark_obsolete(selector)
+                         project_root: str | os.PathLike[str] | None = None, *,
+                         home: Path | None = None) -> MemoryEntry:
+    return memory_file(scope, project_root, home=home).mark_obsolete(selector)
 
 
-def load_project_memory(project_root: str | os.PathLike[str], index_max_lines: int) -> str:
+def load_project_memory(project_root: str | os.PathLike[str], index_max_lines: int, *,
+                        home: Path | None = None) -> str:
     """The project's MEMORY.md as injected: its first ``index_max_lines`` lines, obsolete facts removed.
 
     Non-list lines a person added (headings, links to topic files, notes) are kept as written;
     the header mtagent wrote when it created the file is not repeated to the model.
     """
-    return load_memory_text("project", project_root, index_max_lines)
+    return load_memory_text("project", project_root, index_max_lines, home=home)
 
 
-def load_memory_text(scope: Scope, project_root: str | os.PathLike[str] | None, index_max_lines: int) -> str:
+def load_memory_text(scope: Scope, project_root: str | os.PathLike[str] | None, index_max_lines: int, *,
+                     home: Path | None = None) -> str:
     """A namespace's file as injected (project, user, team): obsolete and expired facts removed,
     metadata comments stripped, the header mtagent wrote left out."""
-    path = memory_path(scope, project_root)
+    path = memory_path(scope, project_root, home=home)
     lines = _read_lines(path)[:index_max_lines]
     header = {"user": USER_INDEX_HEADER, "team": TEAM_INDEX_HEADER}.get(scope, PROJECT_INDEX_HEADER)
     boilerplate = {line.strip() for line in header.splitlines() if line.strip()}

@@ -30,6 +30,7 @@ from mtagent.context.session_memory.manager import last_turn_had_tool_calls
 from mtagent.context.session_memory.notes import conversation
 from mtagent.context.compaction.summarize import ChatModel, render_transcript
 from mtagent.context.tokens import MessageTokenCounter, message_text
+from mtagent.session.local import local_home
 
 EXTRACT_SYSTEM_PROMPT = """You decide what an AI coding agent should remember about this project \
 for future sessions. Propose only durable facts that will still be true and useful next week: \
@@ -110,7 +111,7 @@ class MemoryExtractor:
             return ExtractionResult([], [], ran=False)
         cfg = self.settings.memory
         known = memory.memory_file("global").active() + memory.memory_file(
-            "project", self.project_root, index_max_lines=cfg.index_max_lines).active()
+            "project", self.project_root, index_max_lines=cfg.index_max_lines, home=local_home(self.settings)).active()
         remembered = "\n".join(f"- {f}" for f in known) or "(nothing yet)"
         transcript = render_transcript(self._bounded(new), tool_result_chars=self.settings.tool_results.preview_chars)
         request = [
@@ -130,7 +131,7 @@ class MemoryExtractor:
             if detect_conflicts([*rule_items, item]):
                 skipped.append(fact)
                 continue
-            result = memory.save_memory(fact, "project", self.project_root)
+            result = memory.save_memory(fact, "project", self.project_root, home=local_home(self.settings))
             (added if result.added else skipped).append(fact)
         return ExtractionResult(added, skipped, ran=True)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from mtagent.context.static import memory
 from mtagent.context.static.authority import Conflict
@@ -47,14 +48,14 @@ def _namespaces(project_root: str | os.PathLike[str] | None) -> tuple[memory.Sco
 
 
 def resolve(project_root: str | os.PathLike[str] | None, *, index_max_lines: int | None = None,
-            now: _dt.datetime | None = None) -> MemoryResolution:
+            now: _dt.datetime | None = None, home: Path | None = None) -> MemoryResolution:
     """Read every namespace once and resolve expiry and key conflicts (see module docstring)."""
     now = now or utcnow()
     result = MemoryResolution()
     keyed: dict[str, list[tuple[memory.MemoryEntry, int]]] = {}
     order = 0
     for namespace in _namespaces(project_root):
-        file = memory.memory_file(namespace, project_root, index_max_lines=index_max_lines)
+        file = memory.memory_file(namespace, project_root, index_max_lines=index_max_lines, home=home)
         live: list[memory.MemoryEntry] = []
         for entry in file.entries():
             if entry.obsolete or (file.max_lines is not None and entry.line_index >= file.max_lines):

@@ -201,6 +201,7 @@ class StaticContext:
 
     project_root: Path
     settings: MemorySettings = field(default_factory=MemorySettings)
+    home: Path | None = None  # the tenant's local home (session.local); $MTAGENT_HOME by default
     today: _dt.date = field(default_factory=_dt.date.today)
     os_name: str = field(default_factory=describe_os)
     redactor: Redactor = field(default_factory=lambda: Redactor(collect_secrets()), repr=False)
@@ -219,12 +220,13 @@ class StaticContext:
         rules = load_project_rules(self.project_root, self.settings, self.redactor)
         active_rules = rules.active(self._touched)
         global_text = load_global_context()
-        project_memory = memory.load_project_memory(self.project_root, self.settings.index_max_lines)
+        project_memory = memory.load_project_memory(self.project_root, self.settings.index_max_lines, home=self.home)
 
         rule_items = [AuthorityItem(f"rule:{r.source}", Authority.PROJECT_RULES, r.text) for r in active_rules]
         rule_items.append(AuthorityItem("rule:~/.mtagent/CONTEXT.md", Authority.PROJECT_RULES,
                                         _without_memories(global_text)))
-        resolution = memory_resolve.resolve(self.project_root, index_max_lines=self.settings.index_max_lines)
+        resolution = memory_resolve.resolve(self.project_root, index_max_lines=self.settings.index_max_lines,
+                                            home=self.home)
         memory_items = [AuthorityItem(memory_resolve.entry_id(e), Authority.LONG_TERM_MEMORY, e.text)
                         for entries in resolution.active.values() for e in entries]
         items = [*rule_items, *memory_items]
@@ -239,7 +241,8 @@ class StaticContext:
             global_text = _drop_facts(global_text, losing)
             project_memory = _drop_facts(project_memory, losing)
         namespace_memory = {ns: _drop_facts(memory.load_memory_text(ns, self.project_root,
-                                                                    self.settings.index_max_lines), losing)
+                                                                    self.settings.index_max_lines, home=self.home),
+                                        losing)
                             for ns in ("user", "team")}
 
         sections = [(r.source, r.text) for r in active_rules]

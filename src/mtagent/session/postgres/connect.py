@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -12,15 +11,10 @@ from typing import Any
 import psycopg
 
 from mtagent.errors import StorageError
+from mtagent.session.local import redact_dsn
 from mtagent.session.postgres.migrations import APP_ROLE
 
 APPLICATION_NAME = "mtagent"
-
-
-def redact_dsn(dsn: str) -> str:
-    """The DSN without its password, for messages."""
-    dsn = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
-    return re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn, flags=re.IGNORECASE)
 
 
 def unreachable(dsn: str, exc: BaseException) -> StorageError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -22,7 +23,8 @@ from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactMeta, DEFAULT_ARTIFACT_MAX_BYTES
 from mtagent.session.postgres import migrations
 from mtagent.session.postgres.audit_table import PostgresAuditSink
-from mtagent.session.postgres.connect import choose_role, connect_kwargs, redact_dsn, tenant_configurer, unreachable
+from mtagent.session.local import redact_dsn, shared_home
+from mtagent.session.postgres.connect import choose_role, connect_kwargs, tenant_configurer, unreachable
 from mtagent.session.postgres.writer import PostgresWriter
 from mtagent.session.store_types import Document, ResumeRead, query_terms, validate_name
 from mtagent.session.transcript import Entry, FsyncPolicy
@@ -57,6 +59,7 @@ class PostgresStore:
                  connect_timeout: float = 10, migrate: bool = True, fsync: FsyncPolicy = "turn") -> None:
         self.dsn = dsn
         self.tenant = tenant
+        self._where = redact_dsn(dsn)
         self.max_artifact_bytes = max_artifact_bytes
         self.fsync: FsyncPolicy = fsync
         self._timeout = connect_timeout
@@ -79,6 +82,11 @@ class PostgresStore:
             self.pool.close()
             raise unreachable(dsn, exc) from None
         self.audit = PostgresAuditSink(self.pool, tenant)
+
+    @property
+    def local_home(self) -> Path:
+        """This tenant's folders on this machine (:mod:`mtagent.session.local`), under the current home."""
+        return shared_home(self._where, self.tenant)
 
     def _all(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         try:
