@@ -93,3 +93,14 @@ def test_the_test_model_is_reachable_through_the_cli_model_seam_and_reports_cach
                            ToolMessage("LIMIT = 3", tool_call_id=first.tool_calls[0]["id"])])
     assert first.usage_metadata["input_token_details"]["cache_read"] == 0
     assert second.usage_metadata["input_token_details"]["cache_read"] > 50
+
+
+def test_command_line_settings_are_parsed_as_toml_and_validated() -> None:
+    from mtagent.eval.policies import parse_settings
+
+    assert parse_settings(["context.token_limit=2048", 'agent.approval={shell = "deny"}', "agent.tool_schemas=auto"]) \
+        == {"context": {"token_limit": 2048}, "agent": {"approval": {"shell": "deny"}, "tool_schemas": "auto"}}
+    with pytest.raises(UsageError, match="must look like section.key=value"):
+        parse_settings(["token_limit=5"])
+    with pytest.raises(UsageError, match="bad setting"):
+        parse_settings(["context.token_limit=-3"])

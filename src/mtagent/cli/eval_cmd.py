@@ -49,6 +49,8 @@ def eval_command(
     chain: int = typer.Option(1, "--chain", min=1, help="Run N consecutive tasks as turns of one session, each "
                               "checked after its turn (long-horizon: compaction and recall happen for real)."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N tasks."),
+    setting: list[str] = typer.Option([], "--setting", "-s", help="section.key=value for every task, over the "
+                                      "task's own settings and under the policy's, e.g. context.token_limit=8192."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Results JSONL (default: TASKS.eval.jsonl, or "
                                     "SCRATCH/builtin.eval.jsonl); pairs recorded there as done are skipped."),
     scratch: Path | None = typer.Option(None, "--scratch", help="Where workspaces go (default: TASKS.eval-scratch/ "
@@ -64,15 +66,17 @@ def eval_command(
 ) -> None:
     """Evaluate context policies closed-loop: every task under every policy, with checks (resumable)."""
     choice = ExecutorChoice(executor, ray_address, workers)
-    code = run_eval(tasks_file, policy, suite, model, base_url, chain, limit, out, scratch, root, repos, choice, as_json)
+    code = run_eval(tasks_file, policy, suite, model, base_url, chain, limit, out, scratch, root, repos, choice, as_json,
+                    setting)
     raise typer.Exit(code)
 
 
 @user_errors
 def run_eval(tasks_file: Path | None, policy_specs: list[str], suite: str | None, model: str | None,
              base_url: str | None, chain: int, limit: int | None, out: Path | None, scratch: Path | None,
-             root: Path | None, repos: Path | None, choice: ExecutorChoice, as_json: bool) -> int:
-    from mtagent.eval.policies import load_policies
+             root: Path | None, repos: Path | None, choice: ExecutorChoice, as_json: bool,
+             settings: list[str] | None = None) -> int:
+    from mtagent.eval.policies import load_policies, parse_settings
     from mtagent.eval.registry import register_run
     from mtagent.eval.report import report
     from mtagent.eval.runner import finished_pairs, plan_units, run_units
@@ -82,6 +86,7 @@ def run_eval(tasks_file: Path | None, policy_specs: list[str], suite: str | None
     if (tasks_file is None) == (suite is None):
         raise UsageError("give a task file or --suite builtin (one of them)")
     policies = load_policies(policy_specs)
+    overrides = parse_settings(settings or [])
     if suite is not None:
         if suite not in SUITE_NAMES:
             raise UsageError(f"unknown suite {suite!r}; suites: {', '.join(SUITE_NAMES)}")
@@ -99,7 +104,7 @@ def run_eval(tasks_file: Path | None, policy_specs: list[str], suite: str | None
         scratch = (scratch or stem.with_name(stem.name + ".eval-scratch")).resolve()
     tasks = tasks[:limit] if limit else tasks
     units, skipped = plan_units(tasks, policies, scratch, model=model, base_url=base_url, chain=chain,
-                                done=finished_pairs(out))
+                                done=finished_pairs(out), overrides=overrides)
     show = not as_json and err_console.is_terminal
     records: list[dict[str, Any]] = []
     if units:

@@ -104,6 +104,22 @@ def load_policy(spec: str) -> Policy:
     return Policy(name, _validate(name, data, str(path)))
 
 
+def parse_settings(assignments: list[str]) -> dict[str, dict[str, Any]]:
+    """``section.key=value`` items (values as TOML, else text) → settings sections, validated."""
+    overlay: dict[str, dict[str, Any]] = {}
+    for item in assignments:
+        name, sep, raw = item.partition("=")
+        section, dot, key = name.strip().partition(".")
+        if not sep or not dot or not section or not key:
+            raise UsageError(f"--setting {item!r} must look like section.key=value, e.g. context.token_limit=2048")
+        try:
+            value: Any = tomllib.loads(f"v = {raw.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw.strip()
+        overlay.setdefault(section, {})[key] = value
+    return _validate("--setting", overlay, "command line") if overlay else overlay
+
+
 def load_policies(specs: list[str]) -> list[Policy]:
     """Each named policy once, in the order given (at least one; default: ``mtagent``)."""
     policies = [load_policy(s) for s in specs or ["mtagent"]]

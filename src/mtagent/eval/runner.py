@@ -43,8 +43,8 @@ def finished_pairs(results: Path) -> set[PairKey]:
 
 
 def plan_units(tasks: list[EvalTask], policies: list[Policy], scratch: Path, *, model: str | None = None,
-               base_url: str | None = None, chain: int = 1, done: set[PairKey] | None = None
-               ) -> tuple[list[EvalUnit], int]:
+               base_url: str | None = None, chain: int = 1, done: set[PairKey] | None = None,
+               overrides: dict[str, dict[str, Any]] | None = None) -> tuple[list[EvalUnit], int]:
     """The units still to run, interleaved, and how many (task, policy) pairs were already done."""
     if chain < 1:
         raise ValueError("chain must be at least 1")
@@ -59,7 +59,7 @@ def plan_units(tasks: list[EvalTask], policies: list[Policy], scratch: Path, *, 
             if all((t.id, policy.name, chain) in done for t in group):
                 skipped += len(group)
                 continue
-            units.append(EvalUnit(policy, group, str(scratch), model, base_url, env))
+            units.append(EvalUnit(policy, group, str(scratch), model, base_url, env, dict(overrides or {})))
     return units, skipped
 
 

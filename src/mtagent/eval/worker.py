@@ -45,6 +45,7 @@ class EvalUnit:
     model: str | None = None
     base_url: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # --setting: over the tasks', under the policy
 
     @property
     def key(self) -> str:
@@ -92,7 +93,7 @@ def _workspace(task: EvalTask, parent: Path) -> Path:
 
 
 def _settings_for(unit: EvalUnit) -> dict[str, dict[str, Any]]:
-    return merge_sections(*(t.settings for t in unit.tasks), unit.policy.overlay)
+    return merge_sections(*(t.settings for t in unit.tasks), unit.overrides, unit.policy.overlay)
 
 
 def run_unit(unit: EvalUnit, resolve: ModelResolver = resolve_model) -> list[dict[str, Any]]:
