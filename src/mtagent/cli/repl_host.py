@@ -222,6 +222,11 @@ class ReplHost:
         price = price_for(session.model_name, session.settings.agent.prices)
         return CostReport(session.model_name, usage, cost_usd(usage, price))
 
+    def mcp_servers(self) -> tuple[list[Any], list[str]] | None:
+        """The session's MCP servers and notes (``/mcp``); None when it has no MCP client."""
+        manager = getattr(self.session, "mcp", None)
+        return None if manager is None else (manager.servers(), list(manager.notes))
+
     def list_sessions(self) -> list[SessionRow]:
         from mtagent.agent.storage import session_infos  # files, or the PostgreSQL store
 

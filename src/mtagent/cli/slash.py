@@ -409,6 +409,18 @@ def cmd_sessions(host: SlashHost, command: SlashCommand) -> Outcome:
     return Outcome.CONTINUE
 
 
+def cmd_mcp(host: SlashHost, cmd: SlashCommand) -> Outcome:
+    """The session's MCP servers: source, trusted, state (and why), tools — ``mtagent mcp list``'s table."""
+    from mtagent.cli.mcp_cmd import print_servers
+
+    servers = getattr(host, "mcp_servers", lambda: None)()
+    if servers is None:
+        host.console.print("[dim]This session has no MCP client (it was given its own tools).[/]")
+        return Outcome.CONTINUE
+    print_servers(host.console, *servers)
+    return Outcome.CONTINUE
+
+
 COMMANDS: dict[str, CommandSpec] = {spec.name: spec for spec in (
     CommandSpec("compact", "/compact [instructions]",
                 "Compact the conversation now (instructions steer the summary).", cmd_compact,
@@ -427,6 +439,7 @@ COMMANDS: dict[str, CommandSpec] = {spec.name: spec for spec in (
                 cmd_memory, ("/memory list [--project|--global|--user|--team]", "/memory add [--project] <fact>",
                              "/memory remove [--project] <number or text>",
                              "/memory remove --obsolete [--project] <number or text>   keep it struck through, unused")),
+    CommandSpec("mcp", "/mcp", "This session's MCP servers: source, trusted, state, tools.", cmd_mcp),
     CommandSpec("recall", "/recall QUERY", "Search earlier sessions, saved tool results and memory of this project.",
                 cmd_recall, ("/recall TypeError user.id   ranked hits with refs (what compaction removed, too)",
                              "/recall --ref <ref>         one recalled item in full")),
