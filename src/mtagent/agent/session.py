@@ -226,10 +226,15 @@ class AgentSession:
                              for r in value.get("requests", [])]
         return requests
 
-    def run_turn(self, text: str, *, approver: Approver | None = None) -> TurnResult:
-        """Add the user's message and run the loop until the model answers without tool calls."""
+    def run_turn(self, text: str, *, approver: Approver | None = None, author: str | None = None) -> TurnResult:
+        """Add the user's message and run the loop until the model answers without tool calls.
+
+        ``author``: who wrote ``text`` when it is not the user (a subagent's brief is the parent
+        model's: ``"parent_model"``); recorded so recall never gives it the user's authority."""
         self._abandon_unanswered_calls()
         message = HumanMessage(content=self.redactor.text(text), id=schema.new_message_id())  # a pasted secret too
+        if author is not None:
+            message.response_metadata = {"mtagent": {"author": author}}
         self.runtime.add(message)
         self._turn += 1
         return drive_turn(self, initial_state(self._turn), approver)

@@ -151,7 +151,7 @@ def drive_to_report(child: AgentSession, brief: Brief, *, repair_attempts: int,
                     approver: Callable[[list[ApprovalRequest]], Any]) -> tuple[SubagentReport, str, bool]:
     """Run the child on its brief; (report, status, repaired). One repair request for a bad answer.
     ``approver`` carries the child's questions to the user through the parent."""
-    result = child.run_turn(str(brief.message.content), approver=approver)
+    result = child.run_turn(str(brief.message.content), approver=approver, author="parent_model")
     if result.status == "interrupted":
         return unvalidated_report(result.reply or "stopped by Ctrl-C in the parent", "interrupted"), "interrupted", False
     if result.status == "max_steps":

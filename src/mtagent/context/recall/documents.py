@@ -186,9 +186,19 @@ def from_message(record: dict[str, Any], session: str, root: Path | None, tracke
     if not text.strip():
         return out
     authority = {"user": "user", "tool": "retrieval"}.get(role, "task_state")
+    if role == "user" and _author(record) not in (None, "user"):
+        authority = "assistant"  # a model wrote it (a subagent's brief): never recalled as the user's word
     out.docs.append(Doc(uid=f"msg:{session}:{mid}", kind="message", text=text[:max_chars], session=session,
                         message_id=mid, role=role, tool=tool, authority=authority, ts=ts, file_key=reads))
     return out
+
+
+def _author(record: dict[str, Any]) -> str | None:
+    """Who wrote a ``user`` record that the user did not (``response_metadata.mtagent.author``)."""
+    meta = record.get("response_metadata")
+    inner = meta.get("mtagent") if isinstance(meta, dict) else None
+    author = inner.get("author") if isinstance(inner, dict) else None
+    return author if isinstance(author, str) else None
 
 
 def chunk_lines(text: str, size: int) -> list[tuple[int, int, str]]:
