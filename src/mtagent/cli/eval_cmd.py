@@ -40,7 +40,8 @@ def eval_command(
     tasks_file: Path | None = typer.Argument(None, help="JSONL tasks: mtagent batch lines plus \"check\"/\"setup\", "
                                              "or SWE-bench lines (docs/eval.md). Omit with --suite."),
     policy: list[str] = typer.Option([], "--policy", "-p", help="A context policy: mtagent, threshold, masking, "
-                                     "lc-summarization, or a settings .toml file. Repeat to compare (default mtagent)."),
+                                     "lc-summarization, or a settings .toml file. Repeat to compare (default "
+                                     "mtagent)."),
     suite: str | None = typer.Option(None, "--suite", help="Run a built-in suite instead of a file: builtin (24 "
                                      "generated tasks that need the session's memory)."),
     model: str | None = typer.Option(None, "--model", "-m", help="provider:name for every task (same model under "
@@ -66,8 +67,8 @@ def eval_command(
 ) -> None:
     """Evaluate context policies closed-loop: every task under every policy, with checks (resumable)."""
     choice = ExecutorChoice(executor, ray_address, workers)
-    code = run_eval(tasks_file, policy, suite, model, base_url, chain, limit, out, scratch, root, repos, choice, as_json,
-                    setting)
+    code = run_eval(tasks_file, policy, suite, model, base_url, chain, limit, out, scratch, root, repos, choice,
+                    as_json, setting)
     raise typer.Exit(code)
 
 

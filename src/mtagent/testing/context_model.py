@@ -53,8 +53,8 @@ LOST_REPLY = "I cannot see a task to work on any more."
 _HEADER = re.compile(r"^TASK ([A-Za-z0-9][A-Za-z0-9._-]*)\s*$", re.M)
 _FOLDER = re.compile(r"^Work in the folder `([^`]+)`\.", re.M)
 _RANGE = re.compile(r"\{(\d+)\.\.(\d+)\}")
-_STEP = re.compile(r"^\s*\d+\.\s+(?:(Read)(?: the files)? `([^`]+)`|(Run) `([^`]+)`|(Write) the value of ([A-Z][A-Z0-9_]*) "
-                   r"into `([^`]+)`)", re.M)
+_STEP = re.compile(r"^\s*\d+\.\s+(?:(Read)(?: the files)? `([^`]+)`|(Run) `([^`]+)`"
+                   r"|(Write) the value of ([A-Z][A-Z0-9_]*) into `([^`]+)`)", re.M)
 
 
 @dataclass(frozen=True, slots=True)
