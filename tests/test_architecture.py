@@ -28,13 +28,15 @@ BASE = {"config", "config_sections", "config_ranges", "trust", "paths", "errors"
         "__init__", "py"}
 # What each area may not import (its own layer and those below are allowed).
 FORBIDDEN: dict[str, set[str]] = {
-    "base": {"session", "context", "tools", "replay", "integrations", "agent", "ui", "cli", "testing"},
-    "session": {"context", "tools", "replay", "integrations", "agent", "ui", "cli", "testing"},
-    "context": {"tools", "replay", "integrations", "agent", "ui", "cli", "testing"},
-    "tools": {"replay", "integrations", "agent", "ui", "cli"},
-    "replay": {"integrations", "agent", "ui", "cli"},
-    "integrations": {"replay", "agent", "ui", "cli"},
-    "agent": {"ui", "cli"},
+    "base": {"session", "context", "tools", "replay", "integrations", "agent", "eval", "ui", "cli", "testing"},
+    "session": {"context", "tools", "replay", "integrations", "agent", "eval", "ui", "cli", "testing"},
+    "context": {"tools", "replay", "integrations", "agent", "eval", "ui", "cli", "testing"},
+    "tools": {"replay", "integrations", "agent", "eval", "ui", "cli"},
+    "replay": {"integrations", "agent", "eval", "ui", "cli"},
+    "integrations": {"replay", "agent", "eval", "ui", "cli"},
+    "agent": {"eval", "ui", "cli"},
+    "eval": {"ui", "cli"},  # beside agent/: only ui/ and cli/ import it
+    "testing": {"eval"},
 }
 NO_LANGGRAPH = {"base", "session", "context"}
 
