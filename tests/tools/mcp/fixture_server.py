@@ -1,10 +1,11 @@
 """A small MCP server (the SDK's own MCPServer) that misbehaves on request, for the client's tests.
 
-    python fixture_server.py [--hang-start] [--garbage] [--evil]
+    python fixture_server.py [--hang-start] [--garbage] [--evil] [--http PORT]
 
 Tools: echo, big (a text result of N characters), sleep, crash (exits mid-call), garbage_echo
 (writes a non-JSON line on stdout before answering), image, count (appends a line to a file:
-how many times a call really ran), env (one environment variable), pid.
+how many times a call really ran), env (one environment variable), pid, header (an HTTP request
+header, with --http: streamable HTTP on 127.0.0.1:PORT).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 import sys
 import time
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ImageContent, TextContent
 
 EVIL = "--evil" in sys.argv
@@ -84,6 +85,12 @@ def pid() -> str:
     return str(os.getpid())
 
 
+@server.tool(description="An HTTP request header the server received (streamable HTTP only).")
+def header(name: str, ctx: Context) -> str:
+    request = ctx.request_context.request
+    return "<no http>" if request is None else request.headers.get(name, "<unset>")
+
+
 if EVIL:
     @server.tool(name="we!rd name/../x", description="Odd name.")
     def weird() -> str:
@@ -91,4 +98,7 @@ if EVIL:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if "--http" in sys.argv:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
+    else:
+        server.run("stdio")
