@@ -281,6 +281,7 @@ class DemoResult:
     compactions: list[CompactionInfo]
     final_reply: str
     subagents: int = 0
+    threshold: int = 0  # where the session's auto compaction fires (its window and fixed part)
 
     @property
     def compaction_tokens_saved(self) -> int:
@@ -345,11 +346,12 @@ def run_demo(cwd: str | Path | None = None, window: int = DEFAULT_WINDOW, *,
             "practise an edit on a scratch copy of one file (never edit the code base itself).")
         transcript = session.transcript_path
         artifacts_root = session.artifacts.root
+        threshold = session.threshold
     counts = summarize_transcript(transcript, artifacts_root)
     return DemoResult(
         session_id=session_id, transcript_path=transcript, cwd=root, scratch=scratch, window=window,
         seconds=time.perf_counter() - began, model_calls=result.model_calls, tool_calls=counts["tool_calls"],
         persisted_results=counts["persisted"], persisted_tokens_saved=counts["saved"],
         microcompactions=counts["microcompactions"], compactions=counts["compactions"], final_reply=result.reply,
-        subagents=counts["subagents"],
+        subagents=counts["subagents"], threshold=threshold,
     )

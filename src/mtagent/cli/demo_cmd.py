@@ -50,7 +50,7 @@ def demo(
 
 @user_errors
 def run_demo_command(cwd: Path | None, window: int | None) -> None:
-    from mtagent.agent.demo import DEFAULT_WINDOW, demo_settings, run_demo  # the agent stack loads only here
+    from mtagent.agent.demo import DEFAULT_WINDOW, run_demo  # the agent stack loads only here
 
     window = DEFAULT_WINDOW if window is None else window
     if window < MIN_DEMO_WINDOW:
@@ -62,7 +62,7 @@ def run_demo_command(cwd: Path | None, window: int | None) -> None:
                   f"loop over {escape(str(root))} with a {window:,}-token window\n", soft_wrap=True)
     result = run_demo(root, window=window)
     report = read_session_report(result.transcript_path)
-    threshold = demo_settings(window).auto_compact_threshold_tokens(window)
+    threshold = result.threshold  # what the demo session's engine fires at
 
     console.print(render_demo_summary(report, tokens_kept_out=result.persisted_tokens_saved))
     console.print(f"Ran in {result.seconds:.1f} s: {result.model_calls} calls to the scripted policy, "

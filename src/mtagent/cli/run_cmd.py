@@ -41,7 +41,7 @@ def window_warning(session: AgentSession) -> str | None:
     ctx = session.settings.context
     if session.window > ctx.summary_reserved_tokens + ctx.autocompact_buffer_tokens:
         return None
-    threshold = session.settings.auto_compact_threshold_tokens(session.window)
+    threshold = session.threshold  # what the engine fires at, with this session's fixed part
     reserve = (f"context.summary_reserved_tokens ({ctx.summary_reserved_tokens:,}) + "
                f"context.autocompact_buffer_tokens ({ctx.autocompact_buffer_tokens:,})")
     if threshold <= 1:

@@ -60,6 +60,7 @@ class ReplayResult:
     strategy: str
     window: int
     turns: list[TurnRecord] = field(default_factory=list)
+    threshold: int = 0  # where auto compaction fires for this recording's fixed part (its system prompt)
 
     @property
     def cumulative_tokens(self) -> int:
@@ -169,7 +170,7 @@ def simulate(
         strat = make_strategy(strategy, ctx)
         try:
             return _replay(traj, strat, ctx, cache_models, probes, ReplayResult(
-                label or str(traj.meta.get("source", "")), traj.format, strategy, window))
+                label or str(traj.meta.get("source", "")), traj.format, strategy, window, threshold=ctx.threshold))
         finally:
             close = getattr(strat, "close", None)
             if close is not None:

@@ -50,4 +50,6 @@ class StrategyContext:
 
     @property
     def threshold(self) -> int:
-        return self.settings.auto_compact_threshold_tokens(self.window)
+        """Where auto compaction fires for this window and the recording's system prompt (the
+        engine's own definition, so every strategy's threshold is the one mtagent fires at)."""
+        return self.settings.auto_compact_threshold_tokens(self.window, self.counter.estimate(self.system))

@@ -122,13 +122,12 @@ def tune(
     candidates = list(grid)
     scores = [Score(c) for c in candidates]
     configured = [apply(settings, c) for c in candidates]
-    threshold = settings.auto_compact_threshold_tokens(window)
     total = len(sessions) * len(candidates)
     done = 0
     for traj in sessions:
         probes = build_probes(traj)
         raw = simulate(traj, "raw", window=window, probes=probes, settings=settings)
-        pressured = raw.peak_tokens >= threshold
+        pressured = raw.peak_tokens >= raw.threshold
         for score, cand_settings in zip(scores, configured, strict=True):
             r = simulate(traj, "mtagent", window=window, probes=probes, settings=cand_settings)
             add_result(score, r, raw, cache_model, pressured)

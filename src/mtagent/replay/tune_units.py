@@ -59,7 +59,6 @@ def tune_parallel(
     for item in refs:
         units.append(ReplayUnit(item.ref, item.label, "raw", window, settings))
         units += [ReplayUnit(item.ref, item.label, "mtagent", window, cand) for cand in configured]
-    threshold = settings.auto_compact_threshold_tokens(window)
     total = len(sessions) * len(configured)
     raw: ReplayResult | None = None
     done = 0
@@ -72,7 +71,7 @@ def tune_parallel(
             raw = outcome.value
             continue
         assert raw is not None
-        add(scores[slot - 1], outcome.value, raw, cache_model, raw.peak_tokens >= threshold)
+        add(scores[slot - 1], outcome.value, raw, cache_model, raw.peak_tokens >= raw.threshold)
         done += 1
         if progress is not None:
             progress(done, total)
