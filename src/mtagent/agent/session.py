@@ -101,11 +101,14 @@ class AgentSession:
         self.tools = {t.name: t for t in parts.tools}
         self.static = parts.static
         offered, self.schema_choice = engine_factory.choose_tool_schemas(parts, self.settings, self.window)
+        self.tools.update({t.name: t for t in parts.runnable})  # MCP tools, tool_search, skill
         self.conversation = Conversation()
         self.conversation.replace(history)
-        bound = model.bind_tools(offered) if parts.tools else model
+        bound = model.bind_tools(offered) if offered else model
         if summarizer_model is model:
             opened.share_main_model(bound)
+        if parts.toolset is not None:  # a tool_search load appends schemas: bind them from the next call
+            parts.toolset.listeners.append(lambda: self._rebind(model, summarizer_model is model))
         self.runtime = AgentRuntime(
             model=bound, model_name=model_name, engine=parts.session, tools=self.tools, policy=self.policy,
             conversation=self.conversation, settings=self.settings, events=self.events,
@@ -119,6 +122,13 @@ class AgentSession:
         self.checkpointer = self._db.checkpointer  # SQLite beside the artifacts, or PostgreSQL
         self.graph = build_graph(self.runtime, self.checkpointer)
         self._config = {"configurable": {"thread_id": self._db.thread_id(self.session_id)}}
+
+    def _rebind(self, model: Any, shares: bool) -> None:
+        """Bind the catalog's tools again (core, then loads in load order: the cached prefix survives)."""
+        bound = model.bind_tools(self.parts.toolset.bound())
+        self.runtime.model = bound
+        if shares:
+            self.opened.share_main_model(bound)
 
     # construction ------------------------------------------------------------------------
     @classmethod

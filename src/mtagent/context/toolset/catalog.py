@@ -242,6 +242,16 @@ class ToolCatalog:
                 self.version += 1
             return LoadReport(tuple(added), tuple(already), cost)
 
+    def restore(self, names: Iterable[str]) -> list[str]:
+        """Loads a resumed session made before (from its ``tools_loaded`` events): bound again in their
+        order, not counted or priced again. Unknown or core names are ignored."""
+        with self._lock:
+            added = [n for n in dict.fromkeys(names) if n in self._by_name and self.state(n) == "deferred"]
+            self.loaded.extend(added)
+            if added:
+                self.version += 1
+            return added
+
     def _schema_of_shaped(self, entry: ToolEntry) -> dict[str, Any]:
         shaped = self._shaped(entry)
         return shaped if isinstance(shaped, dict) else entry.schema

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,12 @@ class Toolset:
     skills: SkillBook
     context: ToolsetContext
     after_tokens: AfterTokens = lambda: 0  # the last request's tokens behind the tool definitions
+    listeners: list[Callable[[], None]] = field(default_factory=list)  # called after a load or a compaction
+
+    def changed(self) -> None:
+        """Tell the front end (re-bind the model, refresh the system context)."""
+        for listener in list(self.listeners):
+            listener()
 
     @classmethod
     def open(cls, tools: Iterable[Any], settings: Settings, *, project_root: Path | None, window: int | None = None,
@@ -84,6 +90,7 @@ class Toolset:
 
     def compacted(self) -> None:
         self.context.compacted()
+        self.changed()
 
     # ── the tools' bodies ──
 
@@ -98,6 +105,8 @@ class Toolset:
             return (f"No deferred tool matches {query[:200]!r} ({deferred} deferred tools). Try other words for "
                     "what the tool does, or select:<name> with a name from <deferred-tools>.")
         report = self.catalog.load([h.name for h in hits], after_tokens=self.after_tokens())
+        if report.added:
+            self.changed()
         lines = [f"- {h.name} ({h.source}): {h.description}" for h in hits]
         loaded = f"Loaded {len(report.added)} tool(s); call them directly from your next step."
         if report.already and not report.added:
