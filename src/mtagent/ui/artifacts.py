@@ -2,13 +2,17 @@
 
 Artifact paths come from transcripts, which are untrusted: every read goes through
 :meth:`ArtifactStore.resolve`, which refuses anything outside the session's artifact folder
-(``..``, absolute paths, symlinks out). Files are read line by line or in chunks, never whole,
+(``..``, absolute paths, symlinks out); a path too long to be a file name is refused the same
+way (a 4xx page, not a server error). Files are read line by line or in chunks, never whole,
 so a 64 MB artifact costs a page no more memory than the lines it shows; the raw view streams
-the file in chunks cut on line ends, each redacted before it leaves the server.
+the file in chunks cut on line ends, each redacted before it leaves the server. A line is
+redacted whole before the page cuts it, and a line too long for one chunk is cut only where
+redacting the two sides apart gives what redacting them together gives (no secret is split).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +22,28 @@ from mtagent.errors import ArtifactPathError
 from mtagent.session import schema
 from mtagent.session.artifacts import SESSION_MEMORY_DIR, TOOL_RESULTS_DIR, ArtifactStore
 from mtagent.ui.records import Redactor
+
+MAX_PATH_CHARS = 1024
+LONG_LINE_CHUNKS = 4  # a line is cut inside only past this many chunks without a newline
+CUT_TRIES = 16
+MIN_KEEP_BYTES = 16 * 1024  # held back past a cut inside a line: longer than any key shape or PEM key
+
+
+def _target(store: ArtifactStore, relative: str) -> Path:
+    """The artifact's file, or :class:`ArtifactPathError` — never an ``OSError`` from a bad name."""
+    if len(relative) > MAX_PATH_CHARS:
+        raise ArtifactPathError(f"artifact path of {len(relative):,} characters is too long "
+                                f"(at most {MAX_PATH_CHARS:,}); transcripts name short paths in tool-results/")
+    target = store.resolve(relative)
+    try:
+        os.stat(target)
+    except FileNotFoundError:
+        raise ArtifactPathError(f"artifact {relative!r} is missing from {store.root}") from None
+    except OSError as exc:
+        raise ArtifactPathError(f"artifact {relative[:80]!r} cannot be read: {exc.strerror}") from None
+    if not target.is_file():
+        raise ArtifactPathError(f"artifact {relative!r} is missing from {store.root}")
+    return target
 
 
 @dataclass(slots=True)
@@ -78,9 +104,7 @@ class LinePage:
 def read_lines(store: ArtifactStore, relative: str, start: int, count: int, redactor: Redactor,
                max_chars: int) -> LinePage:
     """Up to ``count`` lines from ``start`` (1-based); a line longer than ``max_chars`` is cut."""
-    target = store.resolve(relative)
-    if not target.is_file():
-        raise ArtifactPathError(f"artifact {relative!r} is missing from {store.root}")
+    target = _target(store, relative)
     start = max(1, start)
     lines: list[tuple[int, str, bool]] = []
     total = 0
@@ -88,35 +112,65 @@ def read_lines(store: ArtifactStore, relative: str, start: int, count: int, reda
         for number, raw in enumerate(fh, 1):
             total = number
             if start <= number < start + count:
-                text = raw.decode("utf-8", "replace").rstrip("\r\n")
-                lines.append((number, redactor.text(text[:max_chars]), len(text) > max_chars))
+                text = redactor.text(raw.decode("utf-8", "replace").rstrip("\r\n"))  # whole, then cut
+                lines.append((number, text[:max_chars], len(text) > max_chars))
     end = lines[-1][0] if lines else start - 1
     return LinePage(relative, start, end, total, lines)
 
 
 def stream_artifact(store: ArtifactStore, relative: str, redactor: Redactor, chunk_bytes: int) -> Iterator[bytes]:
     """The whole file in chunks cut after a newline (so a secret is never split), each redacted."""
-    target = store.resolve(relative)
-    if not target.is_file():
-        raise ArtifactPathError(f"artifact {relative!r} is missing from {store.root}")
+    target = _target(store, relative)
     handle = open(target, "rb")  # noqa: SIM115 - closed by the generator
 
     def chunks() -> Iterator[bytes]:
         carry = b""
+        long_line = LONG_LINE_CHUNKS * chunk_bytes  # try a cut inside a line once it is this long
+        keep = max(chunk_bytes, MIN_KEEP_BYTES, 2 * max(map(len, redactor.secrets), default=0))
         with handle:
             while block := handle.read(chunk_bytes):
                 data = carry + block
                 cut = data.rfind(b"\n") + 1
-                if cut == 0 and len(data) < 4 * chunk_bytes:
-                    carry = data
-                    continue
-                cut = cut or len(data)
+                if cut == 0:
+                    cut = _inside_line_cut(data, redactor, keep) if len(data) >= long_line else 0
+                    if cut == 0:  # no safe cut yet: try again when twice as much is held
+                        long_line = max(long_line, 2 * len(data)) if len(data) >= long_line else long_line
+                        carry = data
+                        continue
+                long_line = LONG_LINE_CHUNKS * chunk_bytes
                 carry = data[cut:]
                 yield redactor.text(data[:cut].decode("utf-8", "replace")).encode("utf-8")
             if carry:
                 yield redactor.text(carry.decode("utf-8", "replace")).encode("utf-8")
 
     return chunks()
+
+
+def _char_start(data: bytes, cut: int) -> int:
+    """``cut`` moved back to the start of a UTF-8 character (never inside one)."""
+    while cut > 0 and data[cut] & 0xC0 == 0x80:
+        cut -= 1
+    return cut
+
+
+def _inside_line_cut(data: bytes, redactor: Redactor, keep: int) -> int:
+    """Where to cut ``data`` (one long line) so no secret is split: at least ``keep`` bytes (longer
+    than any secret) stay for the next chunk, so a secret crossing the cut ends inside ``data``; and redacting the two
+    sides apart must equal redacting them together. 0: no safe cut found yet (read on; the line
+    is held until a cut is safe or the file ends)."""
+    text = data.decode("utf-8", "replace")
+    whole = redactor.text(text)
+    step = max(1, keep // CUT_TRIES)
+    cut = len(data) - keep
+    for _ in range(CUT_TRIES):
+        cut = _char_start(data, cut)
+        if cut <= 0:
+            return 0
+        head, tail = data[:cut].decode("utf-8", "replace"), data[cut:].decode("utf-8", "replace")
+        if head + tail == text and redactor.text(head) + redactor.text(tail) == whole:
+            return cut
+        cut -= step
+    return 0
 
 
 @dataclass(slots=True, frozen=True)
@@ -146,10 +200,8 @@ def search(store: ArtifactStore, paths: Sequence[str], query: str, redactor: Red
         return result
     for relative in paths:
         try:
-            target = store.resolve(relative)
+            target = _target(store, relative)
         except ArtifactPathError:
-            continue
-        if not target.is_file():
             continue
         result.files_searched += 1
         with open(target, "rb") as fh:
