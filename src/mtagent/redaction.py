@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -174,6 +174,32 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             return [self.deep(v, inner) for v in value]
         return value
+
+
+def redact_messages(redactor: Redactor, messages: Sequence[Any]) -> list[Any]:
+    """Messages read back from a transcript, redacted with ``redactor``'s (today's) secrets.
+
+    A transcript was redacted with the secrets known when it was written; a key configured since
+    (``security.redact_values``, a new environment variable) is still in it. Resume passes its
+    history through here before anything is sent. A message with nothing to redact is returned as
+    is (same object); otherwise a copy with content, tool-call arguments and artifact redacted.
+    """
+    out = []
+    for msg in messages:
+        update: dict[str, Any] = {}
+        content = redactor.deep(msg.content)
+        if content != msg.content:
+            update["content"] = content
+        calls = getattr(msg, "tool_calls", None)
+        if calls:
+            cleaned = [{**call, "args": redactor.deep(call.get("args") or {})} for call in calls]
+            if cleaned != calls:
+                update["tool_calls"] = cleaned
+        artifact = getattr(msg, "artifact", None)
+        if artifact is not None and redactor.deep(artifact) != artifact:
+            update["artifact"] = redactor.deep(artifact)
+        out.append(msg.model_copy(update=update) if update else msg)
+    return out
 
 
 @dataclass(slots=True)

@@ -34,7 +34,7 @@ from mtagent.agent import prompts, subagents
 from mtagent.agent.approval import ApprovalPolicy
 from mtagent.agent.graph import APPROVAL_KIND, AgentRuntime, build_graph
 from mtagent.agent.models import create_chat_model, model_window
-from mtagent.redaction import collect_secrets
+from mtagent.redaction import collect_secrets, redact_messages
 from mtagent.agent.state import Conversation, initial_state
 from mtagent.agent.turns import (  # noqa: F401 - re-exported: front ends import them from here
     ApprovalRequest,
@@ -103,7 +103,7 @@ class AgentSession:
         offered, self.schema_choice = engine_factory.choose_tool_schemas(parts, self.settings, self.window)
         self.tools.update({t.name: t for t in parts.runnable})  # MCP tools, tool_search, skill
         self.conversation = Conversation()
-        self.conversation.replace(history)
+        self.conversation.replace(redact_messages(self.redactor, history))  # today's secrets, on resume too
         bound = model.bind_tools(offered) if offered else model
         if summarizer_model is model:
             opened.share_main_model(bound)

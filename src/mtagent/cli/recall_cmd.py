@@ -21,6 +21,7 @@ from mtagent.context.recall import SCOPES, Recaller, RecallIndexer
 from mtagent.context.recall.embeddings import make_embeddings
 from mtagent.context.recall.render import render_hits
 from mtagent.errors import UsageError
+from mtagent.redaction import Redactor, collect_secrets
 from mtagent.session.local import local_home
 from mtagent.session.store_catalog import recall_history
 
@@ -46,7 +47,7 @@ def recall_cmd(
     recaller = Recaller(RecallIndexer(root, settings.recall, tenant=settings.storage.tenant,
                                       home=local_home(settings),
                                       history=recall_history(settings, root)),
-                        make_embeddings(settings.recall.embeddings))
+                        make_embeddings(settings.recall.embeddings), redactor=Redactor(collect_secrets(settings=settings)))
     try:
         recaller.indexer.refresh()
         if ref:
@@ -77,7 +78,8 @@ def print_recall(out: Console, cwd: Path, text: str) -> None:
     recall = settings.recall
     recaller = Recaller(RecallIndexer(root, recall, tenant=settings.storage.tenant,
                                       home=local_home(settings),
-                                      history=recall_history(settings, root)), make_embeddings(recall.embeddings))
+                                      history=recall_history(settings, root)), make_embeddings(recall.embeddings),
+                        redactor=Redactor(collect_secrets(settings=settings)))
     try:
         recaller.indexer.refresh()
         if words[:1] == ["--ref"]:

@@ -32,6 +32,7 @@ from mtagent.context.recall.vectors import (
     reciprocal_rank_fusion,
 )
 from mtagent.errors import ArtifactPathError, UsageError
+from mtagent.redaction import Redactor, collect_secrets
 
 Scope = Literal["all", "session", "history", "artifacts", "memory", "files"]
 SCOPES: tuple[str, ...] = ("all", "session", "history", "artifacts", "memory", "files")
@@ -109,7 +110,12 @@ def confidence(text: str, words: list[str]) -> float:
 class Recaller:
     """Search and re-hydrate over one project's index (keyword, or hybrid with embeddings)."""
 
-    def __init__(self, indexer: RecallIndexer, embeddings: Embeddings | None = None) -> None:
+    def __init__(self, indexer: RecallIndexer, embeddings: Embeddings | None = None, *,
+                 redactor: Redactor | None = None) -> None:
+        """``redactor``: today's secrets (default: this process's environment and every key shape).
+        The index holds text redacted with the secrets known when it was indexed; every hit and
+        re-hydrated item is redacted again on the way out, so a secret configured since never shows."""
+        self.redactor = redactor or Redactor(collect_secrets())
         self.indexer = indexer
         self.store = indexer.store
         self.settings = indexer.settings
@@ -174,6 +180,7 @@ class Recaller:
             if len(hits) >= k:
                 break
             doc = row.doc
+            text = self.redactor.text(doc.text)
             freshness, reason = "fresh", None
             edited = edits.get(doc.file_key or "")
             if edited is not None and doc.ts is not None and edited > doc.ts:
@@ -186,8 +193,8 @@ class Recaller:
                 continue
             temperature = "long_term" if doc.kind == "memory" else ("cold" if row.compacted else "warm")
             hits.append(RecallHit(
-                ref=doc.uid, kind=doc.kind, confidence=confidence(doc.text, words),
-                snippet=snippet(doc.text, words, self.settings.snippet_chars, phrases), authority=doc.authority,
+                ref=doc.uid, kind=doc.kind, confidence=confidence(text, words),
+                snippet=snippet(text, words, self.settings.snippet_chars, phrases), authority=doc.authority,
                 freshness=freshness, temperature=temperature, session=doc.session, message_id=doc.message_id,
                 path=doc.path, line_start=doc.line_start, line_end=doc.line_end, role=doc.role, tool=doc.tool,
                 namespace=doc.namespace, ts=doc.ts, stale_reason=reason,
@@ -195,7 +202,10 @@ class Recaller:
         return hits
 
     def rehydrate(self, ref: str) -> str:
-        """The full item a hit refers to (an artifact's line range re-read from its file)."""
+        """The full item a hit refers to (an artifact's line range re-read from its file), redacted."""
+        return self.redactor.text(self._rehydrate(ref))
+
+    def _rehydrate(self, ref: str) -> str:
         row = self.store.by_uid(ref) if isinstance(ref, str) else None
         if row is None:
             raise UsageError(f"no recalled item {ref!r}; run recall again and use a ref it printed")
