@@ -33,7 +33,7 @@ def test_each_policy_edits_its_own_copy_and_the_check_decides(tmp_path: Path) ->
     records = run_unit(EvalUnit(load_policy("mtagent"), (first,), str(tmp_path / "s")), _writer)
     assert records[0]["solved"] and records[0]["status"] == "done" and records[0]["calls"] == 2
     assert not (tmp_path / "proj" / "fix.txt").exists()  # the task's own folder is never touched
-    assert Path(records[0]["workdir"]).parent.parent.name == "mtagent"
+    assert Path(records[0]["workdir"]).parent.parent.name == "mtagent"  # no slot given: the policy's name
     assert (Path(records[0]["workdir"]) / "escape").is_symlink()
     failed = run_unit(EvalUnit(load_policy("threshold"), (second,), str(tmp_path / "s")), _writer)[0]
     assert failed["status"] == "setup_failed" and failed["setup"]["exit_code"] == 7 and not failed["solved"]

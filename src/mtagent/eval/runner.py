@@ -59,7 +59,8 @@ def plan_units(tasks: list[EvalTask], policies: list[Policy], scratch: Path, *, 
             if all((t.id, policy.name, chain) in done for t in group):
                 skipped += len(group)
                 continue
-            units.append(EvalUnit(policy, group, str(scratch), model, base_url, env, dict(overrides or {})))
+            units.append(EvalUnit(policy, group, str(scratch), model, base_url, env, dict(overrides or {}),
+                                  f"p{policies.index(policy)}"))
     return units, skipped
 
 

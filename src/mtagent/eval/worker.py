@@ -1,6 +1,8 @@
 """The worker side of ``mtagent eval``: one unit = one session under one policy, one or N tasks.
 
-Each unit gets a fresh workspace under the scratch folder (``<scratch>/<policy>/<unit>/``): a
+Each unit gets a fresh workspace under the scratch folder (``<scratch>/p<N>/<unit>/``, ``N`` the
+policy's place on the command line — the model is shown this path, so it has the same length under
+every policy): a
 copy of a ``cwd`` task's folder or a clone of its repository at its commit, so policies never see
 each other's edits. Recall indexes per project (a workspace path), and that project's stored
 data from an earlier attempt is removed first, so a retried unit cannot recall its own past.
@@ -46,6 +48,7 @@ class EvalUnit:
     base_url: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # --setting: over the tasks', under the policy
+    slot: str = ""  # p0, p1, …: the policy's workspace folder (equal length, so paths tokenize alike)
 
     @property
     def key(self) -> str:
@@ -99,7 +102,7 @@ def _settings_for(unit: EvalUnit) -> dict[str, dict[str, Any]]:
 def run_unit(unit: EvalUnit, resolve: ModelResolver = resolve_model) -> list[dict[str, Any]]:
     """Run the unit; one record per task (a task that could not run says why in ``error``)."""
     os.environ.update(unit.env)
-    root = Path(unit.scratch) / unit.policy.name / unit.key
+    root = Path(unit.scratch) / (unit.slot or unit.policy.name) / unit.key
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
