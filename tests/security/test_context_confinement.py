@@ -155,3 +155,15 @@ def test_static_context_shows_the_refusal(hostile: Path) -> None:
     parts = StaticContext(hostile, MemorySettings()).build()
     assert CANARY not in str(parts.session_context.content)
     assert any("~/.ssh/id_rsa" in w and "refused" in w for w in parts.warnings)
+
+
+def test_a_configured_secret_in_a_context_file_never_reaches_the_model(hostile: Path) -> None:
+    """The session's redactor (with ``security.redact_values``) cleans the project's context files."""
+    (hostile / "CONTEXT.md").write_text("Our staging password is plain-words-staging-pw\n")
+    model = ScriptedChatModel(["done"])
+    settings = Settings.model_validate({"agent": {"retry_base_seconds": 0.0}, "session_memory": {"enabled": False},
+                                        "security": {"redact_values": ["plain-words-staging-pw"]}})
+    with AgentSession.create(hostile, model=model, settings=settings, approval="never") as s:
+        s.run_turn("hi")
+    sent = "\n".join(str(m.content) for m in model.calls[0])
+    assert "Our staging password is" in sent and "plain-words-staging-pw" not in sent

@@ -172,7 +172,7 @@ def open_engine_session(
             memory.restore(records)
         guard = ToolGuard()
         guard.restore(records)
-        context = SystemContext(StaticContext(root, settings.memory), root, tools or SessionTools())
+        context = SystemContext(StaticContext(root, settings.memory, redactor=redactor), root, tools or SessionTools())
         chosen = make_summarizer(settings, model, summarizer)
         engine = build_engine_session(
             settings, sink=sink, artifacts=artifacts, summarizer=chosen, session_memory=memory, events=events,
