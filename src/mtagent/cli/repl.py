@@ -163,6 +163,8 @@ class Repl:
                 return
             if outcome is Outcome.NOT_A_COMMAND:
                 self.turn(message_text(line))
+            elif outcome is Outcome.SEND:
+                self.turn(self.host.take_pending())
 
     def settle_pending_approval(self) -> Any:
         """A resumed session stopped while a tool call waited for a yes: ask now, then go on.

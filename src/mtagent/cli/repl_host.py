@@ -22,6 +22,7 @@ from mtagent.cli.session_report import SessionReport, read_session_report
 from mtagent.cli.slash import CompactOutcome, SessionRow
 from mtagent.cli.slash_session import CostReport
 from mtagent.cli.window_now import current_buckets
+from mtagent.context.toolset.toolset import describe
 from mtagent.errors import UsageError
 from mtagent.events import Event, EventBus, EventType
 
@@ -46,6 +47,7 @@ class ReplHost:
     events: EventBus = field(default_factory=EventBus)
     session: AgentSession | None = None
     compacted_since_plan: bool = False
+    pending: str = ""  # a message a slash command prepared (/skill), sent as the next turn
 
     def __post_init__(self) -> None:
         self.events.subscribe(self._planned, EventType.CONTEXT_PLANNED)
@@ -92,8 +94,10 @@ class ReplHost:
         if usage is None or session is None:
             return usage
         choice = getattr(session, "schema_choice", None)
+        toolset = getattr(getattr(session, "parts", None), "toolset", None)
+        lines = [*([choice.describe()] if choice is not None else []), *([describe(toolset)] if toolset else [])]
         return replace(usage, window_source=getattr(session, "window_source", None),
-                       schemas=choice.describe() if choice is not None else None)
+                       schemas="\n".join(lines) or None)
 
     def _window_usage(self) -> WindowUsage | None:
         session = self.session
@@ -221,6 +225,21 @@ class ReplHost:
             return None
         price = price_for(session.model_name, session.settings.agent.prices)
         return CostReport(session.model_name, usage, cost_usd(usage, price))
+
+    def prepare_skill(self, name: str, request: str) -> None:
+        """``/skill NAME [request]``: the skill's instructions (and the request) become the next message."""
+        toolset = getattr(getattr(self._live(), "parts", None), "toolset", None)
+        if toolset is None or not toolset.skills.skills:
+            raise UsageError("no skills found: add one as .mtagent/skills/<name>/SKILL.md (a trusted project) "
+                             "or ~/.mtagent/skills/<name>/SKILL.md")
+        body = toolset.run_skill(name)
+        if body.startswith("Error: "):
+            raise UsageError(body[len("Error: "):])
+        self.pending = f"{body}\n\n{request or f'Use the {name} skill above for what comes next.'}"
+
+    def take_pending(self) -> str:
+        text, self.pending = self.pending, ""
+        return text
 
     def mcp_servers(self) -> tuple[list[Any], list[str]] | None:
         """The session's MCP servers and notes (``/mcp``); None when it has no MCP client."""

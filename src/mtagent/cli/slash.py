@@ -38,6 +38,7 @@ class Outcome(str, Enum):
     CONTINUE = "continue"
     EXIT = "exit"
     NOT_A_COMMAND = "not_a_command"
+    SEND = "send"  # send the host's pending message as the next turn (/skill)
 
 
 @dataclass(slots=True, frozen=True)
@@ -421,6 +422,18 @@ def cmd_mcp(host: SlashHost, cmd: SlashCommand) -> Outcome:
     return Outcome.CONTINUE
 
 
+def cmd_skill(host: SlashHost, command: SlashCommand) -> Outcome:
+    """Load an Agent Skill's instructions and send them, with the rest of the line, as the next message."""
+    name, _, request = command.rest.partition(" ")
+    if not name:
+        raise UsageError("usage: /skill NAME [what to do] (skills: `mtagent tools list`)")
+    prepare = getattr(host, "prepare_skill", None)
+    if prepare is None:
+        raise UsageError("this session has no skills")
+    prepare(name, request.strip())
+    return Outcome.SEND
+
+
 COMMANDS: dict[str, CommandSpec] = {spec.name: spec for spec in (
     CommandSpec("compact", "/compact [instructions]",
                 "Compact the conversation now (instructions steer the summary).", cmd_compact,
@@ -446,6 +459,8 @@ COMMANDS: dict[str, CommandSpec] = {spec.name: spec for spec in (
     CommandSpec("resume", "/resume [ID]", "Switch to a saved session (default: the latest other one).",
                 cmd_resume),
     CommandSpec("sessions", "/sessions", "List this project's saved sessions.", cmd_sessions),
+    CommandSpec("skill", "/skill NAME [request]", "Load a skill's instructions and send them with your request.",
+                cmd_skill),
     CommandSpec("help", "/help [command]", "This list, or one command's details.", cmd_help),
     CommandSpec("exit", "/exit", "Leave (Ctrl-D does too). The session is saved as you go.", cmd_exit),
 )}

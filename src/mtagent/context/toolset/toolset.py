@@ -14,7 +14,6 @@ through :meth:`run_search` and :meth:`run_skill`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,6 +145,25 @@ class Toolset:
                 "skipped_skills": list(self.skills.discovery.skipped)}
 
 
-def hits_json(queries: Sequence[str], toolset: Toolset, k: int | None) -> str:
-    return json.dumps([{"query": q, "results": [h.to_dict() for h in toolset.search(q, k)]} for q in queries],
-                      indent=2)
+def describe(toolset: Toolset) -> str:
+    """One line for ``/context``: what is sent, what is deferred, skills, loads and their cache cost."""
+    summary = toolset.summary()
+    buckets = summary["buckets"]
+    catalog = toolset.catalog
+    sent = [b for b in ("tools", "mcp_tools") if buckets.get(b)]
+    parts = [f"tool catalog: {len(catalog.entries)} tools, {summary['definition_tokens']:,} definition tokens sent"
+             + (f" ({', '.join(f'{b} {buckets[b]:,}' for b in sent)})" if sent else "")]
+    if catalog.deferral.deferring:
+        parts.append(f"{len(catalog.deferred())} deferred behind tool_search (listing {buckets.get('deferred_tools', 0):,} "
+                     f"tokens; {catalog.deferral.reason})")
+    if toolset.skills.skills:
+        parts.append(f"{len(toolset.skills.skills)} skills ({buckets.get('skills', 0):,} tokens, "
+                     f"{len(toolset.skills.pinned)} loaded)")
+    if buckets.get("mcp_instructions"):
+        parts.append(f"MCP server instructions {buckets['mcp_instructions']:,} tokens")
+    loads = catalog.stats
+    if loads.loads:
+        parts.append(f"{loads.tools_loaded} loaded in {loads.loads} searches ({loads.cache_invalidations} cache "
+                     f"invalidations, ≈{loads.cache_cost:,.0f} input-token equivalents)")
+    return "; ".join(parts)
+

@@ -1,0 +1,47 @@
+"""/skill NAME in the REPL: the skill's instructions go to the model as the next message; /context names
+the tool catalog; an unknown skill is one line and nothing is sent."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prompt_toolkit import PromptSession
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from mtagent import trust
+from mtagent.cli.repl import Repl, key_bindings
+from mtagent.cli.run_cmd import SessionOptions
+from mtagent.session.catalog import list_sessions
+from mtagent.session.transcript import read_records
+
+
+@pytest.fixture
+def pipe() -> Iterator:
+    with create_pipe_input() as inp:
+        yield inp
+
+
+def test_skill_command_sends_the_body_and_the_request(tmp_path: Path, pipe) -> None:
+    project = tmp_path / "proj"
+    skill = project / ".mtagent" / "skills" / "release" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: release\ndescription: Cut a release.\n---\n1. Bump the version in pyproject.\n")
+    trust.set_trust(project, True)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["Bumped."]), encoding="utf-8")
+    console = Console(record=True, width=160, force_terminal=False)
+    prompt = PromptSession(input=pipe, output=DummyOutput(), key_bindings=key_bindings(), multiline=True)
+    repl = Repl(SessionOptions(cwd=project, model=f"scripted:{script}"), console=console, prompt_session=prompt,
+                ask=lambda q: "y")
+    pipe.send_text("/skill nope\r/skill release for 2.0\r/context explain\r/exit\r")
+    assert repl.run() == 0
+    out = console.export_text()
+    assert "no skill named 'nope'" in out and "Bumped." in out
+    assert "tool catalog:" in out and "1 skills" in out and "1 loaded" in out
+    users = [r["content"] for r in read_records(list_sessions(project)[0].path) if r.get("role") == "user"]
+    assert len(users) == 1 and "1. Bump the version in pyproject." in users[0] and users[0].endswith("for 2.0")
