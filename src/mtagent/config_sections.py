@@ -236,6 +236,8 @@ class ToolsSettings(_Section):
     )
     defer_share: float = Field(0.10, gt=0, le=1, description="share of the window tool definitions may take "
                                "before auto defers the non-core ones (Claude Code: 10%)")
+    defer_min_tools: int = Field(10, ge=1, description="auto defers only when at least this many tools could be "
+                                 "deferred (a few tools are cheaper sent whole than searched for)")
     core: list[str] = Field(default_factory=list, description="tool names or globs (e.g. mcp__git__*) always sent "
                             "in full; built-in tools always are")
     search_default_k: int = Field(5, gt=0, le=50, description="tools one tool_search returns and loads by default")

@@ -21,6 +21,8 @@ Each hook is a thin adapter over the thread's :class:`~mtagent.context.engine_se
   records the reply. Compaction runs here rather than in ``before_model`` because only the
   request knows the system prompt and tools it must fit with.
 * ``after_agent`` — records anything the state gained elsewhere, ends the transcript's turn.
+* tool deferral — past ``tools.defer_share`` of the window, the agent's tools are sent by name only
+  and found with a registered ``tool_search`` (:mod:`mtagent.integrations.tool_deferral`).
 
 One middleware instance serves any number of threads: each LangGraph ``thread_id`` is its own
 mtagent session (:mod:`mtagent.integrations.thread_session`). Put this middleware *first* in the
@@ -56,6 +58,7 @@ from mtagent.integrations.artifact_tool import make_read_tool_result
 from mtagent.integrations.engine import ThreadSessions
 from mtagent.integrations.schema_mode import RequestSchemas
 from mtagent.integrations.thread_session import ThreadSession
+from mtagent.integrations.tool_deferral import RequestToolsets, make_tool_search
 
 __all__ = ["MTContextMiddleware"]
 
@@ -106,6 +109,10 @@ class MTContextMiddleware(AgentMiddleware):
                                        store=store)
         self.tools = [make_read_tool_result(self.sessions)] if artifact_tool else []
         self.schemas = RequestSchemas(self.sessions.settings)  # compact tool schemas in a small window
+        tools_cfg = self.sessions.settings.tools
+        self.toolsets = RequestToolsets(self.sessions, self.sessions.settings)  # deferral behind tool_search
+        if tools_cfg.defer != "never":
+            self.tools.append(make_tool_search(self.toolsets, tools_cfg.search_default_k, tools_cfg.search_max_k))
 
     @property
     def settings(self) -> Settings:
@@ -178,7 +185,7 @@ class MTContextMiddleware(AgentMiddleware):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
-        request = self.schemas.apply(request)
+        request = self.schemas.apply(self.toolsets.apply(request))
         engine = self._engine_for(request)
         responses: list[ModelResponse[Any]] = []
 
@@ -195,7 +202,7 @@ class MTContextMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         loop = asyncio.get_running_loop()
-        request = await asyncio.to_thread(self.schemas.apply, request)
+        request = await asyncio.to_thread(lambda: self.schemas.apply(self.toolsets.apply(request)))
         engine = await asyncio.to_thread(self._engine_for, request)
         responses: list[ModelResponse[Any]] = []
 

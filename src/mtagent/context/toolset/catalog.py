@@ -74,11 +74,15 @@ class Deferral:
     share: float
     all_tokens: int  # every tool definition in full
     deferred: int  # tools not sent in full
+    candidates: int = 0  # tools that could be deferred (not core)
+    min_tools: int = 0  # tools.defer_min_tools
 
     @property
     def reason(self) -> str:
         if self.setting != "auto":
             return f"tools.defer = {self.setting}"
+        if not self.deferring and self.candidates < self.min_tools:
+            return f"{self.candidates} tools could be deferred (< tools.defer_min_tools {self.min_tools})"
         pct = self.all_tokens / self.window if self.window else 0.0
         cmp = ">" if self.deferring else "<="
         return f"all tool definitions would take {pct:.1%} of the window ({cmp} tools.defer_share {self.share:.0%})"
@@ -119,14 +123,18 @@ class ToolCatalog:
     @classmethod
     def build(cls, tools: Iterable[Any], settings: Settings, *, window: int | None = None,
               system_tokens: SystemTokens | None = None, embeddings: Embeddings | None = None,
-              drop: Iterable[str] | None = None) -> ToolCatalog:
+              drop: Iterable[str] | None = None, builtin_core: bool = True) -> ToolCatalog:
         """The catalog of ``tools`` (``BaseTool`` s or OpenAI dicts; MCP tools by their names).
 
         ``system_tokens(tools, mode)`` counts the system prompt that goes with a built-in schema set
         (see :func:`.schemas.choose_schemas`); ``drop``: tools left out of the compact set
-        (default ``agent.compact_drop_tools``).
+        (default ``agent.compact_drop_tools``); ``builtin_core=False``: tools that are not MCP tools are
+        deferrable too (a ``create_agent``'s own tools: only ``tools.core`` names them core).
         """
         entries = [entry_for(t) for t in tools]
+        if not builtin_core:
+            for e in entries:
+                e.core = False
         seen: set[str] = set()
         entries = [e for e in entries if not (e.name in seen or seen.add(e.name))]  # first of a name wins
         core_globs = settings.tools.core
@@ -138,7 +146,7 @@ class ToolCatalog:
         all_tokens = sum(e.tokens for e in entries)
         noncore = [e for e in entries if not e.core]
         deferring = bool(noncore) and (tcfg.defer == "always" or (
-            tcfg.defer == "auto" and all_tokens > tcfg.defer_share * win))
+            tcfg.defer == "auto" and len(noncore) >= tcfg.defer_min_tools and all_tokens > tcfg.defer_share * win))
         sent = [e for e in entries if e.core or not deferring]
         agent = settings.agent
         core_bound, choice = choose_schemas(
@@ -146,7 +154,8 @@ class ToolCatalog:
             max_share=agent.tool_schema_max_share,
             drop=agent.compact_drop_tools if drop is None else drop,
             system_tokens=system_tokens or (lambda _tools, _mode: 0))
-        deferral = Deferral(deferring, tcfg.defer, win, tcfg.defer_share, all_tokens, len(noncore) if deferring else 0)
+        deferral = Deferral(deferring, tcfg.defer, win, tcfg.defer_share, all_tokens, len(noncore) if deferring else 0,
+                            len(noncore), tcfg.defer_min_tools)
         catalog = cls(entries, settings, win, choice, core_bound, deferral, embeddings)
         if deferring:
             catalog.core_bound.append(tool_search_schema(tcfg.search_default_k, tcfg.search_max_k))

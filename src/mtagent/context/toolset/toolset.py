@@ -28,7 +28,7 @@ from mtagent.context.toolset.catalog import SystemTokens, ToolCatalog, ToolToken
 from mtagent.context.toolset.entries import SKILL
 from mtagent.context.toolset.listing import SKILL_TOOL, ToolsetContext
 from mtagent.context.toolset.search import SearchHit
-from mtagent.context.toolset.skills import SkillBook, discover
+from mtagent.context.toolset.skills import Discovery, SkillBook, discover
 
 AfterTokens = Callable[[], int]
 
@@ -62,16 +62,19 @@ class Toolset:
     def open(cls, tools: Iterable[Any], settings: Settings, *, project_root: Path | None, window: int | None = None,
              system_tokens: SystemTokens | None = None, embeddings: Embeddings | None = None,
              instructions: Mapping[str, str] | None = None, trusted: bool | None = None,
-             home: Path | None = None, drop: Iterable[str] | None = None) -> Toolset:
+             home: Path | None = None, drop: Iterable[str] | None = None, builtin_core: bool = True,
+             skills: bool = True) -> Toolset:
         """The toolset of a session: ``tools`` are built-in and MCP tools (``BaseTool`` s or schema
         dicts); skills are discovered here (project skills only when ``trusted``, default: asked of
-        :mod:`mtagent.trust`); ``instructions`` are MCP servers' instructions by server name."""
-        book = SkillBook(discover(project_root, settings.skills, home=home, trusted=trusted), settings.skills)
+        :mod:`mtagent.trust`; ``skills=False``: none, for a front end that cannot run the ``skill`` tool);
+        ``instructions`` are MCP servers' instructions by server name."""
+        found = discover(project_root, settings.skills, home=home, trusted=trusted) if skills else Discovery()
+        book = SkillBook(found, settings.skills)
         given = list(tools)
         if book.skills and not any(getattr(t, "name", None) == SKILL_TOOL for t in given):
             given.append(skill_schema())
         catalog = ToolCatalog.build(given, settings, window=window, system_tokens=system_tokens,
-                                    embeddings=embeddings, drop=drop)
+                                    embeddings=embeddings, drop=drop, builtin_core=builtin_core)
         return cls(catalog, book, ToolsetContext(catalog, book, dict(instructions or {})))
 
     @property

@@ -1,0 +1,96 @@
+"""Deferred tool schemas for ``MTContextMiddleware``: a ``create_agent``'s many tools behind ``tool_search``.
+
+The middleware does not own the agent's tools, but every model request passes through it. Per
+thread session it keeps a :class:`~mtagent.context.toolset.Toolset` over the request's tools and,
+when their definitions would take more than ``tools.defer_share`` of the window (or ``tools.defer
+= always``), sends only the core ones (tools named in ``tools.core``; a ``create_agent``'s tools
+are all the caller's, so none is core by default), ``tool_search`` and the tools loaded so far,
+in load order — the same rule as the CLI. The deferred tools' listing is appended to the system
+message. The agent still runs every tool by name: a loaded tool's call reaches its ``ToolNode``.
+
+``tool_search`` is registered by the middleware (``AgentMiddleware.tools``) and finds the calling
+thread's toolset through the injected ``ToolRuntime``. A compaction of the thread (the engine's
+event bus) brings the post-compaction delta, as in the CLI.
+
+(No ``from __future__ import annotations``: LangChain reads the tool's signature at run time.)
+"""
+
+import threading
+from typing import Annotated, Any
+
+from langchain.tools import ToolRuntime
+from langchain_core.messages import SystemMessage
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import Field
+
+from mtagent.config import Settings
+from mtagent.context.toolset import TOOL_SEARCH, Toolset
+from mtagent.context.toolset.catalog import tool_search_schema
+from mtagent.events import EventType
+from mtagent.integrations.engine import ThreadSessions
+
+
+class RequestToolsets:
+    """One toolset per thread session, built from the first request's tools (see the module docstring)."""
+
+    def __init__(self, sessions: ThreadSessions, settings: Settings) -> None:
+        self.sessions = sessions
+        self.settings = settings
+        self._toolsets: dict[str, tuple[tuple[str, ...], Toolset]] = {}
+        self._lock = threading.Lock()
+
+    def for_runtime(self, runtime: Any, tools: list[Any] | None = None) -> Toolset | None:
+        """The thread's toolset (built from ``tools`` on first use, or when the agent's tools changed)."""
+        session = self.sessions.get(runtime)
+        with self._lock:
+            known = self._toolsets.get(session.session_id)
+            if tools is None:
+                return known[1] if known else None
+            own = [t for t in tools if isinstance(t, BaseTool) and t.name != TOOL_SEARCH]
+            key = tuple(t.name for t in own)
+            if known is None or known[0] != key:
+                toolset = Toolset.open(own, self.settings, project_root=session.project_root, drop=(),
+                                       window=self.settings.context.token_limit, builtin_core=False,
+                                       skills=False)
+                session.events.subscribe(lambda _event, ts=toolset: ts.compacted(), EventType.COMPACT_BOUNDARY)
+                known = self._toolsets[session.session_id] = (key, toolset)
+            return known[1]
+
+    def apply(self, request: Any) -> Any:
+        """``request`` with the deferred tools left out and their listing in the system message; the
+        request unchanged when nothing is deferred (``tool_search`` is then not offered either)."""
+        tools = list(getattr(request, "tools", None) or [])
+        if not any(isinstance(t, BaseTool) for t in tools):
+            return request
+        toolset = self.for_runtime(request.runtime, tools)
+        if toolset is None or not toolset.catalog.deferral.deferring:
+            unsent = [t for t in tools if getattr(t, "name", None) != TOOL_SEARCH]
+            return request if len(unsent) == len(tools) else request.override(tools=unsent)
+        by_name = {getattr(t, "name", None): t for t in tools}
+        sent = []
+        for item in toolset.bound():
+            name = item["function"]["name"] if isinstance(item, dict) else getattr(item, "name", None)
+            sent.append(by_name.get(name, item))  # the agent's own object (and its tool_search) where there is one
+        sent += [t for t in tools if not isinstance(t, BaseTool)]  # provider-native tools stay as they are
+        listing = "\n\n".join(str(m.content) for m in toolset.messages())
+        system = getattr(request, "system_message", None)
+        text = f"{system.content}\n\n{listing}" if system is not None and system.content else listing
+        return request.override(tools=sent, system_message=SystemMessage(content=text))
+
+
+def make_tool_search(toolsets: RequestToolsets, default_k: int, max_k: int) -> BaseTool:
+    """``tool_search`` for a ``create_agent``: searches and loads in the calling thread's toolset."""
+    schema = tool_search_schema(default_k, max_k)["function"]
+    props = schema["parameters"]["properties"]
+
+    def tool_search(
+        query: Annotated[str, Field(description=props["query"]["description"])],
+        runtime: ToolRuntime,
+        k: Annotated[int | None, Field(ge=1, le=max_k, description=props["k"]["description"])] = None,
+    ) -> str:
+        toolset = toolsets.for_runtime(runtime)
+        if toolset is None:
+            return "No tools are deferred in this conversation; call the tools you were given directly."
+        return toolset.run_search(query, k)
+
+    return StructuredTool.from_function(tool_search, name=TOOL_SEARCH, description=schema["description"])
