@@ -102,7 +102,7 @@ class AgentSession:
         self.static = parts.static
         offered, self.schema_choice = engine_factory.choose_tool_schemas(parts, self.settings, self.window)
         self.tools.update({t.name: t for t in parts.runnable})  # MCP tools, tool_search, skill
-        self.conversation = Conversation()
+        self.conversation = Conversation(guard=opened.engine.guard)  # one answered set: the engine's
         self.conversation.replace(redact_messages(self.redactor, history))  # today's secrets, on resume too
         bound = model.bind_tools(offered) if offered else model
         if summarizer_model is model:
@@ -211,7 +211,7 @@ class AgentSession:
         drop = {m.id for m in synthetic if m.tool_call_id in waiting}
         if drop:
             history = [m for m in self.conversation.messages if m.id not in drop]
-            self.conversation = Conversation()
+            self.conversation = Conversation(guard=self.conversation.guard)
             self.conversation.replace(history)
             self.runtime.conversation = self.conversation
         for message in synthetic:

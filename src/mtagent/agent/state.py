@@ -14,6 +14,8 @@ from typing import Any, Literal, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from mtagent.context.engine_session import ToolGuard
+
 TurnStatus = Literal["running", "done", "max_steps"]
 # A tool call whose arguments were not valid JSON keeps its raw text under this key, so the
 # call stays in ``tool_calls`` (and is answered by an error ToolMessage) — see graph.normalize.
@@ -48,25 +50,25 @@ def initial_state(turn: int) -> AgentState:
 class Conversation:
     """The persistent history the engine sees (summary + messages since the last boundary).
 
-    ``answered`` holds every tool_call_id that has a result *or has started running*; the tool
-    node consults it so that no call is ever executed twice — not after an approval resume,
-    not after a crash (a started call without a result is answered as interrupted instead).
+    Which calls are answered is the engine session's :class:`~mtagent.context.engine_session.ToolGuard`
+    (one set for the engine and the loop, kept by the engine as it records): the tool node consults it so that no call is ever
+    executed twice — not after an approval resume, not after a crash (a started call without a
+    result is answered as interrupted instead).
     """
 
     messages: list[BaseMessage] = field(default_factory=list)
-    answered: set[str] = field(default_factory=set)
+    guard: ToolGuard = field(default_factory=ToolGuard)
+
+    @property
+    def answered(self) -> set[str]:
+        return self.guard.answered
 
     def add(self, message: BaseMessage) -> None:
         self.messages.append(message)
-        if isinstance(message, ToolMessage):
-            self.answered.add(message.tool_call_id)
 
     def replace(self, messages: list[BaseMessage]) -> None:
-        """Adopt a compacted history; what was answered stays answered."""
+        """Adopt a compacted (or resumed) history; what was answered stays answered (the guard's)."""
         self.messages = list(messages)
-        for message in messages:
-            if isinstance(message, ToolMessage):
-                self.answered.add(message.tool_call_id)
 
     def unanswered_calls(self) -> list[PendingCall]:
         """Tool calls of the last assistant message that have no result yet."""
