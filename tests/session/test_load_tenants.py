@@ -57,6 +57,7 @@ def _run(project: Path, env: dict[str, str], model: str, task: str) -> subproces
         env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.timeout(120 + 20 * RUNS)  # each run is a process; 2 cores run 16 in about a minute
 def test_concurrent_runs_of_two_tenants_all_succeed_and_stay_apart(tmp_path: Path, pg_dsn: str,
                                                                    tenant: str) -> None:
     project = tmp_path / "project"

@@ -17,7 +17,6 @@ from mtagent.session.audit import AuditEvent  # noqa: E402
 from mtagent.session.postgres import migrations  # noqa: E402
 from mtagent.session.postgres.connect import tenant_configurer  # noqa: E402
 from mtagent.session.postgres.store import PostgresStore  # noqa: E402
-from mtagent.session.store import Document  # noqa: E402
 
 PROJECT = "proj-0123456789ab"
 TABLES = ["mtagent_sessions", "mtagent_transcript", "mtagent_artifacts", "mtagent_session_memory",
@@ -31,7 +30,6 @@ def _fill(store: PostgresStore, sid: str) -> None:
     store.write_artifact(PROJECT, sid, "tool-results/c1.txt", "secret artifact")
     store.write_session_memory(PROJECT, sid, "secret notes")
     store.write_memory(PROJECT, "MEMORY.md", "secret memory")
-    store.put_document(Document("recall", "k1", "secret document"))
     store.audit.record(AuditEvent("export", "alice", store.tenant, sid))
 
 
@@ -59,7 +57,6 @@ def test_tenant_b_cannot_read_tenant_a_through_the_store(two_tenants) -> None:
     assert b.list_artifacts(PROJECT, "shared-id") == []
     assert b.read_session_memory(PROJECT, "shared-id") is None
     assert b.read_memory(PROJECT, "MEMORY.md") is None and b.list_memory(PROJECT) == []
-    assert b.search_documents("recall", "secret") == [] and b.list_documents("recall") == []
     assert b.audit.events() == []
 
 

@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from mtagent.errors import ArtifactPathError, SessionLocked, SessionNotFound, UsageError
 from mtagent.session import schema
 from mtagent.session.audit import AuditEvent, AuditingSink
-from mtagent.session.store import Document, Store, TranscriptAppender
+from mtagent.session.store import Store, TranscriptAppender
 
 CHILD = Path(__file__).with_name("store_child.py")
 PROJECT = "proj-0123456789ab"
@@ -213,20 +213,38 @@ def test_session_memory_and_long_term_memory(store: Store) -> None:
             store.write_memory(PROJECT, hostile, "x")
 
 
-def test_documents_are_filtered_by_acl(store: Store) -> None:
-    store.put_document(Document("recall", "k1", "Retry the flaky TEST in ci", {"session": "s1"}))
-    store.put_document(Document("recall", "k2", "secret deploy key rotation test", acl=("ops",)))
-    store.put_document(Document("recall", "k3", "unrelated", acl=("dev", "ops")))
-    store.put_document(Document("other", "k4", "test in another collection"))
-    assert [d.key for d in store.search_documents("recall", "test")] == ["k1"]
-    assert [d.key for d in store.search_documents("recall", "test", principals=["ops"])] == ["k1", "k2"]
-    assert [d.key for d in store.search_documents("recall", "flaky ci", principals=["ops"])] == ["k1"]
-    assert store.search_documents("recall", "100%_") == [] and store.search_documents("recall", "  ") == []
-    assert [d.key for d in store.list_documents("recall", principals=["dev"])] == ["k1", "k3"]
-    found = store.search_documents("recall", "flaky")[0]
-    assert found.meta == {"session": "s1"} and found.acl == ()
-    store.delete_document("recall", "k1")
-    assert store.search_documents("recall", "flaky") == []
+def test_readers_get_the_session_in_the_files_layout(store: Store) -> None:
+    """What ``sessions show``, the explain UI and recall read — through the store, whatever it is."""
+    from mtagent.session.reader import read_records
+
+    records = [schema.session_start_record("s-read", "/w", "m", "0"), _msg(0), _msg(1)]
+    with store.open_writer(PROJECT, "s-read") as writer:
+        for record in records:
+            writer.append(record)
+    store.write_artifact(PROJECT, "s-read", "tool-results/c1.txt", "artifact body")
+    path = store.transcript_file(PROJECT, "s-read")
+    assert list(read_records(path)) == records
+    assert (path.parent / "artifacts" / "s-read" / "tool-results" / "c1.txt").read_text() == "artifact body"
+    assert path.parent == store.history_folder(PROJECT)
+    assert path.is_relative_to(store.tenant_folder() / "history")
+    (info,) = store.session_infos(PROJECT)
+    assert (info.session_id, info.messages, info.model) == ("s-read", 2, "m")
+    with pytest.raises(SessionNotFound):
+        store.transcript_file(PROJECT, "s-absent")
+    with pytest.raises(UsageError):
+        store.transcript_file(PROJECT, "../escape")
+
+
+def test_a_live_session_writes_through_its_writer_and_artifacts(store: Store) -> None:
+    artifacts = store.session_artifacts(PROJECT, "s-live")
+    with store.open_session_writer(PROJECT, "s-live", artifacts) as writer:
+        writer.append(schema.session_start_record("s-live", "/w", "m", "0"))
+        artifacts.write_text("tool-results/c9.txt", "persisted result")
+        writer.end_turn()
+    assert store.read_artifact(PROJECT, "s-live", "tool-results/c9.txt") == "persisted result"
+    assert store.record_count(PROJECT, "s-live") == 1
+    assert store.local_home.is_dir() or not store.local_home.exists()
+    assert (store.dsn is None) == (store.backend == "files")
 
 
 def test_audit_events_round_trip_and_derive_from_records(store: Store) -> None:

@@ -1,16 +1,14 @@
-"""What an agent session keeps beside its transcript, per ``storage.backend``: checkpoints and audit.
+"""What an agent session keeps beside its transcript: LangGraph checkpoints, and thin helpers over the store.
 
-The transcript writer, the resumed view and the artifact folder come from here too, so one
-setting moves a session between a file and PostgreSQL rows. Files (the default): LangGraph checkpoints in ``<artifacts>/checkpoints.sqlite`` and the audit
-trail in ``$MTAGENT_HOME/audit.jsonl``. PostgreSQL: checkpoints through
-``langgraph-checkpoint-postgres`` in the same database (its own tables, created idempotently by
-``setup()``), thread ids prefixed with the tenant, and the ``mtagent_audit`` table. This lives in
-``agent/`` because ``session/`` never imports LangGraph.
+Everything else a session stores goes through the configured :class:`~mtagent.session.store.Store`
+(:func:`~mtagent.session.store.shared_store`), which decides alone how it keeps it. The checkpointer
+lives here because ``session/`` never imports LangGraph; it asks the store where its database is:
+none (files) — a SQLite file in the session's artifact folder; PostgreSQL — LangGraph's own tables
+in the same database (created idempotently by ``setup()``), thread ids prefixed with the tenant.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import sqlite3
 import time
@@ -23,15 +21,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from mtagent import paths
 from mtagent.config import Settings, load_settings
-from mtagent.context.view import ResumedSession, ResumeStats, build_resume_view, load_session
+from mtagent.context.view import ResumedSession, ResumeStats, build_resume_view
+from mtagent.errors import SessionNotFound
 from mtagent.session.artifacts import ArtifactStore
-from mtagent.session.audit import AuditingSink, AuditSink, JsonlAuditSink
-from mtagent.session import store_catalog
-from mtagent.session.catalog import SessionInfo, list_sessions
-from mtagent.session.store import open_store, validate_tenant
-from mtagent.session.store_artifacts import NotesThroughStore, StoreArtifacts, pull_memory
-from mtagent.session.store_artifacts import memory_dir as store_memory_dir
-from mtagent.session.transcript import ReadReport, TranscriptWriter, iter_entries
+from mtagent.session.audit import AuditSink
+from mtagent.session.catalog import SessionInfo
+from mtagent.session.store import shared_store
+from mtagent.session.transcript import ReadReport
 
 CHECKPOINT_FILE = "checkpoints.sqlite"
 
@@ -45,13 +41,9 @@ class SessionStorage:
     thread_prefix: str = ""
     _closers: list[Callable[[], None]] = field(default_factory=list)
 
-    def audited(self, sink: Any, session_id: str) -> AuditingSink:
-        """``sink`` with the decisions among its records also written to the audit trail."""
-        return AuditingSink(sink, self.audit, self.tenant, session_id)
-
-    def artifacts(self, project_root: Path, session_id: str, max_bytes: int) -> ArtifactStore:
-        """The session's artifact folder; in PostgreSQL mode a cache written and read through the store."""
-        return _artifacts(self.settings, project_root, session_id, max_bytes)
+    def artifacts(self, project_root: Path, session_id: str) -> ArtifactStore:
+        """The session's artifact folder in the store (a cache written and read through it if need be)."""
+        return shared_store(self.settings).session_artifacts(paths.project_hash(project_root), session_id)
 
     def thread_id(self, session_id: str) -> str:
         return f"{self.thread_prefix}{session_id}"
@@ -63,55 +55,38 @@ class SessionStorage:
         self._closers.clear()
 
 
-_STORES: dict[tuple[str, str], Any] = {}
-
-
 def _pg_store(settings: Settings) -> Any:
-    """One PostgreSQL store per (DSN, tenant) and process: migrations and the pool happen once."""
-    key = (str(settings.storage.dsn), validate_tenant(settings.storage.tenant))
-    store = _STORES.get(key)
-    if store is None:
-        store = _STORES[key] = open_store(settings)
-        atexit.register(store.close)
-    return store
-
-
-def is_postgres(settings: Settings) -> bool:
-    return settings.storage.backend == "postgres"
+    """The process's store for ``settings`` (kept for callers being moved to :func:`shared_store`)."""
+    return shared_store(settings)
 
 
 def open_writer(settings: Settings, project_root: Path, session_id: str) -> Any:
-    """The session's one writer: a transcript file, or rows in PostgreSQL."""
-    if not is_postgres(settings):
-        return TranscriptWriter(paths.session_transcript_path(project_root, session_id), session_id=session_id,
-                                fsync=settings.transcript.fsync)
-    store, project = _pg_store(settings), paths.project_hash(project_root)
-    writer = store.open_writer(project, session_id)
-    artifacts = _artifacts(settings, project_root, session_id, settings.tool_results.artifact_max_bytes)
-    memory_dir = store_memory_dir(store, project_root)
-    pull_memory(store, project, memory_dir)  # long-term memory as any worker last saved it
-    return NotesThroughStore(writer, artifacts, memory_dir)  # type: ignore[arg-type]  # memory in the store too
+    """The session's one writer in the configured store (its notes and the project memory kept there too)."""
+    store, project = shared_store(settings), paths.project_hash(project_root)
+    return store.open_session_writer(project, session_id, store.session_artifacts(project, session_id))
 
 
 def load_for_resume(settings: Settings, project_root: Path, session_id: str,
                     skip_corrupt: bool) -> tuple[ResumedSession, list[dict[str, Any]]]:
-    """The resumed view and the records it was built from (those after the last boundary)."""
-    if not is_postgres(settings):
-        resumed = load_session(project_root, session_id, skip_corrupt=skip_corrupt)
-        records = [e.record for e in iter_entries(resumed.path, start=resumed.stats.start_offset, skip_corrupt=True)]
-        return resumed, records
-    store, project = _pg_store(settings), paths.project_hash(project_root)
+    """The resumed view and the records it was built from (those after the last boundary).
+
+    A resume point that does not hold (its boundary's first kept message is not where the index
+    says) falls back to reading the whole session, as :func:`~mtagent.context.view.load_transcript` does."""
+    store, project = shared_store(settings), paths.project_hash(project_root)
     began = time.perf_counter()
-    read = store.read_since_boundary(project, session_id)
-    records = read.records
-    report = ReadReport(warnings=list(read.notes), records=len(records))
-    stats = ResumeStats(0, read.start, 0, len(records), "index" if read.boundary_id else "none",
+    read = store.read_since_boundary(project, session_id, skip_corrupt=skip_corrupt)
+    records, notes, source = read.records, list(read.notes), "index" if read.boundary_id else "none"
+    view = build_resume_view(records)
+    if read.start > 0 and (not view.first_kept_found or (view.boundary is None and view.legacy_compression is None)):
+        records = [e.record for e in store.read_entries(project, session_id, skip_corrupt=skip_corrupt)]
+        notes, source, view = [*notes, "resume point did not hold; read the whole session"], "full", \
+            build_resume_view(records)
+    report = ReadReport(warnings=notes, records=len(records))
+    stats = ResumeStats(0, 0 if source == "full" else read.start, 0, len(records), source,
                         time.perf_counter() - began)
-    artifacts = _artifacts(settings, project_root, session_id, settings.tool_results.artifact_max_bytes)
-    artifacts.pull_session_memory()  # type: ignore[attr-defined]  # the notes another worker wrote
-    resumed = ResumedSession(session_id, Path("postgres") / store.tenant / project / session_id,
-                             build_resume_view(records), store.session_start(project, session_id), stats, report,
-                             artifacts)
+    resumed = ResumedSession(session_id, Path(store.backend) / store.tenant / project / session_id, view,
+                             store.session_start(project, session_id), stats, report,
+                             store.session_artifacts(project, session_id))
     return resumed, records
 
 
@@ -123,43 +98,44 @@ def latest_session_id(project_root: Path, settings: Settings | None) -> str | No
 
 def session_ids(settings: Settings, project_root: Path) -> list[str]:
     """A project's session ids in the configured store, oldest first (ids sort by creation time)."""
-    if not is_postgres(settings):  # names only: no transcript is opened
-        folder = paths.history_dir(project_root)
-        return sorted(p.stem for p in folder.glob("*.jsonl") if p.is_file()) if folder.is_dir() else []
-    return _pg_store(settings).sessions(paths.project_hash(project_root))
+    return shared_store(settings).sessions(paths.project_hash(project_root))
 
 
 def session_infos(settings: Settings, project_root: Path) -> list[SessionInfo]:
     """What the REPL's session picker lists, from the configured store."""
-    if not is_postgres(settings):
-        return list_sessions(project_root)
-    return store_catalog.session_infos(_pg_store(settings), paths.project_hash(project_root))
+    return shared_store(settings).session_infos(paths.project_hash(project_root))
 
 
 def recorded_model(settings: Settings, project_root: Path, session_id: str) -> str | None:
-    """The model a session's ``session_start`` names (None for the files, read by the caller)."""
-    if not is_postgres(settings):
+    """The model a session's ``session_start`` names, if any."""
+    try:
+        start = shared_store(settings).session_start(paths.project_hash(project_root), session_id) or {}
+    except SessionNotFound:
         return None
-    start = _pg_store(settings).session_start(paths.project_hash(project_root), session_id) or {}
     model = start.get("model")
     return model if isinstance(model, str) else None
 
 
-def _artifacts(settings: Settings, project_root: Path, session_id: str, max_bytes: int) -> ArtifactStore:
-    if not is_postgres(settings):
-        return ArtifactStore.for_session(project_root, session_id, max_bytes)
-    store, project = _pg_store(settings), paths.project_hash(project_root)
-    return StoreArtifacts(store_catalog.session_cache_dir(store, project, session_id), max_bytes, store, project,
-                          session_id)
-
-
 def open_session_storage(settings: Settings, artifact_dir: Path) -> SessionStorage:
-    tenant = validate_tenant(settings.storage.tenant)
-    if not is_postgres(settings):
+    """The session's checkpointer and audit trail, in the configured store.
+
+    The one question asked of the store is where its database is (:attr:`Store.dsn`): none — a
+    SQLite file beside the session's artifacts; a PostgreSQL server — LangGraph's tables in it."""
+    store = shared_store(settings)  # migrations, the tenant's pool, the audit table
+    if store.dsn is None:
         db = sqlite3.connect(str(paths.ensure_dir(artifact_dir) / CHECKPOINT_FILE), check_same_thread=False)
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        return SessionStorage(SqliteSaver(db), JsonlAuditSink.default(tenant), tenant, settings)
+        return SessionStorage(SqliteSaver(db), store.audit, store.tenant, settings)
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    conn = _postgres_checkpoints(store, settings.storage.connect_timeout_seconds)
+    return SessionStorage(PostgresSaver(conn), store.audit, store.tenant, settings, f"{store.tenant}/", [conn.close])
+
+
+def _postgres_checkpoints(store: Any, timeout: float) -> Any:
+    """A connection for LangGraph's saver, bound to the tenant by row-level security; the checkpoint
+    tables are set up (and given their tenancy) once per process and database."""
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row, tuple_row
@@ -167,10 +143,9 @@ def open_session_storage(settings: Settings, artifact_dir: Path) -> SessionStora
     from mtagent.session.postgres import migrations
     from mtagent.session.postgres.connect import connect_kwargs, tenant_configurer, unreachable
 
-    store = _pg_store(settings)  # migrations, the tenant's pool, the audit table
-    kwargs = connect_kwargs(settings.storage.connect_timeout_seconds)
+    kwargs = connect_kwargs(timeout)
     try:
-        if store.dsn not in _CHECKPOINT_SCHEMA:  # LangGraph's tables, then their tenancy: once per process
+        if store.dsn not in _CHECKPOINT_SCHEMA:
             with psycopg.connect(store.dsn, **kwargs) as admin:
                 if not _checkpoints_current(admin):  # set up by the owner once; a worker role may not
                     admin.row_factory = dict_row  # type: ignore[assignment]
@@ -179,10 +154,10 @@ def open_session_storage(settings: Settings, artifact_dir: Path) -> SessionStora
                 migrations.migrate(admin, migrations.CHECKPOINT_MIGRATIONS)
             _CHECKPOINT_SCHEMA.add(store.dsn)
         conn = psycopg.connect(store.dsn, **kwargs, prepare_threshold=0, row_factory=dict_row)
-        tenant_configurer(tenant, store.role)(conn)  # row-level security binds the saver's queries
+        tenant_configurer(store.tenant, store.role)(conn)  # row-level security binds the saver's queries
     except psycopg.Error as exc:
         raise unreachable(store.dsn, exc) from None
-    return SessionStorage(PostgresSaver(conn), store.audit, tenant, settings, f"{tenant}/", [conn.close])
+    return conn
 
 
 _CHECKPOINT_SCHEMA: set[str] = set()

@@ -25,11 +25,10 @@ from mtagent.terminal_text import json_text, sanitize_deep, terminal_safe
 from mtagent.cli.session_lines import record_line
 from mtagent.cli.session_options import resolve_session_id
 from mtagent.context.view import artifact_store_for, load_transcript
-from mtagent.errors import ArtifactPathError, SessionNotFound, UsageError
+from mtagent.errors import ArtifactPathError, UsageError
 from mtagent.redaction import Redactor, collect_secrets
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
-from mtagent.session.catalog import list_sessions
 from mtagent.session.transcript import ReadReport, iter_entries
 
 PREVIEW_CHARS = 600
@@ -67,40 +66,27 @@ def _io_errors(func: F) -> F:
 
 
 @contextlib.contextmanager
-def _shared_store(cwd: Path | None) -> Iterator[Any]:
-    """The configured shared store (``storage.backend = "postgres"``), or None for the files."""
+def _store(cwd: Path | None) -> Iterator[Any]:
+    """The configured :class:`~mtagent.session.store.Store`, whichever backend it is."""
     from mtagent.config import load_settings
-    from mtagent.session.store_catalog import uses_store
-
-    settings = load_settings(cwd or Path.cwd())
-    if not uses_store(settings):
-        yield None
-        return
     from mtagent.session.store import open_store
 
-    store = open_store(settings)
+    store = open_store(load_settings(cwd or Path.cwd()))
     try:
         yield store
     finally:
         store.close()
 
 
-def _transcript(cwd: Path, session_id: str, store: Any = None, *, beside: bool = True) -> Path:
-    """The session's transcript file; in PostgreSQL mode its up-to-date local mirror (with its
-    artifacts when ``beside``)."""
-    if store is not None:
-        from mtagent.session.store_catalog import mirror_session
-
-        project = paths.project_hash(cwd)
-        sid = resolve_session_id(cwd.resolve(), session_id, store.sessions(project))
-        return mirror_session(store, project, sid, beside=beside)
+def _transcript(cwd: Path, session_id: str, store: Any, *, beside: bool = True) -> Path:
+    """The session's transcript file from the store (a shared store's is an up-to-date local mirror,
+    with its artifacts when ``beside``); a subagent's by its id."""
     child = _subagent_transcript(cwd, session_id)
     if child is not None:
         return child
-    path = paths.session_transcript_path(cwd, resolve_session_id(cwd.resolve(), session_id))
-    if not path.is_file():
-        raise SessionNotFound(f"no session {session_id} for {cwd.resolve()}; see `mtagent sessions list`")
-    return path
+    project = paths.project_hash(cwd)
+    sid = resolve_session_id(cwd.resolve(), session_id, store.sessions(project))
+    return store.transcript_file(project, sid, beside=beside)
 
 
 def _when(stamp: datetime | None) -> str:
@@ -129,13 +115,8 @@ def list_cmd(
 ) -> None:
     """This project's sessions: id, start, last activity, messages, size, compactions."""
     root = cwd or Path.cwd()
-    with _shared_store(root) as store:
-        if store is None:
-            sessions = list_sessions(root)
-        else:
-            from mtagent.session.store_catalog import session_infos
-
-            sessions = session_infos(store, paths.project_hash(root))
+    with _store(root) as store:
+        sessions = store.session_infos(paths.project_hash(root))
     if as_json:
         typer.echo(json_text([{"id": i.session_id, "started": i.started.isoformat() if i.started else None,
                                "last_activity": i.last_activity.isoformat() if i.last_activity else None,
@@ -272,8 +253,8 @@ def show_cmd(
 
     SESSION_ID may be a unique prefix or `latest`.
     """
-    with _shared_store(cwd) as shared:
-        path = _transcript(cwd or Path.cwd(), session_id, shared)
+    with _store(cwd) as store:
+        path = _transcript(cwd or Path.cwd(), session_id, store)
     store = artifact_store_for(path)
     redactor = _output_redactor(cwd)
     if view:
@@ -342,8 +323,8 @@ def export_cmd(
     """Export a session as JSONL records or Markdown."""
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
-    with _shared_store(cwd) as shared:
-        path = _transcript(cwd or Path.cwd(), session_id, shared, beside=False)
+    with _store(cwd) as store:
+        path = _transcript(cwd or Path.cwd(), session_id, store, beside=False)
     report = ReadReport()
     raw_lines: dict[int, bytes] = {}
     entries = iter_entries(path, skip_corrupt=skip_corrupt, report=report,

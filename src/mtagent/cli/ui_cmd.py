@@ -66,18 +66,14 @@ def run_ui(port: int | None, host: str | None, no_browser: bool, cwd: Path | Non
 
 @contextlib.contextmanager
 def _shared_sessions(settings: Any, options: Any) -> Iterator[None]:
-    """In PostgreSQL mode the UI reads the tenant's sessions from a local mirror, refreshed per listing."""
-    from mtagent.session.store_catalog import mirror_tenant, uses_store
-
-    if not uses_store(settings):
-        yield
-        return
+    """The UI reads the tenant's sessions from the store's home in the files layout (a shared store's
+    is a local mirror, refreshed per listing)."""
     from mtagent.session.store import open_store
 
     store = open_store(settings)
     try:
-        options.home = mirror_tenant(store)
-        options.refresh = lambda: mirror_tenant(store)
+        options.home = store.tenant_folder()
+        options.refresh = store.tenant_folder
         yield
     finally:
         store.close()

@@ -3,18 +3,14 @@
 An adapter, not a second implementation: transcripts go through
 :class:`~mtagent.session.transcript.TranscriptWriter` (flock, single-write lines, torn-tail
 repair), resume through :func:`~mtagent.session.index.locate_resume_point`, artifacts through
-:class:`~mtagent.session.artifacts.ArtifactStore`. Only the keyed documents are new: one SQLite
-file, ``$MTAGENT_HOME/index/documents.sqlite``. The files backend serves one user, so its
-tenant is a label on rows (audit events, documents), not an isolation boundary.
+:class:`~mtagent.session.artifacts.ArtifactStore`, listings through
+:mod:`mtagent.session.catalog`. The files backend serves one user, so its tenant is a label on
+audit events, not an isolation boundary.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
-import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +19,12 @@ from mtagent.errors import SessionNotFound
 from mtagent.session.artifacts import ArtifactMeta, ArtifactStore, TOOL_RESULTS_DIR
 from mtagent.session.audit import JsonlAuditSink
 from mtagent.session.index import locate_resume_point
-from mtagent.session.store_types import Document, ResumeRead, query_terms, validate_name, visible
+from mtagent.session.catalog import SessionInfo, session_info
+from mtagent.session.store_types import ResumeRead, validate_name
 from mtagent.session.transcript import (
     Entry, FsyncPolicy, ReadReport, TranscriptWriter, iter_entries, read_first_record,
 )
 
-DOCUMENTS_DB = "documents.sqlite"
-MEMORY_SUFFIX = ".md"
 
 
 class FilesStore:
@@ -44,9 +39,8 @@ class FilesStore:
         self.fsync: FsyncPolicy = fsync
         self.home = home or paths.mtagent_home()
         self.local_home = self.home  # memory, recall index and caches: the classic layout (session.local)
+        self.dsn: str | None = None  # no server: checkpoints are a SQLite file beside the session
         self.audit = JsonlAuditSink(self.home / "audit.jsonl", tenant)
-        self._db: sqlite3.Connection | None = None
-        self._db_lock = threading.Lock()
 
     # layout ------------------------------------------------------------------------------
     def _history(self, project: str) -> Path:
@@ -78,14 +72,18 @@ class FilesStore:
         folder = self._history(project)
         return sorted(p.stem for p in folder.glob("*.jsonl") if p.is_file()) if folder.is_dir() else []
 
-    def read_entries(self, project: str, session_id: str, *, start: int = 0) -> list[Entry]:
-        return list(iter_entries(self._existing(project, session_id), start=start, report=ReadReport()))
+    def read_entries(self, project: str, session_id: str, *, start: int = 0,
+                     skip_corrupt: bool = False) -> list[Entry]:
+        return list(iter_entries(self._existing(project, session_id), start=start, skip_corrupt=skip_corrupt,
+                                 report=ReadReport()))
 
-    def read_since_boundary(self, project: str, session_id: str) -> ResumeRead:
+    def read_since_boundary(self, project: str, session_id: str, *, skip_corrupt: bool = False) -> ResumeRead:
         path = self._existing(project, session_id)
         point = locate_resume_point(path)
-        entries = list(iter_entries(path, start=point.start, report=ReadReport()))
-        return ResumeRead(entries, point.boundary_id, point.boundary_offset, point.start, list(point.notes))
+        report = ReadReport()
+        entries = list(iter_entries(path, start=point.start, skip_corrupt=skip_corrupt, report=report))
+        return ResumeRead(entries, point.boundary_id, point.boundary_offset, point.start,
+                          [*point.notes, *report.warnings])
 
     def record_count(self, project: str, session_id: str) -> int:
         path = self.transcript_path(project, session_id)
@@ -139,55 +137,28 @@ class FilesStore:
         return sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")) \
             if folder.is_dir() else []
 
-    # keyed documents -------------------------------------------------------------------------
-    def _conn(self) -> sqlite3.Connection:
-        if self._db is None:
-            folder = paths.ensure_dir(self.home / "index")
-            db = sqlite3.connect(str(folder / DOCUMENTS_DB), check_same_thread=False, timeout=30)
-            db.execute("CREATE TABLE IF NOT EXISTS documents (tenant TEXT NOT NULL, collection TEXT NOT NULL,"
-                       " key TEXT NOT NULL, body TEXT NOT NULL, meta TEXT NOT NULL, acl TEXT NOT NULL,"
-                       " PRIMARY KEY (tenant, collection, key))")
-            db.commit()
-            self._db = db
-        return self._db
+    # what the readers and the agent open, in the files layout -------------------------------
+    def session_infos(self, project: str) -> list[SessionInfo]:
+        folder = self._history(project)
+        return [session_info(p) for p in sorted(folder.glob("*.jsonl")) if p.is_file()] if folder.is_dir() else []
 
-    def put_document(self, doc: Document) -> None:
-        validate_name("collection", doc.collection)
-        with self._db_lock:
-            db = self._conn()
-            db.execute("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)",
-                       (self.tenant, doc.collection, doc.key, doc.text, json.dumps(doc.meta),
-                        json.dumps(list(doc.acl))))
-            db.commit()
+    def transcript_file(self, project: str, session_id: str, *, beside: bool = True) -> Path:
+        return self._existing(project, session_id)
 
-    def delete_document(self, collection: str, key: str) -> None:
-        with self._db_lock:
-            db = self._conn()
-            db.execute("DELETE FROM documents WHERE tenant = ? AND collection = ? AND key = ?",
-                       (self.tenant, collection, key))
-            db.commit()
+    def history_folder(self, project: str) -> Path:
+        return self._history(project)
 
-    def _rows(self, collection: str) -> list[Document]:
-        with self._db_lock:
-            rows = self._conn().execute(
-                "SELECT collection, key, body, meta, acl FROM documents WHERE tenant = ? AND collection = ?"
-                " ORDER BY key", (self.tenant, collection)).fetchall()
-        return [Document(c, k, b, json.loads(m), tuple(json.loads(a))) for c, k, b, m, a in rows]
+    def tenant_folder(self) -> Path:
+        return self.home
 
-    def list_documents(self, collection: str, *, principals: Sequence[str] = ()) -> list[Document]:
-        return [d for d in self._rows(collection) if visible(d.acl, principals)]
+    def session_artifacts(self, project: str, session_id: str) -> ArtifactStore:
+        return self._artifacts(project, session_id)
 
-    def search_documents(self, collection: str, query: str, *, principals: Sequence[str] = (),
-                         limit: int = 20) -> list[Document]:
-        terms = query_terms(query)
-        found = [d for d in self.list_documents(collection, principals=principals)
-                 if terms and all(t in d.text.lower() for t in terms)]
-        return found[:limit]
+    def open_session_writer(self, project: str, session_id: str, artifacts: Any) -> TranscriptWriter:
+        return self.open_writer(project, session_id)
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        """Nothing to release: every file is opened and closed by the call that uses it."""
 
     def __enter__(self) -> FilesStore:
         return self

@@ -8,7 +8,7 @@ copied while holding both sessions' writer locks, so a live agent is never copie
 session in use is skipped and reported, and the next run copies it.
 
 Not copied: LangGraph checkpoints (a resumed session rebuilds its state from the transcript),
-the keyed documents (the recall index is derived and rebuilt from the transcripts) and the audit
+the recall index (local to each machine, derived and rebuilt from the transcripts) and the audit
 trail (append-only where it is; the copy itself is audited in the target).
 """
 

@@ -2,11 +2,10 @@
 records after its last boundary, and its artifact folder.
 
 The engine's opener (:mod:`mtagent.context.opener`) calls :func:`open_session_io` and nothing else
-of the storage layer, so which backend keeps the session is decided here, once. Files (the
-default): the store's transcript file and the artifact folder beside it. Any other store
-(PostgreSQL): rows through the store, the artifact folder as a local cache written and read through
-it, and the session-memory notes and long-term memory kept in the store too
-(:mod:`mtagent.session.store_artifacts`).
+of the storage layer. It asks the store alone: the store's :meth:`~mtagent.session.store.Store.session_artifacts`
+(files: the folder beside the transcript; PostgreSQL: a local cache written and read through the
+rows) and its :meth:`~mtagent.session.store.Store.open_session_writer` (PostgreSQL also keeps the
+session-memory notes and the project's long-term memory in the rows, :mod:`mtagent.session.store_artifacts`).
 
 A subagent child's transcript sits beside its parent's (``child_of``), in every backend a file —
 children are not listed as sessions of their own.
@@ -19,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from mtagent import paths
+from mtagent.errors import SessionNotFound
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.index import locate_resume_point
-from mtagent.session.store_artifacts import StoreArtifacts, open_in_store
-from mtagent.session.store_catalog import session_cache_dir
 from mtagent.session.transcript import TranscriptWriter, iter_entries
 
 __all__ = ["SessionIO", "open_session_io"]
@@ -53,30 +51,34 @@ def _child_path(store: Any, project_root: Path, parent_id: str, child_id: str) -
     return parent.with_suffix("") / "subagents" / f"{paths.validate_session_id(child_id)}.jsonl"
 
 
-def _empty(path: Path) -> bool:
-    return not path.is_file() or path.stat().st_size == 0
-
-
 def open_session_io(store: Any, project_root: Path, session_id: str, *, child_of: str | None = None,
                     read_records: bool = True) -> SessionIO:
     """Open ``session_id`` of ``project_root`` in ``store`` (see the module docstring).
 
     ``read_records=False`` skips reading what exists (a caller that read it already, with its own
-    corruption policy).
+    corruption policy). A damaged record is skipped here, as resume always did.
     """
     project = paths.project_hash(project_root)
-    files = store.backend == "files"
-    if child_of is not None or files:
-        path = _child_path(store, project_root, child_of, session_id) if child_of is not None \
-            else store.transcript_path(project, session_id)
-        is_new, records = _empty(path), _file_records(path) if read_records else []
-        writer: Any = TranscriptWriter(path, session_id=session_id, fsync=getattr(store, "fsync", "turn"))
-        if files:
-            return SessionIO(writer, store._artifacts(project, session_id), records, is_new)
-    if child_of is not None:  # a child of a store-backed session: its transcript a file, artifacts through the store
-        artifacts = StoreArtifacts(session_cache_dir(store, project, session_id), store.max_artifact_bytes, store,
-                                   project, session_id)
-        return SessionIO(writer, artifacts, records, is_new)
-    audited, records, artifacts = open_in_store(store, project_root, session_id, store.max_artifact_bytes)
-    is_new = not records and store.record_count(project, session_id) == 0
-    return SessionIO(audited.inner, artifacts, records if read_records else [], is_new)  # the opener audits
+    artifacts = store.session_artifacts(project, session_id)
+    if child_of is not None:
+        path = _child_path(store, project_root, child_of, session_id)
+        records = _file_records(path) if read_records else []
+        is_new = not path.is_file() or path.stat().st_size == 0
+        return SessionIO(TranscriptWriter(path, session_id=session_id, fsync=getattr(store, "fsync", "turn")),
+                         artifacts, records, is_new)
+    records = []
+    if read_records:
+        try:
+            records = store.read_since_boundary(project, session_id, skip_corrupt=True).records
+        except SessionNotFound:
+            records = []
+    return SessionIO(store.open_session_writer(project, session_id, artifacts), artifacts, records,
+                     not records and _is_new(store, project, session_id))
+
+
+def _is_new(store: Any, project: str, session_id: str) -> bool:
+    """Nothing stored yet: one look at the first record, never a count of a long transcript."""
+    try:
+        return store.session_start(project, session_id) is None
+    except SessionNotFound:
+        return True

@@ -12,6 +12,15 @@ Both give the same guarantees, and one conformance suite checks them on both:
   through an index, never by reading the session from the start;
 * an artifact is cut at ``max_artifact_bytes`` (64 MB by default) and marked truncated.
 
+The Protocol holds what callers use, and callers use nothing else: no code outside ``session/``
+asks which backend it has. Where a reader was built for files (``sessions show``, the explain UI,
+recall's catch-up) the store hands it a file in the files layout — its own (files) or an up-to-date
+local mirror of its rows (PostgreSQL, :mod:`mtagent.session.store_catalog`). The one question a
+caller may ask is :attr:`Store.dsn` — the LangGraph checkpointer beside the transcript lives in the
+same database when there is one (``agent/storage.py``; ``session/`` never imports LangGraph).
+Local state (memory files, the recall index, caches) lives under :attr:`Store.local_home`, one
+folder per tenant (:mod:`mtagent.session.local`).
+
 Sessions are addressed by ``(project, session_id)`` where ``project`` is
 :func:`mtagent.paths.project_hash` of the project folder, so the same key means the same
 session in every backend (``mtagent sessions migrate`` relies on that). Positions returned by
@@ -21,20 +30,21 @@ session in every backend (``mtagent sessions migrate`` relies on that). Position
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import atexit
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from mtagent import paths
 from mtagent.errors import ConfigError
-from mtagent.session.artifacts import ArtifactMeta
+from mtagent.session.artifacts import ArtifactMeta, ArtifactStore
 from mtagent.session.audit import AuditSink
-from mtagent.session.store_types import (
-    Document, ResumeRead, query_terms, validate_name, validate_tenant, visible,
-)
+from mtagent.session.catalog import SessionInfo
+from mtagent.session.store_types import ResumeRead, validate_name, validate_tenant
 from mtagent.session.transcript import Entry
 
 __all__ = [
-    "Document", "Entry", "ResumeRead", "Store", "TranscriptAppender", "open_store", "validate_name",
-    "validate_tenant", "visible", "query_terms",
+    "Entry", "ResumeRead", "Store", "TranscriptAppender", "open_store", "shared_store", "validate_name",
+    "validate_tenant",
 ]
 
 
@@ -59,10 +69,12 @@ class TranscriptAppender(Protocol):
 class Store(Protocol):
     """What the engine stores, for one tenant. Methods raise typed ``MTAgentError``s."""
 
-    backend: str
+    backend: str  # a label for people (audit tables, migrate); never a branch outside session/
     tenant: str
     max_artifact_bytes: int
     audit: AuditSink
+    dsn: str | None  # the database, when there is one (the agent's checkpointer goes there too)
+    local_home: Path  # this tenant's local state on this machine (session.local)
 
     # transcripts
     def open_writer(self, project: str, session_id: str) -> TranscriptAppender: ...
@@ -71,9 +83,13 @@ class Store(Protocol):
 
     def sessions(self, project: str) -> list[str]: ...
 
-    def read_entries(self, project: str, session_id: str, *, start: int = 0) -> list[Entry]: ...
+    def read_entries(self, project: str, session_id: str, *, start: int = 0,
+                     skip_corrupt: bool = False) -> list[Entry]: ...
 
-    def read_since_boundary(self, project: str, session_id: str) -> ResumeRead: ...
+    def read_since_boundary(self, project: str, session_id: str, *, skip_corrupt: bool = False) -> ResumeRead:
+        """``skip_corrupt``: a bad record is skipped with a note instead of raising ``TranscriptCorrupt``
+        (rows of a database are whole records; files may hold a damaged line)."""
+        ...
 
     def record_count(self, project: str, session_id: str) -> int: ...
 
@@ -97,15 +113,32 @@ class Store(Protocol):
 
     def list_memory(self, project: str) -> list[str]: ...
 
-    # keyed documents (recall index rows), retrieved by tenant and ACL
-    def put_document(self, doc: Document) -> None: ...
+    # what the readers and the agent open, in the files layout
+    def session_infos(self, project: str) -> list[SessionInfo]:
+        """``mtagent sessions list`` figures of a project's sessions, oldest first."""
+        ...
 
-    def delete_document(self, collection: str, key: str) -> None: ...
+    def transcript_file(self, project: str, session_id: str, *, beside: bool = True) -> Path:
+        """A file holding the session's transcript as stored, up to date (with its artifacts, notes
+        and the project memory beside it when ``beside``); ``SessionNotFound`` when absent."""
+        ...
 
-    def list_documents(self, collection: str, *, principals: Sequence[str] = ()) -> list[Document]: ...
+    def history_folder(self, project: str) -> Path:
+        """A folder of the project's transcripts, up to date (recall catches up from it)."""
+        ...
 
-    def search_documents(self, collection: str, query: str, *, principals: Sequence[str] = (),
-                         limit: int = 20) -> list[Document]: ...
+    def tenant_folder(self) -> Path:
+        """A home in the files layout holding every session of the tenant, up to date (the explain UI)."""
+        ...
+
+    def session_artifacts(self, project: str, session_id: str) -> ArtifactStore:
+        """The session's artifact folder (a local cache written and read through the store if need be)."""
+        ...
+
+    def open_session_writer(self, project: str, session_id: str, artifacts: Any) -> TranscriptAppender:
+        """The writer a live session appends through: :meth:`open_writer`, plus whatever keeps the
+        session's notes (``artifacts``) and the project's memory in the store."""
+        ...
 
     def close(self) -> None: ...
 
@@ -140,6 +173,24 @@ def _require_postgres_extra() -> None:
     except ImportError as exc:
         raise ConfigError(f"storage.backend = postgres needs the PostgreSQL extra ({exc.name} is not installed): "
                           "pip install 'mtagent[postgres]', or set storage.backend = files") from None
+
+
+_SHARED: dict[tuple[Any, ...], Store] = {}
+
+
+def shared_store(settings: Any) -> Store:
+    """This process's store for ``settings``: opened once (migrations, a connection pool), closed at exit.
+
+    Keyed by everything that picks the store — backend, server, tenant and ``$MTAGENT_HOME`` — so
+    two tenants (or a test's fresh home) never share one."""
+    storage = settings.storage
+    key = (storage.backend, storage.dsn, validate_tenant(storage.tenant), str(paths.mtagent_home()),
+           settings.transcript.fsync, settings.tool_results.artifact_max_bytes)
+    store = _SHARED.get(key)
+    if store is None:
+        store = _SHARED[key] = open_store(settings)
+        atexit.register(store.close)
+    return store
 
 
 def record_audit(settings: Any, action: str, session_id: str | None, detail: dict[str, Any]) -> None:

@@ -168,29 +168,3 @@ def push_memory(store: Any, project: str, folder: Path) -> int:
             store.write_memory(project, path.name, text)
             written += 1
     return written
-
-
-def open_in_store(store: Any, project_root: Path, session_id: str,
-                  max_bytes: int) -> tuple[Any, list[dict[str, Any]], StoreArtifacts]:
-    """A session kept in ``store``: its audited writer, the records after its last boundary, its artifacts.
-
-    For front ends (the LangChain middleware) handed a store instead of the files under
-    ``$MTAGENT_HOME``. The records are empty for a new session.
-    """
-    from mtagent import paths
-    from mtagent.errors import SessionNotFound
-    from mtagent.session.audit import AuditingSink
-
-    project = paths.project_hash(project_root)
-    try:
-        existing = store.read_since_boundary(project, session_id).records
-    except SessionNotFound:
-        existing = []
-    from mtagent.session.store_catalog import session_cache_dir
-
-    artifacts = StoreArtifacts(session_cache_dir(store, project, session_id), max_bytes, store, project, session_id)
-    artifacts.pull_session_memory()
-    folder = memory_dir(store, project_root)
-    pull_memory(store, project, folder)
-    writer = NotesThroughStore(store.open_writer(project, session_id), artifacts, folder)
-    return AuditingSink(writer, store.audit, store.tenant, session_id), existing, artifacts

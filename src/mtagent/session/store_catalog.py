@@ -5,15 +5,18 @@
 sessions copied, as their stored bytes, into ``$MTAGENT_HOME/mirror/<tenant>-<key>/`` in the
 files backend's layout. The mirror is a read-only cache, refreshed incrementally before each read
 (only records past the ones it holds are fetched; a mirror that disagrees with the store is
-rebuilt), keyed by the server and tenant so two databases or tenants never share one. Nothing
-writes to the store from here. ``sessions list`` needs no mirror: one query summarises a project.
+rebuilt), keyed by the server and tenant so two databases or tenants never share one — it is the
+tenant's local home (:mod:`mtagent.session.local`). Nothing writes to the store from here.
+``sessions list`` needs no mirror: one query summarises a project. Callers reach all of this
+through the store's methods (``transcript_file``, ``history_folder``, ``tenant_folder``,
+``session_infos``), never directly.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from mtagent import paths
@@ -21,11 +24,6 @@ from mtagent.errors import SessionNotFound
 from mtagent.session import schema
 from mtagent.session.catalog import SessionInfo
 from mtagent.session.files_store import FilesStore
-
-
-def uses_store(settings: Any) -> bool:
-    """True when sessions live in a shared store (``storage.backend = "postgres"``), not in files."""
-    return str(settings.storage.backend) == "postgres"
 
 
 def session_infos(store: Any, project: str) -> list[SessionInfo]:
@@ -126,19 +124,17 @@ def mirror_project(store: Any, project: str) -> Path:
     return home / "history" / project
 
 
-def recall_history(settings: Any, project_root: str | os.PathLike[str]) -> Callable[[], Path] | None:
-    """Where recall catches up from in PostgreSQL mode: the tenant's mirror of the project, refreshed
-    on each call, so a session another worker wrote is searchable here. None for the files backend
-    (recall reads the project's history folder itself)."""
-    if not uses_store(settings):
-        return None
+def recall_history(settings: Any, project_root: str | os.PathLike[str]) -> Callable[[], Path]:
+    """Where recall catches up from: the configured store's folder of the project's transcripts,
+    brought up to date on each call (:meth:`~mtagent.session.store.Store.history_folder` — the files'
+    own history folder, or the tenant's mirror, so a session another worker wrote is searchable)."""
 
     def refreshed() -> Path:
         from mtagent.session.store import open_store
 
         store = open_store(settings, migrate=False)
         try:
-            return mirror_project(store, paths.project_hash(project_root))
+            return store.history_folder(paths.project_hash(project_root))
         finally:
             store.close()
 

@@ -7,7 +7,6 @@ that chooses between the backends (which would be an import cycle).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,27 +43,3 @@ class ResumeRead:
     @property
     def records(self) -> list[dict[str, Any]]:
         return [e.record for e in self.entries]
-
-
-@dataclass(slots=True, frozen=True)
-class Document:
-    """One row of a keyed-document table (the recall index's rows, any collection).
-
-    ``acl`` lists the principals allowed to retrieve it; empty means everyone in the tenant.
-    """
-
-    collection: str
-    key: str
-    text: str
-    meta: dict[str, Any] = field(default_factory=dict)
-    acl: tuple[str, ...] = ()
-
-
-def visible(acl: Sequence[str], principals: Sequence[str]) -> bool:
-    """Permission-aware retrieval: an empty ACL is tenant-wide, else one principal must match."""
-    return not acl or bool(set(acl) & set(principals))
-
-
-def query_terms(query: str) -> list[str]:
-    """A search matches documents containing every term (case-insensitive), in both backends."""
-    return [t.lower() for t in query.split() if t.strip()][:16]

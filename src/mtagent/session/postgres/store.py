@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mtagent.errors import ArtifactPathError, SessionNotFound, TranscriptCorrupt
@@ -26,7 +25,10 @@ from mtagent.session.postgres.audit_table import PostgresAuditSink
 from mtagent.session.local import redact_dsn, shared_home
 from mtagent.session.postgres.connect import choose_role, connect_kwargs, tenant_configurer, unreachable
 from mtagent.session.postgres.writer import PostgresWriter
-from mtagent.session.store_types import Document, ResumeRead, query_terms, validate_name
+from mtagent.session import store_catalog
+from mtagent.session.catalog import SessionInfo
+from mtagent.session.store_artifacts import NotesThroughStore, StoreArtifacts, pull_memory
+from mtagent.session.store_types import ResumeRead, validate_name
 from mtagent.session.transcript import Entry, FsyncPolicy
 
 _SESSION = "tenant = %s AND project = %s AND session_id = %s"
@@ -43,10 +45,6 @@ def check_artifact_path(relative: str) -> str:
     if normal == ".." or normal.startswith("../") or normal == ".":
         raise ArtifactPathError(f"artifact path {relative!r} escapes the session's artifact folder")
     return normal
-
-
-def _like(term: str) -> str:
-    return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 class PostgresStore:
@@ -124,7 +122,7 @@ class PostgresStore:
         if not self._all(f"SELECT 1 FROM mtagent_sessions WHERE {_SESSION}", (self.tenant, project, session_id)):
             raise SessionNotFound(f"no session {session_id} in project {project}; see `mtagent sessions list`")
 
-    def _entries(self, rows: list[tuple[Any, ...]], session_id: str) -> list[Entry]:
+    def _entries(self, rows: list[tuple[Any, ...]], session_id: str, skip_corrupt: bool = False) -> list[Entry]:
         out: list[Entry] = []
         for seq, line in rows:
             try:
@@ -132,23 +130,26 @@ class PostgresStore:
             except schema.UnknownRecord:
                 continue
             except (schema.RecordError, ValueError, RecursionError) as exc:
+                if skip_corrupt:
+                    continue
                 raise TranscriptCorrupt(f"postgres:{session_id}", int(seq) + 1, str(exc)[:200]) from None
         return out
 
-    def read_entries(self, project: str, session_id: str, *, start: int = 0) -> list[Entry]:
+    def read_entries(self, project: str, session_id: str, *, start: int = 0,
+                     skip_corrupt: bool = False) -> list[Entry]:
         self._require(project, session_id)
         rows = self._all(f"SELECT seq, line FROM mtagent_transcript WHERE {_SESSION} AND seq >= %s ORDER BY seq",
                          (self.tenant, project, session_id, start))
-        return self._entries(rows, session_id)
+        return self._entries(rows, session_id, skip_corrupt)
 
-    def read_since_boundary(self, project: str, session_id: str) -> ResumeRead:
+    def read_since_boundary(self, project: str, session_id: str, *, skip_corrupt: bool = False) -> ResumeRead:
         """Two indexed look-ups (last boundary, its first kept message), then only the rows after."""
         self._require(project, session_id)
         found = self._all(f"SELECT seq, line FROM mtagent_transcript WHERE {_SESSION}"
                           " AND kind = 'compact_boundary' ORDER BY seq DESC LIMIT 1",
                           (self.tenant, project, session_id))
         if not found:
-            return ResumeRead(self.read_entries(project, session_id))
+            return ResumeRead(self.read_entries(project, session_id, skip_corrupt=skip_corrupt))
         seq, line = found[0]
         boundary = schema.loads_line(bytes(line))
         start, notes = int(seq), []
@@ -163,7 +164,8 @@ class PostgresStore:
                 notes.append(f"first kept message {kept_id} of boundary {boundary.get('id')} not found before it")
         rows = self._all(f"SELECT seq, line FROM mtagent_transcript WHERE {_SESSION} AND seq >= %s ORDER BY seq",
                          (self.tenant, project, session_id, start))
-        return ResumeRead(self._entries(rows, session_id), str(boundary.get("id")), int(seq), start, notes)
+        return ResumeRead(self._entries(rows, session_id, skip_corrupt), str(boundary.get("id")), int(seq), start,
+                          notes)
 
     def record_count(self, project: str, session_id: str) -> int:
         rows = self._all(f"SELECT count(*) FROM mtagent_transcript WHERE {_SESSION}", (self.tenant, project, session_id))
@@ -231,36 +233,29 @@ class PostgresStore:
                          (self.tenant, project))
         return [r[0] for r in rows]
 
-    # keyed documents -------------------------------------------------------------------------
-    def put_document(self, doc: Document) -> None:
-        self._run("INSERT INTO mtagent_documents (tenant, collection, key, body, meta, acl)"
-                  " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (tenant, collection, key) DO UPDATE SET"
-                  " body = excluded.body, meta = excluded.meta, acl = excluded.acl, updated_at = now()",
-                  (self.tenant, validate_name("collection", doc.collection), doc.key, doc.text,
-                   Jsonb(doc.meta), list(doc.acl)))
+    # what the readers and the agent open, in the files layout -------------------------------
+    def session_infos(self, project: str) -> list[SessionInfo]:
+        return store_catalog.session_infos(self, project)
 
-    def delete_document(self, collection: str, key: str) -> None:
-        self._run("DELETE FROM mtagent_documents WHERE tenant = %s AND collection = %s AND key = %s",
-                  (self.tenant, collection, key))
+    def transcript_file(self, project: str, session_id: str, *, beside: bool = True) -> Path:
+        return store_catalog.mirror_session(self, project, session_id, beside=beside)
 
-    def _documents(self, where: str, params: list[Any], limit: int | None) -> list[Document]:
-        sql = ("SELECT collection, key, body, meta, acl FROM mtagent_documents WHERE tenant = %s"
-               " AND collection = %s AND (cardinality(acl) = 0 OR acl && %s::text[])" + where + " ORDER BY key")
-        if limit is not None:
-            sql += " LIMIT %s"
-            params = [*params, limit]
-        return [Document(c, k, b, dict(m or {}), tuple(a or ())) for c, k, b, m, a in self._all(sql, params)]
+    def history_folder(self, project: str) -> Path:
+        return store_catalog.mirror_project(self, project)
 
-    def list_documents(self, collection: str, *, principals: Sequence[str] = ()) -> list[Document]:
-        return self._documents("", [self.tenant, collection, list(principals)], None)
+    def tenant_folder(self) -> Path:
+        return store_catalog.mirror_tenant(self)
 
-    def search_documents(self, collection: str, query: str, *, principals: Sequence[str] = (),
-                         limit: int = 20) -> list[Document]:
-        terms = query_terms(query)
-        if not terms:
-            return []
-        return self._documents(" AND lower(body) LIKE ALL (%s)",
-                               [self.tenant, collection, list(principals), [_like(t) for t in terms]], limit)
+    def session_artifacts(self, project: str, session_id: str) -> StoreArtifacts:
+        return StoreArtifacts(store_catalog.session_cache_dir(self, project, session_id), self.max_artifact_bytes,
+                              self, project, session_id)
+
+    def open_session_writer(self, project: str, session_id: str, artifacts: Any) -> NotesThroughStore:
+        """The session's writer, with its notes and the project's memory pulled first and kept in the rows."""
+        artifacts.pull_session_memory()  # the notes another worker wrote
+        folder = self.local_home / "projects" / validate_name("project", project) / "memory"
+        pull_memory(self, project, folder)  # long-term memory as any worker last saved it
+        return NotesThroughStore(self.open_writer(project, session_id), artifacts, folder)
 
     def close(self) -> None:
         self.pool.close()
