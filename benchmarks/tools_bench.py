@@ -18,7 +18,8 @@
    sizes, against what sending all 500 schemas costs per call, and a simulated 40-call session with
    4 searches: invalidations counted, total input cost with and without deferral.
 
-``--quick`` measures N = 10, 50, 500 and the same queries (well under a minute). Ends with RESULT lines.
+``--quick`` measures N = 10, 50, 500 and the same queries (well under a minute). Writes
+``benchmarks/results/tools_bench[_quick].md`` and ends with RESULT lines.
 """
 
 from __future__ import annotations
@@ -182,22 +183,29 @@ def main() -> None:
         search = measure_search(biggest, queries())
         held = measure_search(biggest, held_out())
         cost = measure_load_cost(biggest)
-    print(f"Catalog served by: {how}; built-in tools included; window {WINDOW:,}")
-    print(f"{'tools':>6} {'defs off':>9} {'defs on':>8} {'listing':>8} {'instr':>6} {'on total':>9} {'s':>5}")
+    out: list[str] = []
+    out.append(f"Catalog served by: {how}; built-in tools included; window {WINDOW:,}")
+    out.append(f"{'tools':>6} {'defs off':>9} {'defs on':>8} {'listing':>8} {'instr':>6} {'on total':>9} {'s':>5}")
     for r in rows:
-        print(f"{r['n']:>6} {r['off']:>9,} {r['on']:>8,} {r['listing']:>8,} {r['instructions']:>6,} "
+        out.append(f"{r['n']:>6} {r['off']:>9,} {r['on']:>8,} {r['listing']:>8,} {r['instructions']:>6,} "
               f"{r['on_context']:>9,} {r['seconds']:>5.1f}{'' if r['deferring'] else '  (not deferred: under 10%)'}")
     for label, result in (("paraphrased (dev set)", search), ("held-out", held)):
-        print(f"tool_search over {result['pool']} deferred tools, {result['queries']} {label} queries: "
+        out.append(f"tool_search over {result['pool']} deferred tools, {result['queries']} {label} queries: "
               f"top-1 {result['top1']:.3f}, top-5 {result['top5']:.3f}")
         for query, want, got in result["misses"]:
-            print(f"  miss: {query!r} → wanted {want}, got {got}")
-    print(f"One search loads {cost['one_search_tokens']:,} schema tokens; its cache cost "
+            out.append(f"  miss: {query!r} → wanted {want}, got {got}")
+    out.append(f"One search loads {cost['one_search_tokens']:,} schema tokens; its cache cost "
           + ", ".join(f"{c:,.0f} at {a:,} tokens behind" for a, c in cost["costs"].items())
           + f" (input-token equivalents); deferral saves {cost['saving_per_call']:,.0f} per call, so a load at "
           f"20K repays in {cost['repay_calls_20k']:.1f} calls")
-    print(f"40-call session, 4 searches: {cost['invalidations']} cache invalidations; input cost "
+    out.append(f"40-call session, 4 searches: {cost['invalidations']} cache invalidations; input cost "
           f"{cost['session_deferred']:,.0f} deferred vs {cost['session_base']:,.0f} all schemas sent")
+    report = "\n".join(out)
+    print(report)
+    results = HERE / "results"
+    results.mkdir(exist_ok=True)
+    (results / f"tools_bench{'_quick' if args.quick else ''}.md").write_text(
+        f"# tools_bench{' --quick' if args.quick else ''}\n\n```\n{report}\n```\n", encoding="utf-8")
     for r in rows:
         print(f"RESULT tool_def_tokens_{r['n']}_off={r['off']}")
         print(f"RESULT tool_def_tokens_{r['n']}_on={r['on']}")
