@@ -1,6 +1,7 @@
 """What the model is told about tools beyond their schemas: the context messages of a toolset.
 
-Four blocks, each a system message marked with its bucket so ``/context`` counts it apart:
+Four blocks, each a message marked with its bucket so ``/context`` counts it apart (user-role,
+after the static ``<session_context>``, as Claude Code's ``<system-reminder>`` blocks are):
 
 * ``mcp_instructions`` — each connected MCP server's ``instructions`` (untrusted text: one block per
   server, cut to a cap, control characters removed, framed as the server's words, not the user's);
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from langchain_core.messages import SystemMessage
+from langchain_core.messages import HumanMessage
 
 from mtagent.context.tokens import count_text_tokens
 from mtagent.context.toolset.catalog import TOOL_SEARCH, ToolCatalog
@@ -33,12 +34,14 @@ INSTRUCTIONS_TAG = "mcp_server_instructions"  # the MCP client's framing (tools/
 SKILL_TOOL = "skill"
 
 
-def _message(text: str, bucket: str, kind: str) -> SystemMessage:
-    return SystemMessage(content=text, response_metadata={"mtagent": {"bucket": bucket, "kind": kind}})
+def _message(text: str, bucket: str, kind: str) -> HumanMessage:
+    """A context block: a user-role message marked with its bucket, like the static loader's
+    ``<session_context>`` (it follows that message, and providers refuse a system message after it)."""
+    return HumanMessage(content=text, response_metadata={"mtagent": {"bucket": bucket, "kind": kind}})
 
 
 def instructions_message(instructions: Mapping[str, str], max_chars: int = INSTRUCTIONS_MAX_CHARS
-                         ) -> SystemMessage | None:
+                         ) -> HumanMessage | None:
     """The MCP servers' instructions, each framed as that server's (untrusted) words.
 
     The MCP client hands them over already framed (``<mcp_server_instructions server=…>``); text that
@@ -58,7 +61,7 @@ def instructions_message(instructions: Mapping[str, str], max_chars: int = INSTR
     return _message("\n".join(blocks), INSTRUCTIONS_BUCKET, "mcp_instructions")
 
 
-def skills_message(book: SkillBook) -> SystemMessage | None:
+def skills_message(book: SkillBook) -> HumanMessage | None:
     if not book.skills:
         return None
     lines = [f"- {s.name}: {s.description}" for s in book.skills]
@@ -94,7 +97,7 @@ def listing_lines(entries: Sequence[tuple[str, str]], max_tokens: int) -> tuple[
     return _grouped(names[:lo]), len(names) - lo
 
 
-def deferred_message(lines: Sequence[str], more: int = 0, *, header: str = "") -> SystemMessage | None:
+def deferred_message(lines: Sequence[str], more: int = 0, *, header: str = "") -> HumanMessage | None:
     if not lines and not more:
         return None
     tail = f"\n({more} more not listed; {TOOL_SEARCH} finds them too)" if more else ""
@@ -123,7 +126,7 @@ class ToolsetContext:
     def _budget(self) -> int:
         return self.catalog.settings.tools.listing_max_tokens if self.catalog is not None else 0
 
-    def messages(self) -> list[SystemMessage]:
+    def messages(self) -> list[HumanMessage]:
         """This call's blocks, in a stable order (instructions, skills, listing, delta)."""
         out = [m for m in (instructions_message(self.instructions),
                            skills_message(self.skills) if self.skills is not None else None) if m is not None]
@@ -139,7 +142,7 @@ class ToolsetContext:
             out.append(delta)
         return out
 
-    def delta(self, new: Sequence[tuple[str, str]]) -> SystemMessage | None:
+    def delta(self, new: Sequence[tuple[str, str]]) -> HumanMessage | None:
         """New deferred tools since the listing; after a compaction, what was loaded before it."""
         lines = []
         if new:

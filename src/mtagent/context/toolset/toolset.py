@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import SystemMessage
+from langchain_core.messages import BaseMessage
 
 from mtagent.config import Settings
 from mtagent.context.recall.vectors import Embeddings
@@ -87,7 +87,7 @@ class Toolset:
     def tokens(self) -> ToolTokens:
         return self.catalog.tokens()
 
-    def messages(self) -> list[SystemMessage]:
+    def messages(self) -> list[BaseMessage]:
         return self.context.messages()
 
     def compacted(self) -> None:
