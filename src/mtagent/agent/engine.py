@@ -9,19 +9,25 @@ compactor re-attaches recently read files) and which of their schemas to bind in
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.tools import BaseTool
 
 from mtagent.config import Settings
 from mtagent.context.engine_session import EngineSession
-from mtagent.context.opener import OpenedSession, SessionTools
+from mtagent.context.opener import OpenedSession
 from mtagent.context.session_memory.manager import SessionMemoryManager
 from mtagent.context.static.tiers import StaticContext
 from mtagent.context.window import ContextWindowManager
 from mtagent.tools import ToolContext, ToolSession, default_tools
-from mtagent.context.toolset.schemas import SchemaChoice, choose_schemas
+from mtagent.errors import ConfigError
+from mtagent.context.recall.embeddings import make_embeddings
+from mtagent.context.toolset import Toolset
+from mtagent.context.toolset.binding import bind_toolset, restore_loads
+from mtagent.context.toolset.schemas import SchemaChoice
+from mtagent.tools.skill_tool import make_skill_tool
+from mtagent.tools.tool_search import make_tool_search_tool
 from mtagent.session.store import shared_store
 
 ToolsSpec = Sequence[BaseTool] | Callable[[ToolContext], Sequence[BaseTool]] | None
@@ -34,6 +40,8 @@ class EngineParts:
     opened: OpenedSession
     tools: list[BaseTool]
     tool_context: ToolContext
+    toolset: Toolset | None = None  # the tool catalog (choose_tool_schemas)
+    runnable: list[BaseTool] = field(default_factory=list)  # every tool the session runs: + MCP, tool_search, skill
 
     @property
     def session(self) -> EngineSession:
@@ -75,20 +83,35 @@ def build(opened: OpenedSession, tools: ToolsSpec = None) -> EngineParts:
     return EngineParts(opened, tool_list, context)
 
 
-def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int) -> tuple[list[Any], SchemaChoice]:
-    """The tools to bind, full or compact (:mod:`mtagent.tools.tool_schemas`), measured with the
-    system prompt each set goes with, as the engine counts it for the window; the session's tool
-    catalog is set to the choice."""
+def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int,
+                        mcp: Any = None) -> tuple[list[Any], SchemaChoice]:
+    """The tools to bind and the session's tool catalog (:mod:`mtagent.context.toolset`): built-in and
+    MCP tools (``mcp``: an :class:`~mtagent.tools.mcp.McpToolSource`), full or compact schemas measured
+    with the system prompt each set goes with, the non-core ones deferred behind ``tool_search`` past
+    ``tools.defer_share`` of the window, and the skills. ``parts.runnable`` becomes every tool the
+    session can run; the opened session's system context follows the catalog (loads, compactions)."""
     system = parts.opened.system
 
     def system_tokens(tools: Sequence[Any], mode: str) -> int:
         return parts.engine.counter.estimate(system.build(tools, list_tools=mode == "full").messages)
 
-    agent = settings.agent
-    offered, choice = choose_schemas(parts.tools, window=window, setting=agent.tool_schemas,
-                                     max_share=agent.tool_schema_max_share, drop=agent.compact_drop_tools,
-                                     system_tokens=system_tokens)
-    full = choice.mode == "full"
-    system.tools = SessionTools(parts.tools, None if full else frozenset(choice.offered), list_tools=full,
-                                schema_tokens=choice.schema_tokens, context=system.tools.context)
-    return offered, choice
+    try:
+        embeddings = make_embeddings(settings.recall.embeddings)
+    except ConfigError:  # recall says what to fix; tool_search still has BM25
+        embeddings = None
+    toolset = Toolset.open([*parts.tools, *(mcp.tools() if mcp is not None else [])], settings,
+                           project_root=parts.opened.project_root, window=window, system_tokens=system_tokens,
+                           embeddings=embeddings, instructions=mcp.instructions() if mcp is not None else None)
+    parts.toolset = toolset
+    parts.runnable = [e.tool for e in toolset.catalog.entries if isinstance(e.tool, BaseTool)]
+    if toolset.catalog.deferral.deferring:
+        parts.runnable.append(make_tool_search_tool(lambda: toolset, default_k=settings.tools.search_default_k,
+                                                    max_k=settings.tools.search_max_k))
+    if toolset.skills.skills:
+        parts.runnable.append(make_skill_tool(lambda: toolset))
+    window_manager = parts.engine
+    restore_loads(toolset, parts.opened.records)
+    bind_toolset(toolset, system, parts.runnable, events=parts.opened.events,
+                 last_tokens=lambda: window_manager.last_plan.tokens if window_manager.last_plan else 0,
+                 record_event=parts.session.record_event)
+    return toolset.bound(), toolset.catalog.schema_choice
