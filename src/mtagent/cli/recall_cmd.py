@@ -8,7 +8,6 @@ one item in full; ``--json`` is for scripts.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -24,6 +23,7 @@ from mtagent.errors import UsageError
 from mtagent.redaction import Redactor, collect_secrets
 from mtagent.session.local import local_home
 from mtagent.session.store_catalog import recall_history
+from mtagent.terminal_text import json_text, terminal_safe
 
 HELP = "Search this project's sessions, saved tool results and memory (what compaction removed)."
 
@@ -52,7 +52,7 @@ def recall_cmd(
         recaller.indexer.refresh()
         if ref:
             text = recaller.rehydrate(ref)
-            typer.echo(json.dumps({"ref": ref, "text": text}, ensure_ascii=False) if as_json else text)
+            typer.echo(json_text({"ref": ref, "text": text}) if as_json else terminal_safe(text))
             return
         if not query.strip():
             raise UsageError("give a QUERY to search for (or --ref REF to print one item); "
@@ -61,11 +61,11 @@ def recall_cmd(
         hits = recaller.search(query, scope=chosen, k=k, session=session,
                                stale="filter" if fresh_only else "mark")
         if as_json:
-            typer.echo(json.dumps([h.as_dict() for h in hits], ensure_ascii=False))
+            typer.echo(json_text([h.as_dict() for h in hits]))
         else:
-            console.print(render_hits(query, hits, mode=recaller.mode, scope=chosen,
-                                      backend=recaller.vector_backend), markup=False,
-                          highlight=False, soft_wrap=True)
+            console.print(terminal_safe(render_hits(query, hits, mode=recaller.mode, scope=chosen,
+                                                    backend=recaller.vector_backend)),
+                          markup=False, highlight=False, soft_wrap=True)
     finally:
         recaller.indexer.close()
 
@@ -85,13 +85,13 @@ def print_recall(out: Console, cwd: Path, text: str) -> None:
         if words[:1] == ["--ref"]:
             if len(words) != 2:
                 raise UsageError("usage: /recall --ref <ref> (a ref printed by /recall)")
-            out.print(recaller.rehydrate(words[1]), markup=False, highlight=False, soft_wrap=True)
+            out.print(terminal_safe(recaller.rehydrate(words[1])), markup=False, highlight=False, soft_wrap=True)
             return
         if not text.strip():
             raise UsageError("usage: /recall QUERY — e.g. /recall TypeError user.id")
         hits = recaller.search(text)
-        out.print(render_hits(text, hits, mode=recaller.mode, backend=recaller.vector_backend), markup=False,
-                  highlight=False, soft_wrap=True)
+        out.print(terminal_safe(render_hits(text, hits, mode=recaller.mode, backend=recaller.vector_backend)),
+                  markup=False, highlight=False, soft_wrap=True)
     finally:
         recaller.indexer.close()
 

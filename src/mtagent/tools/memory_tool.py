@@ -5,6 +5,10 @@ It addresses spec 003 v1.2's memory namespaces — ``global`` (``## Agent Memori
 optionally with a conflict ``key`` and a ``ttl``. The namespace only *selects* one of those four
 files (:func:`mtagent.context.static.memory.parse_namespace`): the tool can append to those lists
 and nothing else, whatever the model sends. ``scope`` is the older name of ``namespace``.
+
+Metadata comes from the call's fields and the writer, never from the fact's text: a keyed fact
+is stamped ``authority=memory`` (the model's own), so it cannot supersede a person's fact on the
+same key by naming a higher namespace or by writing ``<!-- authority=org -->`` into the fact.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from mtagent.context.static import memory
-from mtagent.context.static.memory_meta import FactMeta, clean_key, parse_ttl
+from mtagent.context.static.memory_meta import FactMeta, clean_key, parse_ttl, writer_authority
 from mtagent.errors import MTAgentError
 
 SAVE_MEMORY_DESCRIPTION = (
@@ -54,7 +58,9 @@ def build_save_memory_tool(project_root: str | os.PathLike[str], *, home: Path |
                     scope: str | None = None) -> str:
         try:
             chosen = memory.parse_namespace(namespace if namespace is not None else (scope or "global"))
-            meta = FactMeta(key=clean_key(key), expires_at=parse_ttl(ttl)) if (key or ttl) else None
+            cleaned = clean_key(key)
+            meta = FactMeta(key=cleaned, expires_at=parse_ttl(ttl),
+                            authority=writer_authority("model", chosen) if cleaned else None) if (key or ttl) else None
             result = memory.save_memory(fact, chosen, project_root, meta=meta, home=home)
         except MTAgentError as exc:
             return f"Error: {exc}"

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Literal
 
 from mtagent import paths
-from mtagent.context.static.memory_meta import FactMeta, render_meta, split_meta, utcnow
+from mtagent.context.static.memory_meta import FactMeta, defuse_meta, render_meta, split_meta, utcnow
 from mtagent.errors import UsageError
 
 Scope = Literal["global", "project", "user", "team"]
@@ -92,7 +92,7 @@ def clean_fact(fact: str) -> str:
         text = text[2:].strip()
     if not text:
         raise UsageError("a memory must be a non-empty fact, e.g. `mtagent memory add \"tests run with uv run pytest\"`")
-    return text
+    return defuse_meta(text)  # the fact's content is never its metadata
 
 
 def parse_namespace(name: object) -> Scope:
