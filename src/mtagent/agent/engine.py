@@ -115,3 +115,21 @@ def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int,
                  last_tokens=lambda: window_manager.last_plan.tokens if window_manager.last_plan else 0,
                  record_event=parts.session.record_event)
     return toolset.bound(), toolset.catalog.schema_choice
+
+
+def rebind_on_load(parts: EngineParts, model: Any, set_model: Callable[[Any], None],
+                   share: OpenedSession | None = None) -> None:
+    """A ``tool_search`` load appends schemas: bind the catalog's tools again from the next call (core,
+    then loads in load order, so the cached prefix survives); ``share``: the session whose summarizer
+    and notes use the main model's binding gets the new one too."""
+    toolset = parts.toolset
+    if toolset is None:
+        return
+
+    def rebind() -> None:
+        bound = model.bind_tools(toolset.bound())
+        set_model(bound)
+        if share is not None:
+            share.share_main_model(bound)
+
+    toolset.listeners.append(rebind)

@@ -107,8 +107,8 @@ class AgentSession:
         bound = model.bind_tools(offered) if offered else model
         if summarizer_model is model:
             opened.share_main_model(bound)
-        if parts.toolset is not None:  # a tool_search load appends schemas: bind them from the next call
-            parts.toolset.listeners.append(lambda: self._rebind(model, summarizer_model is model))
+        engine_factory.rebind_on_load(parts, model, lambda bound: setattr(self.runtime, "model", bound),
+                                      opened if summarizer_model is model else None)
         self.runtime = AgentRuntime(
             model=bound, model_name=model_name, engine=parts.session, tools=self.tools, policy=self.policy,
             conversation=self.conversation, settings=self.settings, events=self.events,
@@ -122,13 +122,6 @@ class AgentSession:
         self.checkpointer = self._db.checkpointer  # SQLite beside the artifacts, or PostgreSQL
         self.graph = build_graph(self.runtime, self.checkpointer)
         self._config = {"configurable": {"thread_id": self._db.thread_id(self.session_id)}}
-
-    def _rebind(self, model: Any, shares: bool) -> None:
-        """Bind the catalog's tools again (core, then loads in load order: the cached prefix survives)."""
-        bound = model.bind_tools(self.parts.toolset.bound())
-        self.runtime.model = bound
-        if shares:
-            self.opened.share_main_model(bound)
 
     # construction ------------------------------------------------------------------------
     @classmethod
