@@ -292,6 +292,7 @@ def test_two_tenants_on_one_machine_share_no_memory_or_cache(project: Path, pg_d
         a_cache = a.artifacts.root
     with AgentSession.create(project, model=ScriptedChatModel(["b"]), settings=settings_for(f"{tenant}-b")) as b:
         assert not (memory_b / "MEMORY.md").exists(), "tenant a's memory is not in tenant b's prompt"
+        assert "secret fact" not in json.dumps([m.content for m in b.static.build().messages])
         assert not b.artifacts.root.is_relative_to(a_cache.parents[3])  # the tenant's own cache folder
         b.run_turn("hi")
     assert (files_era / "MEMORY.md").read_text() == "- files-era fact\n"  # nothing moved or renamed
@@ -301,8 +302,9 @@ def test_two_tenants_on_one_machine_share_no_memory_or_cache(project: Path, pg_d
         assert store_b.list_memory(key) == []
     with PostgresStore(pg_dsn, tenant=tenant, pool_max_size=1) as store_a:
         assert store_a.read_memory(key, "MEMORY.md") == "- secret fact of tenant a\n"
-    with AgentSession.create(project, model=ScriptedChatModel(["a2"]), settings=settings_for(tenant)):
+    with AgentSession.create(project, model=ScriptedChatModel(["a2"]), settings=settings_for(tenant)) as a2:
         assert (memory_a / "MEMORY.md").read_text() == "- secret fact of tenant a\n"  # pulled back from a's rows
+        assert "secret fact of tenant a" in json.dumps([m.content for m in a2.static.build().messages])
 
 
 def test_the_middleware_of_another_tenant_on_the_same_thread_starts_afresh(tmp_path: Path, pg_dsn: str,

@@ -16,6 +16,7 @@ from mtagent.context.engine_session import EngineSession, ToolGuard
 from mtagent.context.model_gate import background
 from mtagent.context.opener.system import SystemContext, SystemPrompt, SessionTools
 from mtagent.context.opener.wiring import build_engine_session, make_summarizer, share_main_request
+from mtagent.context.recall.indexer import RecallIndexer
 from mtagent.context.recall.sink import IndexingSink, compacted_recall, recall_sink
 from mtagent.context.session_memory.manager import SessionMemoryManager
 from mtagent.context.static.tiers import StaticContext
@@ -79,6 +80,7 @@ class OpenedSession:
     read_state: ReadState | None
     records: list[dict[str, Any]] = field(default_factory=list)
     is_new: bool = True
+    recall: RecallIndexer | None = None  # the index the sink chain feeds (None: recall off)
 
     @property
     def window(self) -> Any:
@@ -105,7 +107,12 @@ class OpenedSession:
         self.writer.end_turn()
 
     def close(self) -> None:
-        self.writer.close()
+        """Close the writer (its lock) and write what the recall index still holds."""
+        try:
+            self.writer.close()
+        finally:
+            if self.recall is not None:
+                self.recall.flush()
 
 
 def _start_record(session_id: str, root: Path, model_name: str | None, parent: ParentLink | None,
@@ -160,7 +167,7 @@ def open_engine_session(
         artifacts = io.artifacts
         artifacts.redactor = redactor  # configured secrets too, as the transcript
         audited = AuditingSink(LockedSink(io.writer), store.audit, store.tenant, session_id)
-        indexed = recall_sink(audited, root, session_id, settings)
+        indexed = recall_sink(audited, root, session_id, settings, home=store.local_home)
         sink = RedactingSink(indexed, redactor)
         if resume is False or io.is_new:
             sink.append(_start_record(session_id, root, model_name, parent, source))
@@ -172,7 +179,8 @@ def open_engine_session(
             memory.restore(records)
         guard = ToolGuard()
         guard.restore(records)
-        context = SystemContext(StaticContext(root, settings.memory, redactor=redactor), root, tools or SessionTools())
+        static = StaticContext(root, settings.memory, redactor=redactor, home=store.local_home)  # the tenant's memory
+        context = SystemContext(static, root, tools or SessionTools())
         chosen = make_summarizer(settings, model, summarizer)
         engine = build_engine_session(
             settings, sink=sink, artifacts=artifacts, summarizer=chosen, session_memory=memory, events=events,
@@ -185,7 +193,8 @@ def open_engine_session(
         io.writer.close()
         raise
     return OpenedSession(session_id, root, settings, store, io.writer, sink, artifacts, redactor, events, stats,
-                         engine, context, chosen, memory, read_state, records, io.is_new)
+                         engine, context, chosen, memory, read_state, records, io.is_new,
+                         indexed.indexer if isinstance(indexed, IndexingSink) else None)
 
 
 def _recorded_ids(records: Sequence[dict[str, Any]]) -> set[str]:

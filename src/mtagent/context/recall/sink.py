@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mtagent.config import Settings
@@ -79,15 +80,16 @@ def close_recall(sink: object) -> None:
 
 
 def recall_sink(inner: RecordSink, project_root: str | os.PathLike[str], session_id: str,
-                settings: Settings) -> RecordSink:
+                settings: Settings, *, home: Path | None = None) -> RecordSink:
     """``inner`` wrapped so every record is also indexed (``inner`` itself when recall is off).
 
-    Put it *inside* any redacting sink, so the index holds only what the transcript holds.
+    Put it *inside* any redacting sink, so the index holds only what the transcript holds. ``home``:
+    the local home of the session's store (default: the one ``settings`` name), where the index lives.
     """
     if not settings.recall.enabled:
         return inner
     return IndexingSink(inner, RecallIndexer(project_root, settings.recall, tenant=settings.storage.tenant,
-                                               home=local_home(settings)),
+                                               home=home or local_home(settings)),
                         session_id)
 
 
