@@ -83,3 +83,15 @@ def test_hostile_skill_description_reaches_the_terminal_inert(tmp_path: Path) ->
     trust.set_trust(tmp_path, True)
     result = runner.invoke(app, ["tools", "list", "--json", "--no-mcp", "--cwd", str(tmp_path)])
     assert result.exit_code == 0 and "\x1b" not in result.output and "\x07" not in result.output
+
+
+def test_run_json_reports_the_tool_catalog(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["hi"]), encoding="utf-8")
+    project = tmp_path / "p"
+    project.mkdir()
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}", "--json", "hello"])
+    assert result.exit_code == 0, result.output
+    catalog = json.loads(result.stdout)["window"]["tool_catalog"]
+    assert catalog["definition_tokens"] > 1_000 and catalog["deferral"]["deferring"] is False
+    assert catalog["loads"] == {"loads": 0, "tools_loaded": 0, "cache_invalidations": 0, "cache_cost": 0.0}

@@ -178,8 +178,10 @@ def _json_result(result: TurnResult, session: AgentSession, messages: list[Any])
 def _window_json(session: AgentSession) -> dict[str, Any]:
     """The window's size and source, and the tool-schema mode (scripts checking a small model's setup)."""
     choice = getattr(session, "schema_choice", None)
+    toolset = getattr(getattr(session, "parts", None), "toolset", None)  # deferral, buckets, loads (context/toolset)
     return {"tokens": session.window, "source": getattr(session, "window_source", None),
-            "tool_schemas": choice.to_dict() if choice is not None else None}
+            "tool_schemas": choice.to_dict() if choice is not None else None,
+            "tool_catalog": toolset.summary() if toolset is not None else None}
 
 
 def setup_warnings(session: AgentSession) -> list[str]:
