@@ -22,7 +22,7 @@ SESSION_PARTS = frozenset({
     "EngineSession", "ContextWindowManager", "SessionMemoryManager", "RedactingSink", "AuditingSink",
     "IndexingSink", "LockedSink", "recall_sink", "build_engine_session", "open_session_io",
 })
-WRITERS = frozenset({"TranscriptWriter", "open_writer", "open_in_store"})
+WRITERS = frozenset({"TranscriptWriter", "open_writer", "open_session_writer", "open_in_store"})
 STORAGE = "session/"
 
 
@@ -70,6 +70,7 @@ def test_only_the_opener_builds_writers_sink_chains_and_engine_sessions() -> Non
     ("import mtagent.context.engine_session as es\ns = es.EngineSession(w, b, sink, settings=s)\n", "EngineSession"),
     ("from mtagent.redaction import RedactingSink\nsink = RedactingSink(inner, redactor)\n", "RedactingSink"),
     ("w = store.open_writer(project, sid)\n", "open_writer"),
+    ("w = store.open_session_writer(project, sid, artifacts)\n", "open_session_writer"),
     ("from mtagent.context import build_engine_session\ne = build_engine_session(sink=[])\n", "build_engine_session"),
 ])
 def test_the_scan_finds_a_front_end_that_wires_its_own_session(tmp_path: Path, source: str, name: str) -> None:

@@ -60,12 +60,6 @@ def _pg_store(settings: Settings) -> Any:
     return shared_store(settings)
 
 
-def open_writer(settings: Settings, project_root: Path, session_id: str) -> Any:
-    """The session's one writer in the configured store (its notes and the project memory kept there too)."""
-    store, project = shared_store(settings), paths.project_hash(project_root)
-    return store.open_session_writer(project, session_id, store.session_artifacts(project, session_id))
-
-
 def load_for_resume(settings: Settings, project_root: Path, session_id: str,
                     skip_corrupt: bool) -> tuple[ResumedSession, list[dict[str, Any]]]:
     """The resumed view and the records it was built from (those after the last boundary).
