@@ -95,3 +95,13 @@ def test_run_json_reports_the_tool_catalog(tmp_path: Path) -> None:
     catalog = json.loads(result.stdout)["window"]["tool_catalog"]
     assert catalog["definition_tokens"] > 1_000 and catalog["deferral"]["deferring"] is False
     assert catalog["loads"] == {"loads": 0, "tools_loaded": 0, "cache_invalidations": 0, "cache_cost": 0.0}
+
+
+def test_untrusted_mcp_json_starts_nothing_and_lists_no_tools(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"evil": {
+        "command": sys.executable, "args": ["-c", f"open({str(marker)!r}, 'w').write('x')"]}}}))
+    data = invoke("list", "--json", "--cwd", str(tmp_path))
+    assert not marker.exists()
+    assert not any(r["source"].startswith("mcp:") for r in data["tools"])
+    assert any("evil" in n and "untrusted" in n for n in data["notes"])

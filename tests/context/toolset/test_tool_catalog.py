@@ -136,3 +136,11 @@ def test_server_instructions_are_framed_once_and_inert() -> None:
     assert text.count("<mcp_server_instructions") == 2 and 'server="b><x"' in text
     assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
     assert instructions_message({"a": "   "}) is None
+
+
+@pytest.mark.parametrize("k", [0, -5, 10**9, None])
+def test_a_models_k_is_held_to_the_configured_bounds(k) -> None:
+    cat = ToolCatalog.build(many(100), settings(defer="always", search_max_k=7), window=100_000)
+    hits = cat.search("widgets", k)
+    assert 1 <= len(hits) <= 7
+    assert len(hits) == (7 if k == 10**9 else 5 if not k else 1)  # 0 or None: the default
