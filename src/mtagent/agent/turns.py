@@ -72,7 +72,7 @@ def drive_turn(session: AgentSession, payload: Any, approver: Approver | None) -
         status = "interrupted"
         session.runtime.record_event("turn_interrupted", turn=session._turn)
     finally:
-        session._writer.end_turn()
+        session.opened.end_turn()
     values = session.graph.get_state(session._config).values or {}
     if status == "done" and values.get("status") == "max_steps":
         status = "max_steps"
@@ -103,4 +103,4 @@ def extract_memories(session: AgentSession) -> None:
     else:
         if result.ran:
             session.runtime.record_event("memory_extracted", added=result.added, skipped=len(result.skipped))
-    session._writer.end_turn()
+    session.opened.end_turn()

@@ -104,7 +104,10 @@ class OpenedSession:
         share_main_request(self.summarizer, self.session_memory, bound_model, self.settings)
 
     def end_turn(self) -> None:
+        """The turn's records are durable (per ``transcript.fsync``) and indexed for recall."""
         self.writer.end_turn()
+        if self.recall is not None:
+            self.recall.flush()
 
     def close(self) -> None:
         """Close the writer (its lock) and write what the recall index still holds."""
@@ -112,7 +115,7 @@ class OpenedSession:
             self.writer.close()
         finally:
             if self.recall is not None:
-                self.recall.flush()
+                self.recall.close()
 
 
 def _start_record(session_id: str, root: Path, model_name: str | None, parent: ParentLink | None,
