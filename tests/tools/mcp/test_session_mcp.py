@@ -11,7 +11,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from tools.mcp.mcp_helpers import fixture_server, mcp_settings, wait_gone
+from tools.mcp.mcp_helpers import alive, fixture_server, mcp_settings, wait_gone
 
 from mtagent.agent.scripted import ScriptedChatModel, tool_call
 from mtagent.agent.session import AgentSession
@@ -129,3 +129,21 @@ def test_an_mcp_call_cut_off_by_a_crash_is_never_run_again_on_resume(project: Pa
     assert marker.read_text() == "ran\n", "the cut-off call ran a second time"
     [record] = _tool_records(path)
     assert record["tool_call_id"] == "once" and record.get("status") == "error"
+
+
+def test_a_session_with_default_tools_opens_the_configured_servers_and_stops_them_on_close(project: Path) -> None:
+    settings = mcp_settings({"fx": fixture_server()}, agent={"approval": {"mcp__fx__*": "allow"}})
+    model = ScriptedChatModel([tool_call("mcp__fx__pid", {}, id="p1"), "done"])
+    with AgentSession.create(project, model=model, settings=settings) as session:
+        assert session.mcp is not None and "mcp__fx__pid" in session.tools and "read_file" in session.tools
+        assert session.run_turn("which pid?").status == "done"
+        pid = int(model.calls[1][-1].content)
+        assert alive(pid) and [s.state for s in session.mcp.servers()] == ["ready"]
+    assert wait_gone(pid, 5), "the server outlived its session"
+
+
+def test_a_session_given_its_own_tools_starts_no_servers(project: Path) -> None:
+    settings = mcp_settings({"fx": fixture_server()})
+    with AgentSession.create(project, model=ScriptedChatModel(["hi"]), settings=settings,
+                             tools=lambda c: default_tools(c.workspace.root, context=c)) as session:
+        assert session.mcp is None and not any(name.startswith("mcp__") for name in session.tools)
