@@ -1,11 +1,12 @@
-"""Issue #13's attacks against the code before the security work and against today's code.
+"""Issues #13's and #27's attacks against the code before each security wave and against today's code.
 
-    python benchmarks/security_regress.py [--quick] [--old COMMIT]
+    python benchmarks/security_regress.py [--quick] [--wave 13|27] [--old COMMIT] [--old27 COMMIT]
 
-Makes a git worktree of ``--old`` (default: the parent of the first #13 commit, the code the issue
-was filed against), runs one probe per attack class in a subprocess against that tree's ``src``
-and against this checkout's ``src``, prints which attacks got through where, and removes the
-worktree. A probe is an attack through public surfaces both versions have (``AgentSession`` with a
+For each wave, makes a git worktree of its "old" commit (``--old``: the parent of the first #13
+commit; ``--old27``: the parent of the first #27 commit — the code each issue was filed against),
+runs one probe per attack class in a subprocess against that tree's ``src`` and against this
+checkout's ``src``, prints which attacks got through where, and removes the worktree. #27's probes
+live in ``security_probes_27.py``. A probe is an attack through public surfaces both versions have (``AgentSession`` with a
 scripted model, ``load_settings``, the CLI), so old code is measured as it shipped; the tests in
 ``tests/security/`` go further (races, 300+ path corpus, fuzzing) and import modules the old code
 lacks. ``--quick`` is the same run (each probe takes seconds); ``RESULT`` lines close the output.
@@ -22,6 +23,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from security_probes_27 import FIRST_COMMIT_27, PROBE_ENV, PROBE_FUNCS_27, PROBES_27
 
 REPO = Path(__file__).resolve().parents[1]
 FIRST_SECURITY_COMMIT = "85ebb51"  # tools: open every workspace file through directory descriptors (#13)
@@ -289,6 +292,8 @@ def probe_typed_secret(tmp: Path) -> bool:
 
 
 PROBE_FUNCS: dict[str, Callable[[Path], bool]] = {name: globals()[f"probe_{name}"] for name in PROBES}
+PROBE_FUNCS.update(PROBE_FUNCS_27)
+WAVES: dict[str, dict[str, tuple[str, str]]] = {"13": PROBES, "27": PROBES_27}
 
 
 # ── driver ──────────────────────────────────────────────────────────────────────────────────────
@@ -308,6 +313,7 @@ def probe_in(src: Path, name: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MTAGENT_")}
     env["PYTHONPATH"] = str(src)
     env["HOME"] = tempfile.gettempdir()
+    env.update(PROBE_ENV)
     try:
         done = subprocess.run([sys.executable, __file__, "--probe", name], env=env, capture_output=True,
                               text=True, timeout=PROBE_TIMEOUT, cwd=tempfile.gettempdir())
@@ -322,34 +328,49 @@ def probe_in(src: Path, name: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="same probes (each takes seconds)")
-    parser.add_argument("--old", default=f"{FIRST_SECURITY_COMMIT}^", help="commit to measure as 'before'")
+    parser.add_argument("--old", default=f"{FIRST_SECURITY_COMMIT}^", help="#13's 'before' commit")
+    parser.add_argument("--old27", default=f"{FIRST_COMMIT_27}^", help="#27's 'before' commit")
+    parser.add_argument("--wave", choices=sorted(WAVES), help="only this wave's attacks")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe:
         run_probe(args.probe)
         return 0
-    old = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", args.old], capture_output=True,
+    olds = {"13": args.old, "27": args.old27}
+    rows = []
+    for wave in [args.wave] if args.wave else sorted(WAVES):
+        rows += run_wave(wave, olds[wave])
+    escaped_old = sum(1 for r in rows if r[3] == "escaped")
+    blocked_now = sum(1 for r in rows if r[4] == "blocked")
+    for wave in sorted({r[0] for r in rows}):
+        mine = [r for r in rows if r[0] == wave]
+        print(f"RESULT wave{wave}_attacks={len(mine)} escaped_on_old={sum(r[3] == 'escaped' for r in mine)} "
+              f"blocked_now={sum(r[4] == 'blocked' for r in mine)}")
+    print(f"RESULT attacks={len(rows)}")
+    print(f"RESULT escaped_on_old={escaped_old}")
+    print(f"RESULT blocked_now={blocked_now}")
+    return 0 if blocked_now == len(rows) else 1
+
+
+def run_wave(wave: str, old_ref: str) -> list[tuple[str, str, str, str, str]]:
+    """(wave, attack, test, old outcome, now outcome) for each of ``wave``'s probes; prints its table."""
+    old = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", old_ref], capture_output=True,
                          text=True, check=True).stdout.strip()
     tree = Path(tempfile.mkdtemp(prefix="mt-security-old-")) / "tree"
     subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(tree), old], check=True)
     rows = []
     try:
-        for name, (attack, test) in PROBES.items():
+        for name, (attack, test) in WAVES[wave].items():
             before, now = probe_in(tree / "src", name), probe_in(REPO / "src", name)
-            rows.append((attack, test, before, now))
+            rows.append((wave, attack, test, before, now))
             print(f"{name:<26} old {before:<10} now {now}", file=sys.stderr, flush=True)
     finally:
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
-    print(f"\n| attack class | covered now by (tests/security/) | old commit {old} | now |")
+    print(f"\n#{wave}: | attack class | covered now by (tests/security/) | old commit {old} | now |")
     print("|---|---|---|---|")
-    for attack, test, before, now in rows:
+    for _, attack, test, before, now in rows:
         print(f"| {attack} | {test} | {before} | {now} |")
-    escaped_old = sum(1 for r in rows if r[2] == "escaped")
-    blocked_now = sum(1 for r in rows if r[3] == "blocked")
-    print(f"RESULT attacks={len(rows)}")
-    print(f"RESULT escaped_on_old={escaped_old}")
-    print(f"RESULT blocked_now={blocked_now}")
-    return 0 if blocked_now == len(rows) else 1
+    return rows
 
 
 if __name__ == "__main__":
