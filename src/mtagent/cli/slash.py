@@ -304,7 +304,17 @@ def cmd_context(host: SlashHost, command: SlashCommand) -> Outcome:
             counters=host.stats_counters()))
     else:
         host.console.print(render.render_context_grid(usage, report=host.session_report()))
+    _print_mcp_trouble(host)
     return Outcome.CONTINUE
+
+
+def _print_mcp_trouble(host: SlashHost) -> None:
+    """One line per MCP server that is not serving tools (failed and why, untrusted, invalid)."""
+    servers = getattr(host, "mcp_servers", lambda: None)()
+    for status in (servers or ([], []))[0]:
+        if status.state in ("failed", "untrusted", "invalid"):
+            host.console.print(f"MCP server {terminal_safe(status.name)}: {status.state} — "
+                               f"{terminal_safe(status.note)} (/mcp lists every server)", markup=False, style="dim")
 
 
 def _memory_scope(words: list[str]) -> tuple[Scope | None, bool, list[str]]:

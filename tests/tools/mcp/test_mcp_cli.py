@@ -88,3 +88,23 @@ def test_slash_mcp_prints_the_session_s_servers(tmp_path: Path) -> None:
     bare = _Host(tmp_path, None)
     dispatch(bare, "/mcp")
     assert "no MCP client" in bare.console.export_text()
+
+
+def test_slash_context_names_mcp_servers_that_are_not_serving(tmp_path: Path) -> None:
+    from mtagent.cli.context_render import WindowUsage
+
+    failed = McpServerStatus("git", ".mcp.json", True, "stdio", "failed", "did not start within 30 s", 0, "uvx", "")
+    ready = McpServerStatus("time", "user config", True, "stdio", "ready", "", 2, "mcp-server-time", "")
+
+    @dataclass
+    class ContextHost(_Host):
+        def window_usage(self):
+            return WindowUsage(16_000, 10_000, {"messages": 4_000, "system": 1_000})
+
+        def session_report(self):
+            return None
+
+    host = ContextHost(tmp_path, ([failed, ready], []))
+    dispatch(host, "/context")
+    out = host.console.export_text()
+    assert "MCP server git: failed — did not start within 30 s" in out and "MCP server time" not in out
