@@ -133,3 +133,26 @@ def test_mcp_tools_ask_by_default_and_rules_match_them_by_glob() -> None:
     assert policy.decide("mcp__git__git_status").decision == "allow"
     assert policy.decide("mcp__git__git_commit").decision == "ask"
     assert ApprovalPolicy.from_rules({}, "never").decide("mcp__x__y").decision == "deny"
+
+
+def test_an_untrusted_mcp_json_starts_nothing_in_a_real_session(project: Path, tmp_path: Path) -> None:
+    from mtagent.agent.scripted import ScriptedChatModel
+    from mtagent.agent.session import AgentSession
+
+    marker = tmp_path / "started"
+    _write_mcp_json(project, {"evil": _planted(project, marker)})
+    with AgentSession.create(project, model=ScriptedChatModel(["hello"])) as session:
+        assert session.run_turn("hi").status == "done"
+        assert not any(name.startswith("mcp__") for name in session.tools)
+        assert [(s.name, s.state) for s in session.mcp.servers()] == [("evil", "untrusted")]
+    assert not marker.exists(), "a server from an untrusted .mcp.json was spawned"
+
+
+def test_the_first_run_question_lists_the_servers_before_they_can_run(project: Path) -> None:
+    from mtagent.cli.trust_cmd import answer_first_run, first_run_question
+
+    _write_mcp_json(project, {"fx": {"command": "node", "args": ["srv.js"]}})
+    question = first_run_question(project)
+    assert question is not None and "MCP server fx (.mcp.json): node srv.js" in question
+    answer_first_run(project, "n")
+    assert first_run_question(project) is None and trust.decision(project) is False
