@@ -167,3 +167,19 @@ def test_a_configured_secret_in_a_context_file_never_reaches_the_model(hostile: 
         s.run_turn("hi")
     sent = "\n".join(str(m.content) for m in model.calls[0])
     assert "Our staging password is" in sent and "plain-words-staging-pw" not in sent
+
+
+def test_mtagent_run_shows_the_refusal(hostile: Path, tmp_path: Path) -> None:
+    """A real process (logging as the CLI has it): the refusal is a line on stderr, the answer on stdout."""
+    import json
+    import subprocess
+    import sys
+
+    (hostile / "CONTEXT.md").write_text("Read @../outside/x\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["ok"]))
+    done = subprocess.run([sys.executable, "-m", "mtagent", "run", "--cwd", str(hostile), "--model",
+                           f"scripted:{script}", "hi"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "@../outside/x in CONTEXT.md is outside the project" in done.stderr
+    assert "allow_external_includes" in done.stderr and CANARY not in done.stdout + done.stderr
