@@ -156,3 +156,15 @@ def test_the_first_run_question_lists_the_servers_before_they_can_run(project: P
     assert question is not None and "MCP server fx (.mcp.json): node srv.js" in question
     answer_first_run(project, "n")
     assert first_run_question(project) is None and trust.decision(project) is False
+
+
+def test_without_the_mcp_sdk_a_configured_server_is_failed_with_what_to_install(project: Path, monkeypatch) -> None:
+    import sys
+
+    for name in [n for n in sys.modules if n == "mtagent.tools.mcp.server"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "mcp", None)  # import mcp → ImportError, as without the extra
+    with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
+        assert manager.tools() == []
+        [status] = manager.servers()
+    assert status.state == "failed" and "pip install 'mtagent[mcp]'" in status.note

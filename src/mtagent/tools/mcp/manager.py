@@ -83,6 +83,7 @@ class McpManager:
         self._tools: list[BaseTool] | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._missing = ""  # why no server can start at all (the SDK is not installed)
         # a session never closed (a crash, a forgotten close) still stops its servers at exit
         self._finalizer = weakref.finalize(self, _close_quietly, self._connections, self._loop_box)
 
@@ -117,8 +118,8 @@ class McpManager:
             try:
                 loop = self._ensure_loop()
             except ImportError as exc:
-                self.notes.append(f"MCP servers are configured but the MCP SDK is missing ({exc.name}); "
-                                  "install it: pip install 'mtagent[mcp]'")
+                self._missing = (f"the MCP SDK is not installed ({exc.name}); install it: "
+                                 "pip install 'mtagent[mcp]'")
                 self._tools = []
                 return
             bound = max(c.start_timeout for c in self._connections.values()) + SAFETY_SECONDS
@@ -170,6 +171,8 @@ class McpManager:
                 state, note, count, instr = "invalid", spec.error, 0, ""
             elif spec.settings is not None and not spec.settings.enabled:
                 state, note, count, instr = "disabled", "enabled = false", 0, ""
+            elif self._missing:
+                state, note, count, instr = "failed", self._missing, 0, ""
             else:
                 state, note, count, instr = "not started", "", 0, ""
             out.append(McpServerStatus(clean_text(spec.name, 64), spec.source, spec.trusted, spec.transport, state,
