@@ -147,3 +147,18 @@ def test_a_session_given_its_own_tools_starts_no_servers(project: Path) -> None:
     with AgentSession.create(project, model=ScriptedChatModel(["hi"]), settings=settings,
                              tools=lambda c: default_tools(c.workspace.root, context=c)) as session:
         assert session.mcp is None and not any(name.startswith("mcp__") for name in session.tools)
+
+
+def test_a_secret_in_an_mcp_result_is_redacted_before_the_model_or_the_transcript_sees_it(project: Path) -> None:
+    secret = "mcp-canary-6b1f0e9d2c"
+    settings = mcp_settings({"fx": fixture_server(env={"LEAK": f"token={secret}"})},
+                            agent={"approval": {"mcp__fx__*": "allow"}})
+    settings = settings.model_copy(update={"security": settings.security.model_copy(update={"redact_values": [secret]})})
+    model = ScriptedChatModel([tool_call("mcp__fx__env", {"name": "LEAK"}, id="s1"), "ok"])
+    with McpManager.for_project(settings, project) as manager, \
+            AgentSession.create(project, model=model, settings=settings, tools=_with_mcp(manager)) as session:
+        session.run_turn("read it")
+        path = session.transcript_path
+    sent = model.calls[1][-1]
+    assert secret not in sent.content and "[redacted]" in sent.content
+    assert secret not in path.read_text()
