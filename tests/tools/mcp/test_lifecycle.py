@@ -193,3 +193,15 @@ def test_a_parent_killed_outright_leaves_a_server_that_exits_on_its_closed_stdin
     pid, done = _run_parent(project, "os.kill(os.getpid(), signal.SIGKILL)")
     assert done.returncode == -signal.SIGKILL
     assert wait_gone(pid, 10), "the server kept running after its parent was killed"
+
+
+def test_a_server_that_died_while_idle_is_started_again_by_the_next_call(project: Path) -> None:
+    with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
+        tools = _tools(manager)
+        first = _pid(tools, "fx")
+        os.kill(first, signal.SIGKILL)
+        assert wait_gone(first)
+        time.sleep(0.3)  # the client notices the closed pipe
+        result = call(tools["mcp__fx__echo"], text="no call lost")
+        assert result.status == "success" and result.content == "no call lost"
+        assert _pid(tools, "fx") != first

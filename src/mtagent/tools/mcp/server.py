@@ -179,6 +179,9 @@ class ServerConnection:
     async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """The ``CallToolResult`` of one call, restarting the server first when it is down."""
         await self.ensure_started()
+        if _closed(self._client):  # it died while idle: the request was never sent, so start it again first
+            self.state, self.note = "failed", "connection ended while idle"
+            await self.ensure_started()
         client = self._client
         if client is None:
             raise self._fail("closed its connection before the call")
@@ -231,6 +234,13 @@ class ServerConnection:
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+
+
+def _closed(client: Any) -> bool:
+    """The connection is known to be closed (the server exited while idle). Reads the SDK's
+    dispatcher state; an SDK without it answers False and the call reports the closed connection."""
+    session = getattr(client, "_session", None)
+    return bool(getattr(getattr(session, "_dispatcher", None), "_closed", False))
 
 
 def _connection_lost(exc: MCPError) -> bool:
