@@ -22,7 +22,6 @@ from mtagent.context.static.tiers import StaticContext
 from mtagent.context.window import ContextWindowManager
 from mtagent.tools import ToolContext, ToolSession, default_tools
 from mtagent.tools.mcp import McpManager
-from mtagent.agent import storage as agent_storage
 from mtagent.errors import ConfigError
 from mtagent.context.recall.embeddings import make_embeddings
 from mtagent.context.toolset import Toolset
@@ -30,7 +29,7 @@ from mtagent.context.toolset.binding import bind_toolset, restore_loads
 from mtagent.context.toolset.schemas import SchemaChoice
 from mtagent.tools.skill_tool import make_skill_tool
 from mtagent.tools.tool_search import make_tool_search_tool
-from mtagent.session.store import open_store
+from mtagent.session.store import shared_store
 
 ToolsSpec = Sequence[BaseTool] | Callable[[ToolContext], Sequence[BaseTool]] | None
 
@@ -64,9 +63,8 @@ class EngineParts:
 
 
 def session_store(settings: Settings) -> Any:
-    """The configured :class:`~mtagent.session.store.Store`: PostgreSQL's is one per (DSN, tenant) and
-    process (migrations and the pool happen once); the files' is opened per session (cheap)."""
-    return agent_storage._pg_store(settings) if agent_storage.is_postgres(settings) else open_store(settings)
+    """The configured :class:`~mtagent.session.store.Store`, one per process (migrations and a pool happen once)."""
+    return shared_store(settings)
 
 
 def build(opened: OpenedSession, tools: ToolsSpec = None) -> EngineParts:
@@ -120,3 +118,21 @@ def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int,
                  last_tokens=lambda: window_manager.last_plan.tokens if window_manager.last_plan else 0,
                  record_event=parts.session.record_event)
     return toolset.bound(), toolset.catalog.schema_choice
+
+
+def rebind_on_load(parts: EngineParts, model: Any, set_model: Callable[[Any], None],
+                   share: OpenedSession | None = None) -> None:
+    """A ``tool_search`` load appends schemas: bind the catalog's tools again from the next call (core,
+    then loads in load order, so the cached prefix survives); ``share``: the session whose summarizer
+    and notes use the main model's binding gets the new one too."""
+    toolset = parts.toolset
+    if toolset is None:
+        return
+
+    def rebind() -> None:
+        bound = model.bind_tools(toolset.bound())
+        set_model(bound)
+        if share is not None:
+            share.share_main_model(bound)
+
+    toolset.listeners.append(rebind)
