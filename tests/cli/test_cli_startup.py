@@ -36,3 +36,61 @@ def test_root_help_loads_no_command_module_no_config_and_no_langchain():
 def test_python_dash_m_mtagent_prints_the_version():
     proc = subprocess.run([sys.executable, "-m", "mtagent", "--version"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.startswith("mtagent ")
+
+
+REPL_PROBE = """
+import json, sys
+from pathlib import Path
+from prompt_toolkit import PromptSession
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+from mtagent.cli.repl import Repl, key_bindings
+from mtagent.cli.session_options import SessionOptions
+
+HEAVY = ("langchain_openai", "openai", "langgraph", "langchain_core.language_models", "mtagent.agent.session",
+         "mtagent.tools.registry", "mtagent.cli.slash")
+seen = {}
+
+class Probe(PromptSession):
+    def prompt(self, *args, **kwargs):
+        seen.setdefault("first_prompt", sorted(m for m in HEAVY if m in sys.modules))
+        return super().prompt(*args, **kwargs)
+
+with create_pipe_input() as pipe:
+    session = Probe(input=pipe, output=DummyOutput(), key_bindings=key_bindings(), multiline=True)
+    repl = Repl(SessionOptions(cwd=Path(sys.argv[1]), model=sys.argv[2], base_url="http://127.0.0.1:9/v1"),
+                console=Console(width=120), prompt_session=session)
+    pipe.send_text("/help\\r/exit\\r")  # a command: the session opens for it, no model is called
+    repl.run()
+seen["after"] = sorted(m for m in HEAVY if m in sys.modules)
+print("PROBE " + json.dumps(seen))
+"""
+
+
+def _repl_probe(tmp_path, model: str) -> dict:
+    project = tmp_path / "proj"
+    project.mkdir()
+    proc = subprocess.run([sys.executable, "-c", REPL_PROBE, str(project), model], capture_output=True,
+                          text=True, timeout=180)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("PROBE ")), None)
+    assert line is not None, proc.stdout[-2000:] + proc.stderr[-2000:]
+    import json
+
+    return json.loads(line[len("PROBE "):])
+
+
+def test_the_repl_prompt_comes_before_the_agent_stack_and_the_provider_sdk(tmp_path):
+    """The prompt is drawn first; LangChain's models, LangGraph, the provider SDK and the slash
+    commands are imported in the background while the user types, and the session opens after."""
+    seen = _repl_probe(tmp_path, "openai:gpt-4o-mini")
+    assert seen["first_prompt"] == []
+    assert {"langchain_openai", "langgraph", "mtagent.agent.session", "mtagent.cli.slash"} <= set(seen["after"])
+
+
+def test_a_scripted_model_never_imports_a_provider_sdk(tmp_path):
+    script = tmp_path / "script.json"
+    script.write_text('["Hi."]', encoding="utf-8")
+    seen = _repl_probe(tmp_path, f"scripted:{script}")
+    assert seen["first_prompt"] == []
+    assert "mtagent.agent.session" in seen["after"] and not {"langchain_openai", "openai"} & set(seen["after"])

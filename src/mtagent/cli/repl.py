@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.history import FileHistory
@@ -29,16 +29,27 @@ from mtagent.cli.output import SafeConsole
 from mtagent.cli.repl_host import ReplHost
 from mtagent.cli.run_cmd import guarded, setup_warnings
 from mtagent.cli.session_options import SessionOptions
-from mtagent.cli import slash_session  # noqa: F401  (adds /clear, /model, /cost)
-from mtagent.cli.slash import Outcome, dispatch, error_line
 from mtagent.cli.turn_display import TurnDisplay, make_approver
 from mtagent.errors import MTAgentError
+
+if TYPE_CHECKING:
+    from mtagent.cli.warmup import Warmup
 from mtagent.terminal_text import terminal_safe
 
 log = logging.getLogger(__name__)
 HISTORY_FILE = "repl_history"
 PROMPT = "› "
+HELP_LINE = "[dim]/help for commands · Esc+Enter for a new line · Ctrl-D to exit[/]"
+LEAVE = ("/exit", "/quit")  # leaving needs no session: none is opened for it
 CONTINUATION = "· "
+
+
+def _slash() -> Any:
+    """The slash commands (with /clear, /model, /cost from slash_session): loaded after the prompt
+    is drawn — the warm-up imports them while the user types."""
+    from mtagent.cli import slash, slash_session  # noqa: F401
+
+    return slash
 
 
 def history_path() -> Path:
@@ -94,6 +105,7 @@ class Repl:
             prompt_continuation=lambda width, line_number, wrap_count: CONTINUATION.rjust(width),
         )
         self._ask_session: PromptSession[str] | None = None
+        self.warmup: Warmup | None = None
         self._answer = ask or self._ask
         self.approver = make_approver(self.console, ask or self._ask, before=self.display.end_text)
 
@@ -103,7 +115,7 @@ class Repl:
             self._ask_session = PromptSession()
         return self._ask_session.prompt(question)
 
-    def banner(self) -> None:
+    def banner(self, *, with_help: bool = True) -> None:
         session = self.host.session
         assert session is not None
         resumed = " (resumed)" if len(session.history) else ""
@@ -114,7 +126,67 @@ class Repl:
         warnings = [*(getattr(session, "resume_warnings", []) or []), *setup_warnings(session)]
         for warning in filter(None, warnings):
             self.console.print(f"[yellow]warning:[/] {escape(terminal_safe(str(warning)))}", soft_wrap=True)
-        self.console.print("[dim]/help for commands · Esc+Enter for a new line · Ctrl-D to exit[/]")
+        if with_help:
+            self.console.print(HELP_LINE)
+
+    # opening: the prompt first, the agent stack imported meanwhile ------------------------------
+    def start_early(self) -> None:
+        """Check what can fail fast (options, a model configured), start importing the agent stack
+        in the background and show the help line: the prompt comes next, within a fraction of a
+        second, and the session opens while the user types (:meth:`_open_when_warm`)."""
+        from mtagent.cli.warmup import REPL_STACK, Warmup, modules_for
+
+        options = self.host.options
+        options.validate()
+        spec = options.model or options.settings().agent.model
+        if not spec:
+            from mtagent.cli.session_options import NO_MODEL
+            from mtagent.errors import ModelConfigError
+
+            raise ModelConfigError(NO_MODEL)
+        self.warmup = Warmup((*REPL_STACK, *modules_for(spec)))  # started once the prompt is drawn
+        self.console.print(f"[bold]mtagent[/] · {escape(terminal_safe(str(spec)))} [dim](starting…)[/]")
+        self.console.print(HELP_LINE)
+
+    def ensure_open(self) -> None:
+        """Open the session now if the prompt's idle time did not (the user was quicker)."""
+        if self.host.session is None:
+            if self.warmup is not None:
+                self.warmup.wait()
+            self.host.open()
+            self.banner(with_help=False)
+
+    def _schedule_open(self) -> None:
+        """``pre_run`` of the prompt: once it is drawn, import in the background (the imports would
+        slow the first drawing down), then open the session between keystrokes."""
+        if self.host.session is not None or self.warmup is None:
+            return
+        from prompt_toolkit.application import get_app
+
+        app, warmup = get_app(), self.warmup
+
+        def drawn(_: Any) -> None:
+            app.after_render -= drawn
+            warmup.start()
+
+        app.after_render += drawn
+        app.create_background_task(self._open_when_warm())
+
+    async def _open_when_warm(self) -> None:
+        import asyncio
+
+        from prompt_toolkit.application import get_app, run_in_terminal
+
+        warmup = self.warmup
+        assert warmup is not None
+        while not warmup.done:  # polled on the prompt's loop: no thread is left waiting if the user leaves
+            await asyncio.sleep(0.05)
+        if self.host.session is not None:
+            return
+        try:
+            await run_in_terminal(self.ensure_open)
+        except Exception as exc:  # a bad model spec, a locked session: end the prompt with it
+            get_app().exit(exception=exc)
 
     def ask_project_trust(self) -> None:
         """First run in a project whose own config sets security keys: ask once, store the answer
@@ -134,10 +206,14 @@ class Repl:
     def run(self) -> int:
         self.display.attach(self.host.events)
         self.ask_project_trust()
-        self.host.open()
         try:
-            self.banner()
-            self.settle_pending_approval()
+            options = self.host.options
+            if options.resume or options.continue_:  # a resumed session shows where it stood first
+                self.host.open()
+                self.banner()
+                self.settle_pending_approval()
+            else:
+                self.start_early()
             self._loop()
         finally:
             self.display.detach()
@@ -147,7 +223,7 @@ class Repl:
     def _loop(self) -> None:
         while True:
             try:
-                line = self.prompt.prompt(PROMPT)
+                line = self.prompt.prompt(PROMPT, pre_run=self._schedule_open)
             except KeyboardInterrupt:
                 continue
             except EOFError:
@@ -155,15 +231,18 @@ class Repl:
                 return
             if not line.strip():
                 continue
+            if line.strip() not in LEAVE:
+                self.ensure_open()
             try:
-                outcome = dispatch(self.host, line)
+                slash = _slash()
+                outcome = slash.dispatch(self.host, line)
             finally:
                 self.display.stop_spinner()  # whatever a command started ends with it
-            if outcome is Outcome.EXIT:
+            if outcome is slash.Outcome.EXIT:
                 return
-            if outcome is Outcome.NOT_A_COMMAND:
+            if outcome is slash.Outcome.NOT_A_COMMAND:
                 self.turn(message_text(line))
-            elif outcome is Outcome.SEND:
+            elif outcome is slash.Outcome.SEND:
                 self.turn(self.host.take_pending())
 
     def settle_pending_approval(self) -> Any:
@@ -190,14 +269,14 @@ class Repl:
                 result = session.run_turn(text, approver=self.approver)
         except MTAgentError as exc:
             self.display.end_text()
-            error_line(self.console, str(exc))
+            _slash().error_line(self.console, str(exc))
         except KeyboardInterrupt:
             self.display.end_text()
             self.console.print("[yellow]interrupted[/] — the turn stopped; the session is saved")
         except Exception as exc:  # a provider SDK or tool bug must not end the session
             log.debug("turn failed", exc_info=True)
             self.display.end_text()
-            error_line(self.console, f"{type(exc).__name__}: {exc}")
+            _slash().error_line(self.console, f"{type(exc).__name__}: {exc}")
         finally:
             self.display.stop_spinner()
         if result is None:
@@ -209,7 +288,7 @@ class Repl:
         if result.status == "interrupted":
             self.console.print("[yellow]interrupted[/] — the turn stopped; the session is saved")
         elif result.status == "max_steps":
-            error_line(self.console, f"stopped after {session.settings.agent.max_steps} model calls "
+            _slash().error_line(self.console, f"stopped after {session.settings.agent.max_steps} model calls "
                                      "(agent.max_steps); send a message to go on")
         elif result.status == "approval_required":
             self.console.print("[yellow]waiting for approval[/]; send a message to continue")

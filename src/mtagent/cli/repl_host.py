@@ -16,18 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from mtagent.cli.context_render import WindowUsage
 from mtagent.cli.session_options import SessionOptions
-from mtagent.cli.session_report import SessionReport, read_session_report
-from mtagent.cli.slash import CompactOutcome, SessionRow
-from mtagent.cli.slash_session import CostReport
-from mtagent.cli.window_now import current_buckets
-from mtagent.context.toolset.toolset import describe
 from mtagent.errors import UsageError
 from mtagent.events import Event, EventBus, EventType
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the rest loads on first use: the REPL's prompt is drawn before any of it (cli/warmup.py)
     from mtagent.agent.session import AgentSession
+    from mtagent.cli.context_render import WindowUsage
+    from mtagent.cli.session_report import SessionReport
+    from mtagent.cli.slash import CompactOutcome, SessionRow
+    from mtagent.cli.slash_session import CostReport
 
 # What only the loop counts, and the session's statistics (model calls, the engine's work);
 # shown in SHOWN_FIELDS order. The compaction history is shown from the transcript, not here.
@@ -86,6 +84,8 @@ class ReplHost:
     def session_report(self) -> SessionReport | None:
         if self.session is None or not self.session.transcript_path.exists():
             return None
+        from mtagent.cli.session_report import read_session_report
+
         return read_session_report(self.session.transcript_path)
 
     def window_usage(self) -> WindowUsage | None:
@@ -93,6 +93,8 @@ class ReplHost:
         session = self.session
         if usage is None or session is None:
             return usage
+        from mtagent.context.toolset.toolset import describe
+
         choice = getattr(session, "schema_choice", None)
         toolset = getattr(getattr(session, "parts", None), "toolset", None)
         lines = [*([choice.describe()] if choice is not None else []), *([describe(toolset)] if toolset else [])]
@@ -100,6 +102,9 @@ class ReplHost:
                        schemas="\n".join(lines) or None)
 
     def _window_usage(self) -> WindowUsage | None:
+        from mtagent.cli.context_render import WindowUsage
+        from mtagent.cli.window_now import current_buckets
+
         session = self.session
         if session is None:
             return None
@@ -165,6 +170,7 @@ class ReplHost:
 
     def _compacted(self, run: Callable[[], Any]) -> CompactOutcome:
         """A manual compaction's outcome; one that could not shrink the window changed nothing."""
+        from mtagent.cli.slash import CompactOutcome
         from mtagent.context.compaction.manual import NothingCompacted
 
         try:
@@ -215,6 +221,7 @@ class ReplHost:
         return self.session.model_name
 
     def cost(self) -> CostReport | None:
+        from mtagent.cli.slash_session import CostReport
         from mtagent.cli.usage import cost_usd, price_for, usage_of_transcript
 
         session = self.session
@@ -248,6 +255,7 @@ class ReplHost:
 
     def list_sessions(self) -> list[SessionRow]:
         from mtagent.agent.storage import session_infos  # files, or the PostgreSQL store
+        from mtagent.cli.slash import SessionRow
 
         rows: list[SessionRow] = []
         for info in session_infos(self.options.settings(), self.cwd):

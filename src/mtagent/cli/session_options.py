@@ -187,12 +187,12 @@ def root_entry(ctx: typer.Context, options: SessionOptions) -> bool:
     """``mtagent`` alone: True when the REPL should start (a terminal); prints the help otherwise.
 
     The caller (the app) starts the REPL, so this light module never imports the REPL back."""
-    from mtagent.cli.output import fail
-
     if ctx.invoked_subcommand is not None:
         given = [f"--{name.rstrip('_').replace('_', '-')}" for name in ctx.params
                  if name not in ("version", "ascii_") and ctx.get_parameter_source(name).name == "COMMANDLINE"]
         if given:
+            from mtagent.cli.output import fail  # only for this error: completion and commands load no rich here
+
             fail(f"{', '.join(given)} before the command only applies to the interactive mtagent; "
                  f"put it after the command: mtagent {ctx.invoked_subcommand} {given[0]} …", EXIT_USAGE)
         return False

@@ -9,6 +9,7 @@ decision is stored in the user's home (``$MTAGENT_HOME/trust.json``), never in t
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import typer
@@ -16,11 +17,24 @@ import typer
 from mtagent import paths, trust
 from mtagent.cli.output import console, user_errors
 from mtagent.config import _read_toml
-from mtagent.tools.mcp import project_server_lines
 
 
 def _project_keys(root: Path) -> list[str]:
     return trust.security_keys_in(_read_toml(paths.project_config_path(root)))
+
+
+def project_server_lines(root: Path) -> list[str]:
+    """The MCP servers the project brings. Only a project with an ``.mcp.json`` or ``mcp`` table pays
+    for importing the tools (seconds on a busy machine, before the REPL's first prompt)."""
+    try:
+        brings = os.path.lexists(root / ".mcp.json") or "mcp" in _read_toml(paths.project_config_path(root))
+    except Exception:  # a broken project config: the MCP reader says what is wrong
+        brings = True
+    if not brings:
+        return []
+    from mtagent.tools.mcp import project_server_lines as lines
+
+    return lines(root)
 
 
 def first_run_question(root: Path) -> str | None:
