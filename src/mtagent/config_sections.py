@@ -271,6 +271,9 @@ class StorageSettings(_Section):
 
 # configured secrets, at most per list: each is searched for in every text that is redacted
 REDACT_LIST_MAX = 256
+# A secret shorter than this is too likely an ordinary word or number to replace everywhere
+# (the redaction layer and this validator share it; it lives here, below both).
+MIN_SECRET_CHARS = 8
 
 
 class SecuritySettings(_Section):
@@ -290,8 +293,6 @@ class SecuritySettings(_Section):
     @field_validator("redact_values")
     @classmethod
     def _long_enough(cls, values: list[str]) -> list[str]:
-        from mtagent.redaction import MIN_SECRET_CHARS
-
         if any(len(v.strip()) < MIN_SECRET_CHARS for v in values):  # never echo the value: it is a secret
             raise ValueError(f"an entry is shorter than {MIN_SECRET_CHARS} characters; a value that short "
                              "would replace ordinary words everywhere")

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mtagent.config_sections import MIN_SECRET_CHARS  # noqa: F401 - a rule of redaction, named below it
+
 if TYPE_CHECKING:
     from mtagent.config import Settings
 
@@ -29,8 +31,6 @@ REDACTED = "[redacted]"
 _SECRET_NAME = re.compile(
     r"(API_?KEY|ACCESS_?KEY|_KEY$|^KEY$|TOKEN|SECRET|PASSWORD|PASSWD|PASS$|CREDENTIAL|PRIVATE|AUTH|DSN|"
     r"DATABASE_URL|_URL$|_URI$|COOKIE|SESSION)", re.IGNORECASE)
-# Shorter values are too likely to be ordinary words or numbers to replace everywhere.
-MIN_SECRET_CHARS = 8
 # An env value this long whose characters look random is treated as a secret whatever its name.
 HIGH_ENTROPY_MIN_CHARS = 20
 HIGH_ENTROPY_BITS_PER_CHAR = 3.5

@@ -22,7 +22,7 @@ from mtagent.context.recall.render import render_hits
 from mtagent.errors import UsageError
 from mtagent.redaction import Redactor, collect_secrets
 from mtagent.session.local import local_home
-from mtagent.session.store_catalog import recall_history
+from mtagent.session.store import recall_history
 from mtagent.terminal_text import json_text, terminal_safe
 
 HELP = "Search this project's sessions, saved tool results and memory (what compaction removed)."

@@ -31,6 +31,8 @@ session in every backend (``mtagent sessions migrate`` relies on that). Position
 from __future__ import annotations
 
 import atexit
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -191,6 +193,21 @@ def shared_store(settings: Any) -> Store:
         store = _SHARED[key] = open_store(settings)
         atexit.register(store.close)
     return store
+
+
+def recall_history(settings: Any, project_root: str | os.PathLike[str]) -> Callable[[], Path]:
+    """Where recall catches up from: the configured store's folder of the project's transcripts,
+    brought up to date on each call (:meth:`~mtagent.session.store.Store.history_folder` — the files'
+    own history folder, or the tenant's mirror, so a session another worker wrote is searchable)."""
+
+    def refreshed() -> Path:
+        store = open_store(settings, migrate=False)
+        try:
+            return store.history_folder(paths.project_hash(project_root))
+        finally:
+            store.close()
+
+    return refreshed
 
 
 def record_audit(settings: Any, action: str, session_id: str | None, detail: dict[str, Any]) -> None:

@@ -15,7 +15,6 @@ through the store's methods (``transcript_file``, ``history_folder``, ``tenant_f
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -122,23 +121,6 @@ def mirror_project(store: Any, project: str) -> Path:
         mirror_session(store, project, session_id, home=home, beside=False)
     _private(home)
     return home / "history" / project
-
-
-def recall_history(settings: Any, project_root: str | os.PathLike[str]) -> Callable[[], Path]:
-    """Where recall catches up from: the configured store's folder of the project's transcripts,
-    brought up to date on each call (:meth:`~mtagent.session.store.Store.history_folder` — the files'
-    own history folder, or the tenant's mirror, so a session another worker wrote is searchable)."""
-
-    def refreshed() -> Path:
-        from mtagent.session.store import open_store
-
-        store = open_store(settings, migrate=False)
-        try:
-            return store.history_folder(paths.project_hash(project_root))
-        finally:
-            store.close()
-
-    return refreshed
 
 
 def mirror_tenant(store: Any) -> Path:

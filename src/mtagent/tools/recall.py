@@ -17,7 +17,7 @@ from mtagent.context.recall.embeddings import make_embeddings
 from mtagent.context.recall.render import render_hits
 from mtagent.errors import UsageError
 from mtagent.session.local import local_home
-from mtagent.session.store_catalog import recall_history
+from mtagent.session.store import recall_history
 from mtagent.tools.base import ToolInputError, WorkspaceTool
 
 MAX_REHYDRATE_CHARS = 40_000
