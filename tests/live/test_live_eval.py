@@ -15,14 +15,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from live_server import LlamaServer
 
 from conftest import WINDOW
 
-TASKS = 2
-EVAL_SECONDS = 900
+TASKS = 1
+EVAL_SECONDS = 540
 
 
+@pytest.mark.timeout(EVAL_SECONDS + 60)
 def test_the_builtin_suite_runs_against_llama_server(llama_server: LlamaServer, tmp_path: Path,
                                                      mtagent_home: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MTAGENT_") or k == "MTAGENT_HOME"}
@@ -32,7 +34,8 @@ def test_the_builtin_suite_runs_against_llama_server(llama_server: LlamaServer, 
             "-p", "mtagent", "-p", "threshold", "--model", "llamacpp:smollm2", "--base-url", llama_server.base_url,
             "--scratch", str(tmp_path / "s"), "--out", str(out), "-j", "1", "--json",
             "-s", f"context.token_limit={WINDOW}", "-s", "context.auto_compact_threshold=0.9",
-            "-s", "agent.tool_schemas=\"auto\"", "-s", "agent.max_steps=4", "-s", "agent.max_retries=0",
+            "-s", "agent.tool_schemas=\"auto\"", "-s", "agent.max_steps=3", "-s", "agent.max_retries=0",
+            "-s", "agent.max_output_tokens=96",
             "-s", 'agent.approval={shell = "deny"}']
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=EVAL_SECONDS, check=False,
                           stdin=subprocess.DEVNULL)
@@ -48,5 +51,6 @@ def test_the_builtin_suite_runs_against_llama_server(llama_server: LlamaServer, 
             assert r["check"]["exit_code"] in (0, 1) and Path(r["workdir"], "README.md").is_file()
         else:
             assert r["error"]  # an error says what happened
-    assert data["paired"][0]["n"] == sum(1 for p in data["policies"] for _ in range(p["tasks"])) // 2 or \
-        data["paired"][0]["n"] <= TASKS
+    done_pairs = {r["task"] for r in records if r["status"] == "done"}
+    assert data["paired"][0]["n"] <= TASKS and all(p["tasks"] + p["errors"] == TASKS for p in data["policies"])
+    assert done_pairs or all(r["error"] for r in records)
