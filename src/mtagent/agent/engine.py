@@ -94,6 +94,7 @@ def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int,
     ``tools.defer_share`` of the window, and the skills. ``parts.runnable`` becomes every tool the
     session can run; the opened session's system context follows the catalog (loads, compactions)."""
     system = parts.opened.system
+    mcp = mcp if mcp is not None else parts.mcp  # the session's servers start here, together
 
     def system_tokens(tools: Sequence[Any], mode: str) -> int:
         return parts.engine.counter.estimate(system.build(tools, list_tools=mode == "full").messages)

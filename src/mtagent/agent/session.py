@@ -100,17 +100,15 @@ class AgentSession:
         self.engine = parts.engine
         self.tools = {t.name: t for t in parts.tools}
         self.static = parts.static
-        self.mcp = parts.mcp  # its servers start here, together, when the catalog asks for their tools (/mcp)
-        offered, self.schema_choice = engine_factory.choose_tool_schemas(parts, self.settings, self.window,
-                                                                         mcp=parts.mcp)
+        offered, self.schema_choice = engine_factory.choose_tool_schemas(parts, self.settings, self.window)
         self.tools.update({t.name: t for t in parts.runnable})  # MCP tools, tool_search, skill
-        self.conversation = Conversation()
+        self.conversation = Conversation(guard=opened.engine.guard)  # one answered set: the engine's
         self.conversation.replace(redact_messages(self.redactor, history))  # today's secrets, on resume too
         bound = model.bind_tools(offered) if offered else model
         if summarizer_model is model:
             opened.share_main_model(bound)
-        if parts.toolset is not None:  # a tool_search load appends schemas: bind them from the next call
-            parts.toolset.listeners.append(lambda: self._rebind(model, summarizer_model is model))
+        engine_factory.rebind_on_load(parts, model, lambda bound: setattr(self.runtime, "model", bound),
+                                      opened if summarizer_model is model else None)
         self.runtime = AgentRuntime(
             model=bound, model_name=model_name, engine=parts.session, tools=self.tools, policy=self.policy,
             conversation=self.conversation, settings=self.settings, events=self.events,
@@ -124,13 +122,6 @@ class AgentSession:
         self.checkpointer = self._db.checkpointer  # SQLite beside the artifacts, or PostgreSQL
         self.graph = build_graph(self.runtime, self.checkpointer)
         self._config = {"configurable": {"thread_id": self._db.thread_id(self.session_id)}}
-
-    def _rebind(self, model: Any, shares: bool) -> None:
-        """Bind the catalog's tools again (core, then loads in load order: the cached prefix survives)."""
-        bound = model.bind_tools(self.parts.toolset.bound())
-        self.runtime.model = bound
-        if shares:
-            self.opened.share_main_model(bound)
 
     # construction ------------------------------------------------------------------------
     @classmethod
@@ -213,7 +204,7 @@ class AgentSession:
         drop = {m.id for m in synthetic if m.tool_call_id in waiting}
         if drop:
             history = [m for m in self.conversation.messages if m.id not in drop]
-            self.conversation = Conversation()
+            self.conversation = Conversation(guard=self.conversation.guard)
             self.conversation.replace(history)
             self.runtime.conversation = self.conversation
         for message in synthetic:
@@ -319,8 +310,8 @@ class AgentSession:
 
     def close(self) -> None:
         self.subagents.close()
-        if self.mcp is not None:
-            self.mcp.close()  # every server process stops with the session
+        if self.parts.mcp is not None:
+            self.parts.mcp.close()  # every MCP server process stops with the session
         self._writer.close()
         self._db.close()
 

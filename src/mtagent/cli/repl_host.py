@@ -250,7 +250,7 @@ class ReplHost:
 
     def mcp_servers(self) -> tuple[list[Any], list[str]] | None:
         """The session's MCP servers and notes (``/mcp``); None when it has no MCP client."""
-        manager = getattr(self.session, "mcp", None)
+        manager = getattr(getattr(self.session, "parts", None), "mcp", None)
         return None if manager is None else (manager.servers(), list(manager.notes))
 
     def list_sessions(self) -> list[SessionRow]:

@@ -135,10 +135,10 @@ def test_a_session_with_default_tools_opens_the_configured_servers_and_stops_the
     settings = mcp_settings({"fx": fixture_server()}, agent={"approval": {"mcp__fx__*": "allow"}})
     model = ScriptedChatModel([tool_call("mcp__fx__pid", {}, id="p1"), "done"])
     with AgentSession.create(project, model=model, settings=settings) as session:
-        assert session.mcp is not None and "mcp__fx__pid" in session.tools and "read_file" in session.tools
+        assert session.parts.mcp is not None and "mcp__fx__pid" in session.tools and "read_file" in session.tools
         assert session.run_turn("which pid?").status == "done"
         pid = int(model.calls[1][-1].content)
-        assert alive(pid) and [s.state for s in session.mcp.servers()] == ["ready"]
+        assert alive(pid) and [s.state for s in session.parts.mcp.servers()] == ["ready"]
     assert wait_gone(pid, 5), "the server outlived its session"
 
 
@@ -146,7 +146,7 @@ def test_a_session_given_its_own_tools_starts_no_servers(project: Path) -> None:
     settings = mcp_settings({"fx": fixture_server()})
     with AgentSession.create(project, model=ScriptedChatModel(["hi"]), settings=settings,
                              tools=lambda c: default_tools(c.workspace.root, context=c)) as session:
-        assert session.mcp is None and not any(name.startswith("mcp__") for name in session.tools)
+        assert session.parts.mcp is None and not any(name.startswith("mcp__") for name in session.tools)
 
 
 def test_a_secret_in_an_mcp_result_is_redacted_before_the_model_or_the_transcript_sees_it(project: Path) -> None:

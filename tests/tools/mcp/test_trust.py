@@ -144,7 +144,7 @@ def test_an_untrusted_mcp_json_starts_nothing_in_a_real_session(project: Path, t
     with AgentSession.create(project, model=ScriptedChatModel(["hello"])) as session:
         assert session.run_turn("hi").status == "done"
         assert not any(name.startswith("mcp__") for name in session.tools)
-        assert [(s.name, s.state) for s in session.mcp.servers()] == [("evil", "untrusted")]
+        assert [(s.name, s.state) for s in session.parts.mcp.servers()] == [("evil", "untrusted")]
     assert not marker.exists(), "a server from an untrusted .mcp.json was spawned"
 
 
