@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -57,9 +58,22 @@ def _run(project: Path, env: dict[str, str], model: str, task: str) -> subproces
         env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.fixture
+def fleet_dsn() -> Iterator[str]:
+    """A server of its own: each run holds a pool connection and a checkpointer connection (and one
+    more while it migrates), more than the shared test server's 100 allow at 64 runs."""
+    from mtagent.testing.pg_server import create_database, find_binaries, temporary_server
+
+    if find_binaries() is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found; install Debian's postgresql (.ci/run does)")
+    with temporary_server(max_connections=40 + 4 * RUNS) as server:
+        yield create_database(server, "mtagent_fleet")
+
+
 @pytest.mark.timeout(120 + 20 * RUNS)  # each run is a process; 2 cores run 16 in about a minute
-def test_concurrent_runs_of_two_tenants_all_succeed_and_stay_apart(tmp_path: Path, pg_dsn: str,
+def test_concurrent_runs_of_two_tenants_all_succeed_and_stay_apart(tmp_path: Path, fleet_dsn: str,
                                                                    tenant: str) -> None:
+    pg_dsn = fleet_dsn
     project = tmp_path / "project"
     project.mkdir()
     (project / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")

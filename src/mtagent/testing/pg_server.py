@@ -76,8 +76,9 @@ def _run(cmd: list[str], user: pwd.struct_passwd | None, timeout: float) -> None
 
 
 @contextmanager
-def temporary_server(*, fsync: bool = False, timeout: float = 60) -> Iterator[str]:
-    """Start a server, yield its superuser DSN, stop it. ``fsync=False`` is for speed in tests."""
+def temporary_server(*, fsync: bool = False, timeout: float = 60, max_connections: int = 100) -> Iterator[str]:
+    """Start a server, yield its superuser DSN, stop it. ``fsync=False`` is for speed in tests;
+    ``max_connections``: a fleet test's many processes hold two or three connections each."""
     binaries = find_binaries()
     if binaries is None:
         raise FileNotFoundError("PostgreSQL server binaries (initdb, pg_ctl) not found")
@@ -93,7 +94,7 @@ def temporary_server(*, fsync: bool = False, timeout: float = 60) -> Iterator[st
     try:
         _run([binaries.initdb, "-D", str(data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
               "--no-sync", "--no-instructions"], user, timeout)
-        options = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c max_connections=100"
+        options = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c max_connections={int(max_connections)}"
         options += "" if fsync else " -F -c synchronous_commit=off -c full_page_writes=off"
         _run([binaries.pg_ctl, "-D", str(data), "-o", options, "-l", str(root / "server.log"), "-w",
               "-t", str(int(timeout)), "start"], user, timeout + 10)
