@@ -91,3 +91,29 @@ def test_a_resumed_session_binds_what_it_had_loaded(tmp_path: Path) -> None:
                              settings=agent_settings(context={"token_limit": 32_768})) as again:
         assert bound_names(again)[-1] == "mcp__fake__op_5"
         assert again.parts.toolset.catalog.stats.loads == 0  # restored, not loaded (or priced) again
+
+
+def test_a_real_mcp_servers_deferred_tool_is_searched_loaded_and_called(tmp_path: Path) -> None:
+    import json
+    import sys
+
+    import pytest
+
+    pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
+    fixture = Path(__file__).resolve().parents[1] / "tools" / "mcp" / "fixture_server.py"
+    settings = agent_settings(tools={"defer": "always"},
+                              mcp={"servers": {"fixture": {"command": sys.executable, "args": [str(fixture)]}}})
+    steps = [tool_call("tool_search", {"query": "repeat the text back", "k": 1}),
+             tool_call("mcp__fixture__echo", {"text": "hello through MCP"}), reply("echoed")]
+    with AgentSession.create(make_project(tmp_path), model=ScriptedChatModel(steps=steps), settings=settings,
+                             approval="auto") as session:
+        assert "mcp__fixture__echo" not in bound_names(session)
+        assert session.run_turn("echo something").reply == "echoed"
+        assert bound_names(session)[-1] == "mcp__fixture__echo"
+        results = [m for m in session.history if m.type == "tool"]
+        assert "mcp__fixture__echo" in str(results[0].content) and results[1].content == "hello through MCP"
+        rows = {r["name"]: r for r in session.parts.toolset.rows()}
+        assert rows["mcp__fixture__echo"]["source"] == "mcp:fixture" and rows["mcp__fixture__echo"]["state"] == "loaded"
+        assert rows["mcp__fixture__sleep"]["state"] == "deferred"
+        assert json.dumps(session.last_prepared.plan.buckets.as_dict())  # plan records the buckets
+        assert session.last_prepared.plan.buckets.as_dict()["mcp_instructions"] > 0
