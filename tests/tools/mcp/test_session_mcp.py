@@ -138,6 +138,8 @@ def test_a_session_with_default_tools_opens_the_configured_servers_and_stops_the
         assert session.parts.mcp is not None and "mcp__fx__pid" in session.tools and "read_file" in session.tools
         assert session.run_turn("which pid?").status == "done"
         pid = int(model.calls[1][-1].content)
+        sent = "\n".join(str(m.content) for m in model.calls[0])
+        assert '<mcp_server_instructions server="fx">' in sent and "Fixture server: echo repeats text." in sent
         assert alive(pid) and [s.state for s in session.parts.mcp.servers()] == ["ready"]
     assert wait_gone(pid, 5), "the server outlived its session"
 
@@ -162,3 +164,16 @@ def test_a_secret_in_an_mcp_result_is_redacted_before_the_model_or_the_transcrip
     sent = model.calls[1][-1]
     assert secret not in sent.content and "[redacted]" in sent.content
     assert secret not in path.read_text()
+
+
+def test_deferred_mcp_tools_are_found_with_tool_search_then_called(project: Path) -> None:
+    settings = mcp_settings({"fx": fixture_server()}, agent={"approval": {"mcp__fx__*": "allow"}})
+    settings = settings.model_copy(update={"tools": settings.tools.model_copy(update={"defer": "always"})})
+    model = ScriptedChatModel([tool_call("tool_search", {"query": "repeat the text echo"}, id="s1"),
+                               tool_call("mcp__fx__echo", {"text": "found and called"}, id="e1"), "done"])
+    with AgentSession.create(project, model=model, settings=settings) as session:
+        assert "mcp__fx__echo" not in model.bound_tool_names  # deferred: listed by name only
+        assert session.run_turn("echo via search").status == "done"
+        assert "mcp__fx__echo" in model.bound_tool_names  # loaded by the search, bound from the next call
+    assert "mcp__fx__echo" in model.calls[1][-1].content
+    assert model.calls[2][-1].content == "found and called"
