@@ -71,6 +71,8 @@ def test_mtagent_trust_lists_what_will_run(project: Path) -> None:
     result = CliRunner().invoke(app, ["trust", str(project)])
     assert result.exit_code == 0, result.output
     assert "fx (.mcp.json): node server.js --port 1 (env: TOKEN)" in result.output
+    as_json = json.loads(CliRunner().invoke(app, ["trust", str(project), "--revoke", "--json"]).output)
+    assert as_json["trusted"] is False and as_json["mcp_servers"] == ["fx (.mcp.json): node server.js --port 1 (env: TOKEN)"]
 
 
 @pytest.mark.parametrize("content, problem", [
