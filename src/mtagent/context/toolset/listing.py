@@ -117,6 +117,7 @@ class ToolsetContext:
     announced: list[str] | None = None  # deferred names in the frozen listing
     loaded_at_compaction: list[str] = field(default_factory=list)
     compactions: int = 0
+    _rendered: tuple[tuple[object, ...], list[HumanMessage]] | None = None
 
     def _deferred_now(self) -> list[tuple[str, str]]:
         if self.catalog is None:
@@ -126,8 +127,20 @@ class ToolsetContext:
     def _budget(self) -> int:
         return self.catalog.settings.tools.listing_max_tokens if self.catalog is not None else 0
 
+    def _key(self) -> tuple[object, ...]:
+        cat, book = self.catalog, self.skills
+        return (cat.version if cat else 0, len(cat.entries) if cat else 0, self.compactions,
+                tuple(book.pinned) if book else (), tuple(book.before_compaction) if book else ())
+
     def messages(self) -> list[HumanMessage]:
-        """This call's blocks, in a stable order (instructions, skills, listing, delta)."""
+        """This call's blocks, in a stable order (instructions, skills, listing, delta); rendered again
+        only when something changed (a load, a late tool, a compaction, a skill loaded)."""
+        key = self._key()
+        if self._rendered is None or self._rendered[0] != key:
+            self._rendered = (key, self._render())
+        return list(self._rendered[1])
+
+    def _render(self) -> list[HumanMessage]:
         out = [m for m in (instructions_message(self.instructions),
                            skills_message(self.skills) if self.skills is not None else None) if m is not None]
         deferred = self._deferred_now()
