@@ -19,7 +19,6 @@ normal file tools, on demand.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import threading
@@ -31,8 +30,6 @@ from mtagent import confine, paths, trust
 from mtagent.config import SkillsSettings
 from mtagent.context.toolset.frontmatter import FrontMatterError, clean, parse
 from mtagent.redaction import Redactor
-
-log = logging.getLogger(__name__)
 
 SKILL_FILE = "SKILL.md"
 NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")  # the open format: lowercase, digits, hyphens
