@@ -80,3 +80,22 @@ def test_few_tools_under_auto_are_not_deferred(tmp_path: Path) -> None:
     agent.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t"}})
     middleware.close()
     assert sorted(model.sent_tools[0]) == sorted(f"weather_city_{i}" for i in range(5))  # tool_search not offered
+
+
+def test_one_threads_compaction_brings_the_delta_to_that_thread_only(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from mtagent.integrations.engine import ThreadSessions
+    from mtagent.integrations.tool_deferral import RequestToolsets
+
+    settings = Settings.model_validate({"tools": {"defer": "always"}, "session_memory": {"enabled": False}})
+    sessions = ThreadSessions(settings=settings, project_root=tmp_path)
+    toolsets = RequestToolsets(sessions, settings)
+    a, b = (SimpleNamespace(config={"configurable": {"thread_id": t}}) for t in ("a", "b"))
+    tools = city_tools(12)
+    ts_a, ts_b = toolsets.for_runtime(a, tools), toolsets.for_runtime(b, tools)
+    ts_a.catalog.load(["weather_city_3"])
+    sessions.get(a).opened.stats.compactions += 1  # what the engine counts when thread a compacts
+    assert toolsets.for_runtime(a, tools).context.compactions == 1
+    assert toolsets.for_runtime(b, tools).context.compactions == 0
+    sessions.close()

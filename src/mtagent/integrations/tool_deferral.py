@@ -9,8 +9,9 @@ in load order — the same rule as the CLI. The deferred tools' listing is appen
 message. The agent still runs every tool by name: a loaded tool's call reaches its ``ToolNode``.
 
 ``tool_search`` is registered by the middleware (``AgentMiddleware.tools``) and finds the calling
-thread's toolset through the injected ``ToolRuntime``. A compaction of the thread (the engine's
-event bus) brings the post-compaction delta, as in the CLI.
+thread's toolset through the injected ``ToolRuntime``. A compaction of the thread (its session's
+statistics: the middleware's event bus is shared by all threads) brings the post-compaction delta,
+as in the CLI.
 
 (No ``from __future__ import annotations``: LangChain reads the tool's signature at run time.)
 """
@@ -26,7 +27,6 @@ from pydantic import Field
 from mtagent.config import Settings
 from mtagent.context.toolset import TOOL_SEARCH, Toolset
 from mtagent.context.toolset.catalog import tool_search_schema
-from mtagent.events import EventType
 from mtagent.integrations.engine import ThreadSessions
 
 
@@ -37,6 +37,7 @@ class RequestToolsets:
         self.sessions = sessions
         self.settings = settings
         self._toolsets: dict[str, tuple[tuple[str, ...], Toolset]] = {}
+        self._compactions: dict[str, int] = {}  # per session: compactions seen
         self._lock = threading.Lock()
 
     def for_runtime(self, runtime: Any, tools: list[Any] | None = None) -> Toolset | None:
@@ -52,8 +53,13 @@ class RequestToolsets:
                 toolset = Toolset.open(own, self.settings, project_root=session.project_root, drop=(),
                                        window=self.settings.context.token_limit, builtin_core=False,
                                        skills=False)
-                session.events.subscribe(lambda _event, ts=toolset: ts.compacted(), EventType.COMPACT_BOUNDARY)
                 known = self._toolsets[session.session_id] = (key, toolset)
+                self._compactions[session.session_id] = session.opened.stats.compactions
+            # the middleware's event bus is shared by every thread: a thread's own statistics say it compacted
+            done = session.opened.stats.compactions
+            if done > self._compactions.get(session.session_id, done):
+                known[1].compacted()
+            self._compactions[session.session_id] = done
             return known[1]
 
     def apply(self, request: Any) -> Any:

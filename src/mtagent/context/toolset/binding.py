@@ -10,6 +10,7 @@ trigger: auto, reactive, ``/compact``), after which the listings carry the post-
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -67,4 +68,11 @@ def bind_toolset(toolset: Toolset, system: SystemContext, runnables: Sequence[An
     system.tools = session_tools(toolset, runnables)
     if events is None:
         return lambda: None
-    return events.subscribe(lambda _event: toolset.compacted(), EventType.COMPACT_BOUNDARY)
+    ref = weakref.ref(toolset)  # a bus shared across sessions (the REPL's, over /resume) must not keep it alive
+
+    def on_compaction(_event: Any) -> None:
+        alive = ref()
+        if alive is not None:
+            alive.compacted()
+
+    return events.subscribe(on_compaction, EventType.COMPACT_BOUNDARY)
