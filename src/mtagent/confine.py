@@ -110,6 +110,15 @@ def default_redactor() -> Redactor:
     return Redactor(collect_secrets())
 
 
+def real_path(path: str | os.PathLike[str]) -> Path:
+    """``os.path.realpath`` that never raises: a link removed mid-resolution (a race) leaves the
+    path as spelled (absolute), which the descriptor walk then judges."""
+    try:
+        return Path(os.path.realpath(path))
+    except OSError:
+        return Path(os.path.abspath(path))
+
+
 def _resolve(path: Path) -> Path | None:
     try:
         return Path(os.path.realpath(path, strict=True))
@@ -145,7 +154,7 @@ def read_text(root: str | os.PathLike[str], path: str | os.PathLike[str], *, max
 
     ``decode_errors="replace"`` keeps a file that is not quite UTF-8 (an indexer's choice); by
     default such a file is a problem, not text."""
-    root_path = Path(os.path.realpath(root))
+    root_path = real_path(root)
     spelled = Path(path) if os.path.isabs(path) else root_path / path
     name = label or str(path)
     target = _resolve(spelled)
@@ -192,7 +201,7 @@ def list_files(root: str | os.PathLike[str], folder: str | os.PathLike[str], *, 
     is listed, and :func:`read_text` decides on what it points at. Nothing outside ``root`` is
     listed, whatever the links say.
     """
-    root_path = Path(os.path.realpath(root))
+    root_path = real_path(root)
     start = root_path / folder
     yield from _walk(root_path, start, suffix=suffix, recursive=recursive, budget=[max_files])
 
@@ -241,7 +250,7 @@ class ProjectReader:
     @classmethod
     def create(cls, root: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES,
                allow_external: Sequence[str] = (), redactor: Redactor | None = None) -> ProjectReader:
-        return cls(Path(os.path.realpath(root)), max_bytes, tuple(allow_external), redactor or default_redactor())
+        return cls(real_path(root), max_bytes, tuple(allow_external), redactor or default_redactor())
 
     def read(self, path: str | os.PathLike[str], *, label: str | None = None) -> ReadResult:
         return read_text(self.root, path, max_bytes=self.max_bytes, allow_external=self.allow_external,

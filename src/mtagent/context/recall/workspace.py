@@ -76,7 +76,7 @@ def sync_workspace(root: Path, store: RecallStore, settings: RecallSettings, red
 
     ``redactor``: the session's (default: this process's secrets and every known key shape)."""
     redactor = redactor or confine.default_redactor()
-    root = Path(os.path.realpath(root))
+    root = confine.real_path(root)
     added = 0
     seen: set[str] = set()
     for path in workspace_files(root):

@@ -38,7 +38,7 @@ import yaml
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from mtagent.config_sections import MemorySettings
-from mtagent.confine import ProjectReader
+from mtagent.confine import ProjectReader, real_path
 from mtagent.globs import glob_match as shared_glob_match
 from mtagent.redaction import Redactor
 
@@ -188,7 +188,7 @@ def expand_includes(text: str, source: Path, *, root: Path, max_depth: int,
     parts = [text.rstrip("\n")]
     for ref in _include_targets(text):
         spelled = _spell_include(ref, source.parent)
-        target = Path(os.path.realpath(spelled))
+        target = real_path(spelled)
         chain = [_display(p, root) for p in stack] + [_display(target, root)]
         if target in stack:
             cycles.append(chain)
@@ -242,7 +242,7 @@ def load_rules(project_root: str | os.PathLike[str], *, include_max_depth: int, 
     ``allow_external`` are the user's ``memory.allow_external_includes`` patterns (never the
     project's); ``redactor`` cleans every text read (default: the secrets of this process).
     """
-    root = Path(os.path.realpath(project_root))
+    root = real_path(project_root)
     reader = ProjectReader.create(root, allow_external=allow_external, redactor=redactor,
                                   **({"max_bytes": max_file_bytes} if max_file_bytes else {}))
     out = RuleSet()

@@ -1,0 +1,123 @@
+"""The one reader of project content (``mtagent.confine``), attacked by generated paths and a race:
+whatever a hostile repository spells, nothing outside the project is read (#27)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mtagent import confine
+from mtagent.config import MemorySettings
+from mtagent.context.static.rules import load_project_rules
+
+CANARY = "CANARY-OUTSIDE-prop-77ab"
+SEGMENTS = ["..", ".", "~", "outside", "secret.md", "link_out", "link_in", "hard.md", "docs", "ok.md",
+            "proc", "self", "environ", "", "link_file", "loop", "dev", "fd", "3"]
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("confine")
+    outside = base / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text(f"{CANARY}\n")
+    (outside / "ok.md").write_text(f"{CANARY} ok\n")
+    project = base / "p"
+    (project / "docs").mkdir(parents=True)
+    (project / "docs" / "ok.md").write_text("inside text\n")
+    (project / "ok.md").write_text("inside text\n")
+    (project / "link_out").symlink_to(outside)
+    (project / "link_in").symlink_to(project / "docs")
+    (project / "link_file").symlink_to(outside / "secret.md")
+    (project / "loop").symlink_to(project / "loop")
+    os.link(outside / "secret.md", project / "hard.md")
+    return project
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=6), absolute=st.booleans())
+def test_no_spelling_reads_outside_the_project(tree: Path, parts: list[str], absolute: bool) -> None:
+    spelled = "/".join(parts)
+    if absolute:
+        spelled = "/" + spelled
+    result = confine.read_text(tree, os.path.expanduser(spelled) if spelled.startswith("~") else spelled)
+    if result.text is not None:
+        assert CANARY not in result.text
+        assert result.path == tree or tree in result.path.parents
+    else:
+        assert result.problem
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=5))
+def test_no_include_reads_outside_the_project(tree: Path, parts: list[str]) -> None:
+    (tree / "CONTEXT.md").write_text(f"@{'/'.join(parts)}\n")
+    try:
+        rules = load_project_rules(tree, MemorySettings())
+    finally:
+        (tree / "CONTEXT.md").unlink()
+    assert all(CANARY not in r.text for r in rules.rules)
+
+
+@pytest.mark.parametrize(("pattern", "path", "allowed"), [
+    ("~/notes/*.md", "~/notes/a.md", True),
+    ("~/notes/*.md", "~/notes/sub/a.md", False),
+    ("~/notes/**/*.md", "~/notes/sub/a.md", True),
+    ("~/notes/*.md", "~/notes/a.txt", False),
+    ("~/notes/../.ssh/*", "~/.ssh/id_rsa", True),  # normalised: what the user wrote is what they allowed
+    ("notes/*.md", "notes/a.md", False),  # relative: would mean "in whatever project is open"
+    ("/**", "/etc/hosts", True),
+])
+def test_external_patterns(pattern: str, path: str, allowed: bool) -> None:
+    target = Path(os.path.expanduser(path)).absolute()
+    assert confine.externally_allowed(target, [pattern]) is allowed
+
+
+def test_never_read_trees_stay_refused_when_allowed(tree: Path) -> None:
+    for spelled in ("/proc/self/environ", "/dev/zero", "/sys/kernel/hostname", "/proc/self/root/etc/hostname"):
+        result = confine.read_text(tree, spelled, allow_external=["/**"])
+        assert result.text is None and result.problem, spelled
+
+
+def test_a_folder_swapped_for_a_symlink_during_loads_never_leaks(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.md").write_text(f"{CANARY}\n")
+    project = tmp_path / "p"
+    (project / "docs").mkdir(parents=True)
+    (project / "docs" / "x.md").write_text("inside text\n")
+    (project / "CONTEXT.md").write_text("@docs/x.md\n")
+    stop = threading.Event()
+
+    def flip() -> None:
+        real, spare = project / "docs", project / "docs.real"
+        while not stop.is_set():
+            try:
+                os.rename(real, spare)
+                os.symlink(outside, real)
+                time.sleep(0.001)
+                os.unlink(real)
+                os.rename(spare, real)
+                time.sleep(0.001)
+            except OSError:
+                pass
+
+    flipper = threading.Thread(target=flip, daemon=True)
+    flipper.start()
+    leaks = loads = 0
+    deadline = time.monotonic() + 2.0
+    try:
+        while time.monotonic() < deadline:
+            rules = load_project_rules(project, MemorySettings())
+            loads += 1
+            leaks += any(CANARY in r.text for r in rules.rules)
+    finally:
+        stop.set()
+        flipper.join()
+    assert loads > 50 and leaks == 0
