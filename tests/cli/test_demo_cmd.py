@@ -51,6 +51,26 @@ def test_demo_prints_persisted_results_compactions_and_the_grid(demo_run):
     assert out.count("⛁") > 10
 
 
+def test_demo_shows_the_engine_working_as_it_works_and_explains_its_words(demo_run):
+    result, _, _ = demo_run
+    out = result.output
+    summary = out.index("Persisted tool results")
+    live = [out.find(mark) for mark in ("⏺ read_file", "chars saved to", "compacted (auto")]
+    assert all(0 <= at < summary for at in live), live  # printed while it ran, before the summary
+    for word in ("microcompact", "session memory", "autocompact buffer"):
+        assert f"{word} " in out.split("What you saw", 1)[1]
+    assert "go on with a real model" in out and "--resume" in out  # --cwd given: resuming there is fine
+
+
+def test_demo_on_its_own_source_does_not_send_a_real_model_into_site_packages(tmp_path, monkeypatch):
+    import mtagent.cli.demo_cmd as demo_cmd
+
+    monkeypatch.setattr(demo_cmd, "default_demo_cwd", lambda: DEMO_SOURCE)
+    result = runner.invoke(app, ["demo"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "--resume" not in result.output and "cd your-project && mtagent --model" in result.output
+
+
 def test_demo_transcript_matches_what_it_printed_and_reads_back(demo_run):
     result, sessions, home = demo_run
     assert len(sessions) == 1

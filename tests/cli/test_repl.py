@@ -312,3 +312,12 @@ def test_cost_prices_recorded_usage_with_cache_reads_and_writes_apart(project, t
     report = host.cost()
     assert report is not None and report.usage.cache_read == 1_000_000 and report.usage.input == 0
     assert report.cost_usd == pytest.approx(0.075)
+
+
+def test_repl_says_why_a_tool_call_failed(project, tmp_path, pipe):
+    steps = [{"tool": "read_file", "args": {"file_path": "nope.txt"}}, "could not read it"]
+    repl, console = make_repl(project, tmp_path, steps, pipe)
+    pipe.send_text("read nope.txt\r/exit\r")
+    repl.run()
+    out = console.export_text()
+    assert "read_file failed: Error: file not found: nope.txt" in out  # the reason, not only "failed"

@@ -55,7 +55,7 @@ def test_tool_failure_first_line_and_denial_are_shown(project, tmp_path):
     result = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, steps),
                                  "--approval", "deny", "look"])
     assert result.exit_code == 0, result.output
-    failed = [line for line in result.stderr.splitlines() if line.startswith("read_file failed:")]
+    failed = [line for line in result.stderr.splitlines() if "read_file failed:" in line]
     assert failed and "missing.py" in failed[0]
     assert any(line.startswith("denied shell:") for line in result.stderr.splitlines()), result.stderr
 

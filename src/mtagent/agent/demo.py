@@ -326,8 +326,12 @@ def default_root() -> Path:
 
 
 def run_demo(cwd: str | Path | None = None, window: int = DEFAULT_WINDOW, *,
-             settings: Settings | None = None, max_files: int = MAX_FILES_READ) -> DemoResult:
-    """Run the demo on ``cwd`` (default: the installed mtagent package's own source)."""
+             settings: Settings | None = None, max_files: int = MAX_FILES_READ,
+             events: Any = None) -> DemoResult:
+    """Run the demo on ``cwd`` (default: the installed mtagent package's own source).
+
+    ``events``: an :class:`~mtagent.events.EventBus` to watch the engine work as it works (the CLI
+    shows tool calls, offloaded results, microcompact and compaction live)."""
     from mtagent.agent.session import AgentSession
 
     began = time.perf_counter()
@@ -338,7 +342,7 @@ def run_demo(cwd: str | Path | None = None, window: int = DEFAULT_WINDOW, *,
     policy = DemoPolicy(root=root, scratch=scratch, max_files=max_files)
     model = ScriptedChatModel(policy=policy, model_name=DEMO_MODEL_NAME)
     with AgentSession.create(root, model=model, settings=settings, approval="auto",
-                             session_id=session_id) as session:
+                             session_id=session_id, events=events) as session:
         session.subagents.model_factory = lambda profile, request: (
             ScriptedChatModel(policy=SubagentDemoPolicy(), model_name=DEMO_MODEL_NAME), DEMO_MODEL_NAME)
         result = session.run_turn(

@@ -10,6 +10,7 @@ read back from the session's transcript — the same source ``mtagent sessions s
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -60,7 +61,7 @@ def run_demo_command(cwd: Path | None, window: int | None) -> None:
         raise UsageError(f"--cwd {root} is not a folder")
     console.print(f"[bold]mtagent demo[/] — a [yellow]scripted policy[/] (not a model) drives the real agent "
                   f"loop over {escape(str(root))} with a {window:,}-token window\n", soft_wrap=True)
-    result = run_demo(root, window=window)
+    result = _run_live(root, window, run_demo)
     report = read_session_report(result.transcript_path)
     threshold = result.threshold  # what the demo session's engine fires at
 
@@ -71,12 +72,45 @@ def run_demo_command(cwd: Path | None, window: int | None) -> None:
     console.print()
     console.print(render_context_grid(window_usage_of(report, window, threshold), title="Context after the demo",
                                       report=report))  # with the subagent's tokens on a line of their own
+    console.print(TERMS, soft_wrap=True, highlight=False)
     sid = escape(report.session_id)
     where = escape(str(root))
     console.print(f"\nsession {sid} · transcript {escape(str(result.transcript_path))}", soft_wrap=True)
     console.print(f"read it back:  [bold]mtagent sessions show {sid} --cwd {where}[/]", soft_wrap=True)
-    console.print(f"go on with a real model:  [bold]mtagent --cwd {where} --resume {sid} --model openai:gpt-4o-mini[/]",
-                  soft_wrap=True)
+    if cwd is None:  # the demo read mtagent's own installed source: an agent should not work in there
+        console.print("try a real model on your own project:  [bold]cd your-project && mtagent --model "
+                      "openai:gpt-4o-mini[/]  (OPENAI_API_KEY set; any OpenAI-compatible server with --base-url)",
+                      soft_wrap=True)
+    else:
+        console.print(f"go on with a real model:  [bold]mtagent --cwd {where} --resume {sid} --model "
+                      "openai:gpt-4o-mini[/]", soft_wrap=True)
+
+
+# What the words in the summary and the grid mean, for someone who has just seen them for the first time.
+TERMS = (
+    "\n[bold]What you saw[/]\n"
+    "  [bold]offloaded result[/]  a large tool result saved to a file; the model sees a preview and the path\n"
+    "  [bold]microcompact[/]      old tool results cleared from what the model sees (the transcript keeps them)\n"
+    "  [bold]session memory[/]    notes kept up to date in the background; a compaction can use them instead of "
+    "a model call\n"
+    "  [bold]compaction[/]        older turns replaced by a hand-off summary, the recent turns kept as they were\n"
+    "  [bold]autocompact buffer[/] room kept free below the window: compaction fires when the context reaches it"
+)
+
+
+def _run_live(root: Path, window: int, run_demo: Any) -> Any:
+    """Run the demo with the engine's events shown as they happen (tool calls, offloads, compaction)."""
+    from mtagent.cli.turn_display import TurnDisplay
+    from mtagent.events import EventBus
+
+    bus = EventBus()
+    display = TurnDisplay(console=console, activity=console)
+    display.attach(bus)
+    try:
+        return run_demo(root, window=window, events=bus)
+    finally:
+        display.detach()
+        display.end_text()
 
 
 def _print_subagents(transcript: Path) -> None:

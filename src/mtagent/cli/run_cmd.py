@@ -24,7 +24,7 @@ from mtagent.cli.session_options import (  # noqa: F401  (re-exported: the REPL 
     APPROVAL_MODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, SessionOptions, approval_option,
     base_url_option, continue_option, cwd_option, model_option, resume_option, window_option,
 )
-from mtagent.cli.turn_display import TurnDisplay, make_approver
+from mtagent.cli.turn_display import TurnDisplay, denial_reason, make_approver, trouble_markup
 from mtagent.errors import MTAgentError, UsageError
 from mtagent.terminal_text import json_text, terminal_safe
 
@@ -74,6 +74,10 @@ def read_task(task: str) -> str:
 
 def run_once(options: SessionOptions, task: str, *, as_json: bool = False) -> int:
     """Run one task to the end; returns the exit code (see the module docstring)."""
+    from mtagent.cli.warmup import AGENT_STACK, Warmup, modules_for
+
+    # the agent stack imports in the background while the task, options and config are read
+    Warmup(modules_for(options.model) if options.model else AGENT_STACK).start()
     task = read_task(task)
     if not task.strip():
         raise UsageError('the task is empty; e.g. mtagent run "add a --verbose flag to cli.py"')
@@ -96,6 +100,7 @@ def run_once(options: SessionOptions, task: str, *, as_json: bool = False) -> in
                               "settling that first[/]")
             answer = approver(pending) if approver is not None else _settle_unattended(pending, options.approval)
             settled = session.resume_approval(answer, approver=approver)
+            _report_denials(list(settled.messages))
             if settled.status == "interrupted":
                 return _finish(display, settled, session, as_json)
             display.take_streamed()
@@ -105,7 +110,7 @@ def run_once(options: SessionOptions, task: str, *, as_json: bool = False) -> in
         while result.status == "approval_required":
             result = session.resume_approval(_deny_all(result.approvals))
             messages += result.messages
-        _report_tool_trouble(messages)
+        _report_denials(messages)
         return _finish(display, result, session, as_json, messages)
     finally:
         display.detach()
@@ -123,27 +128,22 @@ def _settle_unattended(requests: list[Any], approval: str) -> dict[str, Any]:
 
 
 def _deny_all(requests: list[Any]) -> dict[str, Any]:
-    """Without a terminal nobody can say yes: refuse, and tell the model and the user why."""
-    for request in requests:
-        err_console.print(f"[yellow]denied[/] {escape(terminal_safe(request.tool))}: no terminal to ask "
-                          "(use --approval allow or deny)")
+    """Without a terminal nobody can say yes: refuse, and tell the model why (the user hears it once,
+    from :func:`_report_denials`, in the same words)."""
     return {r.tool_call_id: {"decision": "deny", "reason": "no one to ask (stdin is not a terminal); "
                              "rerun with --approval allow to let it run"} for r in requests}
 
 
-def _report_tool_trouble(messages: list[Any]) -> None:
-    """Each failed tool call's first line and each denial, on stderr: why the answer may fall short."""
+def _report_denials(messages: list[Any]) -> None:
+    """Each denied tool call, on stderr, with its whole reason: why the answer may fall short. (A
+    failed call's reason is shown as it happens, by the display.)"""
     for message in messages:
         if getattr(message, "type", None) != "tool" or getattr(message, "status", None) != "error":
             continue
         text = message.content if isinstance(message.content, str) else str(message.content)
-        first = next((line.strip() for line in text.splitlines() if line.strip()), "(no message)")
-        name = escape(terminal_safe(str(message.name or "tool")))
-        if first.startswith("Not run:") and " was denied" in first:
-            why = first.split(" was denied", 1)[1].split(". Nothing was executed", 1)[0].strip(" ()")
-            err_console.print(f"[yellow]denied[/] {name}: {escape(terminal_safe(why))}", soft_wrap=True)
-        else:
-            err_console.print(f"[red]{name} failed:[/] {escape(terminal_safe(first[:300]))}", soft_wrap=True)
+        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+        if denial_reason(first) is not None:
+            err_console.print(trouble_markup(str(message.name or "tool"), first), soft_wrap=True)
 
 
 def _finish(display: TurnDisplay, result: TurnResult, session: AgentSession, as_json: bool = False,

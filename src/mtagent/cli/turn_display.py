@@ -148,7 +148,8 @@ class TurnDisplay:
 
     def _tool_finished(self, event: Event) -> None:
         if event.data.get("status") == "error":
-            self._note(f"[dim]  {glyphs().result} [red]{escape(str(event.data.get('tool', '?')))} failed[/][/]")
+            tool = str(event.data.get("tool", "?"))
+            self._note(f"[dim]  {glyphs().result}[/] {trouble_markup(tool, str(event.data.get('error') or ''))}")
 
     def _persisted(self, event: Event) -> None:
         original = int(event.data.get("original_chars") or 0)
@@ -170,6 +171,28 @@ class TurnDisplay:
         if self._status is not None:
             self._status.stop()
             self._status = None
+
+
+def denial_reason(first_line: str) -> str | None:
+    """Why a call was denied, from its result's first line (``Not run: X was denied (why). …``); None
+    when the line is not a denial. The reason is kept whole, parentheses and all."""
+    if not first_line.startswith("Not run:") or " was denied" not in first_line:
+        return None
+    why = first_line.split(" was denied", 1)[1].split(". Nothing was executed", 1)[0].strip()
+    if why.startswith("(") and why.endswith(")"):
+        why = why[1:-1]
+    return why.strip() or "denied"
+
+
+def trouble_markup(tool: str, first_line: str) -> str:
+    """One line saying why a tool call failed or was denied (its result's first line), as markup."""
+    name = escape(terminal_safe(tool))
+    why = denial_reason(first_line)
+    if why is not None:
+        return f"[yellow]denied[/] {name}: {escape(terminal_safe(why))}"
+    if not first_line:
+        return f"[red]{name} failed[/]"
+    return f"[red]{name} failed:[/] {escape(terminal_safe(first_line[:300]))}"
 
 
 def parse_approval_answer(text: str) -> tuple[str, bool] | None:

@@ -61,6 +61,7 @@ __all__ = [
 
 ENGINE_KINDS = frozenset({"session_memory", REATTACHED_KIND})
 ERROR_PREVIEW_CHARS = 300  # of a provider error kept in the transcript's retry event
+FAILURE_REASON_CHARS = 300  # of a failed tool result, on its tool_finished event (why, not only that)
 
 
 def is_engine_message(message: BaseMessage) -> bool:
@@ -395,5 +396,14 @@ class EngineSession:
                 self.counters.executed.append(final.tool_call_id)
         if count:
             self.record_event(EventType.TOOL_FINISHED, tool_call_id=final.tool_call_id, tool=final.name,
-                              status=final.status)
+                              status=final.status, **_failure_reason(final))
         return final
+
+
+def _failure_reason(result: ToolMessage) -> dict[str, str]:
+    """A failed result's first line (already redacted), so a front end can say why, not only that."""
+    if result.status != "error":
+        return {}
+    text = result.content if isinstance(result.content, str) else str(result.content)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return {"error": first[:FAILURE_REASON_CHARS]} if first else {}
