@@ -205,3 +205,18 @@ def test_a_server_that_died_while_idle_is_started_again_by_the_next_call(project
         result = call(tools["mcp__fx__echo"], text="no call lost")
         assert result.status == "success" and result.content == "no call lost"
         assert _pid(tools, "fx") != first
+
+
+def test_ctrl_c_while_servers_start_leaves_no_process_behind(project: Path) -> None:
+    manager = McpManager.for_project(mcp_settings({"hang": fixture_server("--hang-start")}), project)
+    timer = threading.Timer(1.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+    timer.start()
+    try:
+        manager.tools()
+        raise AssertionError("the start was not interrupted")
+    except KeyboardInterrupt:
+        pass
+    timer.join()
+    hung = [p for p in children_of(os.getpid()) if _is_fixture(p)]
+    manager.close()
+    assert all(wait_gone(p, 10) for p in hung), "a server being started outlived Ctrl-C and close()"

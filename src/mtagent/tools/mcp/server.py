@@ -70,6 +70,7 @@ class ServerConnection:
     starts: int = 0
     _client: Any = None
     _holder: asyncio.Task[None] | None = None
+    _all_holders: set[asyncio.Task[None]] = field(default_factory=set)  # also those still stopping
     _stop: asyncio.Event | None = None
     _lock: asyncio.Lock | None = None
     _stderr: IO[bytes] | None = None
@@ -100,6 +101,8 @@ class ServerConnection:
         ready.add_done_callback(lambda f: f.cancelled() or f.exception())  # a late failure is not "unretrieved"
         self._stop = asyncio.Event()
         self._holder = asyncio.create_task(self._hold(self._stop, ready), name=f"mcp:{self.spec.name}")
+        self._all_holders.add(self._holder)
+        self._holder.add_done_callback(self._all_holders.discard)
         try:
             await asyncio.wait_for(asyncio.shield(ready), self.start_timeout)
         except TimeoutError:
@@ -229,6 +232,8 @@ class ServerConnection:
 
     async def close(self) -> None:
         await self._stop_holder()
+        if self._all_holders:  # one being stopped elsewhere (a start cut short by Ctrl-C): wait for its end
+            await asyncio.wait(set(self._all_holders), timeout=STOP_SECONDS)
         if self.state != "failed":
             self.state = "stopped" if self.starts else self.state
         if self._stderr is not None:
