@@ -57,7 +57,9 @@ def test_list_with_a_real_mcp_server_defers_its_tools(tmp_path: Path, mtagent_ho
     data = invoke("list", "--json", "--cwd", str(tmp_path))
     mcp_rows = [r for r in data["tools"] if r["source"] == "mcp:fixture"]
     assert mcp_rows and all(r["state"] == "deferred" and r["tokens"] > 0 for r in mcp_rows)
-    assert "tool_search" not in {r["name"] for r in data["tools"]}  # offered, not a catalog row
+    assert {r["name"]: r["state"] for r in data["tools"]}["tool_search"] == "loaded"
+    loaded = sum(r["tokens"] for r in data["tools"] if r["state"] == "loaded" and r["source"] != "skill")
+    assert loaded == data["summary"]["definition_tokens"]  # the rows add up to what the next request sends
     assert data["summary"]["buckets"]["deferred_tools"] > 0
     assert data["summary"]["buckets"]["mcp_instructions"] > 0
     answers = invoke("search", "repeat text back", "sleep for seconds", "-k", "2", "--json", "--cwd", str(tmp_path))

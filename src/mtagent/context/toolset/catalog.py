@@ -27,7 +27,7 @@ from typing import Any
 from mtagent.config import Settings
 from mtagent.context.compaction.trigger import Prices
 from mtagent.context.toolset.cost import LoadCost, LoadStats, load_cost
-from mtagent.context.toolset.entries import BUILTIN, ToolEntry, entry_for
+from mtagent.context.toolset.entries import BUILTIN, ToolEntry, entry_for, one_line
 from mtagent.context.toolset.schemas import SchemaChoice, choose_schemas, compact_schema, schema_tokens
 from mtagent.context.toolset.search import SearchHit, ToolSearchIndex
 from mtagent.context.recall.vectors import Embeddings
@@ -286,7 +286,15 @@ class ToolCatalog:
         return names
 
     def rows(self) -> list[dict[str, Any]]:
-        """Every tool: name, source, schema tokens, state (``mtagent tools list``)."""
+        """Every tool: name, source, schema tokens (as sent when loaded), state (``mtagent tools list``);
+        ``tool_search`` too when it is offered."""
         with self._lock:
-            return [{"name": e.name, "source": e.source if e.source else BUILTIN, "tokens": e.tokens,
-                     "state": self.state(e.name), "core": e.core, "description": e.listing} for e in self.entries]
+            rows = [{"name": e.name, "source": e.source or BUILTIN, "state": self.state(e.name), "core": e.core,
+                     "tokens": schema_tokens([self._schema_of_shaped(e)]) if self.state(e.name) == "loaded"
+                     else e.tokens, "description": e.listing} for e in self.entries]
+            if self.deferral.deferring:
+                search = self.core_bound[-1] if self.core_bound else {}
+                rows.append({"name": TOOL_SEARCH, "source": BUILTIN, "state": "loaded", "core": True,
+                             "tokens": schema_tokens([search]), "description": one_line(
+                                 str(search.get("function", {}).get("description", "")))})
+            return rows
