@@ -112,3 +112,20 @@ def test_an_untrusted_project_cannot_switch_on_workspace_indexing(
     assert "recall.index_workspace" in err and "not trusted" in err and err.count("\n") == 1
     trust.set_trust(project, True)
     assert load_settings(project).recall.index_workspace is True
+
+
+def test_a_configured_secret_in_a_workspace_file_is_not_stored(project: Path) -> None:
+    """The session's indexer redacts with the configured secrets too, not only the environment's."""
+    from mtagent.config import Settings
+    from mtagent.context.recall.sink import recall_sink
+
+    (project / "notes.txt").write_text("staging passphrase: plain-words-staging-pw\n")
+    settings = Settings.model_validate({"recall": {"index_workspace": True},
+                                        "security": {"redact_values": ["plain-words-staging-pw"]}})
+    sink = recall_sink([], project, "s1", settings)
+    try:
+        sink.indexer.refresh()
+        text = _indexed(sink.indexer.store)
+    finally:
+        sink.indexer.close()
+    assert "staging passphrase" in text and "plain-words-staging-pw" not in text

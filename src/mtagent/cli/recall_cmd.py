@@ -45,9 +45,10 @@ def recall_cmd(
     if session:
         paths.validate_session_id(session)
     recaller = Recaller(RecallIndexer(root, settings.recall, tenant=settings.storage.tenant,
+                                      redactor=Redactor(collect_secrets(settings=settings)),
                                       home=local_home(settings),
                                       history=recall_history(settings, root)),
-                        make_embeddings(settings.recall.embeddings), redactor=Redactor(collect_secrets(settings=settings)))
+                        make_embeddings(settings.recall.embeddings))
     try:
         recaller.indexer.refresh()
         if ref:
@@ -77,9 +78,9 @@ def print_recall(out: Console, cwd: Path, text: str) -> None:
     settings = load_settings(root)
     recall = settings.recall
     recaller = Recaller(RecallIndexer(root, recall, tenant=settings.storage.tenant,
+                                      redactor=Redactor(collect_secrets(settings=settings)),
                                       home=local_home(settings),
-                                      history=recall_history(settings, root)), make_embeddings(recall.embeddings),
-                        redactor=Redactor(collect_secrets(settings=settings)))
+                                      history=recall_history(settings, root)), make_embeddings(recall.embeddings))
     try:
         recaller.indexer.refresh()
         if words[:1] == ["--ref"]:

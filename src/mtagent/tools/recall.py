@@ -16,6 +16,7 @@ from mtagent.context.recall import RecallIndexer, Recaller
 from mtagent.context.recall.embeddings import make_embeddings
 from mtagent.context.recall.render import render_hits
 from mtagent.errors import UsageError
+from mtagent.redaction import Redactor, collect_secrets
 from mtagent.session.local import local_home
 from mtagent.session.store import recall_history
 from mtagent.tools.base import ToolInputError, WorkspaceTool
@@ -50,6 +51,7 @@ class RecallTool(WorkspaceTool):
             ctx = self.context
             recall = ctx.settings.recall
             indexer = RecallIndexer(ctx.workspace.root, recall, tenant=ctx.settings.storage.tenant,
+                                    redactor=Redactor(collect_secrets(settings=ctx.settings)),
                                     home=local_home(ctx.settings),
                                     history=recall_history(ctx.settings, ctx.workspace.root))
             self._recaller = Recaller(indexer, make_embeddings(recall.embeddings))

@@ -31,6 +31,7 @@ from mtagent.context.recall.store import Doc, RecallStore
 from mtagent.context.recall.workspace import sync_workspace
 from mtagent.context.static import memory
 from mtagent.context.static.memory_meta import NAMESPACE_AUTHORITY
+from mtagent.redaction import Redactor
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.store_types import validate_tenant
@@ -62,8 +63,10 @@ class RecallIndexer:
 
     def __init__(self, project_root: str | os.PathLike[str], settings: RecallSettings | None = None, *,
                  store: RecallStore | None = None, in_memory: bool = False, tenant: str = DEFAULT_TENANT,
-                 history: Callable[[], Path] | None = None, home: Path | None = None) -> None:
+                 history: Callable[[], Path] | None = None, home: Path | None = None,
+                 redactor: Redactor | None = None) -> None:
         self.root = Path(project_root).resolve()
+        self.redactor = redactor  # the session's secrets for workspace files (default: the environment's)
         self.history = history  # PostgreSQL mode: the tenant's refreshed mirror of the project's transcripts
         self.settings = settings or RecallSettings()
         self.store = store or RecallStore(None if in_memory else index_path(self.root, tenant, home=home))
@@ -213,5 +216,5 @@ class RecallIndexer:
         """Everything a search should see: transcripts caught up, memory synced, workspace if on."""
         added = self.catch_up(session) + self.sync_memory()
         if self.settings.index_workspace:
-            added += sync_workspace(self.root, self.store, self.settings)
+            added += sync_workspace(self.root, self.store, self.settings, self.redactor)
         return added

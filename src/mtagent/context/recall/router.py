@@ -115,7 +115,7 @@ class Recaller:
         """``redactor``: today's secrets (default: this process's environment and every key shape).
         The index holds text redacted with the secrets known when it was indexed; every hit and
         re-hydrated item is redacted again on the way out, so a secret configured since never shows."""
-        self.redactor = redactor or Redactor(collect_secrets())
+        self.redactor = redactor or getattr(indexer, "redactor", None) or Redactor(collect_secrets())
         self.indexer = indexer
         self.store = indexer.store
         self.settings = indexer.settings

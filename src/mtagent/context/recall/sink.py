@@ -19,6 +19,7 @@ from mtagent.context.recall.indexer import RecallIndexer
 from mtagent.context.recall.retrieved import CompactedRecall
 from mtagent.context.recall.router import Recaller
 from mtagent.context.tokens import count_text_tokens
+from mtagent.redaction import Redactor, collect_secrets
 from mtagent.session import schema
 from mtagent.session.local import local_home
 from mtagent.session.transcript import RecordSink
@@ -89,7 +90,8 @@ def recall_sink(inner: RecordSink, project_root: str | os.PathLike[str], session
     if not settings.recall.enabled:
         return inner
     return IndexingSink(inner, RecallIndexer(project_root, settings.recall, tenant=settings.storage.tenant,
-                                               home=home or local_home(settings)),
+                                               home=home or local_home(settings),
+                                               redactor=Redactor(collect_secrets(settings=settings))),
                         session_id)
 
 
