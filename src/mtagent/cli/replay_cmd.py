@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mtagent.cli.executor_options import ExecutorChoice, executor_option, ray_address_option, workers_option
+from mtagent.cli.fit import Column, dropped_note, fit_table
 from mtagent.cli.output import console, err_console, table_box, user_errors
 from mtagent.cli.replay_progress import replay_progress
 from mtagent.config import load_settings
@@ -145,17 +146,21 @@ def run_replay(
         raise typer.Exit(1)
 
 
+# strategy names and numbers are never cut; a narrow terminal drops columns, least needed first
+REPLAY_COLUMNS = (Column("strategy"), Column("turns", "right", drop=5), Column("tokens", "right"),
+                  Column("× raw", "right", drop=7), Column("cost A", "right", drop=8),
+                  Column("cost O", "right", drop=1), Column("peak", "right", drop=6),
+                  Column("sum.", "right", drop=3), Column("viol.", "right", drop=2), Column("ret.", "right", drop=4))
+
+
 def _table(title: str, group: list[dict], both_costs: bool) -> Table:
-    """Strategy rows under a title, compact enough that names and numbers stay whole at 80 columns."""
-    table = Table(title=title, title_justify="left", box=table_box(console), pad_edge=False, collapse_padding=True)
-    table.add_column("strategy", no_wrap=True)
-    columns = ("turns", "tokens", "× raw", "cost A", "cost O", "peak", "sum.", "viol.", "ret.")
-    for col in columns if both_costs else [c for c in columns if c != "cost O"]:
-        table.add_column(col, justify="right", no_wrap=True, overflow="fold")
+    """Strategy rows under a title; names and numbers stay whole at any width (see cli.fit)."""
+    columns = [c for c in REPLAY_COLUMNS if both_costs or c.name != "cost O"]
+    rows = []
     for r in group:
         costs = r["cached_cost"]
         cells = [
-            r["strategy"], str(r["turns"]), f"{r['cumulative_tokens']:,}",
+            escape(str(r["strategy"])), str(r["turns"]), f"{r['cumulative_tokens']:,}",
             f"{r['ratio_to_raw']:.3f}" if r["ratio_to_raw"] is not None else "-",
             f"{costs.get('anthropic', 0):,.0f}", f"{costs.get('openai', 0):,.0f}",
             f"{r['peak_tokens']:,}" + (" ⚠" if r["overflows"] else ""), str(r["summary_calls"]),
@@ -163,7 +168,12 @@ def _table(title: str, group: list[dict], both_costs: bool) -> Table:
         ]
         if not both_costs:
             del cells[5]
-        table.add_row(*cells)
+        rows.append(cells)
+    table, dropped = fit_table(console, columns, rows, title=escape(title), title_justify="left",
+                               box=table_box(console), pad_edge=False, collapse_padding=True)
+    note = dropped_note(dropped)
+    if note:
+        table.caption, table.caption_justify = note, "left"
     return table
 
 

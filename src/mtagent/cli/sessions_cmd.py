@@ -16,10 +16,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.rule import Rule
-from rich.table import Table
 from rich.text import Text
 
 from mtagent import paths
+from mtagent.cli.fit import Column, dropped_note, fit_table
 from mtagent.cli.output import bare_group_help, console, err_console, fail, user_errors
 from mtagent.terminal_text import json_text, sanitize_deep, terminal_safe
 from mtagent.cli.session_lines import record_line
@@ -126,14 +126,20 @@ def list_cmd(
     if not sessions:
         console.print(f"no sessions yet for {escape(str(root.resolve()))}")
         return
-    table = Table(title=f"sessions of {root.resolve()}", title_justify="left")
-    for name, justify in (("id", "left"), ("started", "left"), ("last activity", "left"),
-                          ("messages", "right"), ("size", "right"), ("compactions", "right"), ("model", "left")):
-        table.add_column(name, justify=justify, no_wrap=name != "model")  # type: ignore[arg-type]
-    for info in sessions:
-        table.add_row(info.session_id, _when(info.started), _when(info.last_activity), str(info.messages),
-                      _size(info.size_bytes), str(info.compactions), terminal_safe(info.model or "-"))
-    console.print(table)  # in a pipe: whole ids and dates, ASCII borders (see cli.output)
+    # the id is what users copy: never cut; on a narrow terminal the model wraps and the least
+    # needed columns go first (in a pipe: everything whole, ASCII borders — see cli.output)
+    columns = [Column("id"), Column("started", drop=2), Column("last activity", drop=6),
+               Column("messages", "right", drop=4), Column("size", "right", drop=1),
+               Column("compactions", "right", drop=3), Column("model", drop=5, wrap=True)]
+    rows = [[escape(info.session_id), _when(info.started), _when(info.last_activity), str(info.messages),
+             _size(info.size_bytes), str(info.compactions), escape(terminal_safe(info.model or "-"))]
+            for info in sessions]
+    table, dropped = fit_table(console, columns, rows, title=escape(f"sessions of {root.resolve()}"),
+                               title_justify="left")
+    console.print(table)
+    note = dropped_note(dropped)
+    if note:
+        console.print(note)
 
 
 def _preview(text: str, full: bool) -> str:
