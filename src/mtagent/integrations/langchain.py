@@ -185,8 +185,8 @@ class MTContextMiddleware(AgentMiddleware):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        engine = self._engine_for(request)  # first: it opens the thread's session with the request's model name
         request = self.schemas.apply(self.toolsets.apply(request))
-        engine = self._engine_for(request)
         responses: list[ModelResponse[Any]] = []
 
         def invoke(sent: list[BaseMessage]) -> AIMessage:
@@ -202,8 +202,8 @@ class MTContextMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         loop = asyncio.get_running_loop()
-        request = await asyncio.to_thread(lambda: self.schemas.apply(self.toolsets.apply(request)))
         engine = await asyncio.to_thread(self._engine_for, request)
+        request = await asyncio.to_thread(lambda: self.schemas.apply(self.toolsets.apply(request)))
         responses: list[ModelResponse[Any]] = []
 
         def invoke(sent: list[BaseMessage]) -> AIMessage:  # on a worker thread; the handler runs on the loop
