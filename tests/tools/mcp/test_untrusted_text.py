@@ -39,6 +39,8 @@ def test_an_evil_server_s_descriptions_and_instructions_reach_the_model_clean_an
         assert not any(c in status.instructions for c in _ESCAPES)
         assert "mcp__evil__we_rd_name____x" in tools  # a name no provider accepts became a valid one
         assert call(tools["mcp__evil__we_rd_name____x"]).content == "weird"  # and still calls the real tool
+        assert any("tool huge_schema: its input schema" in note for note in manager.notes)  # replaced, and said so
+        assert tools["mcp__evil__huge_schema"].args_schema == PLAIN_SCHEMA
 
 
 @given(st.text(min_size=0, max_size=300))

@@ -142,6 +142,8 @@ class McpManager:
                     conn.note = (conn.note + "; " if conn.note else "") + f"tool {listed.name!r} skipped (name clash)"
                     continue
                 taken.add(name)
+                if listed.note:
+                    self.notes.append(f"MCP server {clean_text(spec.name, 64)}: tool {listed.name}: {listed.note}")
                 description = listed.description or f"Tool {listed.name} of the MCP server {spec.name}."
                 tools.append(McpTool(name=name, description=description, args_schema=listed.schema,
                                      server=spec.name, remote_name=listed.name, caller=self,
