@@ -62,7 +62,7 @@ def test_servers_start_in_parallel_and_a_hung_one_is_bounded_by_its_start_timeou
     assert not any(name.startswith("mcp__hang__") for name in tools)
     assert states["hang"] == ("failed", "did not start within 2 s")
     # the hung server costs its timeout plus the SDK's shutdown steps, once, not once per server
-    assert took < 12, took
+    assert took < 25, took  # not 30 s (the default start timeout), and not the sum of the three
 
 
 def test_a_missing_command_is_a_state_with_a_note_not_an_exception(project: Path) -> None:
@@ -80,7 +80,7 @@ def test_a_call_that_hangs_times_out_with_a_clear_error_and_the_next_call_restar
         first = _pid(tools, "fx")
         started = time.monotonic()
         result = call(tools["mcp__fx__sleep"], seconds=30)
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < 20  # 1 s and the stop, not the 30 s the tool sleeps
         assert result.status == "error"
         assert "did not answer within 1 s" in result.content and "started again on the next call" in result.content
         assert manager.servers()[0].state == "failed"
