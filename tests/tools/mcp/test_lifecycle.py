@@ -220,3 +220,14 @@ def test_ctrl_c_while_servers_start_leaves_no_process_behind(project: Path) -> N
     hung = [p for p in children_of(os.getpid()) if _is_fixture(p)]
     manager.close()
     assert all(wait_gone(p, 10) for p in hung), "a server being started outlived Ctrl-C and close()"
+
+
+def test_three_hung_servers_cost_one_start_timeout_not_three(project: Path) -> None:
+    """Started one after another they would take 3 × (3 s + the stop) ≥ 15 s; together about 5 s."""
+    hung = {f"h{i}": fixture_server("--hang-start", start_timeout_seconds=3) for i in range(3)}
+    started = time.monotonic()
+    with McpManager.for_project(mcp_settings(hung), project) as manager:
+        assert manager.tools() == []
+        assert {s.state for s in manager.servers()} == {"failed"}
+        took = time.monotonic() - started
+    assert took < 12, took
