@@ -1,7 +1,8 @@
 """The ``skill`` tool: the model loads an Agent Skill's instructions by name (context/toolset/skills.py).
 
 The body comes back as the tool's result, so it stays in the conversation (pinned) until the next
-compaction; after one, the toolset's delta names it so it can be loaded again. The schema is the
+compaction; after one, the toolset's delta names it so it can be loaded again. ``file`` reads a file
+the skill bundles, confined to the skill's folder. The schema is the
 toolset's (:func:`mtagent.context.toolset.skill_schema`).
 """
 
@@ -20,13 +21,14 @@ SKILL_TOOL = "skill"
 
 class SkillArgs(BaseModel):
     name: str = Field(description="the skill's name, as listed")
+    file: str | None = Field(None, description="a path relative to the skill's folder")
 
 
 def make_skill_tool(toolset: Callable[[], Toolset]) -> BaseTool:
     """A ``skill`` tool reading from ``toolset()``."""
     description = skill_schema()["function"]["description"]
 
-    def run(name: str, **_: Any) -> str:
-        return toolset().run_skill(str(name))
+    def run(name: str, file: str | None = None, **_: Any) -> str:
+        return toolset().run_skill(str(name), str(file) if file else None)
 
     return StructuredTool.from_function(run, name=SKILL_TOOL, description=description, args_schema=SkillArgs)

@@ -143,3 +143,29 @@ def test_skill_text_is_redacted(home: Path, project: Path) -> None:
     write_skill(project, "deploy", body="use key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789")
     toolset = Toolset.open([], Settings(), project_root=project, home=home, trusted=True, window=100_000)
     assert "abcdefghijklmnopqrstuvwxyz0123456789" not in toolset.run_skill("deploy")
+
+
+def test_bundled_files_are_read_inside_the_skill_folder_only(home: Path, project: Path, tmp_path: Path) -> None:
+    write_skill(home, "pdf", "Fill PDF forms.", body="See forms.md.", folder="skills")
+    (home / "skills" / "pdf" / "forms.md").write_text("Field names: name, date.\n")
+    (home / "skills" / "secret.txt").write_text("outside the skill\n")
+    os.symlink(tmp_path / "secret.md", home / "skills" / "pdf" / "link.md")
+    (tmp_path / "secret.md").write_text("PRIVATE\n")
+    toolset = Toolset.open([], Settings(), project_root=project, home=home, trusted=False, window=100_000)
+    assert "Field names: name, date." in toolset.run_skill("pdf", "forms.md")
+    for hostile in ("../secret.txt", "/etc/passwd", "link.md", "../../../../proc/self/environ"):
+        answer = toolset.run_skill("pdf", hostile)
+        assert answer.startswith("Error:") and "PRIVATE" not in answer and "outside the skill" not in answer
+    assert toolset.run_skill("nope", "forms.md").startswith("Error: no skill named")
+
+
+def test_the_langchain_skill_tool_matches_the_catalog_schema_and_runs(home: Path, project: Path) -> None:
+    from mtagent.context.toolset import skill_schema
+    from mtagent.tools.skill_tool import make_skill_tool
+
+    write_skill(home, "pdf", "Fill PDF forms.", body="Step one.", folder="skills")
+    (home / "skills" / "pdf" / "forms.md").write_text("Fields.\n")
+    toolset = Toolset.open([], Settings(), project_root=project, home=home, trusted=False, window=100_000)
+    tool = make_skill_tool(lambda: toolset)
+    assert set(tool.args) == set(skill_schema()["function"]["parameters"]["properties"])
+    assert "Step one." in tool.invoke({"name": "pdf"}) and "Fields." in tool.invoke({"name": "pdf", "file": "forms.md"})

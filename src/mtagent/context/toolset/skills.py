@@ -13,8 +13,9 @@ Only the listing (name + one description line) sits in the context (the ``skills
 confinement rule for project content (inside its root, no hard links, no symlinked folder entered,
 bounded, redacted) — and returns it as the tool's result, so it is pinned in the
 conversation until the next compaction; after one, :meth:`SkillBook.compacted` names the skills
-that were loaded so the model can load them again by name. Bundled files are read through the
-normal file tools, on demand.
+that were loaded so the model can load them again by name. Bundled files are read on demand with
+``skill(name, file=…)`` under the same rule, confined to the skill's folder (a user skill's folder
+is outside the workspace the file tools may touch).
 """
 
 from __future__ import annotations
@@ -170,8 +171,21 @@ class SkillBook:
             if skill.name not in self.pinned:
                 self.pinned.append(skill.name)
         return (f'<skill name="{skill.name}" folder="{skill.folder}">\n'
-                f"Files this skill mentions are relative to its folder; read them with the file tools when needed.\n\n"
-                f"{body}\n</skill>")
+                f"Files this skill mentions are relative to its folder: read one with "
+                f"skill(name=\"{skill.name}\", file=\"<path>\") when you need it.\n\n{body}\n</skill>")
+
+    def read_file(self, name: str, file: str) -> str:
+        """A file the skill bundles (``file`` relative to its folder), read under the same rule as the
+        SKILL.md: inside the skill's folder, no symlink out, no hard link, bounded, redacted. A user
+        skill lives outside the workspace, where the file tools do not reach. ``KeyError``: unknown
+        skill; ``OSError``: the file may not be read (the message says why)."""
+        skill = self.by_name[str(name)]
+        result = confine.read_text(skill.folder, str(file), max_bytes=self.cfg.max_file_bytes, redactor=self.redactor,
+                                   label=f"{skill.name}/{str(file)[:200]}")
+        if result.text is None:
+            raise OSError(result.problem or "unreadable")
+        note = f"\n[{result.problem}]" if result.truncated else ""
+        return f'<skill-file skill="{skill.name}" path="{str(file)[:200]}">\n{result.text}{note}\n</skill-file>'
 
     def compacted(self) -> None:
         """A compaction summarized the loaded bodies away: they may be loaded again by name."""

@@ -37,9 +37,12 @@ def skill_schema() -> dict[str, Any]:
     """The ``skill`` function schema (the LangChain tool in ``tools/skill_tool.py`` matches it)."""
     return {"type": "function", "function": {
         "name": SKILL_TOOL,
-        "description": "Load a skill's instructions by name (the skills are listed in <skills>).",
+        "description": ("Load a skill's instructions by name (the skills are listed in <skills>); with file, "
+                        "read a file the skill bundles."),
         "parameters": {"type": "object", "properties": {
-            "name": {"type": "string", "description": "the skill's name, as listed"}}, "required": ["name"]},
+            "name": {"type": "string", "description": "the skill's name, as listed"},
+            "file": {"type": "string", "description": "a path relative to the skill's folder"}},
+            "required": ["name"]},
     }}
 
 
@@ -115,10 +118,10 @@ class Toolset:
             loaded = "These tools were already loaded; call them directly."
         return f"{loaded}\n" + "\n".join(lines)
 
-    def run_skill(self, name: str) -> str:
-        """``skill``: the body of a skill (pinned until the next compaction), or a usable error."""
+    def run_skill(self, name: str, file: str | None = None) -> str:
+        """``skill``: the body of a skill (pinned until the next compaction), a file it bundles, or a usable error."""
         try:
-            return self.skills.load(name)
+            return self.skills.read_file(name, file) if file else self.skills.load(name)
         except KeyError:
             known = ", ".join(s.name for s in self.skills.skills) or "none"
             return f"Error: no skill named {str(name)[:80]!r}. Skills: {known}."
