@@ -183,3 +183,27 @@ def test_mtagent_run_shows_the_refusal(hostile: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "@../outside/x in CONTEXT.md is outside the project" in done.stderr
     assert "allow_external_includes" in done.stderr and CANARY not in done.stdout + done.stderr
+
+
+def test_context_lists_the_refusals_shown_so_far(hostile: Path, tmp_path: Path) -> None:
+    from dataclasses import dataclass
+
+    from cli.test_slash import FakeHost
+
+    from mtagent.cli.context_render import WindowUsage
+    from mtagent.cli.slash import dispatch
+
+    (hostile / "CONTEXT.md").write_text("Read @../outside/x\n")
+    static = StaticContext(hostile, MemorySettings())
+    static.build()
+    static.build()  # shown once, listed once
+
+    @dataclass
+    class Host(FakeHost):
+        def context_warnings(self) -> list[str]:
+            return static.shown_warnings
+
+    host = Host(cwd=tmp_path, usage=WindowUsage(16_000, 10_000, {"messages": 4_000, "system": 1_000}))
+    dispatch(host, "/context")
+    lines = [line for line in host.output().splitlines() if line.startswith("context: ")]
+    assert len(lines) == 1 and "@../outside/x in CONTEXT.md is outside the project" in lines[0]

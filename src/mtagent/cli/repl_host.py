@@ -222,16 +222,15 @@ class ReplHost:
 
     def cost(self) -> CostReport | None:
         from mtagent.cli.slash_session import CostReport
-        from mtagent.cli.usage import cost_usd, price_for, usage_of_transcript
+        from mtagent.cli.usage import session_cost
 
         session = self.session
         if session is None or not session.transcript_path.exists():
             return None
-        usage = usage_of_transcript(session.transcript_path)
+        usage, dollars = session_cost(session.transcript_path, session.model_name, session.settings.agent.prices)
         if not usage.calls:
             return None
-        price = price_for(session.model_name, session.settings.agent.prices)
-        return CostReport(session.model_name, usage, cost_usd(usage, price))
+        return CostReport(session.model_name, usage, dollars)
 
     def prepare_skill(self, name: str, request: str) -> None:
         """``/skill NAME [request]``: the skill's instructions (and the request) become the next message."""
@@ -252,6 +251,11 @@ class ReplHost:
         """The session's MCP servers and notes (``/mcp``); None when it has no MCP client."""
         manager = getattr(getattr(self.session, "parts", None), "mcp", None)
         return None if manager is None else (manager.servers(), list(manager.notes))
+
+    def context_warnings(self) -> list[str]:
+        """What building the session's context refused or cut so far (``/context`` lists it)."""
+        static = getattr(self.session, "static", None)
+        return list(getattr(static, "shown_warnings", []))
 
     def list_sessions(self) -> list[SessionRow]:
         from mtagent.agent.storage import session_infos  # files, or the PostgreSQL store

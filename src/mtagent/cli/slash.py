@@ -305,7 +305,14 @@ def cmd_context(host: SlashHost, command: SlashCommand) -> Outcome:
     else:
         host.console.print(render.render_context_grid(usage, report=host.session_report()))
     _print_mcp_trouble(host)
+    _print_context_warnings(host)
     return Outcome.CONTINUE
+
+
+def _print_context_warnings(host: SlashHost) -> None:
+    """What building the context refused or cut (an ``@include`` outside the project, a huge rule file)."""
+    for warning in getattr(host, "context_warnings", lambda: [])():
+        host.console.print(f"context: {terminal_safe(warning)}", markup=False, style="dim")
 
 
 def _print_mcp_trouble(host: SlashHost) -> None:

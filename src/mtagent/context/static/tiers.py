@@ -206,7 +206,7 @@ class StaticContext:
     os_name: str = field(default_factory=describe_os)
     redactor: Redactor = field(default_factory=lambda: Redactor(collect_secrets()), repr=False)
     _touched: dict[str, None] = field(default_factory=dict, init=False, repr=False)
-    _warned: set[str] = field(default_factory=set, init=False, repr=False)
+    _warned: dict[str, None] = field(default_factory=dict, init=False, repr=False)
     _conflict_memo: tuple[tuple[Any, ...], list[Conflict]] | None = field(default=None, init=False, repr=False)
 
     def touch(self, paths_: Iterable[str]) -> None:
@@ -267,9 +267,15 @@ class StaticContext:
                                            for c in conflicts]
         for w in warnings:
             if w not in self._warned:
-                self._warned.add(w)
+                self._warned[w] = None
                 log.warning("%s", w)
         return StaticParts(system, session, rules, conflicts + resolution.conflicts, warnings)
+
+    @property
+    def shown_warnings(self) -> list[str]:
+        """Every warning building the context has shown so far (a refused ``@include`` …), first first:
+        printed once when it happens, listed again by ``/context``."""
+        return list(self._warned)
 
     def rule_items(self) -> list[AuthorityItem]:
         """The rules in force, as authority items — for checking a summary against them."""
