@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from mtagent.cli.usage import Usage, cost_usd, price_for, usage_of_messages, usage_of_transcript
@@ -41,3 +42,23 @@ def test_transcript_usage_skips_hostile_lines(tmp_path: Path):
     path.write_text("\n".join(lines) + "\n")
     usage = usage_of_transcript(path)
     assert (usage.input, usage.cache_read, usage.output) == (300, 600, 50) and usage.calls == 2
+
+
+def test_each_call_is_priced_with_the_model_that_made_it(tmp_path: Path):
+    """Six gpt-4o-mini calls, then /model gpt-4o and one more: the six keep their own price."""
+    from mtagent.cli.usage import session_cost
+
+    def call(model: str | None) -> str:
+        meta = {"model_name": model} if model else {}
+        return json.dumps({"type": "transcript_message", "role": "assistant", "response_metadata": meta,
+                           "usage": {"input_tokens": 1_000_000, "output_tokens": 0}})
+
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join([call("gpt-4o-mini-2024-07-18")] * 6 + [call("gpt-4o")]) + "\n")
+    usage, dollars = session_cost(path, "openai:gpt-4o", DEFAULT_PRICES)
+    mini, big = DEFAULT_PRICES["gpt-4o-mini"]["input"], DEFAULT_PRICES["gpt-4o"]["input"]
+    assert usage.calls == 7 and dollars == pytest.approx(6 * mini + big)
+    path.write_text(call(None) + "\n")  # a record that does not say: the current model's price
+    assert session_cost(path, "openai:gpt-4o", DEFAULT_PRICES)[1] == pytest.approx(big)
+    path.write_text(call("qwen2.5-coder") + "\n" + call("gpt-4o") + "\n")  # one call without a price
+    assert session_cost(path, "openai:gpt-4o", DEFAULT_PRICES)[1] is None

@@ -71,7 +71,8 @@ def usage_of_transcript(path: Path) -> Usage:
 
 
 def price_for(model: str | None, prices: Mapping[str, Mapping[str, float]]) -> Mapping[str, float] | None:
-    """The price row for ``provider:name``: exact key, then the bare name, then a glob key."""
+    """The price row for ``provider:name``: exact key, then the bare name, then a glob key, then the
+    longest key the name extends with a dash (a provider's dated name, ``gpt-4o-mini-2024-07-18``)."""
     if not model:
         return None
     bare = model.split(":", 1)[-1]
@@ -82,7 +83,45 @@ def price_for(model: str | None, prices: Mapping[str, Mapping[str, float]]) -> M
         if any(ch in pattern for ch in "*?[") and (fnmatch.fnmatchcase(model, pattern)
                                                    or fnmatch.fnmatchcase(bare, pattern)):
             return row
-    return None
+    dated = [key for key in prices if bare.startswith(key.split(":", 1)[-1] + "-")]
+    return prices[max(dated, key=len)] if dated else None
+
+
+def usage_by_model(path: Path) -> dict[str | None, Usage]:
+    """Usage of a transcript's model calls, per the model that made them (``response_metadata``'s
+    ``model_name``; None where a record does not say)."""
+    groups: dict[str | None, Usage] = {}
+    with open(path, "rb") as fh:
+        for line in fh:
+            if b'"usage"' not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("role") == "assistant":
+                meta = record.get("response_metadata")
+                name = meta.get("model_name") if isinstance(meta, dict) else None
+                groups.setdefault(name if isinstance(name, str) and name else None, Usage()).add(record.get("usage"))
+    return groups
+
+
+def session_cost(path: Path, current_model: str,
+                 prices: Mapping[str, Mapping[str, float]]) -> tuple[Usage, float | None]:
+    """A transcript's summed usage and its dollars, each call priced with the model that made it
+    (so ``/model`` does not reprice earlier calls); calls that do not say are the current model's.
+    None when some calls' model has no price."""
+    total, dollars = Usage(), 0.0
+    priced = True
+    for name, usage in usage_by_model(path).items():
+        for part in ("calls", "input", "output", "cache_read", "cache_write"):
+            setattr(total, part, getattr(total, part) + getattr(usage, part))
+        cost = cost_usd(usage, price_for(name or current_model, prices))
+        if cost is None:
+            priced = False
+        else:
+            dollars += cost
+    return total, dollars if priced else None
 
 
 def cost_usd(usage: Usage, price: Mapping[str, float] | None) -> float | None:
