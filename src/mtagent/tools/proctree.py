@@ -1,8 +1,13 @@
 """Contain a shell call's whole process tree: nothing it starts outlives the call or mtagent.
 
 A command can leave its process group (``setsid``, double forks, daemons), so killing the group
-is not enough. Three layers, Linux-first:
+is not enough. Four layers, Linux-first:
 
+* **Runner.** The call's leader is :mod:`~mtagent.tools.shell_runner` (:func:`contained`): a
+  child subreaper that runs the shell as its child, so whatever the command orphans is
+  re-parented to it — even ``env -i setsid -f sleep 100``, which clears the marker and leaves
+  the group and session — and is SIGKILLed when the command ends (after a short drain) or when
+  the call is stopped.
 * **Marker.** Every call runs with ``MTAGENT_SHELL_CALL=<random id>`` in its environment, which
   every descendant inherits. At the end of the call (and on timeout) every process whose
   environment carries the id, or whose parent chain leads to the shell, is SIGKILLed — repeated
@@ -13,9 +18,9 @@ is not enough. Three layers, Linux-first:
   (even by SIGKILL) the pipe closes and the watchdog kills the call's process group and every
   marked process. The shell's leader also gets ``PR_SET_PDEATHSIG`` = SIGKILL.
 
-Limits: a descendant that clears its environment *and* leaves the process group *and* is not
-re-parented to mtagent (e.g. it was handed to another subreaper) cannot be found; on systems
-without ``/proc`` and ``prctl`` only the process group is killed. This is containment of a
+Limits: a descendant that clears its environment *and* leaves the process group *and* is handed
+to another subreaper of its own making cannot be found; on systems without ``/proc`` and
+``prctl`` only the process group is killed. This is containment of a
 command's processes, not a sandbox (docs/security.md).
 """
 
@@ -41,6 +46,8 @@ _WATCHDOG = (
     'done'
 )
 _subreaper_done = False
+RUNNER = Path(__file__).with_name("shell_runner.py")
+RUNNER_DRAIN_SECONDS = 0.5  # what is left after the command may finish writing this long
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -59,6 +66,13 @@ def become_subreaper() -> bool:
     if not _subreaper_done:
         _subreaper_done = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     return _subreaper_done
+
+
+def contained(argv: list[str]) -> list[str]:
+    """``argv`` run under the subreaper runner (where ``/proc`` and ``prctl`` exist), else as is."""
+    if not sys.platform.startswith("linux") or not Path("/proc/self/stat").exists() or not RUNNER.is_file():
+        return argv
+    return [sys.executable, "-I", "-S", str(RUNNER), str(RUNNER_DRAIN_SECONDS), *argv]
 
 
 def die_with_parent() -> None:
