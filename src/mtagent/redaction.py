@@ -99,8 +99,8 @@ def _option_secrets(value: Any, named_secret: bool = False, _depth: int = 0) -> 
 
 def settings_secrets(settings: Settings, environ: Mapping[str, str] | None = None) -> list[str]:
     """What the settings say is secret: ``security.redact_values``, the values of the variables
-    named in ``security.redact_env``, the storage DSN's password, a password in ``agent.base_url``
-    and strings under secret-named keys of ``agent.model_options``."""
+    named in ``security.redact_env``, the storage DSN's password, a password in ``agent.base_url``,
+    strings under secret-named keys of ``agent.model_options`` and of MCP servers' ``env``/``headers``."""
     env = os.environ if environ is None else environ
     security = settings.security
     found = list(security.redact_values)
@@ -108,6 +108,8 @@ def settings_secrets(settings: Settings, environ: Mapping[str, str] | None = Non
     for url in (settings.storage.dsn, settings.agent.base_url):
         found += passwords_in(url or "")
     found += _option_secrets(settings.agent.model_options)
+    for server in settings.mcp.servers.values():  # GITHUB_TOKEN in env, Authorization in headers
+        found += [*_option_secrets({"env": server.env, "headers": server.headers}), *passwords_in(server.url or "")]
     return found
 
 

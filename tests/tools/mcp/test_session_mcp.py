@@ -177,3 +177,15 @@ def test_deferred_mcp_tools_are_found_with_tool_search_then_called(project: Path
         assert "mcp__fx__echo" in model.bound_tool_names  # loaded by the search, bound from the next call
     assert "mcp__fx__echo" in model.calls[1][-1].content
     assert model.calls[2][-1].content == "found and called"
+
+
+def test_secrets_in_an_mcp_server_s_own_config_are_redacted_too(project: Path) -> None:
+    token = "plain-but-secret-value-42"  # not key-shaped: known only because the config names it a token
+    settings = mcp_settings({"fx": fixture_server(env={"SERVICE_TOKEN": token})}, agent={"approval": {"mcp__fx__*": "allow"}})
+    model = ScriptedChatModel([tool_call("mcp__fx__env", {"name": "SERVICE_TOKEN"}, id="t1"), "ok"])
+    with McpManager.for_project(settings, project) as manager, \
+            AgentSession.create(project, model=model, settings=settings, tools=_with_mcp(manager)) as session:
+        session.run_turn("read it")
+        path = session.transcript_path
+    assert model.calls[1][-1].content == "[redacted]"
+    assert token not in path.read_text()
