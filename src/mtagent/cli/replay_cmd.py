@@ -8,7 +8,6 @@ tool-result limits) come from the usual config files and ``MTAGENT_*`` variables
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -22,6 +21,7 @@ from mtagent.cli.replay_progress import replay_progress
 from mtagent.config import load_settings
 from mtagent.errors import UsageError
 from mtagent.replay.names import DEFAULT_WINDOW, FORMAT_NAMES, STRATEGY_NAMES
+from mtagent.terminal_text import json_text, terminal_safe
 
 DEFAULT_STRATEGIES = list(STRATEGY_NAMES)
 
@@ -79,10 +79,10 @@ def run_tune(files: list[Path], window: int, fmt: str | None, as_json: bool, *, 
         executor.close()
     chosen = best(scores)
     if as_json:
-        typer.echo(json.dumps(to_json(scores, chosen), ensure_ascii=False))
+        typer.echo(json_text(to_json(scores, chosen)))
         return
     for line in report_lines(scores, chosen, window=window, cache_model="anthropic"):
-        typer.echo(line)
+        typer.echo(terminal_safe(line))  # session labels come from transcript file names
 
 
 @user_errors
@@ -116,8 +116,8 @@ def run_replay(
 
         write_report(html, sessions, names)
     if as_json:
-        typer.echo(json.dumps({"results": table_rows, "overall": overall,
-                               "failures": [f.as_dict() for f in failures]}, ensure_ascii=False))
+        typer.echo(json_text({"results": table_rows, "overall": overall,
+                              "failures": [f.as_dict() for f in failures]}))
         if failures:
             raise typer.Exit(1)
         return
