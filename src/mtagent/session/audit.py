@@ -179,5 +179,9 @@ class AuditingSink:
                 log.warning("could not write audit event %s for session %s: %s", action, self.session_id, exc)
         return result
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+    # The rest of a writer's life is the writer's own, named here rather than found by delegation.
+    def end_turn(self) -> None:
+        self.inner.end_turn()
+
+    def close(self) -> None:
+        self.inner.close()

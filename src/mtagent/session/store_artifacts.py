@@ -112,8 +112,14 @@ class NotesThroughStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+    @property
+    def session_id(self) -> str:
+        return str(self.inner.session_id)
+
+    @property
+    def path(self) -> Path:
+        """The writer's transcript path (a label for a store's rows; see the writer)."""
+        return Path(self.inner.path)
 
 
 def _memory_files(folder: Path) -> list[Path]:
