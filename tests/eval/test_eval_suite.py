@@ -104,3 +104,31 @@ def test_command_line_settings_are_parsed_as_toml_and_validated() -> None:
         parse_settings(["token_limit=5"])
     with pytest.raises(UsageError, match="bad setting"):
         parse_settings(["context.token_limit=-3"])
+
+
+def test_mtagent_run_drives_the_test_model_through_the_cli_model_seam(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from mtagent.cli.app import app
+
+    (tmp_path / "a.py").write_text("LIMIT = 77\n")
+    task = "TASK t1\n1. Read `a.py`.\n2. Write the value of LIMIT into `out.txt`.\n"
+    result = CliRunner().invoke(app, ["run", "--json", "--model", "context-test:", "--cwd", str(tmp_path),
+                                      "--approval", "auto", task])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout.splitlines()[0])["answer"] == "DONE t1"
+    assert (tmp_path / "out.txt").read_text() == "77\n"
+
+
+def test_policies_are_interleaved_and_their_order_rotates_from_task_to_task(tmp_path: Path) -> None:
+    from mtagent.eval.runner import plan_units
+
+    tasks = builtin_tasks(tmp_path, count=3)
+    units, skipped = plan_units(tasks, load_policies(["mtagent", "threshold"]), tmp_path / "s",
+                                done={(tasks[2].id, "threshold", 1)})
+    assert [(u.key, u.policy.name, u.slot) for u in units] == [
+        (tasks[0].id, "mtagent", "p0"), (tasks[0].id, "threshold", "p1"), (tasks[1].id, "threshold", "p1"),
+        (tasks[1].id, "mtagent", "p0"), (tasks[2].id, "mtagent", "p0")]
+    assert skipped == 1
