@@ -35,6 +35,7 @@ from mtagent.redaction import Redactor, collect_secrets
 NEVER_READ = (Path("/proc"), Path("/dev"), Path("/sys"))
 DEFAULT_MAX_BYTES = 256 * 1024
 _CHUNK = 64 * 1024
+_BINARY_SNIFF = 8192  # a NUL in the first 8 KiB: a binary file, not context (as git and grep decide)
 
 
 @dataclass(slots=True, frozen=True)
@@ -182,6 +183,8 @@ def read_text(root: str | os.PathLike[str], path: str | os.PathLike[str], *, max
     text = _decode(raw, truncated, decode_errors)
     if text is None:
         return ReadResult(target, None, f"{name} is not UTF-8 text; it was skipped")
+    if "\x00" in text[:_BINARY_SNIFF]:
+        return ReadResult(target, None, f"{name} is a binary file (NUL bytes); it was skipped")
     text = (redactor or default_redactor()).text(text)
     problem = (f"{name} is larger than {max_bytes:,} bytes; only the first {max_bytes:,} were read"
                if truncated else None)

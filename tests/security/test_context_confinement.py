@@ -207,3 +207,11 @@ def test_context_lists_the_refusals_shown_so_far(hostile: Path, tmp_path: Path) 
     dispatch(host, "/context")
     lines = [line for line in host.output().splitlines() if line.startswith("context: ")]
     assert len(lines) == 1 and "@../outside/x in CONTEXT.md is outside the project" in lines[0]
+
+
+def test_a_binary_include_is_skipped_not_sent(hostile: Path) -> None:
+    with (hostile / "huge.md").open("wb") as fh:
+        fh.truncate(1024 * 1024 * 1024)  # sparse 1 GiB of NULs: instant to make
+    (hostile / "CONTEXT.md").write_text("@huge.md\n")
+    text, warnings = _all_text(hostile)
+    assert "\x00" not in text and any("binary file" in w for w in warnings), warnings
