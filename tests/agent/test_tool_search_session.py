@@ -117,3 +117,13 @@ def test_a_real_mcp_servers_deferred_tool_is_searched_loaded_and_called(tmp_path
         assert rows["mcp__fixture__sleep"]["state"] == "deferred"
         assert json.dumps(session.last_prepared.plan.buckets.as_dict())  # plan records the buckets
         assert session.last_prepared.plan.buckets.as_dict()["mcp_instructions"] > 0
+
+
+def test_a_deferred_tool_called_by_name_runs_and_is_loaded(tmp_path: Path) -> None:
+    RUNS.clear()
+    steps = [tool_call("mcp__fake__op_9", {"target": "cog"}), reply("turned")]
+    with open_session(tmp_path, steps) as session:
+        assert "mcp__fake__op_9" not in bound_names(session)
+        assert session.run_turn("turn the cog with op 9").reply == "turned"
+        assert RUNS == ["op_9:cog"] and bound_names(session)[-1] == "mcp__fake__op_9"
+        assert session.parts.toolset.catalog.stats.loads == 1

@@ -117,7 +117,7 @@ def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int,
     restore_loads(toolset, parts.opened.records)
     bind_toolset(toolset, system, parts.runnable, events=parts.opened.events,
                  last_tokens=lambda: window_manager.last_plan.tokens if window_manager.last_plan else 0,
-                 record_event=parts.session.record_event)
+                 record_event=parts.session.record_event, session_id=parts.opened.session_id)
     return toolset.bound(), toolset.catalog.schema_choice
 
 

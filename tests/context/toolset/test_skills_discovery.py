@@ -71,9 +71,7 @@ def test_symlinked_skill_folder_and_hard_link_are_refused(home: Path, project: P
 
 
 def test_a_huge_skill_file_is_skipped_unread(home: Path, project: Path) -> None:
-    path = write_skill(project, "big")
-    with path.open("ab") as fh:
-        fh.truncate(10 * 1024 * 1024)
+    path = write_skill(project, "big", body="word " * 100_000)  # 500 KB of text
     found = discover(project, SkillsSettings(max_file_bytes=64 * 1024), home=home, trusted=True)
     assert found.skills == [] and any("larger than 65,536 bytes" in s for s in found.skipped)
 

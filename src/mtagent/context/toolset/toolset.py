@@ -118,6 +118,16 @@ class Toolset:
             loaded = "These tools were already loaded; call them directly."
         return f"{loaded}\n" + "\n".join(lines)
 
+    def load_called(self, name: str) -> bool:
+        """A deferred tool was called by name without a search: load it too (its schema is bound from the
+        next call, so the model calls it with the real parameters). True when it was loaded now."""
+        if self.catalog.state(name) != "deferred":
+            return False
+        if self.catalog.load([name], after_tokens=self.after_tokens()).added:
+            self.changed()
+            return True
+        return False
+
     def run_skill(self, name: str, file: str | None = None) -> str:
         """``skill``: the body of a skill (pinned until the next compaction), a file it bundles, or a usable error."""
         try:
