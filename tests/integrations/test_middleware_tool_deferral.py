@@ -99,3 +99,14 @@ def test_one_threads_compaction_brings_the_delta_to_that_thread_only(tmp_path: P
     assert toolsets.for_runtime(a, tools).context.compactions == 1
     assert toolsets.for_runtime(b, tools).context.compactions == 0
     sessions.close()
+
+
+def test_a_deferred_tool_called_by_name_runs_and_is_loaded(tmp_path: Path) -> None:
+    settings = Settings.model_validate({"tools": {"defer": "always"}, "session_memory": {"enabled": False}})
+    model = RecordingModel([tool_call("weather_city_4", {"day": "friday"}, id="c1"), reply("sunny")])
+    middleware = MTContextMiddleware(settings=settings, project_root=tmp_path, artifact_tool=False)
+    agent = create_agent(model, city_tools(30), middleware=[middleware], checkpointer=InMemorySaver())
+    result = agent.invoke({"messages": [HumanMessage("friday in city 4?")]}, {"configurable": {"thread_id": "t"}})
+    middleware.close()
+    assert next(m for m in result["messages"] if isinstance(m, ToolMessage)).content == "sunny in city 4 on friday"
+    assert model.sent_tools[0] == ["tool_search"] and model.sent_tools[1] == ["tool_search", "weather_city_4"]

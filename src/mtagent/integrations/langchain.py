@@ -154,6 +154,7 @@ class MTContextMiddleware(AgentMiddleware):
         engine, answer = start_tool(self.sessions, request)
         if answer is not None:
             return answer
+        self.toolsets.called(request)
         return finish_tool(engine, request, handler(request))
 
     async def awrap_tool_call(
@@ -164,6 +165,7 @@ class MTContextMiddleware(AgentMiddleware):
         engine, answer = await asyncio.to_thread(start_tool, self.sessions, request)
         if answer is not None:
             return answer
+        await asyncio.to_thread(self.toolsets.called, request)
         result = await handler(request)
         return await asyncio.to_thread(finish_tool, engine, request, result)
 

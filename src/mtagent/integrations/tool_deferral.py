@@ -62,6 +62,12 @@ class RequestToolsets:
             self._compactions[session.session_id] = done
             return known[1]
 
+    def called(self, request: Any) -> None:
+        """A tool call is about to run: a deferred tool called by name without a search is loaded too."""
+        toolset = self.for_runtime(request.runtime)
+        if toolset is not None:
+            toolset.load_called(str(request.tool_call.get("name") or ""))
+
     def apply(self, request: Any) -> Any:
         """``request`` with the deferred tools left out and their listing in the system message; the
         request unchanged when nothing is deferred (``tool_search`` is then not offered either)."""
