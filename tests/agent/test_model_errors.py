@@ -91,3 +91,27 @@ def test_auth_error_message_is_clear_and_never_repeats_the_key():
 def test_redact_removes_known_secrets_and_key_shaped_strings():
     assert redact("key=abc123secret!", ("abc123secret",)) == "key=[redacted]!"
     assert "sk-proj-" not in redact("use sk-proj-AAAAAAAAAAAAAAAA now")
+
+
+def test_a_refused_connection_or_an_unknown_host_is_unreachable_not_transient():
+    import socket
+
+    import httpx
+
+    from mtagent.context.model_errors import RETRYABLE, ErrorKind, classify, to_model_error
+
+    request = httpx.Request("POST", "http://me:s3cret@10.9.8.7:8000/v1/chat/completions")
+    for cause, why in ((ConnectionRefusedError(111, "Connection refused"), "connection refused"),
+                       (socket.gaierror(-2, "Name or service not known"), "unknown host")):
+        try:
+            try:
+                raise cause
+            except OSError as inner:
+                raise httpx.ConnectError(str(inner), request=request) from inner
+        except httpx.ConnectError as exc:
+            kind = classify(exc)
+            assert kind is ErrorKind.UNREACHABLE and kind not in RETRYABLE
+            message = str(to_model_error(exc, kind, model="openai:m", attempts=1))
+            assert f"at http://10.9.8.7:8000/v1/chat/completions: {why}" in message and "s3cret" not in message
+    timeout = httpx.ConnectTimeout("timed out", request=request)  # a slow server may still answer: retried
+    assert classify(timeout) in RETRYABLE

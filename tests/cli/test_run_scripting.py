@@ -72,3 +72,42 @@ def test_missing_api_key_is_a_configuration_error_exit_2(project, key, monkeypat
 def test_no_model_at_all_is_exit_2(project):
     result = runner.invoke(app, ["run", "--cwd", str(project), "hi"])
     assert result.exit_code == 2 and "no model configured" in result.output
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:  # bound, never listening: connecting is refused
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_dead_base_url_fails_at_once_naming_the_url_and_json_still_comes(project):
+    url = f"http://user:hunter2@127.0.0.1:{_closed_port()}/v1"
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", "openai:gpt-4o-mini", "--base-url", url,
+                                 "--json", "hi"], env={"OPENAI_API_KEY": "sk-test"})
+    assert result.exit_code == 1
+    assert "retry" not in result.stderr  # refused is not transient: no 3 retries with backoff
+    assert "cannot reach openai:gpt-4o-mini at http://127.0.0.1:" in result.stderr
+    assert "hunter2" not in result.output + result.stderr
+    out = json.loads(result.stdout)  # --json: one object on stdout on a failure too
+    assert out["status"] == "error" and out["exit_code"] == 1 and "cannot reach" in out["error"]
+
+
+def test_json_reports_a_usage_error_too(project, tmp_path):
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, ["x"]), "--window", "-5",
+                                 "--json", "hi"])
+    assert result.exit_code == 2
+    out = json.loads(result.stdout)
+    assert out["status"] == "error" and out["exit_code"] == 2 and "--window" in out["error"]
+
+
+def test_piped_stdin_is_appended_to_the_task(project, tmp_path):
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, ["reviewed"]),
+                                 "review this"], input="diff --git a/x b/x\n+new line\n")
+    assert result.exit_code == 0, result.output
+    from mtagent.session.catalog import list_sessions
+    from mtagent.session.transcript import read_records
+
+    users = [r for r in read_records(list_sessions(project)[0].path) if r.get("role") == "user"]
+    assert users[0]["content"] == "review this\n\ndiff --git a/x b/x\n+new line\n"

@@ -11,6 +11,9 @@ hit); 2 a usage or configuration error; 130 interrupted (Ctrl-C).
 
 from __future__ import annotations
 
+import io
+import os
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -63,13 +66,31 @@ def _read_stdin_line(prompt: str) -> str:
 
 
 def read_task(task: str) -> str:
-    """``-`` means the task is on stdin (``git diff | mtagent run -``); anything else is the task."""
+    """``-`` means the task is on stdin (``echo 'fix it' | mtagent run -``); anything else is the task,
+    and what is piped in is appended to it, as simonw/llm does (``git diff | mtagent run "review this"``)."""
     if task != "-":
-        return task
+        piped = _piped_stdin()
+        return f"{task}\n\n{piped}" if piped.strip() else task
     if sys.stdin.isatty():
         raise UsageError("`mtagent run -` reads the task from stdin: pipe it in, e.g. "
                          "echo 'fix the failing test' | mtagent run -")
     return sys.stdin.read()
+
+
+def _piped_stdin() -> str:
+    """What a pipe or a redirected file holds on stdin; "" for a terminal (or no stdin at all)."""
+    stream = sys.stdin
+    if stream is None or stream.closed:
+        return ""
+    try:
+        if stream.isatty():
+            return ""
+        fd = stream.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode) and not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""  # /dev/null, a socket: nothing piped
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass  # a stream without a descriptor (a test runner's): read what it holds
+    return stream.read()
 
 
 def run_once(options: SessionOptions, task: str, *, as_json: bool = False) -> int:
@@ -205,8 +226,29 @@ def run(
     """Run one task to the end and exit (0 done, 1 failed, 2 usage error, 130 interrupted)."""
     options = SessionOptions(cwd=cwd, model=model, base_url=base_url, approval=approval, window=window,
                              resume=resume, continue_=continue_)
-    code = guarded(lambda: run_once(options, task, as_json=as_json))
-    raise typer.Exit(code)
+    body = (lambda: _json_on_failure(options, task)) if as_json else (lambda: run_once(options, task))
+    raise typer.Exit(guarded(body))
+
+
+def _json_on_failure(options: SessionOptions, task: str) -> int:
+    """``run --json``: stdout carries one JSON object whatever happens — on a failure too, with the
+    error and the exit code (the one-line error still goes to stderr)."""
+    try:
+        return run_once(options, task, as_json=True)
+    except (typer.Exit, typer.Abort):
+        raise
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            status, code, error = "interrupted", EXIT_INTERRUPTED, "interrupted"
+        elif isinstance(exc, MTAgentError):
+            status, code, error = "error", exc.exit_code, str(exc)
+        elif isinstance(exc, Exception):
+            status, code, error = "error", EXIT_FAILED, f"{type(exc).__name__}: {exc}"
+        else:
+            raise
+        typer.echo(json_text({"answer": None, "status": status, "error": terminal_safe(error), "exit_code": code,
+                              "session_id": None, "model": options.model}))
+        raise
 
 
 @user_errors
