@@ -109,6 +109,22 @@ def test_export_markdown_to_a_file(project, tmp_path):
     assert "- tool call `grep` (call_grep_1)" in text
 
 
+def test_export_accepts_markdown_as_the_name_of_md(project, tmp_path):
+    short = run("export", "v2_every_record", "--format", "md", "--cwd", str(project))
+    long = run("export", "v2_every_record", "--format", "markdown", "--cwd", str(project))
+    assert long.exit_code == 0, long.output
+    assert long.stdout == short.stdout and long.stdout.startswith("# session golden-v2")
+
+
+@pytest.mark.parametrize("args", [["run", "--help"], ["sessions", "list", "--help"],
+                                  ["sessions", "export", "--help"]])
+def test_help_shows_no_value_placeholder_for_flags(args):
+    result = run(*args[1:]) if args[0] == "sessions" else CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "--json" in result.output or "--skip-corrupt" in result.output
+    assert "<bool>" not in result.output  # a flag takes no value
+
+
 def test_export_to_a_missing_folder_says_it_cannot_write_there(project, tmp_path):
     target = tmp_path / "no-such-dir" / "out.md"
     result = run("export", "v2_every_record", "--format", "md", "-o", str(target), "--cwd", str(project))

@@ -58,7 +58,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
 def load_command(name: str) -> Any:
     """The real click command for a lazy entry: its module registers it on a scratch app."""
     module = importlib.import_module(LAZY_COMMANDS[name][0])
-    scratch = typer.Typer()
+    scratch = typer.Typer(rich_markup_mode=None)  # plain help, like the root: flags without a "<bool>" value
     scratch.callback()(lambda: None)  # a callback keeps typer from collapsing a one-command app
     module.register(scratch)
     return typer.main.get_command(scratch).get_command(None, name)  # type: ignore[attr-defined, arg-type]

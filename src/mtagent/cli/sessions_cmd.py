@@ -35,6 +35,7 @@ PREVIEW_CHARS = 600
 # --full shows a body up to this many characters (a 100 MB line would take minutes to lay out)
 FULL_MAX_CHARS = 256 * 1024
 EXPORT_FORMATS = ("jsonl", "md")
+FORMAT_ALIASES = {"markdown": "md", "json": "jsonl"}  # the names people type
 ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "tool": "bold yellow", "system": "bold magenta"}
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -321,12 +322,13 @@ def _markdown(records: Iterator[dict[str, Any]], redactor: Redactor) -> Iterator
 @user_errors
 def export_cmd(
     session_id: str = typer.Argument(..., help="Session id, a unique prefix of it, or `latest` (see `mtagent sessions list`)."),
-    fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl (the records) or md (readable)."),
+    fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl (the records) or md / markdown (readable)."),
     output: Path = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
     cwd: Path = _cwd_option(),
     skip_corrupt: bool = typer.Option(False, "--skip-corrupt", help="Skip unreadable lines instead of stopping."),
 ) -> None:
     """Export a session as JSONL records or Markdown."""
+    fmt = FORMAT_ALIASES.get(fmt.lower(), fmt.lower())
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
     with _store(cwd) as store:
