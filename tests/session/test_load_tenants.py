@@ -122,3 +122,34 @@ def test_concurrent_runs_of_two_tenants_all_succeed_and_stay_apart(tmp_path: Pat
         assert [w for w in tenants if _has_fact(local.read_text(), w)] == [who]
     shared = paths.project_memory_dir(project)
     assert not shared.parent.exists() or not any(p.name.startswith("memory.") for p in shared.parent.iterdir())
+
+
+def test_workers_setting_up_checkpoints_at_once_take_turns(fresh_db: str) -> None:
+    """LangGraph's checkpoint setup on a fresh database, by many workers at the same moment (a fleet
+    starting): each gets a connection, none fails on the setup's ledger (1 of 64 runs did, unlocked)."""
+    import threading
+
+    from mtagent.agent import storage
+
+    settings = load_settings(Path("."), overrides={"storage": {"backend": "postgres", "dsn": fresh_db,
+                                                               "tenant": "setup-race"}})
+    store = PostgresStore(fresh_db, tenant="setup-race", pool_max_size=2)
+    barrier, errors, conns = threading.Barrier(12), [], []
+
+    def worker() -> None:
+        try:
+            barrier.wait()
+            conns.append(storage._postgres_checkpoints(store, settings.storage.connect_timeout_seconds))
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    storage._CHECKPOINT_SCHEMA.discard(fresh_db)
+    threads = [threading.Thread(target=worker) for _ in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for conn in conns:
+        conn.close()
+    store.close()
+    assert errors == [] and len(conns) == 12

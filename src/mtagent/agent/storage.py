@@ -30,6 +30,7 @@ from mtagent.session.store import shared_store
 from mtagent.session.transcript import ReadReport
 
 CHECKPOINT_FILE = "checkpoints.sqlite"
+CHECKPOINT_SETUP_LOCK = 0x6D74_6167_636B  # an advisory lock key of its own ("mtagck")
 
 
 @dataclass(slots=True)
@@ -141,17 +142,33 @@ def _postgres_checkpoints(store: Any, timeout: float) -> Any:
     try:
         if store.dsn not in _CHECKPOINT_SCHEMA:
             with psycopg.connect(store.dsn, **kwargs) as admin:
-                if not _checkpoints_current(admin):  # set up by the owner once; a worker role may not
-                    admin.row_factory = dict_row  # type: ignore[assignment]
-                    PostgresSaver(admin).setup()  # type: ignore[arg-type]
-                    admin.row_factory = tuple_row  # type: ignore[assignment]
-                migrations.migrate(admin, migrations.CHECKPOINT_MIGRATIONS)
+                # LangGraph's setup() is not safe to run twice at once (its ledger's primary key), nor
+                # beside our tenancy migration of its tables: a fleet starting together takes turns.
+                _take_turn(admin, timeout)
+                try:
+                    if not _checkpoints_current(admin):  # set up by the owner once; a worker role may not
+                        admin.row_factory = dict_row  # type: ignore[assignment]
+                        PostgresSaver(admin).setup()  # type: ignore[arg-type]
+                        admin.row_factory = tuple_row  # type: ignore[assignment]
+                    migrations.migrate(admin, migrations.CHECKPOINT_MIGRATIONS)
+                finally:
+                    admin.execute("SELECT pg_advisory_unlock(%s)", (CHECKPOINT_SETUP_LOCK,))
             _CHECKPOINT_SCHEMA.add(store.dsn)
         conn = psycopg.connect(store.dsn, **kwargs, prepare_threshold=0, row_factory=dict_row)
         tenant_configurer(store.tenant, store.role)(conn)  # row-level security binds the saver's queries
-    except psycopg.Error as exc:
+    except (psycopg.Error, TimeoutError) as exc:
         raise unreachable(store.dsn, exc) from None
     return conn
+
+
+def _take_turn(admin: Any, timeout: float) -> None:
+    """Hold the checkpoint setup lock. Polled, not waited on: setup() builds an index CONCURRENTLY,
+    which waits for every open transaction — a worker blocked inside ``pg_advisory_lock`` is one."""
+    deadline = time.monotonic() + max(timeout, 1) * 6
+    while not admin.execute("SELECT pg_try_advisory_lock(%s)", (CHECKPOINT_SETUP_LOCK,)).fetchone()[0]:
+        if time.monotonic() > deadline:
+            raise TimeoutError("another worker is still setting up LangGraph's checkpoint tables")
+        time.sleep(0.05)
 
 
 _CHECKPOINT_SCHEMA: set[str] = set()
