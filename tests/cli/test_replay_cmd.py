@@ -91,6 +91,8 @@ def test_many_sessions_end_with_one_overall_table_and_quiet_drops_the_notes(traj
     assert result.exit_code == 0, result.output
     assert result.output.count("strategy") == 1 and "overall: 2 sessions from 2 file(s)" in result.output
     assert "--per-session" in result.output
+    masking = next(line for line in result.output.splitlines() if line.strip().startswith("masking"))
+    assert re.search(r"\s\d\.\d{3}\s", masking), masking  # × raw of the sums, not "-" (raw is not listed)
     each = runner.invoke(app, ["replay", *files, "-s", "masking", "--per-session", "--quiet"])
     assert each.output.count("strategy") == 3 and "sum.:" not in each.output and "replay at" not in each.output
 

@@ -110,7 +110,8 @@ def run_replay(
         err_console.print(f"[red]failed[/] {escape(failure.label)} · {escape(failure.strategy)} after "
                           f"{failure.attempts} attempts: {escape(str(failure.error))}", highlight=False, soft_wrap=True)
     table_rows = rows(sessions, names)
-    overall = overall_rows(table_rows, names)
+    with_raw = names if "raw" in names else [*names, "raw"]  # raw is always replayed: the overall ratio needs it
+    overall = [r for r in overall_rows(rows(sessions, with_raw), with_raw) if r["strategy"] in names]
     if html is not None:
         from mtagent.replay.report_html import write_report
 
