@@ -17,17 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mtagent.config import Settings
+from mtagent.errors import MTAgentError
 from mtagent.replay.cost import DEFAULT_CACHE_MODELS
+from mtagent.replay.executors.base import Executor
 from mtagent.replay.probes import build_probes
-from mtagent.replay.simulate import simulate
+from mtagent.replay.simulate import ReplayResult, simulate
 from mtagent.replay.trajectory import Trajectory
-
-if TYPE_CHECKING:
-    from mtagent.replay.executors import Executor
-    from mtagent.replay.units import SessionRef
+from mtagent.replay.units import ReplayUnit, SessionRef, load_session, run_replay_unit
 
 RETENTION_SLACK = 0.01
 
@@ -110,14 +109,9 @@ def tune(
     if cache_model not in {m.name for m in DEFAULT_CACHE_MODELS}:
         raise ValueError(f"unknown cache model {cache_model!r}")
     if executor is not None:
-        from mtagent.replay.tune_units import tune_parallel
-
         grid = list(grid)
         return tune_parallel(sessions, settings, [Score(c) for c in grid], [apply(settings, c) for c in grid],
-                             window=window, cache_model=cache_model, progress=progress, executor=executor,
-                             add=add_result)
-    from mtagent.replay.units import SessionRef, load_session
-
+                             window=window, cache_model=cache_model, progress=progress, executor=executor)
     sessions = [load_session(s)[0] if isinstance(s, SessionRef) else s for s in sessions]
     candidates = list(grid)
     scores = [Score(c) for c in candidates]
@@ -148,6 +142,63 @@ def add_result(score: Score, r: Any, raw: Any, cache_model: str, pressured: bool
         score.retentions.append(r.retention)
         if pressured:
             score.pressured.append(r.retention)
+
+
+class TuneFailed(MTAgentError):
+    """A tuning replay failed twice; the scores would be incomparable without it."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Labelled:
+    ref: SessionRef
+    label: str
+
+
+def _ref(session: Trajectory | SessionRef) -> _Labelled:
+    if isinstance(session, SessionRef):
+        return _Labelled(session, f"{session.path}#{session.index}")
+    return _Labelled(SessionRef(str(session.meta.get("source", "")), trajectory=session), str(session.meta.get("source", "")))
+
+
+def tune_parallel(
+    sessions: Sequence[Trajectory | SessionRef],
+    settings: Settings,
+    scores: list[Score],
+    configured: list[Settings],
+    *,
+    window: int,
+    cache_model: str,
+    executor: Executor,
+    progress: Callable[[int, int], None] | None = None,
+    run: Callable[[ReplayUnit], ReplayResult] = run_replay_unit,
+) -> list[Score]:
+    """:func:`tune` on an executor: each session's raw replay and each (session × candidate) is a unit.
+
+    The merge walks the outcomes in unit order and adds them exactly as the serial loop does, so the
+    floating-point sums — and so the chosen setting — are the same on every executor."""
+    refs = [_ref(s) for s in sessions]
+    per_session = 1 + len(configured)
+    units = []
+    for item in refs:
+        units.append(ReplayUnit(item.ref, item.label, "raw", window, settings))
+        units += [ReplayUnit(item.ref, item.label, "mtagent", window, cand) for cand in configured]
+    total = len(sessions) * len(configured)
+    raw: ReplayResult | None = None
+    done = 0
+    for outcome in executor.map(run, units):
+        if not outcome.ok:
+            raise TuneFailed(f"tuning replay of {outcome.unit.label} failed after {outcome.attempts} attempts: "
+                             f"{outcome.error}; check that file with `mtagent replay` first")
+        slot = outcome.index % per_session
+        if slot == 0:
+            raw = outcome.value
+            continue
+        assert raw is not None
+        add_result(scores[slot - 1], outcome.value, raw, cache_model, raw.peak_tokens >= raw.threshold)
+        done += 1
+        if progress is not None:
+            progress(done, total)
+    return scores
 
 
 def best(scores: Sequence[Score], retention_slack: float = RETENTION_SLACK) -> Score:
