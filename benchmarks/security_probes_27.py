@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-FIRST_COMMIT_27 = "f112375"  # security: one confinement rule for project content (#27)
+FIRST_COMMIT_27 = "e61a34e"  # the first commit carrying #27 code (describe_call sanitized; f112375: confinement)
 CANARY = "OUTSIDE-CANARY-27"
 TOKEN = "ghx_regress27CanaryToken0123456789"
 LATER_SECRET = "regress27-later-configured-passphrase"

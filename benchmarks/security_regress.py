@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from security_probes_27 import FIRST_COMMIT_27, PROBE_ENV, PROBE_FUNCS_27, PROBES_27
+from security_probes_27b import PROBE_FUNCS_27B, PROBES_27B
 
 REPO = Path(__file__).resolve().parents[1]
 FIRST_SECURITY_COMMIT = "85ebb51"  # tools: open every workspace file through directory descriptors (#13)
@@ -293,7 +294,8 @@ def probe_typed_secret(tmp: Path) -> bool:
 
 PROBE_FUNCS: dict[str, Callable[[Path], bool]] = {name: globals()[f"probe_{name}"] for name in PROBES}
 PROBE_FUNCS.update(PROBE_FUNCS_27)
-WAVES: dict[str, dict[str, tuple[str, str]]] = {"13": PROBES, "27": PROBES_27}
+PROBE_FUNCS.update(PROBE_FUNCS_27B)
+WAVES: dict[str, dict[str, tuple[str, str]]] = {"13": PROBES, "27": {**PROBES_27, **PROBES_27B}}
 
 
 # ── driver ──────────────────────────────────────────────────────────────────────────────────────
