@@ -71,6 +71,8 @@ def image() -> list:
 def count(path: str, then_sleep: float = 0) -> str:
     with open(path, "a") as fh:
         fh.write("ran\n")
+    with open(path + ".pid", "w") as fh:
+        fh.write(str(os.getpid()))
     time.sleep(then_sleep)
     with open(path) as fh:
         return f"runs: {len(fh.readlines())}"

@@ -98,7 +98,7 @@ _CRASH_MID_CALL = textwrap.dedent("""
     settings = mcp_settings({{"fx": fixture_server()}}, agent={{"approval": {{"mcp__fx__*": "allow"}}}})
     manager = McpManager.for_project(settings, {project!r})
     tools = lambda c: [*default_tools(c.workspace.root, context=c), *manager.tools()]
-    model = ScriptedChatModel([tool_call("mcp__fx__count", {{"path": {marker!r}, "then_sleep": 30}}, id="once")])
+    model = ScriptedChatModel([tool_call("mcp__fx__count", {{"path": {marker!r}, "then_sleep": 5}}, id="once")])
     session = AgentSession.create({project!r}, model=model, settings=settings, tools=tools)
     print(session.session_id, flush=True)
     session.run_turn("count once")
@@ -129,6 +129,8 @@ def test_an_mcp_call_cut_off_by_a_crash_is_never_run_again_on_resume(project: Pa
     assert marker.read_text() == "ran\n", "the cut-off call ran a second time"
     [record] = _tool_records(path)
     assert record["tool_call_id"] == "once" and record.get("status") == "error"
+    orphan = int((project / "count.txt.pid").read_text())
+    assert wait_gone(orphan, 20), "the killed agent's server kept running after its call ended"
 
 
 def test_a_session_with_default_tools_opens_the_configured_servers_and_stops_them_on_close(project: Path) -> None:
