@@ -93,7 +93,7 @@ class AgentSession:
         self.policy = ApprovalPolicy.from_rules(self.settings.agent.approval, approval)
         self.last_prepared: Any = None
         self.resume_warnings: list[str] = []
-        self._turn = sum(1 for m in history if isinstance(m, HumanMessage))
+        self.turn_count = sum(1 for m in history if isinstance(m, HumanMessage))
         parts = engine_factory.build(opened, tools)
         self.subagents = subagents.attach(self, parts, tools, model)  # the task tool and its children
         self.parts = parts
@@ -121,7 +121,7 @@ class AgentSession:
                                  if self.settings.memory.auto_extract else None)
         self.checkpointer = self._db.checkpointer  # SQLite beside the artifacts, or PostgreSQL
         self.graph = build_graph(self.runtime, self.checkpointer)
-        self._config = {"configurable": {"thread_id": self._db.thread_id(self.session_id)}}
+        self.graph_config = {"configurable": {"thread_id": self._db.thread_id(self.session_id)}}
 
     # construction ------------------------------------------------------------------------
     @classmethod
@@ -200,7 +200,7 @@ class AgentSession:
         """
         waiting: set[str] = set()
         if self.pending_approval:
-            waiting = {c["id"] for c in (self.graph.get_state(self._config).values or {}).get("pending", [])}
+            waiting = {c["id"] for c in (self.graph.get_state(self.graph_config).values or {}).get("pending", [])}
         drop = {m.id for m in synthetic if m.tool_call_id in waiting}
         if drop:
             history = [m for m in self.conversation.messages if m.id not in drop]
@@ -220,7 +220,7 @@ class AgentSession:
     @property
     def pending_approval(self) -> list[ApprovalRequest]:
         """Tool calls of a paused turn that wait for :meth:`resume_approval`."""
-        snapshot = self.graph.get_state(self._config)
+        snapshot = self.graph.get_state(self.graph_config)
         requests: list[ApprovalRequest] = []
         for item in snapshot.interrupts:
             value = item.value if isinstance(item.value, dict) else {}
@@ -239,8 +239,8 @@ class AgentSession:
         if author is not None:
             message.response_metadata = {"mtagent": {"author": author}}
         self.runtime.add(message)
-        self._turn += 1
-        return drive_turn(self, initial_state(self._turn), approver)
+        self.turn_count += 1
+        return drive_turn(self, initial_state(self.turn_count), approver)
 
     def _abandon_unanswered_calls(self) -> None:
         """The user moved on (a new message) while tool calls waited: answer them as not run."""
@@ -254,10 +254,10 @@ class AgentSession:
         where a decision is a string or ``{"decision": ..., "reason": ..., "remember": bool}``."""
         if not self.pending_approval:
             raise SessionNotFound(f"session {self.session_id} has no tool call waiting for approval")
-        self._remember(answer)
+        self.remember(answer)
         return drive_turn(self, Command(resume=answer), approver)
 
-    def _remember(self, answer: Any) -> None:
+    def remember(self, answer: Any) -> None:
         """``remember: true`` on an allow turns it into a session rule (the exact shell command)."""
         if not isinstance(answer, dict):
             return

@@ -11,13 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Command
 
-if TYPE_CHECKING:
-    from mtagent.agent.session import AgentSession
+from mtagent.agent.host import SessionHost
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +45,7 @@ class TurnResult:
     messages: list[BaseMessage] = field(default_factory=list)
 
 
-def drive_turn(session: AgentSession, payload: Any, approver: Approver | None) -> TurnResult:
+def drive_turn(session: SessionHost, payload: Any, approver: Approver | None) -> TurnResult:
     """Run the graph on ``payload`` (a new turn's state or an approval's ``Command``)."""
     counters = session.runtime.counters
     before = (counters.model_calls, counters.tool_executions, len(counters.executed))
@@ -58,7 +57,7 @@ def drive_turn(session: AgentSession, payload: Any, approver: Approver | None) -
         session.subagents.abandon()  # a new message: children still waiting on an earlier question stop
     try:
         while True:
-            session.graph.invoke(payload, session._config)
+            session.graph.invoke(payload, session.graph_config)
             requests = session.pending_approval
             if not requests:
                 break
@@ -66,14 +65,14 @@ def drive_turn(session: AgentSession, payload: Any, approver: Approver | None) -
                 status = "approval_required"
                 break
             answer = approver(requests)
-            session._remember(answer)
+            session.remember(answer)
             payload = Command(resume=answer)
     except KeyboardInterrupt:
         status = "interrupted"
-        session.runtime.record_event("turn_interrupted", turn=session._turn)
+        session.runtime.record_event("turn_interrupted", turn=session.turn_count)
     finally:
         session.opened.end_turn()
-    values = session.graph.get_state(session._config).values or {}
+    values = session.graph.get_state(session.graph_config).values or {}
     if status == "done" and values.get("status") == "max_steps":
         status = "max_steps"
     if status == "done":
@@ -90,7 +89,7 @@ def drive_turn(session: AgentSession, payload: Any, approver: Approver | None) -
     )
 
 
-def extract_memories(session: AgentSession) -> None:
+def extract_memories(session: SessionHost) -> None:
     """``memory.auto_extract``: propose project memories after a turn that ended without tool
     calls. A failure is recorded and logged, never the turn's failure — the answer is already given."""
     if session.memory_extractor is None:

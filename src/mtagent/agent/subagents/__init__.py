@@ -9,7 +9,7 @@ a session makes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mtagent.agent.subagents.child import ChildTools, SubagentCancelled
 from mtagent.agent.subagents.profiles import BUILTIN_PROFILES, AgentProfile, load_profiles
@@ -17,12 +17,11 @@ from mtagent.agent.subagents.report import SubagentReport, parse_report
 from mtagent.agent.subagents.runner import SubagentRunner
 from mtagent.tools.task import TASK_TOOL, build_task_tool
 
-if TYPE_CHECKING:
-    from mtagent.agent.engine import EngineParts
-    from mtagent.agent.session import AgentSession
+from mtagent.agent.engine import EngineParts
+from mtagent.agent.host import SessionHost
 
 
-def attach(session: AgentSession, parts: EngineParts, tools: Any, model: Any) -> SubagentRunner:
+def attach(session: SessionHost, parts: EngineParts, tools: Any, model: Any) -> SubagentRunner:
     """The session's runner; adds the ``task`` tool when subagents are enabled at this depth.
 
     A main session gets it with the default tools only (a caller's own tool list stays as given);

@@ -26,15 +26,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langgraph.types import interrupt
 
 from mtagent.agent.graph import APPROVAL_KIND
 from mtagent.agent.subagents.child import SubagentCancelled
 
-if TYPE_CHECKING:
-    from mtagent.agent.session import AgentSession, ApprovalRequest
+from mtagent.agent.host import SessionHost
+from mtagent.agent.turns import ApprovalRequest
 
 ASK_WAIT_SLICE_SECONDS = 0.1
 
@@ -58,7 +58,7 @@ def _labelled(requests: list[ApprovalRequest], label: str) -> list[ApprovalReque
 class AskBridge:
     """Carries children's approval questions to the parent's thread and their answers back."""
 
-    def __init__(self, session: AgentSession) -> None:
+    def __init__(self, session: SessionHost) -> None:
         self.session = session
         self.turn_approver: Callable[[list[ApprovalRequest]], Any] | None = None
         self._asks: list[PendingAsk] = []

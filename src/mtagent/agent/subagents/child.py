@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.tools import BaseTool
 
@@ -37,8 +37,8 @@ from mtagent.config import Settings
 from mtagent.context.opener import ParentLink
 from mtagent.tools import ToolContext, default_tools
 
-if TYPE_CHECKING:
-    from mtagent.agent.session import AgentSession, ApprovalRequest
+from mtagent.agent.host import SessionHost
+from mtagent.agent.turns import ApprovalRequest
 
 class SubagentCancelled(KeyboardInterrupt):
     """The parent was interrupted (Ctrl-C): the child stops before its next model call."""
@@ -126,9 +126,9 @@ def child_policy(parent: ApprovalPolicy, profile: AgentProfile) -> ApprovalPolic
     return policy
 
 
-def open_child(parent: AgentSession, *, child_id: str, profile: AgentProfile, depth: int, model: Any,
+def open_child(parent: SessionHost, *, child_id: str, profile: AgentProfile, depth: int, model: Any,
                model_name: str, tool_call_id: str, description: str, cancel: threading.Event,
-               rules: bool) -> AgentSession:
+               rules: bool) -> SessionHost:
     """Open the child's session (the parent's class) through the one opener; its ``session_start``
     names the parent and the ``task`` call."""
     settings = child_settings(parent.settings, profile, parent.window)
@@ -147,7 +147,7 @@ def open_child(parent: AgentSession, *, child_id: str, profile: AgentProfile, de
     return child
 
 
-def drive_to_report(child: AgentSession, brief: Brief, *, repair_attempts: int,
+def drive_to_report(child: SessionHost, brief: Brief, *, repair_attempts: int,
                     approver: Callable[[list[ApprovalRequest]], Any]) -> tuple[SubagentReport, str, bool]:
     """Run the child on its brief; (report, status, repaired). One repair request for a bad answer.
     ``approver`` carries the child's questions to the user through the parent."""

@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import ToolException
@@ -46,8 +46,7 @@ from mtagent import paths
 from mtagent.session import schema
 from mtagent.tools.task import TASK_TOOL, TaskRequest
 
-if TYPE_CHECKING:
-    from mtagent.agent.session import AgentSession
+from mtagent.agent.host import SessionHost
 
 log = logging.getLogger(__name__)
 WAIT_SLICE_SECONDS = 0.1
@@ -92,7 +91,7 @@ class SubagentRunner:
     """See the module docstring. ``model_factory(profile, request) -> (chat model, name)`` picks a
     child's model; the default is the profile's model (a trusted profile), else the parent's."""
 
-    def __init__(self, session: AgentSession, depth: int, model: Any) -> None:
+    def __init__(self, session: SessionHost, depth: int, model: Any) -> None:
         self.session = session
         self.depth = depth
         self.model = model
