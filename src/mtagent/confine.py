@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import codecs
 import fnmatch
+import functools
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -84,11 +85,11 @@ def externally_allowed(path: Path, patterns: Sequence[str]) -> bool:
     folder, ``**`` crosses folders; a folder pattern ``~/notes/`` allows everything under it)."""
     text = path.as_posix()
     for pattern in expand_patterns(patterns):
-        if pattern.endswith(os.sep) or os.path.isdir(pattern) and "*" not in pattern:
+        literal = not any(ch in pattern for ch in "*?[")
+        if literal and os.path.isdir(pattern):
             if _under(path, Path(pattern)):
                 return True
-            continue
-        if _glob_match(pattern, text):
+        elif _glob_match(pattern, text):
             return True
     return False
 
@@ -96,6 +97,7 @@ def externally_allowed(path: Path, patterns: Sequence[str]) -> bool:
 def _glob_match(pattern: str, text: str) -> bool:
     p_parts, t_parts = pattern.split("/"), text.split("/")
 
+    @functools.cache  # "/**/**/**/x" stays polynomial
     def match(i: int, j: int) -> bool:
         if i == len(p_parts):
             return j == len(t_parts)
