@@ -188,7 +188,7 @@ def test_explain_lists_compressed_and_dropped_with_reasons(tmp_path):
     report = read_session_report(_sample_transcript(tmp_path))
     out = text_of(render_plan_explain(report.last_plan, "engine says: 2 selected"))
     assert "engine says: 2 selected" in out
-    assert "2 selected, 1 compressed, 1 dropped" in out
+    assert "2 messages (+ 0 system) selected, 1 compressed, 1 dropped" in out
     assert "22,000" in out and "persisted_output" in out
     assert "before the compact boundary" in out
     assert "send a message first" in text_of(render_plan_explain(None))
@@ -198,7 +198,7 @@ def test_explain_counts_selected_messages_not_id_ranges():
     plan = {"turn": 4, "tokens": 4_637, "threshold": 98_072,
             "selected": ["system:2", "msg-a..msg-g (7)", "msg-h"], "compressed": [], "dropped": []}
     out = text_of(render_plan_explain(plan))
-    assert "10 selected, 0 compressed, 0 dropped" in out
+    assert "8 messages (+ 2 system) selected, 0 compressed, 0 dropped" in out  # as the engine counts them
 
 
 def test_demo_summary_names_persisted_results_compactions_and_savings(tmp_path):

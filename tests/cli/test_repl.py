@@ -321,3 +321,26 @@ def test_repl_says_why_a_tool_call_failed(project, tmp_path, pipe):
     repl.run()
     out = console.export_text()
     assert "read_file failed: Error: file not found: nope.txt" in out  # the reason, not only "failed"
+
+
+def test_context_says_the_tool_catalog_line_once_until_it_changes(project, tmp_path, pipe):
+    repl, console = make_repl(project, tmp_path, ["Hi."], pipe)
+    pipe.send_text("hello\r/context\r/context\r/context stats\r/exit\r")
+    repl.run()
+    out = console.export_text()
+    assert out.count("tool catalog:") == 1, out
+    assert out.count("Free space") == 2  # the grid itself is shown every time
+
+
+def test_context_stats_after_a_resume_counts_the_earlier_compactions(project, tmp_path, pipe):
+    steps = [f"answer {i} " + "lorem ipsum " * 300 for i in range(8)]
+    first, _ = make_repl(project, tmp_path, steps, pipe, window=24_000)
+    pipe.send_text("".join(f"question {i}\r" for i in range(8)) + "/compact keep the questions\r/exit\r")
+    first.run()
+    with create_pipe_input() as pipe2:
+        repl, console = make_repl(project, tmp_path, [], pipe2, continue_=True)
+        pipe2.send_text("/context stats\r/exit\r")
+        repl.run()
+    out = console.export_text()
+    assert re.search(r"compactions \(whole session\)\s+1\b", out), out
+    assert "since this session was opened here" in out

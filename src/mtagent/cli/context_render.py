@@ -270,6 +270,11 @@ def render_context_stats(usage: WindowUsage, report: SessionReport | None = None
         facts.add_row("effective limit", f"{effective_limit:,}")
     facts.add_row("auto-compact threshold", f"{usage.threshold:,}")
     facts.add_row("tokens left before auto compact", f"{max(0, usage.threshold - usage.used):,}")
+    if report is not None:  # the whole session, earlier processes too (a resume starts the counters below at 0)
+        facts.add_row("compactions (whole session)", f"{len(report.compactions):,}")
+        facts.add_row("persisted tool results (whole session)", f"{len(report.persisted):,}")
+    if counters:
+        facts.add_row(Text("since this session was opened here:", style="dim"), "")
     for name, value in (counters or {}).items():
         facts.add_row(name.replace("_", " "), f"{value:,}")
     if report is not None and (report.cache_read_tokens or report.cache_write_tokens):
@@ -350,17 +355,18 @@ def render_artifacts(report: SessionReport, artifact_root: str | None = None) ->
     return table
 
 
-def _selected_count(selected: list[Any]) -> int:
-    """Messages named by a plan's ``selected`` entries: ``id``, ``first..last (n)`` or ``system:n``."""
-    total = 0
+def _selected_count(selected: list[Any]) -> tuple[int, int]:
+    """(conversation messages, system messages) named by a plan's ``selected`` entries — ``id``,
+    ``first..last (n)`` or ``system:n`` — counted apart, as the engine's own explanation counts them."""
+    messages = system = 0
     for entry in map(str, selected):
         if (ranged := re.search(r"\((\d+)\)$", entry)) is not None:
-            total += int(ranged.group(1))
+            messages += int(ranged.group(1))
         elif entry.startswith("system:") and entry[len("system:"):].isdigit():
-            total += int(entry[len("system:"):])
+            system += int(entry[len("system:"):])
         else:
-            total += 1
-    return total
+            messages += 1
+    return messages, system
 
 
 def render_plan_explain(plan: Mapping[str, Any] | None, explanation: str | None = None) -> RenderableType:
@@ -384,7 +390,9 @@ def render_plan_explain(plan: Mapping[str, Any] | None, explanation: str | None 
         head.append(f": {int(plan.get('tokens') or 0):,} tokens")
         if plan.get("threshold"):
             head.append(f", threshold {int(plan['threshold']):,}")
-        head.append(f" — {_selected_count(selected)} selected, {len(compressed)} compressed, {len(dropped)} dropped")
+        messages, system = _selected_count(selected)
+        head.append(f" — {messages} messages (+ {system} system) selected, {len(compressed)} compressed, "
+                    f"{len(dropped)} dropped")
         parts.append(head)
         if compressed:
             table = Table(title="Compressed", title_justify="left")
