@@ -11,6 +11,7 @@ from mtagent.context.compaction.summarize import (
     SummarizerFailed,
     SummaryRequestTooLong,
     fit_summary,
+    render_handoff,
 )
 from mtagent.context.tokens import count_text_tokens
 
@@ -138,3 +139,19 @@ def test_fit_summary_trims_unprotected_sections_and_keeps_constraints():
     fitted = fit_summary(text, 200, count_text_tokens)
     assert count_text_tokens(fitted) <= 200
     assert "- never touch tests/" in fitted and "goal" in fitted
+
+
+@pytest.mark.parametrize("first", [
+    "Fix the parser bug in parser.py so that nested lists parse",
+    "Fix the parser bug in parser.py so that nested lists parse " + "and keep the error messages stable " * 40,
+])
+def test_the_goal_is_not_repeated_under_later_requests(first):
+    """The first request is the goal (clipped when long); only the requests after it are 'later'."""
+    history = [HumanMessage(first, id="u1"), AIMessage("on it", id="a1"),
+               HumanMessage("also add a test for it", id="u2"), AIMessage("ok", id="a2"),
+               HumanMessage("run the tests", id="u3")]
+    sheet = render_handoff(F.extract_facts(history))
+    goal_section = sheet.split("## Hard constraints", 1)[0]
+    later = goal_section.split(F.LATER_REQUESTS, 1)[1] if F.LATER_REQUESTS in goal_section else ""
+    assert "nested lists" not in later
+    assert "- also add a test for it" in later

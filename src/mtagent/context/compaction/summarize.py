@@ -215,6 +215,11 @@ def _bullets(items: Sequence[str]) -> str:
     return "\n".join(f"- {item}" for item in items) if items else "(none)"
 
 
+def _same_request(goal: str, request: str) -> bool:
+    """Whether ``request`` is the one the goal was taken from (the goal may be a clipped copy)."""
+    return F.mentions(F.normalize(goal), request) or F.mentions(F.normalize(request), goal.rstrip("…").strip())
+
+
 def render_handoff(found: F.SessionFacts, *, max_items: int = 12, instructions: str | None = None) -> str:
     """Render :class:`~mtagent.context.compaction.facts.SessionFacts` as the hand-off sheet."""
     state: list[str] = []
@@ -230,8 +235,9 @@ def render_handoff(found: F.SessionFacts, *, max_items: int = 12, instructions: 
     changed = [f"{path} — {why}" if why else path for path, why in found.files_changed.items()]
     failed = F.tail(found.failed_attempts, max_items)
     verification = found.latest_verification or (f"latest error: {found.latest_error}" if found.errors else "")
-    earlier = F.tail(found.user_requests[:-1], max_items)
     goal = found.goal or "(not stated)"
+    earlier = [request for request in F.tail(found.user_requests[:-1], max_items)
+               if not (found.goal and _same_request(found.goal, request))]  # the goal is not a later request
     if earlier:
         goal += f"\n{F.LATER_REQUESTS}\n" + _bullets(earlier)
     sections = {
