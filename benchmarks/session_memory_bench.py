@@ -2,8 +2,9 @@
 
     python benchmarks/session_memory_bench.py [--quick] [--window TOKENS]
 
-Each recording (``/work/shared/trajectories``) is fed to the real engine one model call at a
-time (:class:`mtagent.replay.mtagent_strategy.MTAgentStrategy`: tool-result budget, microcompact,
+Each recording (``../shared/trajectories`` beside the repository, or ``$MTAGENT_TRAJECTORIES``)
+is fed to the real engine one model call at a time
+(:class:`mtagent.replay.mtagent_strategy.MTAgentStrategy`: tool-result budget, microcompact,
 auto compaction), twice:
 
 * ``full``   — session memory off: every auto compaction is a full (extractive) compaction;
@@ -22,6 +23,7 @@ Prints a table, writes benchmarks/results/session_memory_bench.md (``…_quick.m
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -42,7 +44,7 @@ from mtagent.replay.trajectory import Trajectory
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "session_memory_bench.md"
-TRAJ = Path("/work/shared/trajectories")
+TRAJ = Path(os.environ.get("MTAGENT_TRAJECTORIES") or HERE.parents[1] / "shared" / "trajectories")
 QUICK = ("claude-code/258c7280-ae70-4798-800f-63464d01a85d.jsonl",
          "mini-swe-agent/deepseek_chat_test_1-100__django__django-13964.traj.json")
 FULL = (
@@ -137,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=int, default=65_536, help="model window in tokens")
     args = parser.parse_args(argv)
     if not TRAJ.is_dir():
-        print(f"trajectories not found at {TRAJ}", file=sys.stderr)
+        print(f"skipped: trajectories not found at {TRAJ}; set MTAGENT_TRAJECTORIES to their folder",
+              file=sys.stderr)
         return 2
     names = QUICK if args.quick else FULL
     rows: list[dict[str, Any]] = []
