@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,3 +103,26 @@ def test_many_sessions_of_two_tenants_open_side_by_side(mtagent_home: Path, tmp_
         assert text == f"- fact of {store.tenant}"
     shared = paths.project_state_dir(project)
     assert not shared.exists()  # nothing was written to (or renamed in) the files backend's folder
+
+
+def test_memory_commands_edit_the_configured_tenants_folder(mtagent_home: Path, tmp_path: Path) -> None:
+    """`mtagent memory add|list` act on the memory a PostgreSQL tenant's sessions read and push,
+    not on the files backend's folder (no server is needed: the folder follows from the settings)."""
+    from typer.testing import CliRunner
+
+    from mtagent.cli.app import app
+    from mtagent.testing.pg_server import free_port
+
+    dsn = f"postgresql://worker@127.0.0.1:{free_port()}/fleet"  # nothing listens: the audit row is skipped
+    env = {"MTAGENT_STORAGE__BACKEND": "postgres", "MTAGENT_STORAGE__DSN": dsn, "MTAGENT_STORAGE__TENANT": "acme",
+           "MTAGENT_STORAGE__CONNECT_TIMEOUT_SECONDS": "1"}
+    project = tmp_path / "proj"
+    project.mkdir()
+    runner = CliRunner()
+    added = runner.invoke(app, ["memory", "add", "--project", "tests run with uv", "--cwd", str(project)], env=env)
+    assert added.exit_code == 0, added.output
+    tenant_index = paths.project_memory_dir(project, local_home(_pg("acme", dsn))) / "MEMORY.md"
+    assert "tests run with uv" in tenant_index.read_text()
+    assert not paths.project_memory_dir(project).exists()
+    listed = runner.invoke(app, ["memory", "list", "--project", "--json", "--cwd", str(project)], env=env)
+    assert [e["text"] for e in json.loads(listed.output)] == ["tests run with uv"]

@@ -35,14 +35,22 @@ def _scope(project: bool | None, namespace: str | None = None) -> Scope:
     return "project" if project else "global"
 
 
+def _home(cwd: Path) -> Path:
+    """Where this project's memory files are for the configured store's tenant (session.local)."""
+    from mtagent.config import load_settings
+    from mtagent.session.local import local_home
+
+    return local_home(load_settings(cwd))
+
+
 def _entries(scope: Scope, cwd: Path, expired_only: bool) -> list[memory.MemoryEntry]:
-    entries = memory.list_memories(scope, cwd)
+    entries = memory.list_memories(scope, cwd, home=_home(cwd))
     return [e for e in entries if e.expired] if expired_only else entries
 
 
 def _print_scope(scope: Scope, cwd: Path, expired_only: bool = False) -> None:
     entries = _entries(scope, cwd, expired_only)
-    path = memory.memory_path(scope, cwd)
+    path = memory.memory_path(scope, cwd, home=_home(cwd))
     console.print(f"[bold]{scope} memory[/]{' (expired)' if expired_only else ''} [dim]({escape(str(path))})[/]")
     if not entries:
         console.print("  (none)")
@@ -73,7 +81,7 @@ def list_cmd(
         scopes = ["global", "project"] if project is None else [_scope(project)]
     if as_json:
         typer.echo(json_text([{"scope": scope, "number": e.number, "text": e.text, "obsolete": e.obsolete,
-                               "path": str(memory.memory_path(scope, root)), "key": e.meta.key,
+                               "path": str(memory.memory_path(scope, root, home=_home(root))), "key": e.meta.key,
                                "expires_at": e.meta.expires_at.isoformat() if e.meta.expires_at else None,
                                "expired": e.expired}
                               for scope in scopes for e in _entries(scope, root, expired)]))
@@ -99,7 +107,7 @@ def add_cmd(
     cleaned = clean_key(key)
     meta = FactMeta(key=cleaned, expires_at=parse_ttl(ttl),
                     authority=writer_authority("user", scope) if cleaned else None) if (key or ttl) else None
-    result = memory.save_memory(fact, scope, cwd.resolve(), meta=meta)
+    result = memory.save_memory(fact, scope, cwd.resolve(), meta=meta, home=_home(cwd))
     _audit("add", scope, result.entry.number)
     if result.added:
         console.print(f"remembered ({scope}, #{result.entry.number}): {escape(terminal_safe(result.entry.text))}", soft_wrap=True)
@@ -123,10 +131,10 @@ def remove_cmd(
     """Forget a fact (or with --obsolete, keep it struck through and stop using it)."""
     scope = _scope(project, namespace)
     if obsolete:
-        entry = memory.mark_memory_obsolete(selector, scope, cwd.resolve())
+        entry = memory.mark_memory_obsolete(selector, scope, cwd.resolve(), home=_home(cwd))
         console.print(f"marked obsolete ({scope}): {escape(terminal_safe(entry.text))}", soft_wrap=True)
     else:
-        entry = memory.remove_memory(selector, scope, cwd.resolve())
+        entry = memory.remove_memory(selector, scope, cwd.resolve(), home=_home(cwd))
         console.print(f"removed ({scope}): {escape(terminal_safe(entry.text))}", soft_wrap=True)
     _audit("obsolete" if obsolete else "remove", scope, None)
 

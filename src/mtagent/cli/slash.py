@@ -324,6 +324,14 @@ def _print_mcp_trouble(host: SlashHost) -> None:
                                f"{terminal_safe(status.note)} (/mcp lists every server)", markup=False, style="dim")
 
 
+def _memory_home(cwd: Path) -> Path:
+    """Where the project's memory files are for the configured store's tenant (session.local)."""
+    from mtagent.config import load_settings
+    from mtagent.session.local import local_home
+
+    return local_home(load_settings(cwd))
+
+
 def _memory_scope(words: list[str]) -> tuple[Scope | None, bool, list[str]]:
     """(scope, ``--obsolete`` given, the other words) — the flags of ``mtagent memory``."""
     scope: Scope | None = None
@@ -351,12 +359,14 @@ def cmd_memory(host: SlashHost, command: SlashCommand) -> Outcome:
     if obsolete and action not in ("remove", "rm"):
         raise UsageError("--obsolete goes with remove: /memory remove --obsolete [--project] <number or text>")
     console = host.console
+    home = _memory_home(host.cwd)  # the configured tenant's memory files
     if action == "list":
         for i, each in enumerate(["global", "project"] if scope is None else [scope]):
             if i:
                 console.print()
-            entries = memory.list_memories(each, host.cwd)
-            console.print(f"[bold]{each} memory[/] [dim]({escape(str(memory.memory_path(each, host.cwd)))})[/]")
+            entries = memory.list_memories(each, host.cwd, home=home)
+            where = memory.memory_path(each, host.cwd, home=home)
+            console.print(f"[bold]{each} memory[/] [dim]({escape(str(where))})[/]")
             if not entries:
                 console.print("  (none)")
             for e in entries:
@@ -368,7 +378,7 @@ def cmd_memory(host: SlashHost, command: SlashCommand) -> Outcome:
         if not args:
             raise UsageError("usage: /memory add [--project] <fact>")
         chosen: Scope = scope or "global"
-        result = memory.save_memory(" ".join(args), chosen, host.cwd)
+        result = memory.save_memory(" ".join(args), chosen, host.cwd, home=home)
         verb = "remembered" if result.added else ("no longer obsolete" if result.reactivated
                                                   else "already remembered")
         console.print(f"{verb} ({chosen}, #{result.entry.number}): {escape(terminal_safe(result.entry.text))}", soft_wrap=True)
@@ -379,10 +389,10 @@ def cmd_memory(host: SlashHost, command: SlashCommand) -> Outcome:
                              "(numbers from /memory list)")
         chosen = scope or "global"
         if obsolete:
-            entry = memory.mark_memory_obsolete(" ".join(args), chosen, host.cwd)
+            entry = memory.mark_memory_obsolete(" ".join(args), chosen, host.cwd, home=home)
             console.print(f"marked obsolete ({chosen}): {escape(terminal_safe(entry.text))}", soft_wrap=True)
         else:
-            entry = memory.remove_memory(" ".join(args), chosen, host.cwd)
+            entry = memory.remove_memory(" ".join(args), chosen, host.cwd, home=home)
             console.print(f"removed ({chosen}): {escape(terminal_safe(entry.text))}", soft_wrap=True)
         return Outcome.CONTINUE
     hint = suggest(action, ["list", "add", "remove"])
