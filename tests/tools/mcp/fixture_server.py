@@ -1,6 +1,6 @@
 """A small MCP server (the SDK's own MCPServer) that misbehaves on request, for the client's tests.
 
-    python fixture_server.py [--hang-start] [--garbage] [--evil] [--http PORT]
+    python fixture_server.py [--hang-start] [--garbage] [--evil] [--http PORT] [--linger]
 
 Tools: echo, big (a text result of N characters), sleep, crash (exits mid-call), garbage_echo
 (writes a non-JSON line on stdout before answering), image, count (appends a line to a file:
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import os
+import signal
 import sys
 import time
 
@@ -111,3 +112,6 @@ if __name__ == "__main__":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
     else:
         server.run("stdio")
+    if "--linger" in sys.argv:  # a server that does not exit when its stdin closes
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(3600)

@@ -169,15 +169,16 @@ _CRASHING_PARENT = textwrap.dedent("""
     sys.path.insert(0, {tests!r})
     from tools.mcp.mcp_helpers import fixture_server, mcp_settings
     from mtagent.tools.mcp import McpManager
-    manager = McpManager.for_project(mcp_settings({{"fx": fixture_server()}}), {project!r})
+    manager = McpManager.for_project(mcp_settings({{"fx": fixture_server(*{flags!r})}}), {project!r})
     tool = {{t.name: t for t in manager.tools()}}["mcp__fx__pid"]
     print(tool.invoke({{"name": tool.name, "args": {{}}, "id": "c1", "type": "tool_call"}}).content, flush=True)
     {ending}
 """)
 
 
-def _run_parent(project: Path, ending: str) -> tuple[int, subprocess.CompletedProcess]:
-    script = _CRASHING_PARENT.format(tests=str(Path(__file__).parents[2]), project=str(project), ending=ending)
+def _run_parent(project: Path, ending: str, *flags: str) -> tuple[int, subprocess.CompletedProcess]:
+    script = _CRASHING_PARENT.format(tests=str(Path(__file__).parents[2]), project=str(project), ending=ending,
+                                     flags=list(flags))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     return int(done.stdout.split()[0]), done
@@ -189,8 +190,8 @@ def test_a_session_never_closed_and_an_uncaught_exception_still_stop_the_servers
     assert wait_gone(pid, 5), "the server outlived the process that started it"
 
 
-def test_a_parent_killed_outright_leaves_a_server_that_exits_on_its_closed_stdin(project: Path) -> None:
-    pid, done = _run_parent(project, "os.kill(os.getpid(), signal.SIGKILL)")
+def test_a_parent_killed_outright_leaves_no_server_even_one_that_ignores_its_closed_stdin(project: Path) -> None:
+    pid, done = _run_parent(project, "os.kill(os.getpid(), signal.SIGKILL)", "--linger")
     assert done.returncode == -signal.SIGKILL
     assert wait_gone(pid, 10), "the server kept running after its parent was killed"
 

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import sys
 import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -274,12 +275,33 @@ async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[An
             yield streams
 
 
+# Linux: the server is started through this launcher, which asks the kernel to SIGKILL it when the
+# thread that started it (the session's loop thread) dies — so even a server that ignores its closed
+# stdin cannot outlive an mtagent killed outright. It then execs the server (same pid, same env).
+_LAUNCHER = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
+    "if os.getppid() == 1:\n    sys.exit(1)  # the parent is already gone\n"
+    "if sys.argv.pop(1) == 'drop':\n    os.environ.pop('LC_CTYPE', None)  # Python's own locale coercion\n"
+    "try:\n    os.execvp(sys.argv[1], sys.argv[1:])\n"
+    "except OSError as exc:\n"
+    "    sys.stderr.write(f'command not found: {sys.argv[1]} ({exc.strerror})\\n')\n    sys.exit(127)\n"
+)
+
+
+def _with_parent_death_signal(command: str, args: list[str], env: dict[str, str]) -> tuple[str, list[str]]:
+    if not sys.platform.startswith("linux"):
+        return command, args
+    return sys.executable, ["-I", "-S", "-c", _LAUNCHER, "keep" if "LC_CTYPE" in env else "drop", command, *args]
+
+
 def _client(spec: ServerSpec, cwd: str, stderr: IO[bytes]) -> Client:
     settings = spec.settings
     assert settings is not None
     info = Implementation(name="mtagent", version=__version__)
     if settings.command is not None:
-        params = StdioServerParameters(command=settings.command, args=list(settings.args), env=dict(settings.env),
+        command, args = _with_parent_death_signal(settings.command, list(settings.args), settings.env)
+        params = StdioServerParameters(command=command, args=args, env=dict(settings.env),
                                        cwd=os.path.join(cwd, settings.cwd or "."), encoding_error_handler="replace")
         return Client(stdio_client(params, errlog=stderr), client_info=info)  # type: ignore[arg-type]
     return Client(_http_transport(str(settings.url), dict(settings.headers)), client_info=info)
