@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from mtagent.config import Settings
 from mtagent.context.model_gate import GATE, BackgroundModel
 from mtagent.context.opener import ParentLink, SessionTools, open_engine_session
-from mtagent.integrations.thread_session import ThreadSession
+from mtagent.integrations.thread_session import open_thread_session
 from mtagent.session.store import open_store
 from mtagent.session.transcript import read_records
 
@@ -51,9 +51,9 @@ def open_files(root: Path, sid: str = "s1", **kwargs):
 
 def test_the_notes_model_waits_for_the_main_call_in_a_middleware_thread(tmp_path: Path) -> None:
     notes = Notes()
-    session = ThreadSession.open(tmp_path, "thread-1", settings(), summarizer_model=notes)
+    session = open_thread_session(tmp_path, "thread-1", settings(), summarizer_model=notes)
     try:
-        memory = session.opened.session_memory
+        memory = session.session_memory
         assert memory is not None and isinstance(memory.model, BackgroundModel)  # behind the gate
         seen: list[int] = []
 
@@ -75,7 +75,7 @@ def test_the_notes_model_waits_for_the_main_call_in_a_middleware_thread(tmp_path
 
 
 def test_a_middleware_session_in_files_mode_writes_the_audit_trail(tmp_path: Path) -> None:
-    session = ThreadSession.open(tmp_path, "thread-audit", settings())
+    session = open_thread_session(tmp_path, "thread-audit", settings())
     try:
         engine = session.engine
         engine.record_reply(AIMessage("", tool_calls=[{"name": "shell", "args": {}, "id": "c1"}]))

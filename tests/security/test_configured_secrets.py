@@ -134,11 +134,11 @@ def test_a_transcript_and_artifact_written_before_the_setting_are_shown_redacted
 
 
 def test_the_middleware_session_redacts_configured_secrets_in_records_and_artifacts(configured: Path) -> None:
-    from mtagent.integrations.thread_session import ThreadSession
+    from mtagent.integrations.thread_session import open_thread_session
 
-    session = ThreadSession.open(configured, "20260101T000000000-fedcba", load_settings(configured))
+    session = open_thread_session(configured, "20260101T000000000-fedcba", load_settings(configured))
     try:
-        session.append({"type": "transcript_message", "role": "tool", "id": "m1", "content": f"out {VALUE}"})
+        session.sink.append({"type": "transcript_message", "role": "tool", "id": "m1", "content": f"out {VALUE}"})
         session.artifacts.write_text("tool-results/x.txt", f"artifact {ENV_VALUE} {DSN_PW}")
     finally:
         session.close()

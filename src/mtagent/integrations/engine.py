@@ -24,7 +24,12 @@ from mtagent.context.compaction.summarize import Summarizer
 from mtagent.context.engine_session import EngineSession
 from mtagent.context.tokens import count_text_tokens
 from mtagent.events import EventBus
-from mtagent.integrations.thread_session import ThreadSession, session_id_for_thread, thread_id_of
+from mtagent.integrations.thread_session import (
+    ThreadSession,
+    open_thread_session,
+    session_id_for_thread,
+    thread_id_of,
+)
 from mtagent.session.schema import new_session_id
 from mtagent.session.store import open_store
 
@@ -111,9 +116,9 @@ class ThreadSessions:
         with self._lock:
             found = self._open.get(key)
             if found is None:
-                found = ThreadSession.open(self.project_root, key, self.settings, model_name=model_name,
-                                           events=self.events, secrets=self.secrets, store=self.store,
-                                           summarizer=self.summarizer, summarizer_model=self.summarizer_model)
+                found = open_thread_session(self.project_root, key, self.settings, model_name=model_name,
+                                            events=self.events, secrets=self.secrets, store=self.store,
+                                            summarizer=self.summarizer, summarizer_model=self.summarizer_model)
                 self._open[key] = found
             return found
 

@@ -22,17 +22,14 @@ import hashlib
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mtagent.config import Settings
 from mtagent.context.compaction.summarize import Summarizer
-from mtagent.context.engine_session import EngineSession
 from mtagent.context.opener import OpenedSession, open_engine_session
-from mtagent.events import EventBus, EventType
-from mtagent.redaction import Redactor, collect_secrets
-from mtagent.session.artifacts import ArtifactStore
+from mtagent.events import EventBus
+from mtagent.redaction import collect_secrets
 from mtagent.session.store import open_store
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -69,74 +66,16 @@ def thread_id_of(runtime: Any = None) -> str | None:
     return str(thread) if thread else None
 
 
-@dataclass
-class ThreadSession:
-    """The mtagent session behind one thread, opened by the one opener. Create with :meth:`open`;
-    close when done."""
+ThreadSession = OpenedSession  # what a LangChain thread's session is (MTContextMiddleware.session)
 
-    opened: OpenedSession
 
-    @classmethod
-    def open(cls, project_root: str | os.PathLike[str], session_id: str, settings: Settings,
-             *, model_name: str | None = None, events: EventBus | None = None, secrets: Sequence[str] = (),
-             store: Any = None, summarizer: Summarizer | None = None,
-             summarizer_model: Any = None) -> ThreadSession:
-        """Open (or resume) the thread's session in ``store`` (default: the one ``settings`` names).
-
-        Secrets: ``secrets``, what ``settings`` names, and the environment's."""
-        store = store if store is not None else open_store(settings)
-        opened = open_engine_session(
-            store, Path(project_root), settings, session_id=session_id, resume=True,
-            model_name=model_name or settings.agent.model, model=summarizer_model, summarizer=summarizer,
-            secrets=collect_secrets(None, secrets, settings=settings), events=events,
-            source="langchain-middleware")
-        return cls(opened)
-
-    @property
-    def session_id(self) -> str:
-        return self.opened.session_id
-
-    @property
-    def project_root(self) -> Path:
-        return self.opened.project_root
-
-    @property
-    def settings(self) -> Settings:
-        return self.opened.settings
-
-    @property
-    def engine(self) -> EngineSession:
-        return self.opened.engine
-
-    @property
-    def sink(self) -> Any:
-        return self.opened.sink
-
-    @property
-    def artifacts(self) -> ArtifactStore:
-        return self.opened.artifacts
-
-    @property
-    def events(self) -> EventBus:
-        return self.opened.events
-
-    @property
-    def redactor(self) -> Redactor:
-        return self.opened.redactor
-
-    @property
-    def transcript_path(self) -> Path:
-        return self.opened.transcript_path
-
-    def append(self, record: dict[str, Any]) -> None:
-        self.opened.sink.append(record)
-
-    def record_event(self, event: EventType, **data: Any) -> None:
-        """An ``event`` record in the transcript, and the same event on the bus."""
-        self.opened.engine.record_event(event, **data)
-
-    def end_turn(self) -> None:
-        self.opened.end_turn()
-
-    def close(self) -> None:
-        self.opened.close()
+def open_thread_session(project_root: str | os.PathLike[str], session_id: str, settings: Settings, *,
+                        model_name: str | None = None, events: EventBus | None = None, secrets: Sequence[str] = (),
+                        store: Any = None, summarizer: Summarizer | None = None,
+                        summarizer_model: Any = None) -> OpenedSession:
+    """Open (or resume) a thread's session in ``store`` (default: the one ``settings`` names), by the one
+    opener. Secrets: ``secrets``, what ``settings`` names, and the environment's."""
+    return open_engine_session(
+        store if store is not None else open_store(settings), Path(project_root), settings, session_id=session_id,
+        resume=True, model_name=model_name or settings.agent.model, model=summarizer_model, summarizer=summarizer,
+        secrets=collect_secrets(None, secrets, settings=settings), events=events, source="langchain-middleware")

@@ -54,9 +54,9 @@ class RequestToolsets:
                                        window=self.settings.context.token_limit, builtin_core=False,
                                        skills=False)
                 known = self._toolsets[session.session_id] = (key, toolset)
-                self._compactions[session.session_id] = session.opened.stats.compactions
+                self._compactions[session.session_id] = session.stats.compactions
             # the middleware's event bus is shared by every thread: a thread's own statistics say it compacted
-            done = session.opened.stats.compactions
+            done = session.stats.compactions
             if done > self._compactions.get(session.session_id, done):
                 known[1].compacted()
             self._compactions[session.session_id] = done
