@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 from langchain_core.tools import BaseTool
 
 from mtagent.config import McpSettings, Settings
+from mtagent.tools.mcp.adapter import McpTool
 from mtagent.tools.mcp.errors import McpServerError
 from mtagent.tools.mcp.specs import ServerSpec, discover_servers
 from mtagent.tools.mcp.untrusted import clean_text, quoted_instructions, tool_name
@@ -59,7 +60,7 @@ class McpToolSource(Protocol):
         ...
 
     def instructions(self) -> dict[str, str]:
-        """Server name → its instructions, quoted as the server's (untrusted) words; servers without none."""
+        """Server name → its instructions, framed as the server's (untrusted) words; servers without any left out."""
         ...
 
     def servers(self) -> list[McpServerStatus]:
@@ -130,8 +131,6 @@ class McpManager:
             self._tools = self._build_tools()
 
     def _build_tools(self) -> list[BaseTool]:
-        from mtagent.tools.mcp.adapter import McpTool
-
         tools: list[BaseTool] = []
         taken: set[str] = set()
         for spec in self.startable:
