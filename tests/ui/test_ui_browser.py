@@ -174,3 +174,19 @@ def test_screenshot_command_writes_every_page(tmp_path: Path, demo_session: Demo
                      "timeline.png"]
     assert (tmp_path / "ui.png").stat().st_size > 10_000
     assert problems == []
+
+
+def test_the_replay_form_says_at_once_that_it_runs(chromium_page: Any, ui_url: str,
+                                                   demo_session: DemoSession) -> None:
+    """A replay answers only when done (seconds); the page says right away what runs and for how long."""
+    page = chromium_page
+    page.goto(ui_url + "/replay")
+    assert page.locator("#replay-status").is_hidden()
+    page.select_option("select[name=source]", index=1)
+    # a synthetic submit event runs the page's handler without sending the form
+    text = page.evaluate("() => { document.querySelector('form.replay').dispatchEvent("
+                         "new Event('submit', {cancelable: true}));"
+                         " return document.getElementById('replay-status').textContent; }")
+    assert text.startswith("replaying ") and " … 0 s" in text and "strateg" in text
+    assert page.locator("#replay-status").is_visible()
+    assert page.locator("form.replay button[type=submit]").is_disabled()

@@ -12,6 +12,7 @@ the call's page.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,29 @@ def fmt_tokens(n: float) -> str:
     if abs(n) < 1_000_000:
         return f"{n / 1000:.1f}k"
     return f"{n / 1_000_000:.2f}M"
+
+
+def fmt_tick(n: float) -> str:
+    """An axis tick: a round number without trailing zeros (150k, 1.5M, 2M)."""
+    n = float(n)
+    if abs(n) < 1000:
+        return f"{n:.0f}"
+    value, unit = (n / 1000, "k") if abs(n) < 1_000_000 else (n / 1_000_000, "M")
+    return f"{value:.2f}".rstrip("0").rstrip(".") + unit
+
+
+TICKS = 4  # intervals on the y axis
+
+
+def nice_max(peak: float, intervals: int = TICKS) -> float:
+    """The smallest round top (a 1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 × 10^k step per interval) at or above ``peak``, so
+    the ticks read 0, 50k, 100k … instead of 35.4k, 70.8k, 141.6k."""
+    if peak <= 0:
+        return 1.0
+    raw = peak / intervals
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10) if m * power >= raw)
+    return step * intervals
 
 
 @dataclass(slots=True, frozen=True)
@@ -73,7 +97,7 @@ def _axes(frame: Frame, x_label: str, y_fmt: Callable[[float], str], labels: Seq
     bottom = TOP + frame.plot_h
     parts = [f'<line class="axis" x1="{LEFT}" y1="{bottom:.1f}" x2="{LEFT + frame.plot_w:.1f}" y2="{bottom:.1f}"/>',
              f'<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{bottom:.1f}"/>']
-    for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
+    for frac in (i / TICKS for i in range(TICKS + 1)):
         y = frame.y(frame.max_y * frac)
         parts.append(f'<line class="grid" x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + frame.plot_w:.1f}" y2="{y:.1f}"/>')
         parts.append(f'<text class="tick" x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
@@ -128,9 +152,9 @@ def timeline_svg(points: Sequence[CallPoint], href: Callable[[int], str], *, win
     if not points:
         return ""
     peak = max([p.tokens for p in points] + [sum(p.buckets.values()) for p in points] + [window or 0, threshold or 0])
-    frame = Frame(len(points), max(peak * 1.08, 1))
+    frame = Frame(len(points), nice_max(peak * 1.02))
     buckets = timeline_buckets(points)
-    body = _axes(frame, "model call", fmt_tokens, [str(p.number) for p in points])
+    body = _axes(frame, "model call", fmt_tick, [str(p.number) for p in points])
     bar = max(2.0, min(28.0, frame.slot * 0.7))
     totals: list[tuple[float, float]] = []
     for i, p in enumerate(points):
@@ -183,14 +207,14 @@ class Series:
     marked: Sequence[int] = ()
 
 
-def line_chart(series: Sequence[Series], *, title: str, y_fmt: Callable[[float], str] = fmt_tokens,
+def line_chart(series: Sequence[Series], *, title: str, y_fmt: Callable[[float], str] = fmt_tick,
                limit: float | None = None, limit_label: str = "", width: int = 600, height: int = 300) -> str:
     """Lines over model calls (replay comparison): one per series, dots on marked calls."""
     count = max((len(s.values) for s in series), default=0)
     if count == 0:
         return ""
     peak = max([v for s in series for v in s.values] + [limit or 0])
-    frame = Frame(count, max(peak * 1.08, 1), width, height)
+    frame = Frame(count, nice_max(peak * 1.02), width, height)
     body = _axes(frame, "model call", y_fmt, [str(i + 1) for i in range(count)])
     for s in series:
         cls = f"s-{css_name(s.name)}"
