@@ -1,9 +1,10 @@
 """The layout rules of docs/ARCHITECTURE.md, checked on the source (``ast``, nothing is imported).
 
-* **No import cycles** between modules of ``src/mtagent``. Every import counts — module level and
-  function level (a lazy import is still a dependency, only hidden) — except imports under
-  ``if TYPE_CHECKING:``, which never run. ``from pkg import name`` is an edge to ``pkg.name`` when
-  that is a module, else to ``pkg`` (its ``__init__``).
+* **No import cycles** between modules of ``src/mtagent``. Every import counts — module level,
+  function level (a lazy import is still a dependency, only hidden) and under ``if TYPE_CHECKING:``
+  (an annotation that needs a module above is a dependency too; hiding it there only closes the
+  cycle where no test runs it). ``from pkg import name`` is an edge to ``pkg.name`` when that is a
+  module, else to ``pkg`` (its ``__init__``).
 * **Layers**, bottom up: ``config/paths/errors/events/redaction`` → ``session/`` → ``context/`` →
   ``tools/``, ``replay/``, ``integrations/`` → ``agent/`` → ``ui/``, ``cli/``. No import runs back up;
   the engine (``context/``) and storage (``session/``) never import LangGraph.
@@ -60,12 +61,13 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement except those under ``if TYPE_CHECKING:``."""
+def _imports(tree: ast.AST, *, typing: bool = True) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement (also those in functions); ``typing=False`` leaves out the ones under
+    ``if TYPE_CHECKING:`` (what runs)."""
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if not typing and isinstance(node, ast.If) and _is_type_checking(node):
             stack.extend(node.orelse)
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -83,11 +85,12 @@ def _resolve(module: str, node: ast.ImportFrom) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
-def imports_of(module: str) -> set[str]:
-    """Modules (inside and outside the package) ``module`` imports at run time."""
-    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+def imports_of(module: str, *, typing: bool = True, source: str | None = None) -> set[str]:
+    """Modules (inside and outside the package) ``module`` imports — with ``TYPE_CHECKING`` ones
+    unless ``typing=False``. ``source``: the module's text instead of its file (the checker's tests)."""
+    tree = ast.parse(source if source is not None else MODULES[module].read_text(encoding="utf-8"))
     out: set[str] = set()
-    for node in _runtime_imports(tree):
+    for node in _imports(tree, typing=typing):
         if isinstance(node, ast.Import):
             out.update(alias.name for alias in node.names)
             continue
@@ -150,6 +153,18 @@ def test_the_checker_sees_imports_and_cycles():
     assert "mtagent.session.schema" in GRAPH["mtagent.session.transcript"]
     assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert area("mtagent.config") == "base" and area("mtagent.context.meter") == "context"
+
+
+def test_type_checking_and_function_level_imports_close_cycles_too():
+    """A cycle hidden under ``if TYPE_CHECKING:`` or inside a function is still a cycle."""
+    hidden = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from mtagent.agent.turns import Turn\n"
+              "def f():\n    from mtagent.cli.app import app\n")
+    found = imports_of("mtagent.session.store", source=hidden)
+    assert {"mtagent.agent.turns", "mtagent.cli.app"} <= found
+    assert "mtagent.agent.turns" not in imports_of("mtagent.session.store", source=hidden, typing=False)
+    graph = {m: set(t) for m, t in GRAPH.items()}
+    graph["mtagent.session.store"] |= {t for t in found if t in MODULES}
+    assert any("mtagent.session.store" in c for c in find_cycles(graph))
 
 
 def test_there_are_no_import_cycles():
