@@ -23,8 +23,6 @@ from mtagent import paths
 from mtagent.config import Settings, load_settings
 from mtagent.context.view import ResumedSession, ResumeStats, build_resume_view
 from mtagent.errors import SessionNotFound
-from mtagent.session.artifacts import ArtifactStore
-from mtagent.session.audit import AuditSink
 from mtagent.session.catalog import SessionInfo
 from mtagent.session.store import shared_store
 from mtagent.session.transcript import ReadReport
@@ -35,16 +33,11 @@ CHECKPOINT_SETUP_LOCK = 0x6D74_6167_636B  # an advisory lock key of its own ("mt
 
 @dataclass(slots=True)
 class SessionStorage:
+    """A session's LangGraph checkpointer, and what to close with it."""
+
     checkpointer: BaseCheckpointSaver[Any]
-    audit: AuditSink
-    tenant: str
-    settings: Settings
     thread_prefix: str = ""
     _closers: list[Callable[[], None]] = field(default_factory=list)
-
-    def artifacts(self, project_root: Path, session_id: str) -> ArtifactStore:
-        """The session's artifact folder in the store (a cache written and read through it if need be)."""
-        return shared_store(self.settings).session_artifacts(paths.project_hash(project_root), session_id)
 
     def thread_id(self, session_id: str) -> str:
         return f"{self.thread_prefix}{session_id}"
@@ -54,11 +47,6 @@ class SessionStorage:
             with contextlib.suppress(Exception):
                 close()
         self._closers.clear()
-
-
-def _pg_store(settings: Settings) -> Any:
-    """The process's store for ``settings`` (kept for callers being moved to :func:`shared_store`)."""
-    return shared_store(settings)
 
 
 def load_for_resume(settings: Settings, project_root: Path, session_id: str,
@@ -121,11 +109,11 @@ def open_session_storage(settings: Settings, artifact_dir: Path) -> SessionStora
         db = sqlite3.connect(str(paths.ensure_dir(artifact_dir) / CHECKPOINT_FILE), check_same_thread=False)
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        return SessionStorage(SqliteSaver(db), store.audit, store.tenant, settings)
+        return SessionStorage(SqliteSaver(db))
     from langgraph.checkpoint.postgres import PostgresSaver
 
     conn = _postgres_checkpoints(store, settings.storage.connect_timeout_seconds)
-    return SessionStorage(PostgresSaver(conn), store.audit, store.tenant, settings, f"{store.tenant}/", [conn.close])
+    return SessionStorage(PostgresSaver(conn), f"{store.tenant}/", [conn.close])
 
 
 def _postgres_checkpoints(store: Any, timeout: float) -> Any:
