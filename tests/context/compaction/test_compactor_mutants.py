@@ -213,7 +213,8 @@ def test_without_a_given_previous_summary_the_old_summary_s_facts_are_carried():
     options = CompactionOptions(settings=_small(), counter=MessageTokenCounter())
     result = build_compaction_result(history, 9, SummaryOutcome("## User goal\nShip it.", "llm"), options)
     assert result.handoff_missing == ["Goal: Fix the parser."]
-    assert result.summary.endswith("## Carried facts\n- Goal: Fix the parser.")
+    # the goal goes where the next compaction reads it; what the model wrote there becomes a later request
+    assert result.summary == "## User goal\nFix the parser.\nLater requests:\n- Ship it."
 
 
 def test_a_from_compaction_counts_the_kept_head_in_its_post_tokens():

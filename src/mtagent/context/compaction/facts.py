@@ -31,6 +31,14 @@ SECTION_VERIFICATION = "Latest verification"
 SECTION_NEXT = "Next step"
 SECTION_CARRIED = "Carried facts"
 LATER_REQUESTS = "Later requests:"
+# Headings of the session-memory notes (context/session_memory/notes.py) that a hand-off reader
+# understands: a session-memory compaction's summary *is* the notes, and the next compaction reads it.
+NOTES_TITLE = "Session Title"
+NOTES_TASK_SPEC = "Task specification"
+NOTES_FILES = "Files and Functions"
+_NOTES_CHANGED = re.compile(r"^(\S+) \(changed(?::\s*(.*))?\)$")
+# A notes section's italic description line, and the mark of entries dropped to fit the budget.
+_NOTES_ASIDE = re.compile(r"[_*].+[_*]|… \d+ older entries omitted.*")
 HANDOFF_SECTIONS: tuple[str, ...] = (
     SECTION_GOAL,
     SECTION_CONSTRAINTS,
@@ -42,6 +50,13 @@ HANDOFF_SECTIONS: tuple[str, ...] = (
     SECTION_VERIFICATION,
     SECTION_NEXT,
 )
+NOTES_HEADINGS = frozenset({NOTES_TITLE, "Current State", NOTES_TASK_SPEC, NOTES_FILES, "Workflow",
+                            "Errors & Corrections", "Codebase and System Documentation", "Learnings", "Key results",
+                            "Worklog"})
+# Only these headings end the user's own words (the goal, the notes' task specification), so a
+# markdown heading the user wrote stays part of them.
+_KNOWN_HEADINGS = frozenset({*HANDOFF_SECTIONS, SECTION_CARRIED, *NOTES_HEADINGS})
+_USER_WORDS = (SECTION_GOAL, NOTES_TASK_SPEC)
 
 CONSTRAINT_PATTERN = re.compile(
     r"\b(never|always|must|mustn't|don't|do not|dont|only|avoid|should not|shouldn't|cannot|can't"
@@ -127,18 +142,75 @@ def summary_body(text: str) -> str:
 
 
 def parse_handoff(text: str) -> dict[str, list[str]]:
-    """Sections of a hand-off sheet: heading → its non-empty lines (bullets unmarked)."""
+    """Sections of a hand-off sheet: heading → its non-empty lines (bullets unmarked).
+
+    The goal's own lines are kept as written (a task's ``- `` lines are part of it), and only a
+    heading a hand-off or the notes use ends it, so a user's markdown heading stays in the goal.
+    Session-memory notes are read as a hand-off too (:func:`_read_notes`).
+    """
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
+    in_goal = in_user_words = False
     for raw in summary_body(text).splitlines():
         heading = _HEADING.match(raw.strip())
-        if heading:
-            current = sections.setdefault(heading.group(1).strip().rstrip(":"), [])
+        title = heading.group(1).strip().rstrip(":") if heading else ""
+        if heading and not (in_user_words and title not in _KNOWN_HEADINGS):
+            current = sections.setdefault(title, [])
+            in_goal = title == SECTION_GOAL and not current
+            in_user_words = title in _USER_WORDS
             continue
         line = raw.strip()
-        if current is not None and line and line != "(none)":
+        if current is None or not line or line == "(none)":
+            continue
+        if in_goal and line == LATER_REQUESTS:
+            in_goal = in_user_words = False
+            current.append(line)
+        elif in_goal:
+            current.append(raw.rstrip())
+        else:
             current.append(line[2:].strip() if line.startswith(("- ", "* ")) else line)
+    _read_notes(sections)
     return sections
+
+
+def _read_notes(sections: dict[str, list[str]]) -> None:
+    """Add the hand-off sections a session-memory summary states in its notes' words: the user's
+    constraints (task specification), files changed (files and functions) and — for notes
+    written before a compaction put the goal above them — the first line of the task as goal."""
+    spec = [line for line in sections.get(NOTES_TASK_SPEC, []) if not _NOTES_ASIDE.fullmatch(line)]
+    if spec and not [line for line in sections.get(SECTION_GOAL, []) if line != "(not stated)"]:
+        sections[SECTION_GOAL] = [spec[0]]
+    for line in spec:
+        if CONSTRAINT_PATTERN.search(line):
+            _add_unique(sections.setdefault(SECTION_CONSTRAINTS, []), line)
+    for line in sections.get(NOTES_FILES, []):
+        match = _NOTES_CHANGED.match(line)
+        if match:
+            path, why = match.group(1), match.group(2)
+            _add_unique(sections.setdefault(SECTION_FILES_CHANGED, []), f"{path} — {why}" if why else path)
+
+
+def goal_section_span(lines: Sequence[str]) -> tuple[int, int] | None:
+    """``(heading, end)`` line indices of the first ``User goal`` section of a hand-off's lines,
+    ended as :func:`parse_handoff` ends it; None without one."""
+    start: int | None = None
+    for index, raw in enumerate(lines):
+        heading = _HEADING.match(raw.strip())
+        if heading is None:
+            continue
+        title = heading.group(1).strip().rstrip(":")
+        if start is None and title == SECTION_GOAL:
+            start = index
+        elif start is not None and title in _KNOWN_HEADINGS:
+            return start, index
+    return (start, len(lines)) if start is not None else None
+
+
+def handoff_goal(text: str) -> str:
+    """The goal a later compaction reads from this hand-off (see :func:`merge_previous`)."""
+    facts = SessionFacts()
+    merge_previous(facts, parse_handoff(text))
+    return facts.goal
 
 
 def constraint_lines(text: str) -> list[str]:
@@ -317,7 +389,7 @@ def merge_previous(facts: SessionFacts, sections: dict[str, list[str]]) -> None:
         for line in later:
             _add_unique(facts.user_requests, line)
     if goal_lines and not facts.goal and goal_lines != ["(not stated)"]:
-        facts.goal = "\n".join(goal_lines)
+        facts.goal = clip("\n".join(goal_lines), MAX_GOAL_CHARS)
     for line in sections.get(SECTION_CONSTRAINTS, []):
         _add_unique(facts.constraints, line)
     for line in sections.get(SECTION_FILES_READ, []):
@@ -333,7 +405,7 @@ def merge_previous(facts: SessionFacts, sections: dict[str, list[str]]) -> None:
         kind, _, value = line.partition(":")
         value = value.strip()
         kind = kind.strip().lower()
-        if kind == "goal" and not facts.goal:
+        if kind == "goal" and not facts.goal:  # hand-offs written before the goal got its own section
             facts.goal = value
         elif kind == "constraint":
             _add_unique(facts.constraints, value)

@@ -7,6 +7,12 @@ latest error — from the summarized messages *and* from the previous hand-off. 
 missing is appended as a short ``## Carried facts`` block that the next compaction parses
 back (:func:`mtagent.context.compaction.facts.merge_previous`), so facts survive any number of
 compactions.
+
+The goal is held to a stricter rule, because the next compaction finds it only under
+``## User goal``: a summary whose goal section does not state the goal verbatim (the notes of a
+session-memory compaction have none; a model may paraphrase it or write ``(not stated)``) gets the
+goal written there, line breaks and all (:func:`with_goal`). Otherwise a chain of compactions —
+session memory, then a full one — hands the next engineer a sheet without the task.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from dataclasses import dataclass, field
 from langchain_core.messages import BaseMessage
 
 from mtagent.context.compaction import facts as F
+
+_NO_GOAL = ("", "(not stated)", "(none)")
 
 
 @dataclass(slots=True, frozen=True)
@@ -43,6 +51,32 @@ def required_facts(found: F.SessionFacts) -> list[tuple[str, str]]:
     return required
 
 
+def with_goal(summary: str, goal: str) -> str:
+    """``summary`` with ``goal`` verbatim under ``## User goal``, where the next compaction reads it.
+
+    Unchanged when the goal it reads there already contains ``goal``. Otherwise the section's
+    goal lines are replaced — by the goal, with what they said instead kept as a later request
+    unless it was only a wording of the goal — or the section is put first when there is none.
+    """
+    if F.mentions(F.normalize(F.handoff_goal(summary)), goal):
+        return summary
+    body = F.summary_body(summary)
+    lines = body.splitlines()
+    span = F.goal_section_span(lines)
+    if span is None:
+        return summary.replace(body, f"## {F.SECTION_GOAL}\n{goal}\n\n{body}", 1) if body else f"## {F.SECTION_GOAL}\n{goal}"
+    start, end = span
+    section = [line for line in lines[start + 1:end] if line.strip()]
+    cut = next((i for i, line in enumerate(section) if line.strip() == F.LATER_REQUESTS), len(section))
+    said = " ".join(" ".join(section[:cut]).split())
+    later = section[cut + 1:]
+    if said not in _NO_GOAL and not F.mentions_goal(F.normalize(said), goal) and not any(
+            F.mentions(F.normalize(line), said) for line in later):
+        later.append(f"- {said}")
+    new = [lines[start], goal, *([F.LATER_REQUESTS, *later] if later else []), ""]
+    return summary.replace(body, "\n".join([*lines[:start], *new, *lines[end:]]).rstrip(), 1)
+
+
 def verify_handoff(
     summary: str,
     messages: Sequence[BaseMessage],
@@ -50,7 +84,8 @@ def verify_handoff(
     previous_summary: str | None = None,
     found: F.SessionFacts | None = None,
 ) -> HandoffCheck:
-    """Return ``summary`` with a ``Carried facts`` block for anything it fails to mention."""
+    """Return ``summary`` with the goal under its heading and a ``Carried facts`` block for
+    anything else it fails to mention."""
     if found is None:
         found = F.extract_facts(messages, previous_summary)
     haystack = F.normalize(summary)
@@ -62,7 +97,10 @@ def verify_handoff(
             present = F.mentions(haystack, found.latest_error_line)
         if not present:
             missing.append(f"{kind}: {' '.join(text.split())}")
-    if not missing:
-        return HandoffCheck(summary)
-    block = f"## {F.SECTION_CARRIED}\n" + "\n".join(f"- {line}" for line in missing)
+    if found.goal:
+        summary = with_goal(summary, found.goal)
+    carried = [line for line in missing if not line.startswith("Goal: ")]
+    if not carried:
+        return HandoffCheck(summary, missing)
+    block = f"## {F.SECTION_CARRIED}\n" + "\n".join(f"- {line}" for line in carried)
     return HandoffCheck(f"{summary.rstrip()}\n\n{block}", missing)

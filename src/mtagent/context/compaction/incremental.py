@@ -52,12 +52,17 @@ def _goal(old: list[str], new: list[str]) -> list[str]:
             return lines[:cut], lines[cut + 1:]
         return lines, []
 
-    old_goal, old_later = split([line for line in old if line != "(not stated)"])
-    new_goal, new_later = split([line for line in new if line != "(not stated)"])
+    old = [line for line in old if line != "(not stated)"]
+    new = [line for line in new if line != "(not stated)"]
+    old_goal, old_later = split(old)
+    new_goal, new_later = split(new)
     if not old_goal:
-        return new if new else old
-    later = _union(old_later, [" ".join(new_goal)] if new_goal else [])
-    later = _union(later, new_later)
+        return new or old
+    goal = F.normalize("\n".join(old_goal))
+    # A delta that restates the goal (a model often does) is not a later request.
+    restated = " ".join(" ".join(new_goal).split())
+    fresh = [restated] if restated and not F.mentions_goal(goal, restated) else []
+    later = _union(_union(old_later, fresh), [line for line in new_later if not F.mentions(goal, line)])
     return [*old_goal, F.LATER_REQUESTS, *later] if later else old_goal
 
 
