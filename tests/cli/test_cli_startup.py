@@ -94,3 +94,21 @@ def test_a_scripted_model_never_imports_a_provider_sdk(tmp_path):
     seen = _repl_probe(tmp_path, f"scripted:{script}")
     assert seen["first_prompt"] == []
     assert "mtagent.agent.session" in seen["after"] and not {"langchain_openai", "openai"} & set(seen["after"])
+
+
+def test_config_path_loads_no_config_models():
+    loaded = _loaded_after(["config", "path"])
+    assert not {"mtagent.config", "mtagent.config_sections", "langchain_core"} & loaded
+
+
+def test_completion_never_loads_the_agent_or_a_provider_sdk():
+    import os
+
+    env = {**os.environ, "_MTAGENT_COMPLETE": "complete_bash", "COMP_WORDS": "mtagent sessions sh", "COMP_CWORD": "2"}
+    code = ("import sys, runpy; sys.argv = ['mtagent']\n"
+            "try:\n    runpy.run_module('mtagent', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print('MODULES', ' '.join(sorted(sys.modules)), file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert "show" in proc.stdout.split()
+    loaded = set(next(x for x in proc.stderr.splitlines() if x.startswith("MODULES ")).split()[1:])
+    assert not {m for m in loaded if m.startswith(("mtagent.agent", "langchain_openai", "langgraph", "openai"))}

@@ -6,12 +6,8 @@ import json
 from pathlib import Path
 
 import typer
-from rich.markup import escape
-
 from mtagent import paths
-from mtagent.cli.output import bare_group_help, console, user_errors
-from mtagent.config import load_settings, settings_reference
-from mtagent.redaction import Redactor, collect_secrets
+from mtagent.cli.output import bare_group_help, user_errors
 
 config_app = typer.Typer(help="Show the merged configuration and where it is read from.")
 bare_group_help(config_app)
@@ -24,6 +20,12 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of TOML-like text."),
 ) -> None:
     """Print every setting after merging defaults, config files, environment and arguments."""
+    from rich.markup import escape
+
+    from mtagent.cli.output import console
+    from mtagent.config import load_settings
+    from mtagent.redaction import Redactor, collect_secrets
+
     settings = load_settings(cwd)
     # a DSN's password, an auth header, the [security] values themselves: shown as [redacted]
     data = Redactor(collect_secrets(settings=settings)).deep(settings.model_dump(mode="json"))
@@ -40,12 +42,15 @@ def show(
 @config_app.command("path")
 def path(cwd: Path = typer.Option(Path("."), "--cwd", help="Project folder.")) -> None:
     """Print the config files that are read, in order (later ones win)."""
-    console.print(str(paths.global_config_path()), markup=False)
-    console.print(str(paths.project_config_path(cwd.resolve())), markup=False)
+    # plain lines, no config models loaded: a script's quick question
+    typer.echo(str(paths.global_config_path()))
+    typer.echo(str(paths.project_config_path(cwd.resolve())))
 
 
 def reference_markdown() -> str:
     """The settings reference table, as docs/configuration.md shows it (a test keeps them equal)."""
+    from mtagent.config import settings_reference
+
     lines = ["| setting | default | meaning |", "|---|---|---|"]
     for key, default, description in settings_reference():
         lines.append(f"| `{key}` | `{default}` | {description.replace('|', '/')} |")
