@@ -30,6 +30,8 @@ import orjson
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from mtagent.session.usage_counts import USAGE_KEYS, bad_token_count
+
 SCHEMA_VERSION = 2
 
 SESSION_START = "session_start"
@@ -105,7 +107,7 @@ class TranscriptMessage(_Record):
     def _finite_usage(cls, usage: dict[str, Any] | None) -> dict[str, Any] | None:
         """Token counts are whole numbers >= 0: ``Infinity`` or ``-1`` in a hostile line is a bad
         record (one line from the reader), not a traceback when the message is rebuilt."""
-        bad = _bad_count(usage) if usage is not None else None
+        bad = bad_token_count(usage) if usage is not None else None
         if bad is not None:
             raise ValueError(f"{bad} is not a token count (a whole number >= 0)")
         return usage
@@ -196,29 +198,6 @@ RECORD_MODELS: dict[str, type[_Record]] = {
     SUBAGENT: SubagentRecord,
 }
 RECORD_TYPES = tuple(RECORD_MODELS)
-
-
-def _bad_count(usage: dict[str, Any], depth: int = 0) -> str | None:
-    """The first token count in ``usage`` (the three totals and their ``*_details``) that is not a
-    whole number >= 0 — what a message's ``usage_metadata`` must hold; other keys are not checked."""
-    for key, value in usage.items():
-        if depth == 0 and key not in _USAGE_KEYS and key not in _USAGE_DETAILS:
-            continue
-        if isinstance(value, dict) and depth == 0 and key in _USAGE_DETAILS:
-            inner = _bad_count(value, depth + 1)
-            if inner is not None:
-                return f"{key}.{inner}"
-        elif isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"{key}={str(value)[:40]!r}"
-        elif isinstance(value, float) and not (value.is_integer() and value >= 0):
-            return f"{key}={value!r}"
-        elif value < 0:
-            return f"{key}={value!r}"
-    return None
-
-
-_USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
-_USAGE_DETAILS = ("input_token_details", "output_token_details")
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -416,7 +395,7 @@ def record_to_message(rec: Mapping[str, Any]) -> BaseMessage:
         calls = [{"id": c.get("id"), "name": c["name"], "args": _copy_json(c.get("args") or {})}
                  for c in rec.get("tool_calls") or ()]
         usage = rec.get("usage")
-        if not (isinstance(usage, dict) and all(k in usage for k in _USAGE_KEYS)):
+        if not (isinstance(usage, dict) and all(k in usage for k in USAGE_KEYS)):
             usage = None  # usage another writer shaped differently is left out, not fatal
         try:
             return AIMessage(**common, tool_calls=calls,

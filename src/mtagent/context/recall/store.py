@@ -128,6 +128,44 @@ def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
     return True
 
 
+def _prepare(conn: sqlite3.Connection, on_disk: bool) -> None:
+    """Pragmas and schema; a database that lacks some of our tables is damaged, not new."""
+    conn.execute("PRAGMA busy_timeout=2000")
+    found = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    if found and not TABLES <= found:  # CREATE … IF NOT EXISTS would bring them back empty
+        raise IndexDamaged(f"tables missing: {', '.join(sorted(TABLES - found))}")
+    if not found:
+        conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+    if on_disk:
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=OFF")  # a cache of the transcripts: losing it only costs a rebuild
+    conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    conn.executescript(_SCHEMA)
+    row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    if row is None:
+        conn.execute("INSERT INTO meta(key, value) VALUES('schema_version', ?)", (SCHEMA_VERSION,))
+    elif row[0] != SCHEMA_VERSION:
+        raise db.DatabaseError(f"recall index schema {row[0]} is not {SCHEMA_VERSION}")
+    conn.execute("SELECT count(*) FROM items_fts WHERE items_fts MATCH 'probe'").fetchone()
+
+
+def _delete_uid(conn: sqlite3.Connection, uid: str) -> None:
+    row = conn.execute("SELECT rowid, text FROM items WHERE uid=?", (uid,)).fetchone()
+    if row is not None:
+        conn.execute("INSERT INTO items_fts(items_fts, rowid, text) VALUES('delete', ?, ?)", row)
+        conn.execute("DELETE FROM items WHERE rowid=?", (row[0],))
+        conn.execute("DELETE FROM vectors WHERE rowid=?", (row[0],))
+
+
+def _read_source(conn: sqlite3.Connection, source: str) -> tuple[int, int | None, float | None] | None:
+    row = conn.execute("SELECT offset, size, mtime FROM sources WHERE source=?", (source,)).fetchone()
+    if row is None:
+        return None
+    if not isinstance(row[0], int) or not isinstance(row[1], (int, type(None))):
+        raise IndexDamaged(f"sources row {source!r} holds {row!r}")
+    return int(row[0]), row[1], row[2]
+
+
 class RecallStore:
     """The project's index database. Thread-safe; every call degrades to "nothing" on errors."""
 
@@ -151,30 +189,11 @@ class RecallStore:
                 self.rebuilt = True
         conn = db.connect(target, check_same_thread=False, timeout=2.0, isolation_level=None, uri=True)
         try:
-            self._prepare(conn)
+            _prepare(conn, self.path is not None)
         except BaseException:
             conn.close()
             raise
         return conn
-
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        conn.execute("PRAGMA busy_timeout=2000")
-        found = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-        if found and not TABLES <= found:  # CREATE … IF NOT EXISTS would bring them back empty
-            raise IndexDamaged(f"tables missing: {', '.join(sorted(TABLES - found))}")
-        if not found:
-            conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-        if self.path is not None:
-            conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=OFF")  # a cache of the transcripts: losing it only costs a rebuild
-        conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-        conn.executescript(_SCHEMA)
-        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is None:
-            conn.execute("INSERT INTO meta(key, value) VALUES('schema_version', ?)", (SCHEMA_VERSION,))
-        elif row[0] != SCHEMA_VERSION:
-            raise db.DatabaseError(f"recall index schema {row[0]} is not {SCHEMA_VERSION}")
-        conn.execute("SELECT count(*) FROM items_fts WHERE items_fts MATCH 'probe'").fetchone()
 
     def _open(self) -> None:
         try:
@@ -244,7 +263,7 @@ class RecallStore:
             try:
                 for doc in docs:
                     if replace or doc.kind in REPLACED_KINDS:
-                        self._delete_uid(conn, doc.uid)
+                        _delete_uid(conn, doc.uid)
                     if doc.seq is None and doc.session is not None:
                         doc.seq = self._next_seq(conn, doc.session)
                 # rowids grow past the largest, so the new items are exactly those above it
@@ -268,14 +287,6 @@ class RecallStore:
         self._seq[session] += 1
         return self._seq[session]
 
-    @staticmethod
-    def _delete_uid(conn: sqlite3.Connection, uid: str) -> None:
-        row = conn.execute("SELECT rowid, text FROM items WHERE uid=?", (uid,)).fetchone()
-        if row is not None:
-            conn.execute("INSERT INTO items_fts(items_fts, rowid, text) VALUES('delete', ?, ?)", row)
-            conn.execute("DELETE FROM items WHERE rowid=?", (row[0],))
-            conn.execute("DELETE FROM vectors WHERE rowid=?", (row[0],))
-
     def delete_where(self, uid_prefix: str, keep: Iterable[str] = ()) -> int:
         """Delete items whose uid starts with ``uid_prefix`` except those in ``keep``."""
         keep_set = set(keep)
@@ -286,7 +297,7 @@ class RecallStore:
             gone = [u for u in uids if u not in keep_set]
             conn.execute("BEGIN")
             for uid in gone:
-                self._delete_uid(conn, uid)
+                _delete_uid(conn, uid)
             conn.execute("COMMIT")
             return len(gone)
 
@@ -316,15 +327,7 @@ class RecallStore:
                                      (file_key, ts, session, message_id)), None)
 
     def source_state(self, source: str) -> tuple[int, int | None, float | None]:
-        def read(conn: sqlite3.Connection) -> tuple[int, int | None, float | None] | None:
-            row = conn.execute("SELECT offset, size, mtime FROM sources WHERE source=?", (source,)).fetchone()
-            if row is None:
-                return None
-            if not isinstance(row[0], int) or not isinstance(row[1], (int, type(None))):
-                raise IndexDamaged(f"sources row {source!r} holds {row!r}")
-            return int(row[0]), row[1], row[2]
-
-        return self.run(read, None) or (0, None, None)
+        return self.run(lambda c: _read_source(c, source), None) or (0, None, None)
 
     def set_source_state(self, source: str, offset: int, size: int | None = None, mtime: float | None = None) -> None:
         self.run(lambda c: c.execute("INSERT OR REPLACE INTO sources(source, offset, size, mtime) VALUES(?,?,?,?)",
