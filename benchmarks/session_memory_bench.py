@@ -41,6 +41,7 @@ from mtagent.replay.probes import build_probes
 from mtagent.replay.simulate import system_prefix
 from mtagent.replay.strategies import StrategyContext
 from mtagent.replay.trajectory import Trajectory
+from mtagent.session.reader import read_records
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "session_memory_bench.md"
@@ -70,39 +71,36 @@ class Outcome:
     seconds: float = 0.0
 
 
-class TimedMemory(SessionMemoryManager):
-    """Counts and times the notes updates the engine triggers."""
+def _timed(manager: SessionMemoryManager, out: Outcome) -> None:
+    """Count and time the notes updates the engine triggers (on the opened session's own manager)."""
+    update = manager.update_session_memory
 
-    spent: float = 0.0
-    count: int = 0
-
-    def update_session_memory(self, messages: Any, token_count: int | None = None, **kw: Any) -> Any:
+    def timed(*args: Any, **kw: Any) -> Any:
         start = time.perf_counter()
         try:
-            return super().update_session_memory(messages, token_count, **kw)
+            return update(*args, **kw)
         finally:
-            self.spent += time.perf_counter() - start
-            self.count += 1
+            out.update_seconds += time.perf_counter() - start
+            out.updates += 1
+
+    manager.update_session_memory = timed  # type: ignore[method-assign]
 
 
 def replay(traj: Trajectory, window: int, with_notes: bool) -> Outcome:
+    """One recording through the engine as shipped: a session opened by the opener (the replay
+    strategy's), fed call by call; its transcript gives the compactions."""
     settings = Settings(session_memory={"enabled": with_notes})
     counter = MessageTokenCounter(encoding=settings.context.encoding,
                                   overhead_tokens=settings.context.message_overhead_tokens)
     probes = build_probes(traj)
     out = Outcome()
-    sink: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="mtagent-smbench-") as tmp:
         ctx = StrategyContext(system=system_prefix(traj), window=window, counter=counter, settings=settings,
                               workdir=Path(tmp))
-        strat = MTAgentStrategy(ctx)
-        strat._setup()
-        manager = strat._manager
-        assert manager is not None
-        manager.sink = sink
-        memory = TimedMemory(Path(tmp) / "session-memory" / "summary.md", settings, counter=counter)
-        if with_notes:
-            manager.session_memory = memory
+        strat = MTAgentStrategy(ctx, session_memory=with_notes)
+        strat._session = session = strat._open()
+        if session.session_memory is not None:
+            _timed(session.session_memory, out)
         last = len(ctx.system)
         view: list[Any] = []
         start = time.perf_counter()
@@ -120,12 +118,13 @@ def replay(traj: Trajectory, window: int, with_notes: bool) -> Outcome:
             if active:
                 seen = probes.visible_mask(view) & active
                 out.constraints_end = seen.bit_count() / active.bit_count()
-    for rec in sink:
+        records = list(read_records(session.transcript_path))
+        strat.close()
+    for rec in records:
         if rec.get("type") == "compact_boundary":
             out.compactions += 1
             out.by_notes += rec.get("summary_source") == "session_memory"
             out.post_tokens.append(int(rec.get("post_tokens", 0)))
-    out.update_seconds, out.updates = memory.spent, memory.count
     return out
 
 
