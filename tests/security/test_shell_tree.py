@@ -114,3 +114,10 @@ def test_the_runner_keeps_exit_codes_signals_and_late_background_output(tmp_path
     late = run_command("(sleep 0.2; echo late) & echo now", str(tmp_path), timeout=10, max_capture_bytes=1 << 20,
                        kill_grace=1)
     assert late["output"].split() == ["now", "late"] and late["duration_s"] < 5
+
+
+def test_a_timed_out_command_gets_part_of_the_grace_to_clean_up(tmp_path: Path) -> None:
+    done = tmp_path / "cleaned"
+    command = f"trap 'sleep 0.3; echo bye > {done}; exit 3' TERM; echo ready; while :; do sleep 0.05; done"
+    run = run_command(command, str(tmp_path), timeout=1.0, max_capture_bytes=1 << 20, kill_grace=2.0)
+    assert run["timed_out"] and done.read_text().strip() == "bye"

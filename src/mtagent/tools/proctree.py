@@ -68,11 +68,12 @@ def become_subreaper() -> bool:
     return _subreaper_done
 
 
-def contained(argv: list[str]) -> list[str]:
-    """``argv`` run under the subreaper runner (where ``/proc`` and ``prctl`` exist), else as is."""
+def contained(argv: list[str], grace: float = 1.0) -> list[str]:
+    """``argv`` run under the subreaper runner (where ``/proc`` and ``prctl`` exist), else as is.
+    ``grace``: the call's kill grace (the runner lets a stopped command use half of it)."""
     if not sys.platform.startswith("linux") or not Path("/proc/self/stat").exists() or not RUNNER.is_file():
         return argv
-    return [sys.executable, "-I", "-S", str(RUNNER), str(RUNNER_DRAIN_SECONDS), *argv]
+    return [sys.executable, "-I", "-S", str(RUNNER), str(RUNNER_DRAIN_SECONDS), str(grace), *argv]
 
 
 def die_with_parent() -> None:

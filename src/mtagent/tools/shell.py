@@ -135,8 +135,9 @@ def run_command(command: str, cwd: str, *, timeout: float, max_capture_bytes: in
     marker = proctree.new_marker()
     env = {**(os.environ if env is None else env), proctree.MARKER_ENV: marker}
     proc = subprocess.Popen(
-        proctree.contained([shell, "-c", command]), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, start_new_session=True, env=env, preexec_fn=proctree.die_with_parent,
+        proctree.contained([shell, "-c", command], kill_grace), cwd=cwd, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env=env,
+        preexec_fn=proctree.die_with_parent,
     )
     watchdog = proctree.start_watchdog(proc.pid, marker)
     capture = BoundedCapture(max_capture_bytes)

@@ -1,14 +1,16 @@
 """The leader of one shell call: a child subreaper that ends everything the command started.
 
-Run as ``python -I -S shell_runner.py DRAIN_SECONDS ARGV...`` (stdlib only: it runs without
-site-packages). It marks itself ``PR_SET_CHILD_SUBREAPER`` and runs ``ARGV`` as its child, so
+Run as ``python -I -S shell_runner.py DRAIN_SECONDS GRACE_SECONDS ARGV...`` (stdlib only: it
+runs without site-packages). It marks itself ``PR_SET_CHILD_SUBREAPER`` and runs ``ARGV`` as its child, so
 every process the command orphans — ``env -i setsid -f sleep 100``, a double fork, a daemon —
 is re-parented to this runner instead of escaping to mtagent or init, whatever it did to its
 environment, session or process group. When the command exits, the runner lets what is left
 finish writing for up to ``DRAIN_SECONDS`` (a background job's last lines), then SIGKILLs every
 process it holds, repeatedly until none is left (a killed process's own orphans come to it too),
 and exits with the command's status (a signal death is mirrored). SIGTERM/SIGINT/SIGHUP — the
-call's timeout, or mtagent dying (``PR_SET_PDEATHSIG``) — sweep the same way first.
+call's timeout (sent to the whole group), or mtagent dying (``PR_SET_PDEATHSIG``) — give the
+command half of ``GRACE_SECONDS`` to end on its own, then sweep the same way and die of that signal
+(so mtagent's own SIGKILL after the full grace never finds the runner still sweeping).
 """
 
 from __future__ import annotations
@@ -81,13 +83,32 @@ def _die_like(signum: int) -> None:
     os._exit(128 + signum)
 
 
+class _Stopped(Exception):
+    """Raised by the signal handler to leave a blocking wait."""
+
+
+_stopped_by: int | None = None
+
+
 def _on_signal(signum: int, frame: object) -> None:
-    sweep()
-    _die_like(signum)
+    global _stopped_by
+    if _stopped_by is None:
+        _stopped_by = signum
+        raise _Stopped
+
+
+def settle(seconds: float) -> None:
+    """Reap children as they end, for up to ``seconds`` or until none is left."""
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        reap()
+        if not children():
+            return
+        time.sleep(_POLL_SECONDS)
 
 
 def main(argv: list[str]) -> int:
-    drain, command = float(argv[0]), argv[1:]
+    drain, grace, command = float(argv[0]), float(argv[1]), argv[2:]
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)  # mtagent died: sweep first, then go
     pid = os.fork()
@@ -98,16 +119,20 @@ def main(argv: list[str]) -> int:
             os.execvp(command[0], command)
         finally:
             os._exit(127)
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    stops = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    for signum in stops:
         signal.signal(signum, _on_signal)
-    _, status = os.waitpid(pid, 0)
-    until = time.monotonic() + drain
-    while time.monotonic() < until:
-        reap()
-        if not children():
-            break
-        time.sleep(_POLL_SECONDS)
+    status = 0
+    try:
+        _, status = os.waitpid(pid, 0)
+        settle(drain)
+    except _Stopped:
+        settle(grace / 2)
+    for signum in stops:
+        signal.signal(signum, signal.SIG_IGN)
     sweep()
+    if _stopped_by is not None:
+        _die_like(_stopped_by)
     code = os.waitstatus_to_exitcode(status)
     if code < 0:
         _die_like(-code)

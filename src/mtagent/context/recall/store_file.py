@@ -6,8 +6,9 @@ program's SQLite database; bytes that are not SQLite) is *set aside*: renamed, i
 folder, to ``<name>.set-aside-<time>``, never opened for writing, truncated or unlinked, so
 nothing that is not ours is ever modified. Ours means: a regular file with one link whose SQLite
 header carries :data:`APPLICATION_ID` (``PRAGMA application_id``, set when the index is created)
-or, written before that id, holds our tables; or an empty file. The check reads the first 100 bytes through ``O_NOFOLLOW``; the database is then
-opened with SQLite's ``nofollow`` flag, so a symlink swapped in after the check is refused too.
+or, written before that id, holds our tables; or an empty file. The check reads the first 100
+bytes through ``O_NOFOLLOW``; the database is then opened with SQLite's ``nofollow`` flag, so a
+symlink swapped in after the check is refused too.
 """
 
 from __future__ import annotations
