@@ -172,6 +172,19 @@ def test_recall_never_emits_controls(text, tmp_path_factory):
     assert_clean(out.getvalue(), "/recall")
 
 
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=hostile)
+def test_sessions_show_and_list_never_emit_controls(text, tmp_path_factory):
+    root = tmp_path_factory.mktemp("p")
+    _transcript(root, text)
+    for args in (["sessions", "list"], ["sessions", "list", "--json"], ["sessions", "show", "s1"],
+                 ["sessions", "show", "s1", "--full"], ["sessions", "show", "s1", "--view"],
+                 ["sessions", "export", "s1", "--format", "md"]):
+        result = runner.invoke(app, [*args, "--cwd", str(root)])
+        assert result.exit_code == 0, (args, result.output)
+        assert_clean(result.output, " ".join(args))
+
+
 # ── the known attacks, pinned (fail on the code before #27) ─────────────────────────────
 
 ATTACK = "fact \x1b]0;owned\x07\x1b[2J\x1b]52;c;Y3VybA==\x07\u202eexe.txt \x9b31m"
