@@ -25,6 +25,7 @@ MAX_MODULE_LINES = 500
 MAX_CLASS_LINES = 250
 
 BASE = {"config", "config_sections", "config_ranges", "trust", "paths", "errors", "events", "redaction", "safe_open", "confine", "terminal_text",
+        "pricing",
         "safe_open", "confine",
         "__init__", "py"}
 # What each area may not import (its own layer and those below are allowed).

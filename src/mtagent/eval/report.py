@@ -15,8 +15,8 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from mtagent.eval.metering import Usage, cost_usd
 from mtagent.eval.stats import Paired, compare, wilson
+from mtagent.pricing import Usage, cost_usd
 
 COMPARED = {"done", "setup_failed"}
 

@@ -28,9 +28,10 @@ from typing import Any
 from mtagent import paths
 from mtagent.agent.batch import APPROVALS, BatchTask, checkout
 from mtagent.eval.checks import CommandOutcome, apply_patch, run_command
-from mtagent.eval.metering import METER, Usage, usage_of
+from mtagent.eval.metering import METER
 from mtagent.eval.policies import Policy, merge_sections
 from mtagent.eval.tasks import EvalTask
+from mtagent.pricing import Usage, price_for, usage_of_messages
 
 DONE = "done"
 CONTEXT_TEST_PREFIX = "context-test"
@@ -184,7 +185,7 @@ def _run_task(unit: EvalUnit, session: Any, task: EvalTask, prompt: str, space: 
     except Exception as exc:  # noqa: BLE001 — a failed turn is this task's outcome; the chain goes on
         messages, calls, status, error = [], 0, "error", f"{type(exc).__name__}: {str(exc)[:500]}"
     wall = time.monotonic() - start
-    main = _recorded_usage(session, offset) if offset is not None else usage_of(messages)
+    main = _recorded_usage(session, offset) if offset is not None else usage_of_messages(messages)
     side = METER.snapshot().minus(before_all).minus(main)
     check = _check(task, space)
     record = {**base, "status": DONE if status != "error" else "error", "turn_status": status,
@@ -239,9 +240,7 @@ def _check(task: EvalTask, space: Path) -> CommandOutcome | None:
 
 def _price(session: Any) -> dict[str, float] | None:
     """The price row of the session's model, kept with the record so a report prices offline."""
-    from mtagent.eval.metering import price_row
-
-    row = price_row(session.model_name, session.settings.agent.prices)
+    row = price_for(session.model_name, session.settings.agent.prices)
     return dict(row) if row is not None else None
 
 
