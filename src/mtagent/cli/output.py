@@ -34,8 +34,8 @@ class SafeConsole(Console):
 
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         for segment in super().render(renderable, options):
-            if segment.control or not segment.text:
-                yield segment
+            if segment.control or not segment.text or not segment.text.strip("\r\n"):
+                yield segment  # rich's own codes, or a print's end (``end="\r"`` redraws a progress line)
             else:
                 yield Segment(terminal_safe(segment.text), segment.style, None)
 
