@@ -38,6 +38,9 @@ SECURITY_KEYS: frozenset[tuple[str, str]] = frozenset({
     ("recall", "embeddings"),  # sends indexed text to an embedding endpoint
     ("mcp", "*"),  # starts servers (commands) and talks to URLs of the repository's choosing
     ("skills", "*"),  # loads instructions and scripts from folders of the repository's choosing
+    ("agent", "model_options"),  # request fields: another `model`, `n`, `messages`, headers — agent.model by the back door
+    ("ui", "host"),  # the explain UI (transcripts, artifacts) served beyond localhost
+    ("memory", "auto_extract"),  # facts written to memory after turns, with no save_memory call to approve
 })
 # Keys only the user's own layers (home config, environment, arguments) may set — a project's
 # config cannot set them even once trusted, because they say what lies *outside* the project.
