@@ -36,6 +36,7 @@ from mtagent.redaction import Redactor, collect_secrets
 NEVER_READ = (Path("/proc"), Path("/dev"), Path("/sys"))
 DEFAULT_MAX_BYTES = 256 * 1024
 _CHUNK = 64 * 1024
+MAX_WALK_DEPTH = 32  # folders below a listed folder (rules, skills) that are entered, at most
 _BINARY_SNIFF = 8192  # a NUL in the first 8 KiB: a binary file, not context (as git and grep decide)
 
 
@@ -199,43 +200,51 @@ def _suggest(target: Path) -> str:
 
 
 def list_files(root: str | os.PathLike[str], folder: str | os.PathLike[str], *, suffix: str = ".md",
-               recursive: bool = False, max_files: int = 10_000) -> Iterator[Path]:
+               recursive: bool = False, max_files: int = 10_000, max_depth: int = MAX_WALK_DEPTH) -> Iterator[Path]:
     """Files named ``*suffix`` in ``folder`` (under ``root``), sorted, walked through descriptors.
 
     A folder that is a symlink is never entered (inside the root or not); a file that is a symlink
     is listed, and :func:`read_text` decides on what it points at. Nothing outside ``root`` is
-    listed, whatever the links say.
+    listed, whatever the links say; folders deeper than ``max_depth`` below ``folder`` are not
+    entered and at most ``max_files`` are listed (a hostile tree of 1,400 nested folders is a
+    short walk, not a RecursionError).
     """
     root_path = real_path(root)
+    left = max_files
+    pending: list[tuple[Path, int, Iterator[tuple[str, int]]]] = []
     start = root_path / folder
-    yield from _walk(root_path, start, suffix=suffix, recursive=recursive, budget=[max_files])
+    pending.append((start, 0, iter(_entries(root_path, start))))
+    while pending and left > 0:
+        here, depth, entries = pending[-1]
+        item = next(entries, None)
+        if item is None:
+            pending.pop()
+            continue
+        name, mode = item
+        if stat.S_ISDIR(mode):
+            if recursive and depth < max_depth:
+                pending.append((here / name, depth + 1, iter(_entries(root_path, here / name))))
+        elif name.endswith(suffix) and (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            left -= 1
+            yield here / name
 
 
-def _walk(root: Path, folder: Path, *, suffix: str, recursive: bool, budget: list[int]) -> Iterator[Path]:
+def _entries(root: Path, folder: Path) -> list[tuple[str, int]]:
+    """(name, lstat mode) of ``folder``'s entries, sorted, read through its descriptor."""
     try:
         fd = safe_open.open_dir((root,), folder)
     except (OSError, WorkspacePathError):
-        return
+        return []
     try:
-        entries = sorted(os.listdir(fd))
-        kinds = {}
-        for entry in entries:
+        out = []
+        for name in sorted(os.listdir(fd)):
             try:
-                kinds[entry] = os.stat(entry, dir_fd=fd, follow_symlinks=False).st_mode
+                out.append((name, os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode))
             except OSError:
                 continue
+        return out
     finally:
         os.close(fd)
-    for entry in entries:
-        mode = kinds.get(entry)
-        if mode is None or budget[0] <= 0:
-            continue
-        if stat.S_ISDIR(mode):
-            if recursive:
-                yield from _walk(root, folder / entry, suffix=suffix, recursive=True, budget=budget)
-        elif entry.endswith(suffix) and (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-            budget[0] -= 1
-            yield folder / entry
 
 
 @dataclass(slots=True, frozen=True)

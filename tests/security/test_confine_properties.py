@@ -129,3 +129,18 @@ def test_a_folder_swapped_for_a_symlink_during_loads_never_leaks(tmp_path: Path)
         stop.set()
         flipper.join()
     assert loads > 50 and leaks == 0
+
+
+def test_a_deeply_nested_rules_tree_is_a_short_walk_not_a_crash(tmp_path: Path) -> None:
+    folder = tmp_path / "p" / ".mtagent" / "rules"
+    (folder / "top.md").parent.mkdir(parents=True)
+    (folder / "top.md").write_text("top rule\n")
+    here = folder
+    for _ in range(1_400):  # ~2,800 path characters: under PATH_MAX, far past the recursion limit
+        here = here / "a"
+        here.mkdir()
+    (here / "deep.md").write_text("deep rule\n")
+    (folder / "a" / "shallow.md").write_text("shallow rule\n")
+    rules = load_project_rules(tmp_path / "p", MemorySettings())
+    texts = [r.text for r in rules.rules]
+    assert texts == ["shallow rule", "top rule"]
