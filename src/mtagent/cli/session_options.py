@@ -32,19 +32,18 @@ NO_MODEL = ("no model configured: pass --model provider:name (e.g. --model opena
 
 
 def session_ids(root: Path) -> list[str]:
-    """A project's session ids, oldest first (ids sort by creation time)."""
+    """A project's session ids in the configured store, oldest first (ids sort by creation time)."""
     from mtagent import paths
+    from mtagent.config import load_settings
+    from mtagent.session.store import shared_store
 
-    folder = paths.history_dir(root)
-    if not folder.is_dir():
-        return []
-    return sorted(p.stem for p in folder.glob("*.jsonl") if p.is_file())
+    return shared_store(load_settings(root)).sessions(paths.project_hash(root))
 
 
 def resolve_session_id(root: Path, given: str, ids: list[str] | None = None) -> str:
     """``latest``, a full id or a unique prefix → the full id; else a one-line error that helps.
 
-    ``ids``: the project's sessions when they live in a shared store (default: the files)."""
+    ``ids``: the project's sessions, when the caller has them (default: from the configured store)."""
     ids = session_ids(root) if ids is None else ids
     if given == LATEST:
         if not ids:
