@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from mtagent import confine
 from mtagent.config import MemorySettings
 from mtagent.context.static.rules import load_project_rules
+from security.test_recall_workspace_confinement import remove_nested
 
 CANARY = "CANARY-OUTSIDE-prop-77ab"
 SEGMENTS = ["..", ".", "~", "outside", "secret.md", "link_out", "link_in", "hard.md", "docs", "ok.md",
@@ -135,12 +136,14 @@ def test_a_deeply_nested_rules_tree_is_a_short_walk_not_a_crash(tmp_path: Path) 
     folder = tmp_path / "p" / ".mtagent" / "rules"
     (folder / "top.md").parent.mkdir(parents=True)
     (folder / "top.md").write_text("top rule\n")
-    here = folder
-    for _ in range(1_400):  # ~2,800 path characters: under PATH_MAX, far past the recursion limit
-        here = here / "a"
-        here.mkdir()
-    (here / "deep.md").write_text("deep rule\n")
-    (folder / "a" / "shallow.md").write_text("shallow rule\n")
-    rules = load_project_rules(tmp_path / "p", MemorySettings())
-    texts = [r.text for r in rules.rules]
-    assert texts == ["shallow rule", "top rule"]
+    try:
+        here = folder
+        for _ in range(1_400):  # ~2,800 path characters: under PATH_MAX, far past the recursion limit
+            here = here / "a"
+            here.mkdir()
+        (here / "deep.md").write_text("deep rule\n")
+        (folder / "a" / "shallow.md").write_text("shallow rule\n")
+        rules = load_project_rules(tmp_path / "p", MemorySettings())
+    finally:
+        remove_nested(folder)
+    assert [r.text for r in rules.rules] == ["shallow rule", "top rule"]

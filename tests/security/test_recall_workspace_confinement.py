@@ -129,3 +129,32 @@ def test_a_configured_secret_in_a_workspace_file_is_not_stored(project: Path) ->
     finally:
         sink.indexer.close()
     assert "staging passphrase" in text and "plain-words-staging-pw" not in text
+
+
+def test_a_deeply_nested_workspace_is_a_short_walk_not_a_crash(project: Path) -> None:
+    try:
+        here = project
+        for _ in range(1_400):  # far past the recursion limit, under PATH_MAX
+            here = here / "a"
+            here.mkdir()
+        (here / "deep.txt").write_text("too deep to index\n")
+        (project / "a" / "near.txt").write_text("near enough\n")
+        store = RecallStore(None)
+        sync_workspace(project, store, RecallSettings(index_workspace=True))
+        text = _indexed(store)
+    finally:
+        remove_nested(project)
+    assert "near enough" in text and "ordinary text" in text and "too deep" not in text
+
+
+def remove_nested(top: Path, files: tuple[str, ...] = ()) -> None:
+    """Remove a chain of nested ``a`` folders bottom-up without recursion (``shutil.rmtree`` and
+    pytest's temp-folder cleanup recurse, and would fail on it after the test)."""
+    chain = [top]
+    while (chain[-1] / "a").is_dir():
+        chain.append(chain[-1] / "a")
+    for folder in reversed(chain[1:]):
+        for entry in os.listdir(folder):
+            if entry != "a":
+                os.unlink(folder / entry)
+        os.rmdir(folder)

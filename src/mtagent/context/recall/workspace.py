@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 ALWAYS_SKIPPED = (".git/", ".hg/", ".svn/", ".venv/", "node_modules/", "__pycache__/", ".mtagent/")
 MAX_FILES = 20_000
+MAX_DEPTH = 64  # folders below the project root that are indexed, at most
 
 
 def _ignore_spec(root: Path) -> pathspec.GitIgnoreSpec:
@@ -42,22 +43,36 @@ def _ignore_spec(root: Path) -> pathspec.GitIgnoreSpec:
 
 
 def workspace_files(root: Path) -> list[Path]:
-    """Regular files under ``root`` that .gitignore does not exclude (symlinks never followed)."""
+    """Regular files under ``root`` that .gitignore does not exclude (symlinks never followed).
+
+    Walked with an explicit stack, at most :data:`MAX_DEPTH` folders deep (``os.walk`` recurses: a
+    hostile tree of 1,400 nested folders raised RecursionError out of every refresh)."""
     spec = _ignore_spec(root)
     found: list[Path] = []
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        rel_dir = os.path.relpath(folder, root)
-        prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
-        dirs[:] = [d for d in dirs if not spec.match_file(f"{prefix}{d}/")
-                   and not os.path.islink(os.path.join(folder, d))]
-        for name in files:
-            rel = f"{prefix}{name}"
-            full = Path(folder) / name
-            if spec.match_file(rel) or full.is_symlink() or not full.is_file():
+    stack: list[tuple[Path, str, int]] = [(root, "", 0)]
+    while stack:
+        folder, prefix, depth = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        subfolders = []
+        for entry in entries:
+            rel = f"{prefix}{entry.name}"
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if depth < MAX_DEPTH and not spec.match_file(f"{rel}/"):
+                        subfolders.append((Path(entry.path), f"{rel}/", depth + 1))
+                    continue
+                if spec.match_file(rel) or not entry.is_file(follow_symlinks=False):
+                    continue
+            except OSError:
                 continue
-            found.append(full)
+            found.append(Path(entry.path))
             if len(found) >= MAX_FILES:
                 return found
+        stack.extend(reversed(subfolders))
     return found
 
 
