@@ -45,7 +45,7 @@ class ReplHost:
     events: EventBus = field(default_factory=EventBus)
     session: AgentSession | None = None
     compacted_since_plan: bool = False
-    _schemas_shown: tuple[str, str | None] | None = field(default=None, repr=False)
+    schemas_said: tuple[str | None, str | None] | None = field(default=None, repr=False)  # by /context
     pending: str = ""  # a message a slash command prepared (/skill), sent as the next turn
 
     def __post_init__(self) -> None:
@@ -99,12 +99,8 @@ class ReplHost:
         choice = getattr(session, "schema_choice", None)
         toolset = getattr(getattr(session, "parts", None), "toolset", None)
         lines = [*([choice.describe()] if choice is not None else []), *([describe(toolset)] if toolset else [])]
-        schemas = "\n".join(lines) or None
-        if (session.session_id, schemas) == self._schemas_shown:
-            schemas = None  # said once; said again only when it changes (or for another session)
-        else:
-            self._schemas_shown = (session.session_id, schemas)
-        return replace(usage, window_source=getattr(session, "window_source", None), schemas=schemas)
+        return replace(usage, window_source=getattr(session, "window_source", None),
+                       schemas="\n".join(lines) or None)
 
     def _window_usage(self) -> WindowUsage | None:
         from mtagent.cli.context_render import WindowUsage

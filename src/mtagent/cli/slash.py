@@ -8,11 +8,12 @@ REPL goes on; an unknown command gets a "did you mean" suggestion.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import logging
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any, Protocol
@@ -303,6 +304,12 @@ def cmd_context(host: SlashHost, command: SlashCommand) -> Outcome:
             usage, host.session_report(), effective_limit=host.effective_limit(),
             counters=host.stats_counters()))
     else:
+        said = (getattr(host, "session_id", None), usage.schemas)
+        if said == getattr(host, "schemas_said", None):  # the plain grid says the tool line once, until it changes
+            usage = replace(usage, schemas=None)         # (stats and explain always show it)
+        else:
+            with contextlib.suppress(AttributeError):
+                host.schemas_said = said  # type: ignore[attr-defined]
         host.console.print(render.render_context_grid(usage, report=host.session_report()))
     _print_mcp_trouble(host)
     _print_context_warnings(host)
