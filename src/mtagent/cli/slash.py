@@ -317,8 +317,7 @@ def cmd_context(host: SlashHost, command: SlashCommand) -> Outcome:
 
 
 def _print_context_warnings(host: SlashHost) -> None:
-    """What building the context refused or cut (an ``@include`` outside the project, a huge rule file)."""
-    for warning in getattr(host, "context_warnings", lambda: [])():
+    for warning in getattr(host, "context_warnings", lambda: [])():  # a refused @include, a cut rule file
         host.console.print(f"context: {terminal_safe(warning)}", markup=False, style="dim")
 
 
