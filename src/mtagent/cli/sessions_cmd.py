@@ -22,9 +22,7 @@ from mtagent import paths
 from mtagent.cli.fit import Column, dropped_note, fit_table
 from mtagent.cli.output import bare_group_help, console, err_console, fail, user_errors
 from mtagent.terminal_text import json_text, sanitize_deep, terminal_safe
-from mtagent.cli.session_lines import record_line
 from mtagent.cli.session_options import resolve_session_id
-from mtagent.context.view import artifact_store_for, load_transcript
 from mtagent.errors import ArtifactPathError, UsageError
 from mtagent.redaction import Redactor, collect_secrets
 from mtagent.session import schema
@@ -233,6 +231,8 @@ def _render_record(out: Console, rec: dict[str, Any], store: ArtifactStore, full
         out.print(Text(f"· microcompact ({rec.get('trigger')}): cleared {len(rec.get('cleared_ids') or [])} "
                        "tool result(s) from the view", style="dim"))
     else:
+        from mtagent.cli.session_lines import record_line
+
         out.print(Text(record_line(rec), style="dim"))
 
 
@@ -262,6 +262,8 @@ def show_cmd(
     """
     with _store(cwd) as store:
         path = _transcript(cwd or Path.cwd(), session_id, store)
+    from mtagent.context.view import artifact_store_for, load_transcript  # only here: list and completion stay light
+
     store = artifact_store_for(path)
     redactor = _output_redactor(cwd)
     if view:
