@@ -92,6 +92,7 @@ def test_a_dead_base_url_fails_at_once_naming_the_url_and_json_still_comes(proje
     assert "hunter2" not in result.output + result.stderr
     out = json.loads(result.stdout)  # --json: one object on stdout on a failure too
     assert out["status"] == "error" and out["exit_code"] == 1 and "cannot reach" in out["error"]
+    assert out["session_id"] and out["model"] == "openai:gpt-4o-mini"  # the session it opened, to resume
 
 
 def test_json_reports_a_usage_error_too(project, tmp_path):

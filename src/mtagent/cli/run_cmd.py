@@ -93,8 +93,10 @@ def _piped_stdin() -> str:
     return stream.read()
 
 
-def run_once(options: SessionOptions, task: str, *, as_json: bool = False) -> int:
-    """Run one task to the end; returns the exit code (see the module docstring)."""
+def run_once(options: SessionOptions, task: str, *, as_json: bool = False,
+             opened: dict[str, str] | None = None) -> int:
+    """Run one task to the end; returns the exit code (see the module docstring). ``opened`` gets
+    the session's id and model once it is open (for ``--json``'s report of a failure)."""
     from mtagent.cli.warmup import AGENT_STACK, Warmup, modules_for
 
     # the agent stack imports in the background while the task, options and config are read
@@ -109,6 +111,8 @@ def run_once(options: SessionOptions, task: str, *, as_json: bool = False) -> in
     bus = EventBus()
     display.attach(bus)
     session = options.open_session(on_token=display.on_token, events=bus)
+    if opened is not None:
+        opened.update(session_id=session.session_id, model=session.model_name)
     interactive = sys.stdin.isatty()
     approver = make_approver(err_console, _read_stdin_line, before=display.end_text) if interactive else None
     try:
@@ -233,8 +237,9 @@ def run(
 def _json_on_failure(options: SessionOptions, task: str) -> int:
     """``run --json``: stdout carries one JSON object whatever happens — on a failure too, with the
     error and the exit code (the one-line error still goes to stderr)."""
+    opened: dict[str, str] = {}
     try:
-        return run_once(options, task, as_json=True)
+        return run_once(options, task, as_json=True, opened=opened)
     except (typer.Exit, typer.Abort):
         raise
     except BaseException as exc:
@@ -247,7 +252,7 @@ def _json_on_failure(options: SessionOptions, task: str) -> int:
         else:
             raise
         typer.echo(json_text({"answer": None, "status": status, "error": terminal_safe(error), "exit_code": code,
-                              "session_id": None, "model": options.model}))
+                              "session_id": opened.get("session_id"), "model": opened.get("model", options.model)}))
         raise
 
 
