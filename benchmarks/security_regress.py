@@ -6,7 +6,7 @@ For each wave, makes a git worktree of its "old" commit (``--old``: the parent o
 commit; ``--old27``: the parent of the first #27 commit — the code each issue was filed against),
 runs one probe per attack class in a subprocess against that tree's ``src`` and against this
 checkout's ``src``, prints which attacks got through where, and removes the worktree. #27's probes
-live in ``security_probes_27.py``. A probe is an attack through public surfaces both versions have (``AgentSession`` with a
+live in ``security_probes_27.py`` and ``security_probes_27b.py``. A probe is an attack through public surfaces both versions have (``AgentSession`` with a
 scripted model, ``load_settings``, the CLI), so old code is measured as it shipped; the tests in
 ``tests/security/`` go further (races, 300+ path corpus, fuzzing) and import modules the old code
 lacks. ``--quick`` is the same run (each probe takes seconds); ``RESULT`` lines close the output.
