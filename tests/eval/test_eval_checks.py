@@ -25,10 +25,22 @@ def test_a_hanging_check_is_killed_with_its_children(tmp_path: Path) -> None:
     child = int((tmp_path / "child.pid").read_text())
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
+        if not _running(child):
             break
         time.sleep(0.05)
     else:
         raise AssertionError(f"the check's child {child} outlived the time limit")
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie: a killed child re-parented to a PID 1 that reaps late (a container's
+    init) stays visible to ``kill(pid, 0)`` as a zombie though it runs nothing."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
