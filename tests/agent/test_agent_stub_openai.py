@@ -96,10 +96,14 @@ def test_a_30_turn_session_with_large_outputs_stays_under_the_window_and_resumes
         assert _body_tokens(stub.requests[before]) < WINDOW
 
 
-def test_the_api_key_canary_never_reaches_a_payload_or_the_transcript(project, monkeypatch):
+@pytest.mark.parametrize("passthrough", [[], ["OPENAI_API_KEY", "SERVICE_TOKEN"]],
+                         ids=["hidden-from-commands", "passed-through-then-redacted"])
+def test_the_api_key_canary_never_reaches_a_payload_or_the_transcript(project, monkeypatch, passthrough):
+    """By default a command never sees the key (shell env policy, #27); a user who passes it through
+    still never sends it: the output is redacted before the payload and the transcript."""
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
     monkeypatch.setenv("SERVICE_TOKEN", "tok-canary-second-secret-value")
-    settings = agent_settings(agent={"approval": {"shell": "allow"}})
+    settings = agent_settings(agent={"approval": {"shell": "allow"}}, shell={"env_passthrough": passthrough})
     script = [
         {"tool_calls": [{"name": "shell", "args": {"command": "env; echo key=$OPENAI_API_KEY"}}]},
         {"tool_calls": [{"name": "shell", "args": {
@@ -113,7 +117,9 @@ def test_the_api_key_canary_never_reaches_a_payload_or_the_transcript(project, m
             path = session.transcript_path
         assert any(CANARY in h.get("Authorization", h.get("authorization", "")) for h in stub.headers)
         bodies = b"".join(stub.raw_bodies)
-    assert b"[redacted]" in bodies
+    assert (b"[redacted]" in bodies) == bool(passthrough)
+    if not passthrough:
+        assert b"KeyError" in bodies  # the command ran without the variable
     for secret in (CANARY, "tok-canary-second-secret-value"):
         assert secret.encode() not in bodies
         assert secret not in path.read_text()
