@@ -38,13 +38,15 @@ if TYPE_CHECKING:
 def window_warning(session: AgentSession) -> str | None:
     """Say so when a window is too small for the spec's summary reserve and buffer.
 
-    Then the threshold comes from ``context.min_threshold_fraction`` (or, with that at 0,
-    is 1 token: compaction on every call).
+    Then the threshold comes from ``context.min_threshold_fraction`` of the room beside the view's
+    fixed part (with that at 0 it is the fixed part itself: compaction on every call).
     """
     ctx = session.settings.context
     if session.window > ctx.summary_reserved_tokens + ctx.autocompact_buffer_tokens:
         return None
     threshold = session.threshold  # what the engine fires at, with this session's fixed part
+    if threshold <= max(1, session.opened.fixed_tokens):
+        threshold = 1
     reserve = (f"context.summary_reserved_tokens ({ctx.summary_reserved_tokens:,}) + "
                f"context.autocompact_buffer_tokens ({ctx.autocompact_buffer_tokens:,})")
     if threshold <= 1:

@@ -97,7 +97,12 @@ class OpenedSession:
         window = self.engine.window
         if window.last_plan is not None:
             return window.threshold
-        return window.policy.threshold_for(self.engine.system.fixed_tokens(window.counter.estimate))
+        return window.policy.threshold_for(self.fixed_tokens)
+
+    @property
+    def fixed_tokens(self) -> int:
+        """The view's fixed part now: system prompt, session context and bound tool schemas."""
+        return self.engine.system.fixed_tokens(self.engine.window.counter.estimate)
 
     def share_main_model(self, bound_model: Any) -> None:
         """The session's own model (tools bound) writes its hand-offs and notes: share its cached prefix."""
