@@ -24,9 +24,10 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from mtagent.errors import UsageError
 
@@ -122,14 +123,25 @@ def parse_line(obj: Any, line: int, base: Path) -> BatchTask:
     return BatchTask(task_id, task, line, cwd, repo, commit, model, approval, settings)
 
 
-def read_tasks(path: Path, root: Path | None = None) -> list[BatchTask]:
-    """Every task of ``path``; one :class:`UsageError` listing each bad line (nothing runs then)."""
+class _Identified(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+TaskT = TypeVar("TaskT", bound=_Identified)
+
+
+def read_task_file(path: Path, root: Path | None, parse: Callable[[Any, int, Path], TaskT],
+                   example: str) -> list[TaskT]:
+    """Every task of ``path`` as ``parse(obj, line, base)`` reads it; one :class:`UsageError` listing
+    each bad line — bad JSON, what ``parse`` rejects, a duplicate id — so nothing runs then.
+    ``example`` is the line the error for an empty file shows. ``eval``'s task files use it too."""
     base = (root or path.parent).resolve()
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read the task file {path}: {exc.strerror or exc}") from None
-    tasks: list[BatchTask] = []
+    tasks: list[TaskT] = []
     problems: list[str] = []
     seen: dict[str, int] = {}
     for number, line in enumerate(raw.splitlines(), 1):
@@ -137,7 +149,7 @@ def read_tasks(path: Path, root: Path | None = None) -> list[BatchTask]:
         if not text or text.startswith("#"):
             continue
         try:
-            task = parse_line(json.loads(text), number, base)
+            task = parse(json.loads(text), number, base)
         except json.JSONDecodeError as exc:
             problems.append(f"{path}: line {number}: not valid JSON ({exc.msg} at column {exc.colno})")
             continue
@@ -152,24 +164,33 @@ def read_tasks(path: Path, root: Path | None = None) -> list[BatchTask]:
     if problems:
         raise UsageError("\n".join(problems))
     if not tasks:
-        raise UsageError(f"{path} holds no tasks; one JSON object per line, e.g. "
-                         '{"id": "t1", "task": "make the tests pass", "cwd": "."}')
+        raise UsageError(f"{path} holds no tasks; one JSON object per line, e.g. {example}")
     return tasks
 
 
-def finished_ids(results: Path) -> set[str]:
-    """Ids recorded as done in a results file (torn or foreign lines are ignored)."""
-    done: set[str] = set()
+def read_tasks(path: Path, root: Path | None = None) -> list[BatchTask]:
+    """Every task of ``path``; one :class:`UsageError` listing each bad line (nothing runs then)."""
+    return read_task_file(path, root, parse_line, '{"id": "t1", "task": "make the tests pass", "cwd": "."}')
+
+
+def result_records(results: Path) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a results file, in order (a missing file has none; torn or foreign lines
+    are skipped) — what a re-run reads to resume, here and in ``eval``."""
     if not results.exists():
-        return done
+        return
     for line in results.read_bytes().splitlines():
         try:
             record = json.loads(line)
         except ValueError:
             continue
-        if isinstance(record, dict) and record.get("status") == DONE and isinstance(record.get("id"), str):
-            done.add(record["id"])
-    return done
+        if isinstance(record, dict):
+            yield record
+
+
+def finished_ids(results: Path) -> set[str]:
+    """Ids recorded as done in a results file (torn or foreign lines are ignored)."""
+    return {record["id"] for record in result_records(results)
+            if record.get("status") == DONE and isinstance(record.get("id"), str)}
 
 
 def append_result(results: Path, record: dict[str, Any]) -> None:

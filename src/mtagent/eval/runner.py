@@ -9,13 +9,12 @@ stopped evaluation resumes where it stopped (a pair that errored is run again).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from mtagent.agent.batch import append_result
+from mtagent.agent.batch import append_result, result_records
 from mtagent.eval.policies import Policy
 from mtagent.eval.tasks import EvalTask
 from mtagent.eval.worker import DONE, EvalUnit, run_unit
@@ -28,18 +27,9 @@ Progress = Callable[[int, int], None]
 
 def finished_pairs(results: Path) -> set[PairKey]:
     """Pairs recorded as finished in ``results`` (torn or foreign lines are ignored)."""
-    done: set[PairKey] = set()
-    if not results.exists():
-        return done
-    for line in results.read_bytes().splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if (isinstance(record, dict) and record.get("status") in FINISHED and isinstance(record.get("task"), str)
-                and isinstance(record.get("policy"), str) and isinstance(record.get("chain"), int)):
-            done.add((record["task"], record["policy"], record["chain"]))
-    return done
+    return {(record["task"], record["policy"], record["chain"]) for record in result_records(results)
+            if record.get("status") in FINISHED and isinstance(record.get("task"), str)
+            and isinstance(record.get("policy"), str) and isinstance(record.get("chain"), int)}
 
 
 def plan_units(tasks: list[EvalTask], policies: list[Policy], scratch: Path, *, model: str | None = None,

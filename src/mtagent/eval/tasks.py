@@ -30,8 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mtagent.agent.batch import FIELDS as BATCH_FIELDS
-from mtagent.agent.batch import BatchTask, parse_line
-from mtagent.errors import UsageError
+from mtagent.agent.batch import BatchTask, parse_line, read_task_file
 
 EVAL_FIELDS = {"check", "setup", "check_timeout", "setup_timeout"}
 SWE_FIELDS = {"instance_id", "problem_statement", "base_commit"}
@@ -153,34 +152,5 @@ def _swe_task(obj: dict[str, Any], line: int, repos: Path | None) -> EvalTask:
 
 def read_eval_tasks(path: Path, root: Path | None = None, repos: Path | None = None) -> list[EvalTask]:
     """Every task of ``path``; one :class:`UsageError` listing each bad line (nothing runs then)."""
-    base = (root or path.parent).resolve()
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read the task file {path}: {exc.strerror or exc}") from None
-    tasks: list[EvalTask] = []
-    problems: list[str] = []
-    seen: dict[str, int] = {}
-    for number, line in enumerate(raw.splitlines(), 1):
-        text = line.decode("utf-8", "replace").strip()
-        if not text or text.startswith("#"):
-            continue
-        try:
-            task = parse_eval_line(json.loads(text), number, base, repos)
-        except json.JSONDecodeError as exc:
-            problems.append(f"{path}: line {number}: not valid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        except (ValueError, RecursionError) as exc:
-            problems.append(f"{path}: line {number}: {str(exc)[:300]}")
-            continue
-        if task.id in seen:
-            problems.append(f"{path}: line {number}: duplicate id {task.id!r} (first on line {seen[task.id]})")
-            continue
-        seen[task.id] = number
-        tasks.append(task)
-    if problems:
-        raise UsageError("\n".join(problems))
-    if not tasks:
-        raise UsageError(f"{path} holds no tasks; one JSON object per line, e.g. "
-                         '{"id": "t1", "task": "make the tests pass", "cwd": ".", "check": "pytest -q"}')
-    return tasks
+    return read_task_file(path, root, lambda obj, line, base: parse_eval_line(obj, line, base, repos),
+                          '{"id": "t1", "task": "make the tests pass", "cwd": ".", "check": "pytest -q"}')
