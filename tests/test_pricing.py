@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from langchain_core.messages import AIMessage
 
@@ -16,6 +19,7 @@ ROW = {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75}
 
 def test_the_cli_and_the_evaluation_use_the_one_lookup():
     assert cli_usage.price_for is pricing.price_for and cli_usage.cost_usd is pricing.cost_usd
+    assert cli_usage.usage_of_transcript is pricing.usage_of_transcript is worker.usage_of_transcript
     assert cli_usage.Usage is pricing.Usage is report.Usage is worker.Usage
     assert report.cost_usd is pricing.cost_usd and worker.price_for is pricing.price_for
 
@@ -65,3 +69,20 @@ def test_usage_of_messages_counts_assistant_calls_only_and_round_trips():
     assert usage.as_dict() == {"calls": 1, "input": 300, "output": 50, "cache_read": 600, "cache_write": 100}
     assert Usage.from_dict(usage.as_dict()) == usage and Usage.from_dict({"input": "7", "output": -1}) == Usage()
     assert usage.plus(usage).minus(usage) == usage and usage.tokens == 1050
+
+
+def test_a_transcript_s_usage_from_an_offset_counts_only_the_calls_recorded_after_it(tmp_path: Path):
+    """What eval's worker reads after a turn: the calls since the turn began, torn lines skipped."""
+    def call(tokens: int) -> str:
+        return json.dumps({"role": "assistant", "usage": {"input_tokens": tokens, "output_tokens": 1}}) + "\n"
+
+    path = tmp_path / "t.jsonl"
+    path.write_text(call(1000) + call(2000))
+    offset = path.stat().st_size
+    with path.open("a") as fh:
+        fh.write(call(30) + '{"role": "assistant", "usage": \n' + json.dumps({"role": "user", "usage": {}}) + "\n"
+                 + call(40))
+    since = pricing.usage_of_transcript(path, offset)
+    assert (since.calls, since.input, since.output) == (2, 70, 2)
+    assert pricing.usage_of_transcript(path).calls == 4
+    assert [r["usage"]["input_tokens"] for r in pricing.assistant_records(path, offset)] == [30, 40]

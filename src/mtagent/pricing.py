@@ -17,7 +17,9 @@ The engine's own cost reasoning (when to compact, what replay charges) works in 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -78,6 +80,30 @@ def usage_of_messages(messages: Iterable[Any]) -> Usage:
     for message in messages:
         if getattr(message, "type", None) == "ai":
             usage.add(getattr(message, "usage_metadata", None))
+    return usage
+
+
+def assistant_records(path: str | os.PathLike[str], offset: int = 0) -> Iterator[dict[str, Any]]:
+    """The assistant records with usage of a JSONL transcript, from byte ``offset`` on (torn or odd
+    lines skipped): every model call it recorded, also those a compaction took out of the history."""
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        for line in fh:
+            if b'"usage"' not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("role") == "assistant":
+                yield record
+
+
+def usage_of_transcript(path: str | os.PathLike[str], offset: int = 0) -> Usage:
+    """Summed usage of the assistant messages a transcript recorded from byte ``offset`` on."""
+    usage = Usage()
+    for record in assistant_records(path, offset):
+        usage.add(record.get("usage"))
     return usage
 
 

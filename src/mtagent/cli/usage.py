@@ -7,48 +7,24 @@ it; :mod:`mtagent.pricing` counts it (cache reads and writes apart) and prices i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from mtagent.pricing import PRICE_KEYS, Usage, cost_usd, price_for, usage_of_messages
+from mtagent.pricing import (PRICE_KEYS, Usage, assistant_records, cost_usd, price_for, usage_of_messages,
+                             usage_of_transcript)
 
 __all__ = ["PRICE_KEYS", "Usage", "cost_usd", "price_for", "session_cost", "usage_by_model", "usage_of_messages",
            "usage_of_transcript"]
-
-
-def usage_of_transcript(path: Path) -> Usage:
-    """Summed usage of every assistant message a transcript recorded (torn or odd lines skipped)."""
-    usage = Usage()
-    with open(path, "rb") as fh:
-        for line in fh:
-            if b'"usage"' not in line:
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get("role") == "assistant":
-                usage.add(record.get("usage"))
-    return usage
 
 
 def usage_by_model(path: Path) -> dict[str | None, Usage]:
     """Usage of a transcript's model calls, per the model that made them (``response_metadata``'s
     ``model_name``; None where a record does not say)."""
     groups: dict[str | None, Usage] = {}
-    with open(path, "rb") as fh:
-        for line in fh:
-            if b'"usage"' not in line:
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get("role") == "assistant":
-                meta = record.get("response_metadata")
-                name = meta.get("model_name") if isinstance(meta, dict) else None
-                groups.setdefault(name if isinstance(name, str) and name else None, Usage()).add(record.get("usage"))
+    for record in assistant_records(path):
+        meta = record.get("response_metadata")
+        name = meta.get("model_name") if isinstance(meta, dict) else None
+        groups.setdefault(name if isinstance(name, str) and name else None, Usage()).add(record.get("usage"))
     return groups
 
 

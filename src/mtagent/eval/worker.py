@@ -16,7 +16,6 @@ reads, compactions, recalls and wall time.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -31,7 +30,7 @@ from mtagent.eval.checks import CommandOutcome, apply_patch, run_command
 from mtagent.eval.metering import METER
 from mtagent.eval.policies import Policy, merge_sections
 from mtagent.eval.tasks import EvalTask
-from mtagent.pricing import Usage, price_for, usage_of_messages
+from mtagent.pricing import Usage, price_for, usage_of_messages, usage_of_transcript
 
 DONE = "done"
 CONTEXT_TEST_PREFIX = "context-test"
@@ -185,7 +184,7 @@ def _run_task(unit: EvalUnit, session: Any, task: EvalTask, prompt: str, space: 
     except Exception as exc:  # noqa: BLE001 — a failed turn is this task's outcome; the chain goes on
         messages, calls, status, error = [], 0, "error", f"{type(exc).__name__}: {str(exc)[:500]}"
     wall = time.monotonic() - start
-    main = _recorded_usage(session, offset) if offset is not None else usage_of_messages(messages)
+    main = usage_of_transcript(session.transcript_path, offset) if offset is not None else usage_of_messages(messages)
     side = METER.snapshot().minus(before_all).minus(main)
     check = _check(task, space)
     record = {**base, "status": DONE if status != "error" else "error", "turn_status": status,
@@ -208,24 +207,6 @@ def _size(session: Any) -> int | None:
         return Path(session.transcript_path).stat().st_size
     except (OSError, AttributeError, TypeError):
         return None
-
-
-def _recorded_usage(session: Any, offset: int) -> Usage:
-    """Usage of the assistant messages the transcript recorded since ``offset``: every main call,
-    even those a compaction later took out of the live history."""
-    usage = Usage()
-    with open(session.transcript_path, "rb") as fh:
-        fh.seek(offset)
-        for line in fh:
-            if b'"usage"' not in line:
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get("role") == "assistant":
-                usage.add(record.get("usage"))
-    return usage
 
 
 def _check(task: EvalTask, space: Path) -> CommandOutcome | None:
