@@ -1,7 +1,8 @@
 """Startup benchmark: how long the first seconds of each command take, against bare Python.
 
-Every command runs N times in a fresh interpreter; the table shows the median wall time and the
-time above the two floors no change of ours can remove, measured in the same run:
+Every command runs N times in a fresh interpreter, round-robin (a load spike hits all of them);
+the table shows the median wall time and the time above the two floors no change of ours can
+remove, measured in the same run:
 
 * ``python -c pass`` — the interpreter's own start;
 * ``python -c "import langchain_openai"`` — the provider SDK a real model call needs.
@@ -53,10 +54,6 @@ def timed(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = 
     start = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env, cwd=cwd)
     return time.perf_counter() - start
-
-
-def median_of(runs: int, one: Callable[[], float]) -> float:
-    return statistics.median(one() for _ in range(runs))
 
 
 def repl_times(project: Path, home: Path, base_url: str) -> tuple[float, float]:
@@ -112,25 +109,36 @@ def main() -> None:
         (project / "notes.txt").write_text("alpha\n", encoding="utf-8")
         env = _env(home)
         mt = [PY, "-m", "mtagent"]
-        m: dict[str, float] = {}
-        m["python -c pass"] = median_of(runs, lambda: timed([PY, "-c", "pass"]))
-        m["python -c 'import langchain_openai'"] = median_of(runs, lambda: timed([PY, "-c", "import langchain_openai"]))
-        m["mtagent --version"] = median_of(runs, lambda: timed([*mt, "--version"], env))
-        m["mtagent --help"] = median_of(runs, lambda: timed([*mt, "--help"], env))
-        m["mtagent run --help"] = median_of(runs, lambda: timed([*mt, "run", "--help"], env))
-        m["mtagent config path"] = median_of(runs, lambda: timed([*mt, "config", "path", "--cwd", str(project)], env))
         completion = _env(home, _MTAGENT_COMPLETE="complete_bash", COMP_WORDS="mtagent sessions sh", COMP_CWORD="2")
         as_script = [PY, "-c", "import sys; sys.argv = ['mtagent']; from mtagent.cli.entry import main; main()"]
         check = subprocess.run(as_script, env=completion, capture_output=True, text=True, check=True)
         assert check.stdout.split() == ["show"], check.stdout[:200]  # the shell's completion protocol, answered
-        m["completion (sessions sh<TAB>)"] = median_of(runs, lambda: timed(as_script, completion))
-        runs_ = [run_times(project, home, stub) for _ in range(runs)]
-        m["run: first request at the stub"] = statistics.median(r[0] for r in runs_)
-        m["run: to exit"] = statistics.median(r[1] for r in runs_)
-        m["mtagent sessions list"] = median_of(runs, lambda: timed([*mt, "sessions", "list", "--cwd", str(project)], env))
-        repl = [repl_times(project, home, stub.base_url) for _ in range(runs)]
-        m["REPL: prompt on screen"] = statistics.median(r[0] for r in repl)
-        m["REPL: session open"] = statistics.median(r[1] for r in repl)
+        one: dict[str, Callable[[], object]] = {
+            "python -c pass": lambda: timed([PY, "-c", "pass"]),
+            "python -c 'import langchain_openai'": lambda: timed([PY, "-c", "import langchain_openai"]),
+            "mtagent --version": lambda: timed([*mt, "--version"], env),
+            "mtagent --help": lambda: timed([*mt, "--help"], env),
+            "mtagent run --help": lambda: timed([*mt, "run", "--help"], env),
+            "mtagent config path": lambda: timed([*mt, "config", "path", "--cwd", str(project)], env),
+            "completion (sessions sh<TAB>)": lambda: timed(as_script, completion),
+            "run": lambda: run_times(project, home, stub),
+            "mtagent sessions list": lambda: timed([*mt, "sessions", "list", "--cwd", str(project)], env),
+            "REPL": lambda: repl_times(project, home, stub.base_url),
+        }
+        samples: dict[str, list[object]] = {name: [] for name in one}
+        for _ in range(runs):  # round-robin: a load spike hits every command, not one of them
+            for name, measure in one.items():
+                samples[name].append(measure())
+        m: dict[str, float] = {}
+        for name, values in samples.items():
+            if name == "run":
+                m["run: first request at the stub"] = statistics.median(v[0] for v in values)  # type: ignore[index]
+                m["run: to exit"] = statistics.median(v[1] for v in values)  # type: ignore[index]
+            elif name == "REPL":
+                m["REPL: prompt on screen"] = statistics.median(v[0] for v in values)  # type: ignore[index]
+                m["REPL: session open"] = statistics.median(v[1] for v in values)  # type: ignore[index]
+            else:
+                m[name] = statistics.median(values)  # type: ignore[arg-type]
 
     bare, provider = m["python -c pass"], m["python -c 'import langchain_openai'"]
     load = os.getloadavg()

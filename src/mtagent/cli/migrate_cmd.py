@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -12,15 +12,17 @@ from rich.table import Table
 
 from mtagent import paths
 from mtagent.cli.output import console, print_error, user_errors
-from mtagent.config import load_settings
 from mtagent.errors import ConfigError, UsageError
-from mtagent.session.store import Store, validate_tenant
+
+if TYPE_CHECKING:  # the stores and config models load when a migration runs, not for completion or help
+    from mtagent.session.store import Store
 
 TARGETS = ("postgres", "files")
 
 
 def _stores(settings: Any, target: str, dsn: str | None) -> tuple[Store, Store]:
     from mtagent.session.files_store import FilesStore
+    from mtagent.session.store import validate_tenant
 
     dsn = dsn or settings.storage.dsn
     if not dsn:
@@ -58,6 +60,8 @@ def migrate_cmd(
     if to not in TARGETS:
         raise UsageError(f"--to must be postgres or files, not {to!r}")
     from mtagent.session.migrate import copy_store
+
+    from mtagent.config import load_settings
 
     settings = load_settings(cwd)
     src, dst = _stores(settings, to, dsn)

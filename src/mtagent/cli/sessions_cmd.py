@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -24,10 +24,11 @@ from mtagent.cli.output import bare_group_help, console, err_console, fail, user
 from mtagent.terminal_text import json_text, sanitize_deep, terminal_safe
 from mtagent.cli.session_options import resolve_session_id
 from mtagent.errors import ArtifactPathError, UsageError
-from mtagent.redaction import Redactor, collect_secrets
-from mtagent.session import schema
-from mtagent.session.artifacts import ArtifactStore
-from mtagent.session.transcript import ReadReport, iter_entries
+
+if TYPE_CHECKING:  # the transcript reader and its LangChain message types load only for show/export
+    from mtagent.redaction import Redactor
+    from mtagent.session.artifacts import ArtifactStore
+    from mtagent.session.transcript import ReadReport
 
 PREVIEW_CHARS = 600
 # --full shows a body up to this many characters (a 100 MB line would take minutes to lay out)
@@ -168,6 +169,7 @@ def _output_redactor(cwd: Path | None) -> Redactor:
     """Secrets of the environment and the settings (``[security]``, a DSN's password): a transcript
     written before one was configured, or by an older version, is still shown without it."""
     from mtagent.config import load_settings
+    from mtagent.redaction import Redactor, collect_secrets
 
     return Redactor(collect_secrets(settings=load_settings(cwd or Path.cwd())))
 
@@ -194,6 +196,9 @@ def _rule(out: Console, title: str) -> None:
 
 def _render_record(out: Console, rec: dict[str, Any], store: ArtifactStore, full: bool,
                    redactor: Redactor | None = None) -> None:
+    from mtagent.redaction import Redactor, collect_secrets
+    from mtagent.session import schema
+
     redactor = redactor or Redactor(collect_secrets())
     rec = sanitize_deep(redactor.deep(rec))  # stored text may carry escape sequences: show them, never run them
     kind = rec.get("type")
@@ -236,8 +241,7 @@ def _render_record(out: Console, rec: dict[str, Any], store: ArtifactStore, full
         out.print(Text(record_line(rec), style="dim"))
 
 
-_READABLE = (schema.TRANSCRIPT_MESSAGE, schema.COMPACT_BOUNDARY, schema.COMPRESSION, schema.SESSION_START,
-             schema.MICROCOMPACT)
+_READABLE = ("transcript_message", "compact_boundary", "compression", "session_start", "microcompact")
 
 
 def _print_warnings(report: ReadReport) -> None:
@@ -263,6 +267,8 @@ def show_cmd(
     with _store(cwd) as store:
         path = _transcript(cwd or Path.cwd(), session_id, store)
     from mtagent.context.view import artifact_store_for, load_transcript  # only here: list and completion stay light
+    from mtagent.session import schema
+    from mtagent.session.transcript import ReadReport, iter_entries
 
     store = artifact_store_for(path)
     redactor = _output_redactor(cwd)
@@ -295,6 +301,8 @@ def _print_subagents(path: Path) -> None:
 
 
 def _markdown(records: Iterator[dict[str, Any]], redactor: Redactor) -> Iterator[str]:
+    from mtagent.session import schema
+
     for rec in records:
         rec = sanitize_deep(redactor.deep(rec))  # a Markdown export is read in terminals too
         kind = rec.get("type")
@@ -335,6 +343,8 @@ def export_cmd(
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
     with _store(cwd) as store:
         path = _transcript(cwd or Path.cwd(), session_id, store, beside=False)
+    from mtagent.session.transcript import ReadReport, iter_entries
+
     report = ReadReport()
     raw_lines: dict[int, bytes] = {}
     entries = iter_entries(path, skip_corrupt=skip_corrupt, report=report,
