@@ -63,6 +63,14 @@ def test_every_bad_line_is_reported_with_its_number_and_nothing_runs(project: Pa
     assert result.exit_code == 2 and not (project / "t.results.jsonl").exists()
 
 
+def test_a_root_that_is_not_a_folder_is_a_usage_error(project: Path) -> None:
+    tasks = project / "t.jsonl"
+    tasks.write_text(json.dumps({"id": "a", "task": "x", "cwd": "."}) + "\n")
+    result = runner.invoke(app, ["batch", str(tasks), "--root", str(project / "nowhere")])
+    assert result.exit_code == 2 and "--root" in result.output and "Traceback" not in result.output
+    assert not (project / "t.results.jsonl").exists()
+
+
 def test_a_batch_runs_resumes_and_reports_a_failing_task(project: Path) -> None:
     tasks = _lines(project / "t.jsonl",
                    {"id": "one", "task": "say done", "cwd": "proj", "model": "scripted:ok.json"},

@@ -122,7 +122,9 @@ def test_cli_usage_errors_are_one_line(tmp_path: Path) -> None:
     for args, message in ((["eval"], "give a task file or --suite builtin"),
                           (["eval", "--suite", "nope"], "unknown suite 'nope'"),
                           (["eval", "--suite", "builtin", "-p", "nope"], "unknown policy 'nope'"),
-                          (["eval", "--suite", "builtin", "-p", "mtagent", "-p", "mtagent"], "given twice")):
+                          (["eval", "--suite", "builtin", "-p", "mtagent", "-p", "mtagent"], "given twice"),
+                          (["eval", str(tmp_path / "t.jsonl"), "--root", str(tmp_path / "nowhere")],
+                           "nowhere is not a folder")):
         result = runner.invoke(app, args)
         assert result.exit_code == 2 and message in result.output, result.output
         assert "Traceback" not in result.output

@@ -17,9 +17,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mtagent.cli.executor_options import ExecutorChoice, executor_option, ray_address_option, workers_option
+from mtagent.cli.executor_options import (ExecutorChoice, beside_task_file, executor_option, ray_address_option,
+                                         root_option, workers_option)
 from mtagent.cli.output import console, err_console, table_box, user_errors
-from mtagent.errors import UsageError
 from mtagent.terminal_text import json_text
 
 
@@ -47,8 +47,7 @@ def batch(
                                       "\"repo\"+\"commit\", \"model\", \"approval\", \"settings\"} (docs/scale.md)."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Results JSONL (default: TASKS.results.jsonl beside "
                                     "the task file); tasks recorded there as done are skipped on a re-run."),
-    root: Path | None = typer.Option(None, "--root", help="Folder that task paths must stay inside (default: the "
-                                     "task file's folder)."),
+    root: Path | None = root_option(),
     scratch: Path | None = typer.Option(None, "--scratch", help="Where repo tasks are cloned (default: "
                                         "TASKS.scratch/ beside the task file)."),
     executor: str = executor_option(),
@@ -67,12 +66,8 @@ def run_batch(tasks_file: Path, out: Path | None, root: Path | None, scratch: Pa
               as_json: bool) -> int:
     from mtagent.agent.batch import TaskUnit, append_result, finished_ids, read_tasks
 
-    if root is not None and not root.is_dir():
-        raise UsageError(f"--root {root} is not a folder")
+    out, scratch = beside_task_file(tasks_file, root, out, scratch, ".results.jsonl", ".scratch")
     tasks = read_tasks(tasks_file, root)
-    stem = tasks_file.with_suffix("")
-    out = out or stem.with_name(stem.name + ".results.jsonl")
-    scratch = (scratch or stem.with_name(stem.name + ".scratch")).resolve()
     done = finished_ids(out)
     todo = [t for t in tasks if t.id not in done]
     env = {k: v for k, v in os.environ.items() if k.startswith("MTAGENT_")}

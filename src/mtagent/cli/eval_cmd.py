@@ -16,7 +16,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mtagent.cli.executor_options import ExecutorChoice, executor_option, ray_address_option, workers_option
+from mtagent.cli.executor_options import (ExecutorChoice, beside_task_file, executor_option, ray_address_option,
+                                         root_option, workers_option)
 from mtagent.cli.output import console, err_console, table_box, user_errors
 from mtagent.errors import UsageError
 
@@ -56,8 +57,7 @@ def eval_command(
                                     "SCRATCH/builtin.eval.jsonl); pairs recorded there as done are skipped."),
     scratch: Path | None = typer.Option(None, "--scratch", help="Where workspaces go (default: TASKS.eval-scratch/ "
                                         "or ./mtagent-eval/ for a suite)."),
-    root: Path | None = typer.Option(None, "--root", help="Folder that task paths must stay inside (default: the "
-                                     "task file's folder)."),
+    root: Path | None = root_option(),
     repos: Path | None = typer.Option(None, "--repos", help="Local clones for SWE-bench lines: REPOS/owner__name."),
     executor: str = executor_option(),
     ray_address: str | None = ray_address_option(),
@@ -97,12 +97,8 @@ def run_eval(tasks_file: Path | None, policy_specs: list[str], suite: str | None
         model = model or BUILTIN_MODEL
     else:
         assert tasks_file is not None
-        if root is not None and not root.is_dir():
-            raise UsageError(f"--root {root} is not a folder")
+        out, scratch = beside_task_file(tasks_file, root, out, scratch, ".eval.jsonl", ".eval-scratch")
         tasks = read_eval_tasks(tasks_file, root, repos)
-        stem = tasks_file.with_suffix("")
-        out = out or stem.with_name(stem.name + ".eval.jsonl")
-        scratch = (scratch or stem.with_name(stem.name + ".eval-scratch")).resolve()
     tasks = tasks[:limit] if limit else tasks
     units, skipped = plan_units(tasks, policies, scratch, model=model, base_url=base_url, chain=chain,
                                 done=finished_pairs(out), overrides=overrides)
