@@ -91,10 +91,6 @@ class ScriptedChatModel(BaseChatModel):
     def bound_tool_names(self) -> list[str]:
         return list(self._tool_names)
 
-    @property
-    def remaining_steps(self) -> int:
-        return max(0, len(self.steps) - self._cursor)
-
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: str | None = None,
                    **kwargs: Any) -> Runnable[Any, AIMessage]:
         formatted = [convert_to_openai_tool(t) for t in tools]

@@ -33,7 +33,6 @@ STYLES: dict[str, tuple[str, str]] = {
     "lc-clear-tool-uses": ("#9467bd", "5,2"),
     "threshold-compact": ("#ff7f0e", "3,3"),
 }
-COLORS = {name: color for name, (color, _) in STYLES.items()}
 WIDTH, PLOT_HEIGHT = 900, 200
 TOP, RIGHT, BOTTOM = 30, 20, 44  # y title above the plot; x tick labels and x title below it
 RUG_ROW = 15

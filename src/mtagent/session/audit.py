@@ -30,8 +30,6 @@ from mtagent.session import schema
 log = logging.getLogger(__name__)
 
 AUDIT_FILE = "audit.jsonl"
-ACTIONS = ("tool.approved", "tool.denied", "memory.write", "session_memory.write", "compaction",
-           "export", "trust", "migrate")
 _DETAIL_MAX_CHARS = 2_000  # an audit row names what happened; the transcript holds the content
 
 

@@ -57,7 +57,6 @@ from mtagent.errors import CompactionFailed, UsageError
 from mtagent.session.schema import boundary_record as make_boundary_record
 
 Trigger = Literal["manual", "auto", "reactive"]
-SummarySource = Literal["session_memory", "llm", "extractive"]
 # Share of the space under the threshold the kept tail may take on a small window
 # (the rest is for the summary and re-attached files).
 TAIL_SHARE = 0.5
@@ -130,10 +129,6 @@ class CompactionOptions:
     token_limit: int | None = None
     root: Path | None = None
     boundary_id: str | None = None
-
-
-def _token_fn(counter: MessageTokenCounter) -> Callable[[BaseMessage], int]:
-    return counter.message_tokens
 
 
 def _text_counter(settings: Settings) -> Callable[[str], int]:

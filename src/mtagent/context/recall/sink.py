@@ -68,18 +68,6 @@ def ends_a_round(record: dict[str, Any]) -> bool:
             and not record.get("tool_calls"))
 
 
-def close_recall(sink: object) -> None:
-    """Write and close the recall index of the sink chain ``sink`` wraps (found through ``.inner``),
-    for owners that close the storage writer directly rather than the chain."""
-    for _ in range(8):
-        if isinstance(sink, IndexingSink):
-            sink.indexer.close()
-            return
-        sink = getattr(sink, "inner", None)
-        if sink is None:
-            return
-
-
 def recall_sink(inner: RecordSink, project_root: str | os.PathLike[str], session_id: str,
                 settings: Settings, *, home: Path | None = None) -> RecordSink:
     """``inner`` wrapped so every record is also indexed (``inner`` itself when recall is off).

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 Temperature = Literal["hot", "warm", "cold", "frozen", "long_term"]
-TEMPERATURES: tuple[str, ...] = ("hot", "warm", "cold", "frozen", "long_term")
 PINNED_BUCKETS = frozenset({"system", "rules", "session_context", "tools"})
 
 

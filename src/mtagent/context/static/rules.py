@@ -60,10 +60,6 @@ class Rule:
     text: str
     globs: tuple[str, ...] = ()
 
-    @property
-    def conditional(self) -> bool:
-        return bool(self.globs)
-
     def applies_to(self, touched: Iterable[str]) -> bool:
         return not self.globs or any(glob_match(g, p) for g in self.globs for p in touched)
 

@@ -90,10 +90,3 @@ def entry_for(tool: Any, *, source: str | None = None, core: bool | None = None)
     return ToolEntry(name=name, source=src, description=str(function.get("description") or ""), schema=schema,
                      tokens=schema_tokens([schema]), parameters=parameter_names(schema),
                      core=(src == BUILTIN) if core is None else core, tool=tool)
-
-
-def skill_entry(name: str, description: str, encoding_tokens: int) -> ToolEntry:
-    """A skill as a catalog row: listed by name and description (its listing's tokens), never bound."""
-    return ToolEntry(name=name, source=SKILL, description=description, schema={}, tokens=encoding_tokens,
-                     listing=one_line(description, 2 * LISTING_DESCRIPTION_CHARS))
-
