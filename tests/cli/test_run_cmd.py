@@ -62,7 +62,7 @@ def test_run_without_a_terminal_denies_what_needs_asking_and_says_so(project, tm
     result = runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "touch it"])
     assert result.exit_code == 0, result.output
     assert not marker.exists()
-    assert "no one to ask (stdin is not a terminal)" in result.stderr
+    assert "no terminal to ask (stdin is not a terminal)" in result.stderr
     tool = [r for r in records(project) if r.get("role") == "tool"]
     assert "Not run" in str(tool[0]["content"]) or "denied" in str(tool[0]["content"]).lower()
 
@@ -211,7 +211,7 @@ def test_run_resuming_a_paused_approval_without_a_terminal_denies_it_then_runs_t
     model = script(tmp_path, ["Skipped the touch.", "Next task done."], "next.json")
     result = runner.invoke(app, ["run", "--cwd", str(project), "--resume", sid, "--model", model, "next"])
     assert result.exit_code == 0, result.output
-    assert "settling that first" in result.stderr and "no one to ask (stdin is not a terminal)" in result.stderr
+    assert "settling that first" in result.stderr and "no terminal to ask (stdin is not a terminal)" in result.stderr
     assert "Next task done." in result.stdout and not marker.exists()
 
 
@@ -332,7 +332,7 @@ def test_run_settles_a_paused_approval_by_the_approval_flag(project, tmp_path, f
 
 
 @pytest.mark.parametrize(("approval", "reason"), [
-    ("ask", "no one to ask (stdin is not a terminal); rerun with --approval allow to let it run"),
+    ("ask", "no terminal to ask (stdin is not a terminal); rerun with --approval allow to let it run"),
     ("deny", "(no one to ask)"),
 ])
 def test_a_denial_without_a_terminal_is_said_once_and_whole(project, tmp_path, approval, reason):

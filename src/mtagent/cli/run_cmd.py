@@ -15,7 +15,7 @@ import io
 import os
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,9 @@ from mtagent.cli.session_options import (  # noqa: F401  (re-exported: the REPL 
     APPROVAL_MODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, SessionOptions, approval_option,
     base_url_option, continue_option, cwd_option, model_option, resume_option, window_option,
 )
-from mtagent.cli.turn_display import TurnDisplay, denial_reason, make_approver, trouble_markup
+from mtagent.cli.turn_display import (
+    TurnDisplay, denial_markup, denial_reason, make_approver, trouble_markup,
+)
 from mtagent.errors import MTAgentError, UsageError
 from mtagent.terminal_text import json_text, terminal_safe
 
@@ -127,17 +129,21 @@ def run_once(options: SessionOptions, task: str, *, as_json: bool = False,
                               "settling that first[/]")
             answer = approver(pending) if approver is not None else _settle_unattended(pending, options.approval)
             settled = session.resume_approval(answer, approver=approver)
-            _report_denials(list(settled.messages))
+            _report_denials(list(settled.messages), pending if approver is None else [], answer)
             if settled.status == "interrupted":
                 return _finish(display, settled, session, as_json)
             display.take_streamed()
             display.end_text()
         result = session.run_turn(task, approver=approver)
         messages = list(result.messages)
+        denied: list[Any] = []
+        answers: dict[str, Any] = {}
         while result.status == "approval_required":
-            result = session.resume_approval(_deny_all(result.approvals))
+            denied += result.approvals
+            answers.update(answer := _deny_all(result.approvals))
+            result = session.resume_approval(answer)
             messages += result.messages
-        _report_denials(messages)
+        _report_denials(messages, denied, answers)
         return _finish(display, result, session, as_json, messages)
     finally:
         display.detach()
@@ -157,20 +163,42 @@ def _settle_unattended(requests: list[Any], approval: str) -> dict[str, Any]:
 def _deny_all(requests: list[Any]) -> dict[str, Any]:
     """Without a terminal nobody can say yes: refuse, and tell the model why (the user hears it once,
     from :func:`_report_denials`, in the same words)."""
-    return {r.tool_call_id: {"decision": "deny", "reason": "no one to ask (stdin is not a terminal); "
-                             "rerun with --approval allow to let it run"} for r in requests}
+    return {r.tool_call_id: {"decision": "deny", "reason": NO_TERMINAL} for r in requests}
 
 
-def _report_denials(messages: list[Any]) -> None:
-    """Each denied tool call, on stderr, with its whole reason: why the answer may fall short. (A
-    failed call's reason is shown as it happens, by the display.)"""
+NO_TERMINAL = "no terminal to ask (stdin is not a terminal); rerun with --approval allow to let it run"
+
+
+def _report_denials(messages: list[Any], requests: Sequence[Any] = (), answer: Any = None) -> None:
+    """Each denied tool call, on stderr, once, with its whole reason: why the answer may fall short.
+    (A failed call's reason is shown as it happens, by the display.)
+
+    The parent's own denials are read from its tool results in ``messages``. A subagent's call that
+    ``answer`` denied has no result among them (it lands in the child's transcript), so it is said
+    from the request itself, with the child named."""
+    said: set[str] = set()
     for message in messages:
         if getattr(message, "type", None) != "tool" or getattr(message, "status", None) != "error":
             continue
         text = message.content if isinstance(message.content, str) else str(message.content)
         first = next((line.strip() for line in text.splitlines() if line.strip()), "")
         if denial_reason(first) is not None:
+            said.add(str(getattr(message, "tool_call_id", "")))
             err_console.print(trouble_markup(str(message.name or "tool"), first), soft_wrap=True)
+    for request in requests:
+        decision = answer.get(request.tool_call_id) if isinstance(answer, dict) else None
+        if request.tool_call_id in said or not isinstance(decision, dict) or decision.get("decision") != "deny":
+            continue
+        said.add(request.tool_call_id)
+        err_console.print(denial_markup(_asker(request), str(decision.get("reason") or "denied")), soft_wrap=True)
+
+
+def _asker(request: Any) -> str:
+    """The tool, and the subagent that asked for it (its requests' rule reads ``subagent …: rule``)."""
+    rule = str(getattr(request, "rule", "") or "")
+    if rule.startswith("subagent ") and ": " in rule:
+        return f"{request.tool} ({rule.split(': ', 1)[0]})"
+    return str(request.tool)
 
 
 def _finish(display: TurnDisplay, result: TurnResult, session: AgentSession, as_json: bool = False,

@@ -184,12 +184,17 @@ def denial_reason(first_line: str) -> str | None:
     return why.strip() or "denied"
 
 
+def denial_markup(tool: str, why: str) -> str:
+    """One line saying a tool call was denied and why, as markup (the one wording for every denial)."""
+    return f"[yellow]denied[/] {escape(terminal_safe(tool))}: {escape(terminal_safe(why))}"
+
+
 def trouble_markup(tool: str, first_line: str) -> str:
     """One line saying why a tool call failed or was denied (its result's first line), as markup."""
-    name = escape(terminal_safe(tool))
     why = denial_reason(first_line)
     if why is not None:
-        return f"[yellow]denied[/] {name}: {escape(terminal_safe(why))}"
+        return denial_markup(tool, why)
+    name = escape(terminal_safe(tool))
     if not first_line:
         return f"[red]{name} failed[/]"
     return f"[red]{name} failed:[/] {escape(terminal_safe(first_line[:300]))}"

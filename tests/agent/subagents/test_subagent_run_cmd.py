@@ -39,3 +39,20 @@ def test_run_settles_a_childs_question_by_the_parents_rule(tmp_path: Path, flags
     records = list(read_records(session.path))
     report = json.loads(next(r for r in records if r.get("role") == "tool" and r.get("name") == "task")["content"])
     assert report["summary"] == "touched it" and bool(report.get("open_questions")) is not runs
+
+
+def test_a_childs_denial_without_a_terminal_is_said_once_whole_and_names_the_child(tmp_path: Path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    steps = [{"tool": "task", "args": {"description": "touch a file", "prompt": "touch it", "agent": "general"}},
+             {"tool": "shell", "args": {"command": "touch ran.txt"}},
+             REPORT,
+             "ok"]
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(steps), encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}", "go"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if "denied" in line]
+    assert len(lines) == 1, result.stderr  # said once: not lost with the child's transcript, not twice
+    assert lines[0].startswith("denied shell (subagent "), lines[0]
+    assert lines[0].endswith("no terminal to ask (stdin is not a terminal); rerun with --approval allow to let it run")
