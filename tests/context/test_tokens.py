@@ -17,12 +17,12 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 import mtagent
 from mtagent.context import tokens
+from mtagent.context.meter import ContextMeter
 from mtagent.context.tokens import (
     MessageTokenCounter,
     count_text_tokens,
     heuristic_text_tokens,
     split_at_safe_cuts,
-    usage_anchored_tokens,
 )
 
 SPEC = Path(__file__).resolve().parents[3] / "shared" / "spec"
@@ -159,16 +159,16 @@ def test_meter_equals_reported_usage_plus_estimate_of_later_messages():
                    usage_metadata={"input_tokens": 51_234, "output_tokens": 66, "total_tokens": 51_300})
     after = [ToolMessage("result line\n" * 100, tool_call_id="c1", id="t1"), HumanMessage("next", id="h2")]
     history = [HumanMessage("start", id="h1"), ai, *after]
-    measure = usage_anchored_tokens(history, counter)
-    assert measure.anchored and measure.anchor_index == 1
-    assert measure.reported == 51_300
-    assert measure.tokens == 51_300 + counter.estimate(after)
+    meter = ContextMeter(counter)
+    meter.sync(history)
+    assert meter.measure(0) == (51_300 + counter.estimate(after), True)
 
 
 def test_meter_ignores_anchors_below_the_floor():
     counter = MessageTokenCounter()
     ai = AIMessage("done", id="a1", usage_metadata={"input_tokens": 90_000, "output_tokens": 10, "total_tokens": 90_010})
     history = [HumanMessage("start", id="h1"), ai, HumanMessage("more", id="h2")]
-    measure = usage_anchored_tokens(history, counter, anchor_floor=2, extra_tokens=7)
-    assert not measure.anchored
-    assert measure.tokens == counter.estimate(history) + 7
+    meter = ContextMeter(counter)
+    meter.rebase(history[:2])  # after a compaction the kept reply's usage describes the old view
+    meter.sync(history)
+    assert meter.measure(7) == (counter.estimate(history) + 7, False)

