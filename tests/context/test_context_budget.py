@@ -4,7 +4,6 @@ import pytest
 
 from mtagent.config import Settings
 from mtagent.context.budget import (
-    DROP_ORDER,
     Bucket,
     BudgetBuckets,
     auto_compact_threshold,
@@ -56,12 +55,6 @@ def test_buckets_sum_and_report_free_and_headroom():
     assert b.free == 550
     assert b.left_before_compact == 250
     assert b.as_dict()["messages"] == 350
-
-
-def test_drop_order_covers_every_bucket_and_keeps_system_last():
-    assert set(DROP_ORDER) == set(Bucket)
-    assert DROP_ORDER[-1] is Bucket.SYSTEM
-    assert DROP_ORDER.index(Bucket.TOOL_RESULTS) < DROP_ORDER.index(Bucket.SUMMARY)
 
 
 def test_small_windows_keep_a_usable_threshold_instead_of_compacting_every_call():

@@ -13,8 +13,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from mtagent import paths
 from mtagent.context.boundary import is_summary_message
+from mtagent.context.compaction.microcompact import CLEARED_PLACEHOLDER
 from mtagent.context.view import (
-    CLEARED_TOOL_RESULT,
     INTERRUPTED_TOOL_RESULT,
     build_resume_messages,
     build_resume_view,
@@ -103,7 +103,7 @@ def test_microcompact_clears_tool_results_with_placeholder_and_mark():
     records = round_(1) + round_(2) + [schema.microcompact_record("time", ["t1_0", "u2"])]
     view = build_resume_view(records)
     by_id = {m.id: m for m in view.messages}
-    assert by_id["t1_0"].content == CLEARED_TOOL_RESULT
+    assert by_id["t1_0"].content == CLEARED_PLACEHOLDER
     assert by_id["t1_0"].response_metadata["mtagent"] == {"cleared": "time"}
     assert by_id["u2"].content == "q2"  # only tool results are cleared
     assert by_id["t2_0"].content == "r2_0" and view.cleared_ids == ["t1_0"]

@@ -47,26 +47,6 @@ class Bucket(str, Enum):
     RETRIEVED = "retrieved"  # recall hits for compacted-away identifiers (spec 003: 20%–35%)
 
 
-# Spec 003: under pressure, retrieved material and old tool results go first; the task
-# state, rules and system prompt go last (never, in practice).
-DROP_ORDER: tuple[Bucket, ...] = (
-    Bucket.RETRIEVED,
-    Bucket.REATTACHED,
-    Bucket.TOOL_RESULTS,
-    Bucket.MEMORY,
-    Bucket.MESSAGES,
-    Bucket.SUMMARY,
-    Bucket.SESSION_CONTEXT,
-    Bucket.RULES,
-    Bucket.DEFERRED_TOOLS,
-    Bucket.SKILLS,
-    Bucket.MCP_INSTRUCTIONS,
-    Bucket.MCP_TOOLS,
-    Bucket.TOOLS,
-    Bucket.SYSTEM,
-)
-
-
 @dataclass(slots=True)
 class BudgetBuckets:
     """Token counts per bucket of one view, against the window and its threshold."""

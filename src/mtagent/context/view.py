@@ -29,7 +29,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from mtagent import paths
 from mtagent.context.boundary import summary_message_from_record
-from mtagent.context.compaction.microcompact import CLEARED_PLACEHOLDER, cleared_copy
+from mtagent.context.compaction.microcompact import cleared_copy
 from mtagent.errors import SessionNotFound
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
@@ -38,7 +38,6 @@ from mtagent.session.transcript import ReadReport, iter_entries, read_first_reco
 
 log = logging.getLogger(__name__)
 
-CLEARED_TOOL_RESULT = CLEARED_PLACEHOLDER
 INTERRUPTED_TOOL_RESULT = "interrupted: the session ended before this tool returned"
 SESSION_MEMORY_MESSAGE_ID = "session-memory"
 

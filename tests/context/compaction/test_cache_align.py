@@ -14,7 +14,6 @@ from mtagent.context.compaction.cache_align import (
     INSTRUCTION_ID,
     AlignedSummarizer,
     aligned_request,
-    shares_prefix,
 )
 from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, SummaryRequestTooLong
 from mtagent.context.window import ContextWindowManager
@@ -135,11 +134,10 @@ def test_a_prompt_too_long_retry_falls_back_to_the_classic_request():
     assert "<transcript>" in model.requests[1][-1].content
 
 
-def test_shares_prefix_spots_a_changed_message():
+def test_aligned_request_keeps_the_prefix_message_for_message():
     a = [*SYSTEM, HumanMessage("hi", id="u1"), AIMessage("ok", id="a1")]
-    assert shares_prefix(aligned_request(a, delta=False), a)
-    changed = [*SYSTEM, HumanMessage("hi!", id="u1")]
-    assert not shares_prefix(changed, a[:2])
+    request = aligned_request(a, delta=False)
+    assert len(request) == len(a) + 1 and all(x is y for x, y in zip(request, a, strict=False))
 
 
 class AlignedNotesModel:

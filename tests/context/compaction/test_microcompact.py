@@ -6,7 +6,6 @@ from mtagent.config import MicrocompactSettings
 from mtagent.context.invariants import validate_view
 from mtagent.context.compaction.microcompact import (
     CLEARED_PLACEHOLDER,
-    apply_cleared,
     is_cleared,
     maybe_size_based_microcompact,
     maybe_time_based_microcompact,
@@ -68,13 +67,6 @@ def test_time_clearing_is_idempotent():
 def test_only_compactable_tools_are_cleared():
     msgs = rounds(8, tool="save_memory")
     assert not maybe_time_based_microcompact(msgs, now=10 * HOUR, last_assistant_ts=0).cleared_ids
-
-
-def test_apply_cleared_reproduces_the_same_view():
-    msgs = rounds(8)
-    first = maybe_time_based_microcompact(msgs, now=10 * HOUR, last_assistant_ts=0)
-    again = apply_cleared(msgs, {i: "time" for i in first.cleared_ids})
-    assert [m.content for m in again] == [m.content for m in first.messages]
 
 
 def test_size_clearing_fires_above_trigger_and_stops_at_target():

@@ -9,7 +9,6 @@ from mtagent.config import MicrocompactSettings
 from mtagent.context.compaction.microcompact import (
     CLEARED_PLACEHOLDER,
     KEPT_ERROR_LINE_CHARS,
-    apply_cleared,
     cleared_content,
     cleared_copy,
     compactable_results,
@@ -73,15 +72,6 @@ def test_a_cleared_copy_keeps_the_other_marks_and_a_cleared_one_is_returned_as_i
     assert copy.response_metadata == {"model": "m", "mtagent": {"tool_result": "persisted", "cleared": "size"}}
     assert copy.content == CLEARED_PLACEHOLDER and msg.content == "data"
     assert cleared_copy(copy, "time") is copy
-
-
-def test_apply_cleared_touches_only_the_listed_tool_results():
-    msgs = rounds(3)
-    assert apply_cleared(msgs, {}) == msgs and apply_cleared(msgs, {}) is not msgs
-    out = apply_cleared(msgs, {"t1": "size", "a2": "time"})
-    assert [m.id for m in out if is_cleared(m)] == ["t1"]
-    assert out[4].response_metadata["mtagent"]["cleared"] == "size"
-    assert out[5] is msgs[5]  # an assistant message is never "cleared", even when listed
 
 
 def test_compactable_results_skip_id_less_skipped_and_cleared_ones():

@@ -37,7 +37,7 @@ def test_expired_fact_is_not_injected_but_listed_as_expired(tmp_path: Path) -> N
     memory.save_memory("prod deploys need approval", "project", tmp_path, meta=FactMeta(expires_at=FUTURE))
     file = memory.memory_file("project", tmp_path)
     assert file.active() == ["prod deploys need approval"]
-    expired = memory_resolve.list_expired("project", tmp_path)
+    expired = [e for e in memory.list_memories("project", tmp_path) if e.expired]
     assert [e.text for e in expired] == ["staging is at 10.0.0.7"]
     injected = memory.load_project_memory(tmp_path, 200)
     assert "10.0.0.7" not in injected and "prod deploys need approval" in injected

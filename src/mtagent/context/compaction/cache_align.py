@@ -54,20 +54,6 @@ def aligned_request(
     return [*prefix, note]
 
 
-def shares_prefix(request: Sequence[BaseMessage], previous: Sequence[BaseMessage]) -> bool:
-    """True when ``request`` starts with ``previous`` message for message (type, id, content, calls)."""
-    if len(request) < len(previous):
-        return False
-    for a, b in zip(request, previous, strict=False):
-        if a is b:
-            continue
-        if (a.type, a.id, a.content, getattr(a, "tool_calls", None), getattr(a, "tool_call_id", None)) != (
-            b.type, b.id, b.content, getattr(b, "tool_calls", None), getattr(b, "tool_call_id", None)
-        ):
-            return False
-    return True
-
-
 @dataclass(slots=True)
 class AlignedSummarizer:
     """One compaction's summarizer: cache-aligned first attempt, incremental merge (see module)."""

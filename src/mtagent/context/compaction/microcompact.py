@@ -81,16 +81,6 @@ def cleared_copy(message: ToolMessage, trigger: str) -> ToolMessage:
     return message.model_copy(update={"content": cleared_content(message.content), "response_metadata": meta})
 
 
-def apply_cleared(messages: Sequence[BaseMessage], cleared: Mapping[str, str]) -> list[BaseMessage]:
-    """The view with every message whose id is in ``cleared`` replaced by its cleared copy."""
-    if not cleared:
-        return list(messages)
-    return [
-        cleared_copy(m, cleared[m.id]) if isinstance(m, ToolMessage) and m.id in cleared else m
-        for m in messages
-    ]
-
-
 def compactable_results(
     messages: Sequence[BaseMessage], tools: Collection[str], skip: Collection[str] = ()
 ) -> list[int]:

@@ -88,9 +88,3 @@ def resolve(project_root: str | os.PathLike[str] | None, *, index_max_lines: int
     for namespace, entries in result.active.items():
         result.active[namespace] = [e for e in entries if (e.scope, e.number) not in losers]
     return result
-
-
-def list_expired(namespace: memory.Scope, project_root: str | os.PathLike[str] | None) -> list[memory.MemoryEntry]:
-    """The namespace's facts whose TTL has passed (``mtagent memory list --expired``)."""
-    now = utcnow()
-    return [e for e in memory.list_memories(namespace, project_root) if e.meta.expired(now)]
