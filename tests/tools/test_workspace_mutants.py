@@ -132,7 +132,7 @@ def test_the_file_accessors_open_lstat_and_list_inside_the_roots(ws: Workspace) 
 def test_the_root_is_a_folder_for_lstat_and_open(ws: Workspace) -> None:
     import stat as stat_mod
 
-    from mtagent.tools.safe_fs import NotRegularFile
+    from mtagent.safe_open import NotRegularFile
 
     root_stat = ws.lstat(ws.root)
     assert root_stat is not None and stat_mod.S_ISDIR(root_stat.st_mode)

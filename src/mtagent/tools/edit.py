@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from mtagent.safe_open import NotRegularFile
 from mtagent.tools.base import ToolInputError, WorkspaceTool
 from mtagent.tools.read_state import DIGEST_MAX_BYTES, FileStamp, stamp_of_open
-from mtagent.tools.safe_fs import NotRegularFile
 from mtagent.tools.text_files import human_size, not_found_message, number_lines
 
 _SNIPPET_CONTEXT = 3
@@ -41,7 +41,7 @@ class EditFileArgs(BaseModel):
 
 
 def _write(tool: WorkspaceTool, path: Path, text: str) -> list[str]:
-    """Write ``text`` through a descriptor opened race-free (:mod:`~mtagent.tools.safe_fs`): never
+    """Write ``text`` through a descriptor opened race-free (:mod:`~mtagent.safe_open`): never
     through a symlink or a hard link, truncating only after the descriptor passed its checks."""
     ws = tool.context.workspace
     blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)

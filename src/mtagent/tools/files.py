@@ -16,9 +16,9 @@ from typing import Any, BinaryIO
 from pydantic import BaseModel, Field
 
 from mtagent.context.tokens import count_text_tokens
+from mtagent.safe_open import NotRegularFile
 from mtagent.tools.base import ToolInputError, WorkspaceTool
 from mtagent.tools.read_state import stamp_of_open
-from mtagent.tools.safe_fs import NotRegularFile
 from mtagent.tools.text_files import (
     binary_kind,
     count_lines,

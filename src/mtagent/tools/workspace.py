@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from mtagent import safe_open
 from mtagent.errors import WorkspacePathError
-from mtagent.tools import safe_fs
 
 IGNORED_DIRS = frozenset({
     ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
@@ -147,20 +147,20 @@ class Workspace:
 
     def open_read(self, path: Path) -> AbstractContextManager[tuple[BinaryIO, os.stat_result]]:
         """``with ws.open_read(path) as (fh, st)``: the resolved ``path`` opened race-free
-        (:mod:`~mtagent.tools.safe_fs`): a regular file with one link, or WorkspacePathError."""
-        return safe_fs.reading(self._roots, path)  # type: ignore[return-value]
+        (:mod:`~mtagent.safe_open`): a regular file with one link, or WorkspacePathError."""
+        return safe_open.reading(self._roots, path)  # type: ignore[return-value]
 
-    def open_write(self, path: Path, *, create: bool = True) -> safe_fs.Opened:
+    def open_write(self, path: Path, *, create: bool = True) -> safe_open.Opened:
         """The resolved ``path`` opened for writing race-free, creating it and its folders."""
-        return safe_fs.open_file(self._roots, path, write=True, create=create)
+        return safe_open.open_file(self._roots, path, write=True, create=create)
 
     def open_dir(self, path: Path) -> int:
         """A descriptor of the resolved folder ``path``, walked without following symlinks."""
-        return safe_fs.open_dir(self._roots, path)
+        return safe_open.open_dir(self._roots, path)
 
     def lstat(self, path: Path) -> os.stat_result | None:
         """``lstat`` through the parent's descriptor; None when ``path`` does not exist."""
-        return safe_fs.lstat_in(self._roots, path)
+        return safe_open.lstat_in(self._roots, path)
 
     def relative(self, path: Path) -> str:
         """How a path is shown to the model: relative to the root when it is under it."""
