@@ -31,7 +31,7 @@ def _run_until(project: Path, last_two: list[str]) -> tuple[str, Path, str]:
     settings = _memory_settings()
     model = ScriptedChatModel([], policy=lambda sent: "noted: " + "the kernel plan goes on " * 40)
     with AgentSession.create(project, model=model, settings=settings) as session:
-        memory = session.parts.session_memory
+        memory = session.parts.opened.session_memory
         assert memory is not None
         for i in range(20):
             ask = f"step {i}: keep the GEMM kernel bit-exact. " + "details of the work " * 300

@@ -21,7 +21,7 @@ def _crashed_mid_tool(project, counter: ToolCounter, settings) -> str:
     model = ScriptedChatModel([tool_call("probe", {"label": "deploy"}, id="p1"), "unused"])
     session = AgentSession.create(project, model=model, settings=settings, tools=counter.tools)
     assert session.run_turn("deploy it").status == "approval_required"
-    assert session.parts.session.tool_started("p1", "probe", {"label": "deploy"}) is True
+    assert session.parts.opened.engine.tool_started("p1", "probe", {"label": "deploy"}) is True
     counter.runs.append("deploy")  # the side effect happened; no result was ever written
     session.close()
     return session.session_id

@@ -138,7 +138,7 @@ def test_the_sessions_own_model_writes_cache_aligned_hand_offs_with_the_main_too
     off = Settings(context={"cache_aligned_summaries": False})
     with AgentSession.create(tmp_path, model=chat, settings=off) as session:
         assert not session.engine.summarizer.cache_aligned
-        assert session.parts.session_memory is None or not getattr(session.parts.session_memory.model,
+        assert session.parts.opened.session_memory is None or not getattr(session.parts.opened.session_memory.model,
                                                                     "cache_aligned", False)
 
 
@@ -148,6 +148,6 @@ def test_the_sessions_own_model_writes_cache_aligned_notes(tmp_path, stub_url):
 
     chat = _model(stub_url)
     with AgentSession.create(tmp_path, model=chat, settings=Settings()) as session:
-        memory = session.parts.session_memory
+        memory = session.parts.opened.session_memory
         assert memory is not None and memory.model.cache_aligned
         assert memory.model.model is session.runtime.model

@@ -15,11 +15,7 @@ from typing import Any
 from langchain_core.tools import BaseTool
 
 from mtagent.config import Settings
-from mtagent.context.engine_session import EngineSession
 from mtagent.context.opener import OpenedSession
-from mtagent.context.session_memory.manager import SessionMemoryManager
-from mtagent.context.static.tiers import StaticContext
-from mtagent.context.window import ContextWindowManager
 from mtagent.tools import ToolContext, ToolSession, default_tools
 from mtagent.tools.mcp import McpManager
 from mtagent.errors import ConfigError
@@ -29,7 +25,6 @@ from mtagent.context.toolset.binding import bind_toolset, restore_loads
 from mtagent.context.toolset.schemas import SchemaChoice
 from mtagent.tools.skill_tool import make_skill_tool
 from mtagent.tools.tool_search import make_tool_search_tool
-from mtagent.session.store import shared_store
 
 ToolsSpec = Sequence[BaseTool] | Callable[[ToolContext], Sequence[BaseTool]] | None
 
@@ -44,28 +39,6 @@ class EngineParts:
     toolset: Toolset | None = None  # the tool catalog (choose_tool_schemas)
     runnable: list[BaseTool] = field(default_factory=list)  # every tool the session runs: + MCP, tool_search, skill
     mcp: McpManager | None = None  # the session's MCP servers (tools/mcp); None when it was given its own tools
-
-    @property
-    def session(self) -> EngineSession:
-        return self.opened.engine
-
-    @property
-    def engine(self) -> ContextWindowManager:
-        return self.opened.window
-
-    @property
-    def session_memory(self) -> SessionMemoryManager | None:
-        return self.opened.session_memory
-
-    @property
-    def static(self) -> StaticContext:
-        return self.opened.system.static
-
-
-def session_store(settings: Settings) -> Any:
-    """The configured :class:`~mtagent.session.store.Store`, one per process (migrations and a pool happen once)."""
-    return shared_store(settings)
-
 
 def build(opened: OpenedSession, tools: ToolsSpec = None) -> EngineParts:
     """The agent's tools for ``opened``.
@@ -97,7 +70,7 @@ def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int,
     mcp = mcp if mcp is not None else parts.mcp  # the session's servers start here, together
 
     def system_tokens(tools: Sequence[Any], mode: str) -> int:
-        return parts.engine.counter.estimate(system.build(tools, list_tools=mode == "full").messages)
+        return parts.opened.window.counter.estimate(system.build(tools, list_tools=mode == "full").messages)
 
     try:
         embeddings = make_embeddings(settings.recall.embeddings)
@@ -113,11 +86,11 @@ def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int,
                                                     max_k=settings.tools.search_max_k))
     if toolset.skills.skills:
         parts.runnable.append(make_skill_tool(lambda: toolset))
-    window_manager = parts.engine
+    window_manager = parts.opened.window
     restore_loads(toolset, parts.opened.records)
     bind_toolset(toolset, system, parts.runnable, events=parts.opened.events,
                  last_tokens=lambda: window_manager.last_plan.tokens if window_manager.last_plan else 0,
-                 record_event=parts.session.record_event, session_id=parts.opened.session_id)
+                 record_event=parts.opened.engine.record_event, session_id=parts.opened.session_id)
     return toolset.bound(), toolset.catalog.schema_choice
 
 

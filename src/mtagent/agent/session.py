@@ -40,7 +40,6 @@ from mtagent.agent.turns import (  # noqa: F401 - re-exported: front ends import
     ApprovalRequest,
     Approver,
     TurnResult,
-    TurnStatus,
     drive_turn,
 )
 from mtagent.agent.summary_model import EXTRACTIVE, summary_model
@@ -56,6 +55,7 @@ from mtagent.context.view import ResumedSession, build_resume_view
 from mtagent.errors import ModelError, SessionNotFound
 from mtagent.events import EventBus
 from mtagent.session import schema
+from mtagent.session.store import shared_store
 from mtagent.tools import ReadState
 
 # Model names recorded by scripted policies (the demo): not something a resume can reconnect to.
@@ -97,9 +97,9 @@ class AgentSession:
         parts = engine_factory.build(opened, tools)
         self.subagents = subagents.attach(self, parts, tools, model)  # the task tool and its children
         self.parts = parts
-        self.engine = parts.engine
+        self.engine = opened.window
         self.tools = {t.name: t for t in parts.tools}
-        self.static = parts.static
+        self.static = opened.system.static
         offered, self.schema_choice = engine_factory.choose_tool_schemas(parts, self.settings, self.window)
         self.tools.update({t.name: t for t in parts.runnable})  # MCP tools, tool_search, skill
         self.conversation = Conversation(guard=opened.engine.guard)  # one answered set: the engine's
@@ -110,7 +110,7 @@ class AgentSession:
         engine_factory.rebind_on_load(parts, model, lambda bound: setattr(self.runtime, "model", bound),
                                       opened if summarizer_model is model else None)
         self.runtime = AgentRuntime(
-            model=bound, model_name=model_name, engine=parts.session, tools=self.tools, policy=self.policy,
+            model=bound, model_name=model_name, engine=opened.engine, tools=self.tools, policy=self.policy,
             conversation=self.conversation, settings=self.settings, events=self.events,
             stats=self.stats, on_token=on_token, on_prepared=lambda p: setattr(self, "last_prepared", p),
             secrets=self.redactor.secrets, on_message=lambda m: opened.system.touch([m]),
@@ -134,7 +134,7 @@ class AgentSession:
         window = model_window(settings, model_name, model).parts()
         settings = _with_window(settings, window[0])
         opened = open_engine_session(
-            engine_factory.session_store(settings), root, settings, session_id=session_id, resume=resume,
+            shared_store(settings), root, settings, session_id=session_id, resume=resume,
             model_name=model_name, model=summarizer_model, parent=parent, secrets=secrets, events=events,
             read_state=ReadState())
         try:
@@ -188,7 +188,7 @@ class AgentSession:
         session.resume_warnings = list(resumed.warnings)
         session.subagents.settle_after_crash(resumed.view.interrupted_messages(), records)
         session._settle_interrupted_calls(resumed.view.interrupted_messages())
-        session.parts.session.known(session.conversation.messages)
+        session.parts.opened.engine.known(session.conversation.messages)
         return session
 
     def _settle_interrupted_calls(self, synthetic: list[ToolMessage]) -> None:

@@ -47,5 +47,5 @@ def test_a_finished_childs_facts_reach_the_parents_session_notes(code):
     session, _ = open_session(code, [task(), "done"], [[report]])
     with session:
         session.run_turn("go")
-        notes = session.parts.session_memory.load()
+        notes = session.parts.opened.session_memory.load()
     assert "login redirects to /home (auth.py:2)" in notes and "[subagent agent-" in notes

@@ -233,7 +233,7 @@ class SubagentRunner:
         entry.run = run
         self._record(entry, status, report=report.model_dump(), usage=run.usage, repaired=repaired)
         if status == "finished":
-            merge_into_session_memory(self.session.parts.session_memory, report, child_id=entry.child_id,
+            merge_into_session_memory(self.session.parts.opened.session_memory, report, child_id=entry.child_id,
                                       agent=entry.profile.name)
         return run
 
@@ -253,7 +253,7 @@ class SubagentRunner:
             child.close()
 
     def _task_state(self) -> str | None:
-        memory = self.session.parts.session_memory
+        memory = self.session.parts.opened.session_memory
         return memory.load() if memory is not None else None
 
     def _render(self, entry: ChildEntry, run: ChildRun) -> str:
