@@ -29,7 +29,7 @@ def _scripted(tmp_path: Path, steps=(), **sections) -> AgentSession:
 
 
 def _system_text(session: AgentSession) -> str:
-    return str(session._system_messages()[0].content)
+    return str(session.opened.system.messages()[0].content)
 
 
 @pytest.mark.parametrize("window", [4096, 8192])

@@ -267,9 +267,6 @@ class AgentSession:
                 self.policy.remember(request.tool, request.args)
 
     # engine passthroughs ----------------------------------------------------------------
-    def _system_messages(self) -> list[BaseMessage]:
-        return self.opened.system.messages()
-
     def compact(self, instructions: str | None = None, *, from_message_id: str | None = None) -> CompactionResult:
         """``/compact [instructions]``: session memory first without instructions, else a full
         compact with them in the prompt. The new history is adopted; the boundary is recorded.
@@ -288,7 +285,7 @@ class AgentSession:
 
     def _adopt(self, run: Callable[[list[BaseMessage], int], CompactionResult]) -> CompactionResult:
         self._abandon_unanswered_calls()
-        result = run(self._system_messages(), self.opened.system.schema_tokens())
+        result = run(self.opened.system.messages(), self.opened.system.schema_tokens())
         self.conversation.replace(result.new_history())
         self._writer.end_turn()
         return result

@@ -330,14 +330,6 @@ def _print_mcp_trouble(host: SlashHost) -> None:
                                f"{terminal_safe(status.note)} (/mcp lists every server)", markup=False, style="dim")
 
 
-def _memory_home(cwd: Path) -> Path:
-    """Where the project's memory files are for the configured store's tenant (session.local)."""
-    from mtagent.config import load_settings
-    from mtagent.session.local import local_home
-
-    return local_home(load_settings(cwd))
-
-
 def _memory_scope(words: list[str]) -> tuple[Scope | None, bool, list[str]]:
     """(scope, ``--obsolete`` given, the other words) — the flags of ``mtagent memory``."""
     scope: Scope | None = None
@@ -365,7 +357,10 @@ def cmd_memory(host: SlashHost, command: SlashCommand) -> Outcome:
     if obsolete and action not in ("remove", "rm"):
         raise UsageError("--obsolete goes with remove: /memory remove --obsolete [--project] <number or text>")
     console = host.console
-    home = _memory_home(host.cwd)  # the configured tenant's memory files
+    from mtagent.config import load_settings
+    from mtagent.session.local import local_home
+
+    home = local_home(load_settings(host.cwd))  # the configured tenant's memory files
     if action == "list":
         for i, each in enumerate(["global", "project"] if scope is None else [scope]):
             if i:

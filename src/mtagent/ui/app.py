@@ -33,6 +33,7 @@ from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from mtagent import paths
 from mtagent.config import Settings, UiSettings
 from mtagent.errors import ArtifactPathError, MTAgentError, ReplayFormatError, SessionNotFound, UsageError
 from mtagent.replay.names import STRATEGY_NAMES
@@ -40,7 +41,7 @@ from mtagent.session.artifacts import ArtifactStore
 from mtagent.ui import artifacts as art
 from mtagent.ui.calls import BUCKET_ORDER, call_detail, call_points
 from mtagent.ui import eval_page
-from mtagent.ui.catalog import Catalog, SessionEntry, format_stamp, project_key_of
+from mtagent.ui.catalog import Catalog, SessionEntry, format_stamp
 from mtagent.ui.charts import Series, css_name, fmt_tokens, line_chart, timeline_buckets, timeline_svg
 from mtagent.ui.records import Outline, Redactor, TranscriptCache, default_redactor, read_range
 from mtagent.ui.replay_page import ReplayRunner, list_sources, resolve_source
@@ -125,7 +126,7 @@ class Pages:
         query = request.query_params.get("q", "")
         if self.options.refresh is not None:
             self.options.refresh()
-        here = project_key_of(self.options.cwd)
+        here = paths.project_hash(self.options.cwd)
         groups = []
         for project in self.catalog.projects():
             entries = [e for e in self.catalog.sessions(project) if e.matches(query)]

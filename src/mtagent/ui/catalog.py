@@ -272,10 +272,6 @@ def _safe_id(name: str) -> bool:
     return True
 
 
-def project_key_of(cwd: str | os.PathLike[str]) -> str:
-    return paths.project_hash(cwd)
-
-
 def format_stamp(stamp: str | None) -> str:
     """``2026-12-01T00:45:49.364Z`` → ``2026-12-01 00:45`` (the raw text when it does not parse)."""
     parsed = schema.parse_timestamp(stamp) if stamp else None
