@@ -44,7 +44,7 @@ from mtagent.agent.state import (
 )
 from mtagent.config import Settings
 from mtagent.context.engine_session import EngineCounters, EngineSession
-from mtagent.context.model_errors import RETRYABLE, ErrorKind, classify, to_model_error
+from mtagent.context.model_errors import RETRYABLE, classify, to_model_error
 from mtagent.errors import CompactionFailed, ModelError
 from mtagent.events import EventBus, EventType, SessionStats
 from mtagent.session.schema import new_message_id
