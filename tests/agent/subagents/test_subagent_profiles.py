@@ -24,7 +24,7 @@ def test_a_trusted_profile_keeps_its_tools_model_and_window(tmp_path):
     _write(tmp_path / ".mtagent/agents", "searcher", SEARCHER)
     found = P.load_profiles(tmp_path, trusted=True).get("searcher")
     assert found and found.tools == {"grep", "glob"} and found.window == 32_000 and found.model == "openai:gpt-4o"
-    assert found.instructions == "Find symbols." and found.read_only
+    assert found.instructions == "Find symbols." and not found.tools & P.WRITE_TOOLS
 
 
 def test_an_untrusted_project_profile_is_read_only_and_cannot_pick_a_model(tmp_path):

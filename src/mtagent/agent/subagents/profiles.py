@@ -62,10 +62,6 @@ class AgentProfile:
     source: str = "built-in"
     trusted: bool = True
 
-    @property
-    def read_only(self) -> bool:
-        return self.tools is not None and not (self.tools & WRITE_TOOLS)
-
     def allows(self, tool: str) -> bool:
         return self.tools is None or tool in self.tools
 
