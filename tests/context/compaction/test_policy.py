@@ -26,14 +26,14 @@ ANTHROPIC = "prompt is too long: 210000 tokens > 200000 maximum"
 def test_no_compaction_below_threshold():
     policy = AutoCompactPolicy(Settings())
     assert policy.threshold == 98_072
-    assert not policy.should_compact(98_071)
+    assert not policy.decide(98_071).compact
 
 
 def test_compaction_at_token_limit_minus_reserve_minus_buffer():
     settings = Settings()
     policy = AutoCompactPolicy(settings)
     ctx = settings.context
-    assert policy.should_compact(ctx.token_limit - ctx.summary_reserved_tokens - ctx.autocompact_buffer_tokens)
+    assert policy.decide(ctx.token_limit - ctx.summary_reserved_tokens - ctx.autocompact_buffer_tokens).compact
 
 
 def test_threshold_follows_a_model_specific_window():
@@ -42,8 +42,8 @@ def test_threshold_follows_a_model_specific_window():
 
 def test_compaction_requests_are_never_compacted():
     policy = AutoCompactPolicy(Settings())
-    assert not policy.should_compact(200_000, query_source="compact")
-    assert not policy.should_compact(200_000, query_source="session_memory_update")
+    assert not policy.decide(200_000, query_source="compact").compact
+    assert not policy.decide(200_000, query_source="session_memory_update").compact
 
 
 def test_three_consecutive_failures_disable_auto_compaction_and_emit_event():
@@ -52,10 +52,10 @@ def test_three_consecutive_failures_disable_auto_compaction_and_emit_event():
     bus.subscribe(lambda e: seen.append(e.type))
     policy = AutoCompactPolicy(Settings(), bus=bus, sink=sink, stats=stats)
     for _ in range(3):
-        assert policy.should_compact(120_000)
+        assert policy.decide(120_000).compact
         policy.record_failure(RuntimeError("boom"))
     assert policy.disabled
-    assert not policy.should_compact(120_000)
+    assert not policy.decide(120_000).compact
     assert EventType.AUTO_COMPACT_DISABLED in seen
     events = [r for r in sink if r["type"] == "event"]
     assert events[-1]["event"] == "auto_compact_disabled"

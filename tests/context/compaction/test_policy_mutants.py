@@ -121,8 +121,8 @@ def test_a_decision_carries_its_tokens_and_threshold_and_updates_the_stats():
     assert (stats.last_auto_compact_threshold, stats.last_context_tokens) == (98_072, 1_234)
     at = policy.decide(98_072)
     assert (at.compact, at.tokens, at.reason) == (True, 98_072, "98072 tokens >= threshold 98072")
-    assert policy.should_compact(98_072) is True
-    assert policy.should_compact(98_071) is False
+    assert policy.decide(98_072).compact is True
+    assert policy.decide(98_071).compact is False
 
 
 def test_the_window_is_the_policy_s_own_limit_or_the_settings_one():

@@ -100,9 +100,6 @@ class AutoCompactPolicy:
             self.cost = CostTrigger(self.settings)
         return self.cost.decide(tokens, extra_tokens)
 
-    def should_compact(self, tokens: int, *, query_source: str = "user") -> bool:
-        return self.decide(tokens, query_source=query_source).compact
-
     def observe_round(self, last: Any) -> None:
         """Count a user round when the history ends in a new human message (spec 002's service
         example compacts every 25 rounds). Below the recent tail's size a round never triggers:
