@@ -74,7 +74,6 @@ class VectorIndex:
         self.fallback: str | None = None if self.backend == "sqlite-vec" else (
             vector_fallback_reason(SQLITE) or "sqlite-vec did not load into the index database")
         self._cache: dict[int, array] | None = None
-        self._dim: int | None = None
         self._vec_table = False
 
     def refresh(self) -> int:

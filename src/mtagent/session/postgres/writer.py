@@ -42,7 +42,6 @@ class PostgresWriter:
         self.tenant = tenant
         self.fsync_policy: FsyncPolicy = fsync
         self.validate = validate
-        self._dsn = dsn
         self._mutex = threading.Lock()
         self._key = lock_key(tenant, project, session_id)
         try:
