@@ -141,18 +141,10 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     "statement; without it the function falls off the end and returns None all the same",
     ("compactor", "L59 remove Assign"): "`Trigger = Literal[...]` is used only in annotations, which "
     "`from __future__ import annotations` never evaluates; no module imports it",
-    ("compactor", "L60 remove Assign"): "`SummarySource = Literal[...]` is used only in annotations (never "
-    "evaluated) and imported nowhere",
-    ("compactor", "L136 return None"): "`_token_fn` is dead code: nothing calls it",
-    ("compactor", "L136 remove Return"): "`_token_fn` is dead code: nothing calls it",
     ("compactor", "L377 remove If"): "unreachable: `_pivot` returns a group start at or before the message's "
     "index, which is < len(messages), so the `from` tail always holds at least that message",
     ("microcompact", "L43 remove Assign"): "`Trigger = Literal[...]` is used only in annotations (never "
     "evaluated) and imported nowhere",
-    ("microcompact", "L87 remove Return"): "apply_cleared's early return for an empty map is a shortcut: the "
-    "comprehension below returns the same new list when no id is in the map",
-    ("microcompact", "L86 remove If"): "the same shortcut as L87 removed whole: the comprehension returns the "
-    "same new list",
     ("microcompact", "L173 1->2"): "`word.split(':', 2)[0]` is the text before the first ':' exactly as "
     "`split(':', 1)[0]` is",
     ("microcompact", "L140 remove Expr"): "`targets.discard(None)` is defensive: compactable_results only "
