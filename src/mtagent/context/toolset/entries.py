@@ -18,6 +18,7 @@ from typing import Any
 from mtagent.context.toolset.schemas import first_sentence, openai_schema, schema_tokens
 
 BUILTIN = "builtin"
+SKILL = "skill"
 MCP_PREFIX = "mcp__"
 LISTING_DESCRIPTION_CHARS = 100  # one line of the deferred listing, at most
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
