@@ -18,7 +18,7 @@ from mtagent.context.invariants import (
     adjust_index_to_preserve_tool_pairs,
     find_last_compact_boundary,
     find_safe_split_index,
-    group_messages_by_api_round,
+    round_spans,
     validate_view,
 )
 
@@ -37,6 +37,10 @@ def tool(i: int, k: int = 0, size: int = 10) -> ToolMessage:
 
 def tokens(m: BaseMessage) -> int:
     return len(str(m.content)) // 2 + 1
+
+
+def group_messages_by_api_round(messages: list[BaseMessage]) -> list[list[BaseMessage]]:
+    return [list(messages[g.start:g.end]) for g in round_spans(messages)]
 
 
 def test_round_groups_assistant_with_its_tool_results():

@@ -4,7 +4,7 @@ A provider accepts a function-calling conversation only if every ``ToolMessage``
 tool call of the assistant message right before it, and every tool call is answered before the
 conversation moves on. Compaction cuts the history in two, so every cut goes through here:
 
-* :func:`group_messages_by_api_round` — one *group* per API round: an ``AIMessage`` plus the
+* :func:`round_spans` — one *group* per API round: an ``AIMessage`` plus the
   ``ToolMessage``\\ s answering its ``tool_calls`` (and any assistant chunks of the same provider
   response). Human and system messages, and the compaction summary, are groups of their own.
 * :func:`find_safe_split_index` — where to cut so the kept recent tail holds at least
@@ -86,11 +86,6 @@ def round_spans(messages: Sequence[BaseMessage]) -> list[Group]:
         groups.append(Group(i, j))
         i = j
     return groups
-
-
-def group_messages_by_api_round(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
-    """``messages`` split into API-round groups; concatenating the groups gives ``messages``."""
-    return [list(messages[g.start:g.end]) for g in round_spans(messages)]
 
 
 def find_last_compact_boundary(messages: Sequence[BaseMessage]) -> int:
