@@ -23,7 +23,6 @@ from mtagent import paths
 from mtagent.config import Settings, load_settings
 from mtagent.context.view import ResumedSession, ResumeStats, build_resume_view
 from mtagent.errors import SessionNotFound
-from mtagent.session.catalog import SessionInfo
 from mtagent.session.store import shared_store
 from mtagent.session.transcript import ReadReport
 
@@ -82,11 +81,6 @@ def latest_session_id(project_root: Path, settings: Settings | None) -> str | No
 def session_ids(settings: Settings, project_root: Path) -> list[str]:
     """A project's session ids in the configured store, oldest first (ids sort by creation time)."""
     return shared_store(settings).sessions(paths.project_hash(project_root))
-
-
-def session_infos(settings: Settings, project_root: Path) -> list[SessionInfo]:
-    """What the REPL's session picker lists, from the configured store."""
-    return shared_store(settings).session_infos(paths.project_hash(project_root))
 
 
 def recorded_model(settings: Settings, project_root: Path, session_id: str) -> str | None:

@@ -259,11 +259,12 @@ class ReplHost:
         return list(getattr(static, "shown_warnings", []))
 
     def list_sessions(self) -> list[SessionRow]:
-        from mtagent.agent.storage import session_infos  # files, or the PostgreSQL store
+        from mtagent import paths
         from mtagent.cli.slash import SessionRow
+        from mtagent.session.store import shared_store  # files, or the PostgreSQL store
 
         rows: list[SessionRow] = []
-        for info in session_infos(self.options.settings(), self.cwd):
+        for info in shared_store(self.options.settings()).session_infos(paths.project_hash(self.cwd)):
             when = info.last_activity or info.started
             stamp = when.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if when else "-"
             rows.append(SessionRow(info.session_id, stamp, info.messages, info.compactions, info.model,
