@@ -28,8 +28,10 @@ import selectors
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -126,6 +128,74 @@ def _reaped(proc: subprocess.Popen[bytes], deadline: float) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold Ctrl-C back while a call's processes start, then raise it.
+
+    With a ``preexec_fn`` ``Popen`` runs the ``os.register_at_fork`` hooks (logging's lock), and a
+    KeyboardInterrupt raised inside one is only printed as "Exception ignored": the Ctrl-C is lost
+    and the turn waits for the command to end; raised later inside ``Popen`` it leaves a started
+    child no one holds. So while the block runs, SIGINT is only noted; on leaving it the previous
+    handler gets it (raising KeyboardInterrupt where the caller can stop the child). Signal
+    handlers run in the main thread only, so elsewhere there is nothing to hold back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):  # ignored, or the default (the process dies): nothing is swallowed
+        yield
+        return
+    noted: list[tuple[int, Any]] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: noted.append((signum, frame)))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if noted:
+            previous(*noted[0])
+
+
+def _pump(proc: subprocess.Popen[bytes], selector: selectors.BaseSelector, capture: BoundedCapture,
+          deadline: float) -> bool:
+    """Read the call's output into ``capture`` until it ends; True when the deadline stopped it."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    selector.register(fd, selectors.EVENT_READ)
+    drain_until: float | None = None
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            return True
+        if drain_until is None and proc.poll() is not None:
+            drain_until = now + _DRAIN_SECONDS
+        if drain_until is not None and now >= drain_until:
+            return False
+        limit = min(deadline, drain_until or deadline) - now
+        if not selector.select(timeout=min(limit, 0.1)):
+            continue
+        try:
+            chunk = os.read(fd, _READ_CHUNK)
+        except BlockingIOError:
+            continue
+        if not chunk:
+            return not _reaped(proc, deadline)
+        capture.feed(chunk)
+
+
+def _end_call(proc: subprocess.Popen[bytes], marker: str, timed_out: bool, kill_grace: float) -> None:
+    """Stop what is left of the call (all of it on a timeout or a Ctrl-C) and reap its leader."""
+    if timed_out or proc.poll() is None:
+        _kill_group(proc, kill_grace)
+    else:
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # background children left behind
+            os.killpg(proc.pid, signal.SIGKILL)
+    proctree.kill_tree(proc.pid, marker)  # setsid/daemonised descendants too
+    assert proc.stdout is not None
+    proc.stdout.close()
+    proc.wait()
+
+
 def run_command(command: str, cwd: str, *, timeout: float, max_capture_bytes: int,
                 kill_grace: float, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``command``; return exit code, captured text, byte counts, duration and timeout flag."""
@@ -134,56 +204,26 @@ def run_command(command: str, cwd: str, *, timeout: float, max_capture_bytes: in
     proctree.become_subreaper()
     marker = proctree.new_marker()
     env = {**(os.environ if env is None else env), proctree.MARKER_ENV: marker}
-    proc = subprocess.Popen(
-        proctree.contained([shell, "-c", command], kill_grace), cwd=cwd, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env=env,
-        preexec_fn=proctree.die_with_parent,
-    )
-    watchdog = proctree.start_watchdog(proc.pid, marker)
+    proc: subprocess.Popen[bytes] | None = None
+    watchdog = None
     capture = BoundedCapture(max_capture_bytes)
     timed_out = False
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    os.set_blocking(fd, False)
     selector = selectors.DefaultSelector()
-    selector.register(fd, selectors.EVENT_READ)
-    deadline = started + timeout
-    drain_until: float | None = None
-    eof = False
     try:
-        while True:
-            now = time.monotonic()
-            if now >= deadline:
-                timed_out = True
-                break
-            if drain_until is None and proc.poll() is not None:
-                drain_until = now + _DRAIN_SECONDS
-            if drain_until is not None and now >= drain_until:
-                break
-            limit = min(deadline, drain_until or deadline) - now
-            if not selector.select(timeout=min(limit, 0.1)):
-                continue
-            try:
-                chunk = os.read(fd, _READ_CHUNK)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                eof = True
-                break
-            capture.feed(chunk)
-        if eof and not timed_out:
-            timed_out = not _reaped(proc, deadline)
+        with interrupts_held():  # a Ctrl-C in here is raised when the call can still be cleaned up
+            proc = subprocess.Popen(
+                proctree.contained([shell, "-c", command], kill_grace), cwd=cwd, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env=env,
+                preexec_fn=proctree.die_with_parent,
+            )
+            watchdog = proctree.start_watchdog(proc.pid, marker)
+        timed_out = _pump(proc, selector, capture, started + timeout)
     finally:
-        selector.close()
-        if timed_out or proc.poll() is None:
-            _kill_group(proc, kill_grace)
-        else:
-            with contextlib.suppress(ProcessLookupError, PermissionError):  # background children left behind
-                os.killpg(proc.pid, signal.SIGKILL)
-        proctree.kill_tree(proc.pid, marker)  # setsid/daemonised descendants too
-        proc.stdout.close()
-        proc.wait()
-        proctree.stop_watchdog(watchdog)
+        with interrupts_held():  # a second Ctrl-C must not cut the clean-up short (it is bounded)
+            selector.close()
+            if proc is not None:
+                _end_call(proc, marker, timed_out, kill_grace)
+            proctree.stop_watchdog(watchdog)
     return {
         "exit_code": proc.returncode, "timed_out": timed_out, "output": capture.text(),
         "output_bytes": capture.total, "omitted_bytes": capture.omitted,
