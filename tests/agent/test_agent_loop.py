@@ -9,7 +9,8 @@ from langchain_core.messages import AIMessage, ToolMessage
 from agent_helpers import agent_settings
 from mtagent.agent.scripted import ScriptedChatModel, tool_call, tool_calls
 from mtagent.agent.session import AgentSession
-from mtagent.agent.storage import latest_session_id
+from mtagent.agent.storage import session_ids
+from mtagent.config import load_settings
 from mtagent.errors import ModelError
 from mtagent.session.transcript import read_records
 
@@ -198,7 +199,7 @@ def test_continue_resumes_the_latest_session_with_its_history(project):
     with AgentSession.create(project, model=ScriptedChatModel(["one"]), settings=agent_settings()) as first:
         first.run_turn("remember the number 42")
         sid = first.session_id
-    assert latest_session_id(project, None) == sid
+    assert session_ids(load_settings(project), project)[-1] == sid
     model = ScriptedChatModel(["two"])
     with AgentSession.resume(None, project, model=model, settings=agent_settings()) as again:
         again.run_turn("what number?")

@@ -167,10 +167,10 @@ class AgentSession:
                skip_corrupt: bool = False) -> AgentSession:
         """Continue a session (``None`` = the latest of this project): summary + recent tail."""
         root = Path(project_root).resolve()
-        sid = session_id or agent_storage.latest_session_id(root, settings)
+        settings = settings or load_settings(root)
+        sid = session_id or next(reversed(agent_storage.session_ids(settings, root)), None)
         if sid is None:
             raise SessionNotFound(f"no sessions yet for project {root}; start one with `mtagent`")
-        settings = settings or load_settings(root)
         resumed, records = agent_storage.load_for_resume(settings, root, sid, skip_corrupt)
         _add_session_memory(resumed, records, settings)
         recorded = (resumed.session_start or {}).get("model")

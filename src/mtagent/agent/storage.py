@@ -20,7 +20,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from mtagent import paths
-from mtagent.config import Settings, load_settings
+from mtagent.config import Settings
 from mtagent.context.view import ResumedSession, ResumeStats, build_resume_view
 from mtagent.errors import SessionNotFound
 from mtagent.session.store import shared_store
@@ -70,12 +70,6 @@ def load_for_resume(settings: Settings, project_root: Path, session_id: str,
                              store.session_start(project, session_id), stats, report,
                              store.session_artifacts(project, session_id))
     return resumed, records
-
-
-def latest_session_id(project_root: Path, settings: Settings | None) -> str | None:
-    """The most recently started session of a project in the configured store."""
-    ids = session_ids(settings or load_settings(project_root), project_root)
-    return ids[-1] if ids else None
 
 
 def session_ids(settings: Settings, project_root: Path) -> list[str]:
