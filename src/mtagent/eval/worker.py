@@ -12,11 +12,19 @@ in a chain (``--chain N``) the tasks are consecutive turns of that one session, 
 sub-folder, and each task's check runs right after its turn. A record per task says whether the
 check passed and what the turn used: main calls and tokens, side calls (summaries) apart, cache
 reads, compactions, recalls and wall time.
+
+A unit's session id (``eval-<slot>-<unit>``) and its message and boundary ids
+(:func:`mtagent.session.ids.sequential_ids`) are fixed, not random or timed: recall results show them
+to the model, and a few tokens' difference can move a compaction. With a deterministic model every
+run and every executor sends byte-identical requests (with the files store; PostgreSQL keeps random
+session ids, as a retried unit's old session stays in the database).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -31,6 +39,7 @@ from mtagent.eval.metering import METER
 from mtagent.eval.policies import Policy, merge_sections
 from mtagent.eval.tasks import EvalTask
 from mtagent.pricing import Usage, price_for, usage_of_messages, usage_of_transcript
+from mtagent.session.ids import sequential_ids
 
 DONE = "done"
 CONTEXT_TEST_PREFIX = "context-test"
@@ -76,6 +85,12 @@ def chained_prompt(task: EvalTask, folder: str) -> str:
     if head.startswith("TASK "):  # the step language of the built-in suite: the folder goes in its block
         return f"{head}\n{where}{sep}{rest}"
     return f"{where}\n\n{task.prompt}"
+
+
+def session_id_for(unit: EvalUnit) -> str:
+    """``eval-<slot>-<unit key>``: the same on every run (equal length across policies, as the slot)."""
+    key = re.sub(r"[^A-Za-z0-9._-]+", "-", unit.key).strip("-._")[:80] or "unit"
+    return f"eval-{re.sub(r'[^A-Za-z0-9]+', '-', unit.slot or unit.policy.name)[:32]}-{key}"
 
 
 def _forget(project: Path) -> None:
@@ -134,25 +149,32 @@ def _base_record(unit: EvalUnit, task: EvalTask) -> dict[str, Any]:
 
 def _run_session(unit: EvalUnit, tasks: list[EvalTask], spaces: dict[str, Path], root: Path,
                  resolve: ModelResolver) -> list[dict[str, Any]]:
-    from mtagent.agent.session import AgentSession
     from mtagent.config import load_settings
 
-    chained = unit.chain > 1
-    project = root if chained else spaces[tasks[0].id]
+    project = root if unit.chain > 1 else spaces[tasks[0].id]
     _forget(project)
     settings = load_settings(project, overrides=_settings_for(unit) or None)
     model = resolve(unit.model or tasks[0].batch.model)
+    sid = session_id_for(unit) if settings.storage.backend == "files" else None
+    with sequential_ids(sid) if sid else contextlib.nullcontext():
+        return _run_tasks(unit, tasks, spaces, project, settings, model, sid)
+
+
+def _run_tasks(unit: EvalUnit, tasks: list[EvalTask], spaces: dict[str, Path], project: Path, settings: Any,
+               model: Any, sid: str | None) -> list[dict[str, Any]]:
+    from mtagent.agent.session import AgentSession
+
     METER.arm()
     records: list[dict[str, Any]] = []
     try:
         session = AgentSession.create(project, model=model, settings=settings, base_url=unit.base_url,
-                                      approval=APPROVALS[tasks[0].batch.approval])
+                                      approval=APPROVALS[tasks[0].batch.approval], session_id=sid)
     except Exception as exc:  # noqa: BLE001 — a model or store that cannot open fails every task alike
         METER.disarm()
         return [{**_base_record(unit, t), "status": "error", "error": f"session: {str(exc)[:500]}"} for t in tasks]
     try:
         for task in tasks:
-            prompt = chained_prompt(task, task.id) if chained else task.prompt
+            prompt = chained_prompt(task, task.id) if unit.chain > 1 else task.prompt
             records.append(_run_task(unit, session, task, prompt, spaces[task.id]))
     finally:
         session.close()
@@ -225,4 +247,4 @@ def _price(session: Any) -> dict[str, float] | None:
     return dict(row) if row is not None else None
 
 
-__all__ = ["DONE", "EvalUnit", "Usage", "chained_prompt", "resolve_model", "run_unit"]
+__all__ = ["DONE", "EvalUnit", "Usage", "chained_prompt", "resolve_model", "run_unit", "session_id_for"]

@@ -21,7 +21,6 @@ import json
 import os
 import secrets
 import time
-import uuid
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -30,6 +29,7 @@ import orjson
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from mtagent.session.ids import new_boundary_id, new_message_id
 from mtagent.session.usage_counts import USAGE_KEYS, bad_token_count
 
 SCHEMA_VERSION = 2
@@ -256,10 +256,6 @@ def new_session_id() -> str:
     return f"{stamp}{int(now * 1000) % 1000:03d}-{secrets.token_hex(3)}"
 
 
-def new_message_id() -> str:
-    return f"msg-{uuid.uuid4().hex}"
-
-
 def _base(kind: str, timestamp: str | None) -> dict[str, Any]:
     return {"type": kind, "schema_version": SCHEMA_VERSION, "timestamp": timestamp or now_iso()}
 
@@ -446,7 +442,7 @@ def boundary_record(*, summary: str, first_kept_id: str | None, trigger: str = "
                     summary_source: str = "llm", boundary_id: str | None = None,
                     timestamp: str | None = None, **extra: Any) -> dict[str, Any]:
     """A ``compact_boundary``: resume = its summary + messages from ``first_kept_id`` on."""
-    return {**_base(COMPACT_BOUNDARY, timestamp), "id": boundary_id or f"cb-{uuid.uuid4().hex[:16]}",
+    return {**_base(COMPACT_BOUNDARY, timestamp), "id": boundary_id or new_boundary_id(),
             "trigger": trigger, "reason": reason or trigger, "pre_tokens": pre_tokens,
             "post_tokens": post_tokens, "first_kept_id": first_kept_id, "summary": summary,
             "summary_source": summary_source, **extra}

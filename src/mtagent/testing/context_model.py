@@ -28,7 +28,9 @@ So a fact the policy kept in view, or left recallable, is answered right; one it
 The model is a :class:`~mtagent.agent.scripted.ScriptedChatModel` (usage counted exactly from what
 it was sent; hand-off summaries stay extractive). Its usage also reports the **cache read**: the
 tokens of the longest message prefix it shares with the previous call, as a provider's prompt
-cache would — so a policy that keeps rewriting the prefix pays for it.
+cache would — so a policy that keeps rewriting the prefix pays for it. Its tool-call ids are
+counted (``call_000001``, …), not random: they name the files large results are saved in, which a
+preview shows, so the same run sends the same text every time.
 """
 
 from __future__ import annotations
@@ -180,6 +182,7 @@ class ContextTestModel(ScriptedChatModel):
     model_name: str = MODEL_NAME
     _previous: list[tuple[str, str]] = PrivateAttr(default_factory=list)
     _previous_tools: str = PrivateAttr(default="")
+    _call_ids: int = PrivateAttr(default=0)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__((), **kwargs)
@@ -190,7 +193,7 @@ class ContextTestModel(ScriptedChatModel):
         return "mtagent-context-test"
 
     def _with_usage(self, message: AIMessage, messages: list[BaseMessage], tools: list[Any] | None) -> AIMessage:
-        message = super()._with_usage(message, messages, tools)
+        message = super()._with_usage(self._counted_ids(message), messages, tools)
         keys = [(m.type, message_text(m)) for m in messages]
         schemas = json.dumps(tools or [], sort_keys=True)
         matched = 0
@@ -203,3 +206,12 @@ class ContextTestModel(ScriptedChatModel):
         usage = dict(message.usage_metadata or {})
         usage["input_token_details"] = {"cache_read": min(shared, int(usage.get("input_tokens", 0)))}
         return message.model_copy(update={"usage_metadata": usage})
+
+    def _counted_ids(self, message: AIMessage) -> AIMessage:
+        if not message.tool_calls:
+            return message
+        calls = []
+        for call in message.tool_calls:
+            self._call_ids += 1
+            calls.append({**call, "id": f"call_{self._call_ids:06d}"})
+        return message.model_copy(update={"tool_calls": calls})

@@ -26,7 +26,6 @@ split and summary text and calls it, so every compaction produces the same recor
 from __future__ import annotations
 
 import math
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -54,6 +53,7 @@ from mtagent.context.compaction.summarize import (
 )
 from mtagent.context.tokens import MessageTokenCounter, count_text_tokens, message_text
 from mtagent.errors import CompactionFailed, UsageError
+from mtagent.session.ids import new_boundary_id
 from mtagent.session.schema import boundary_record as make_boundary_record
 
 Trigger = Literal["manual", "auto", "reactive"]
@@ -241,10 +241,6 @@ def tail_bounds(settings: Settings, available: int) -> tuple[int, int]:
     ctx = settings.context
     tail_max = min(ctx.compression_preserve_max_tokens, int(available * TAIL_SHARE))
     return min(ctx.compression_preserve_min_tokens, tail_max), tail_max
-
-
-def new_boundary_id() -> str:
-    return f"cb-{uuid.uuid4().hex[:16]}"
 
 
 def build_compaction_result(
