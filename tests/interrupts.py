@@ -9,9 +9,11 @@ Ctrl-C set the handler they need: :func:`sigint_delivered` in the test process,
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -43,3 +45,26 @@ def wait_for(condition: Callable[[], object], what: str, *, timeout: float = DEA
         if time.monotonic() > deadline:
             raise AssertionError(f"waited {timeout:.0f} s for {what}")
         time.sleep(poll)
+
+
+def live_descendants(root: int) -> set[int]:
+    """Processes descending from ``root`` that are still alive (zombies are dead: left out). Linux."""
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_bytes()
+                fields = stat[stat.rindex(b")") + 2:].split()
+                if fields[0] != b"Z":
+                    parents[int(name)] = int(fields[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    found: set[int] = set()
+    grew = True
+    while grew:
+        grew = False
+        for pid, parent in parents.items():
+            if pid not in found and (parent == root or parent in found):
+                found.add(pid)
+                grew = True
+    return found

@@ -17,10 +17,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
-from interrupts import wait_for
+from interrupts import live_descendants, wait_for
 
 from mtagent.tools import proctree
 from mtagent.tools.shell import interrupts_held
@@ -42,28 +41,6 @@ for line in sys.stdin:
     sys.stdout.write("sent\n")
     sys.stdout.flush()
 """
-
-
-def _descendants(root: int) -> set[int]:
-    parents: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                stat = Path(f"/proc/{name}/stat").read_bytes()
-                fields = stat[stat.rindex(b")") + 2:].split()
-                if fields[0] != b"Z":
-                    parents[int(name)] = int(fields[1])
-            except (OSError, ValueError, IndexError):
-                continue
-    found: set[int] = set()
-    grew = True
-    while grew:
-        grew = False
-        for pid, parent in parents.items():
-            if pid not in found and (parent == root or parent in found):
-                found.add(pid)
-                grew = True
-    return found
 
 
 def _logging_lock_free() -> bool:
@@ -131,7 +108,7 @@ def _stopped_promptly_leaving_nothing(kit: Kit, what: str, exclude: frozenset[in
         pytest.fail(f"{what}: the Ctrl-C was lost and the call ran its command to the end")
     took = time.monotonic() - began
     assert took < PROMPT_SECONDS, f"{what}: the call ran on for {took:.1f} s"
-    wait_for(lambda: not _descendants(os.getpid()) - exclude, f"no process left behind ({what})",
+    wait_for(lambda: not live_descendants(os.getpid()) - exclude, f"no process left behind ({what})",
              timeout=PROMPT_SECONDS)
     assert _logging_lock_free(), f"logging's lock is still held ({what})"
 
