@@ -6,7 +6,7 @@ from .conftest import DemoSession
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from mtagent.session import schema
-from mtagent.ui.calls import call_detail, call_points, diff_views
+from mtagent.ui.calls import call_detail, call_points, diff_views, read_starts
 from mtagent.ui.records import Redactor, read_outline, read_range
 
 
@@ -30,8 +30,8 @@ def test_every_demo_call_rebuilds_the_view_its_plan_selected(demo_session: DemoS
         assert [(m.item.id, m.text) for m in detail.messages] == [(m.item.id, m.text) for m in whole.messages]
         assert detail.diff is None or [m.item.id for m in detail.diff.left] == [m.item.id for m in whole.diff.left]
     boundaries = [o for o, r in pairs if r["type"] == "compact_boundary"]
-    if len(boundaries) >= 2:  # late calls read from the compaction before the last one, not from the start
-        assert starts[-1] == boundaries[-2] > 0
+    if len(boundaries) >= 2:  # a late call reads from a compaction (or the start only when its tail reaches there)
+        assert starts[-1] in boundaries or starts[-1] == 0
     assert call_detail(pairs, len(points) + 1, reader) is None and call_detail(pairs, 0, reader) is None
 
 
@@ -91,3 +91,13 @@ def test_temperature_labels_follow_the_recent_tail_and_clearing() -> None:
     assert detail is not None
     assert [m.item.temperature for m in detail.messages] == ["warm", "warm", "cold", "hot"]
     assert detail.temperature_counts() == {"warm": 2, "cold": 1, "hot": 1}
+
+
+def test_read_starts_steps_back_one_compaction_at_a_time_then_the_start() -> None:
+    """A kept tail can reach back past several compactions that came close together: the reader
+    tries the compaction before the last, then each earlier one, then the start — never the last."""
+    outline = [(0, {"type": "session_start"}), (10, {"type": "compact_boundary"}), (20, {"type": "user"}),
+               (30, {"type": "compact_boundary"}), (40, {"type": "compact_boundary"}), (50, {"type": "user"})]
+    assert read_starts(outline, 45) == [30, 10, 0]
+    assert read_starts(outline, 15) == [0]
+    assert read_starts(outline + [(60, {"type": "compression"})], 65) == [0]

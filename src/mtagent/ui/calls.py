@@ -231,13 +231,15 @@ def check_plan(plan: dict[str, Any], messages: Sequence[ViewMessage]) -> str | N
 RecordReader = Callable[[int, int], list[tuple[int, dict[str, Any]]]]
 
 
-def read_start(outline: Sequence[tuple[int, dict[str, Any]]], offset: int) -> int:
-    """Where to start reading for the view at ``offset``: the compaction before the last one."""
+def read_starts(outline: Sequence[tuple[int, dict[str, Any]]], offset: int) -> list[int]:
+    """Where to try reading from for the view at ``offset``, nearest first: the compaction before the
+    last one, then each earlier one, then the start. A kept tail can reach back past several
+    compactions when they come close together (a small window), so one step back is not always enough."""
     marks = [(o, r.get("type")) for o, r in outline if o < offset
              and r.get("type") in (schema.COMPACT_BOUNDARY, schema.COMPRESSION)]
     if any(kind == schema.COMPRESSION for _, kind in marks):
-        return 0  # a v1 compression keeps "the last n messages", which may lie anywhere before it
-    return marks[-2][0] if len(marks) >= 2 else 0
+        return [0]  # a v1 compression keeps "the last n messages", which may lie anywhere before it
+    return [o for o, _ in reversed(marks[:-1])] + [0]
 
 
 def call_detail(outline: Sequence[tuple[int, dict[str, Any]]], number: int, read: RecordReader,
@@ -250,15 +252,14 @@ def call_detail(outline: Sequence[tuple[int, dict[str, Any]]], number: int, read
         return None
     point = points[number - 1]
     before = points[number - 2] if number > 1 else None
-    start = read_start(outline, before.offset if before else point.offset)
-    entries = read(start, point.offset)
     plan = next(r for o, r in outline if o == point.offset)
     tail = plan.get("tail_tokens") if isinstance(plan.get("tail_tokens"), int) else tail_tokens
     counter = MessageTokenCounter()
-    messages, warnings, found = build_view([r for _, r in entries], counter, tail)
-    if not found and start > 0:
-        start, entries = 0, read(0, point.offset)
+    for start in read_starts(outline, before.offset if before else point.offset):
+        entries = read(start, point.offset)
         messages, warnings, found = build_view([r for _, r in entries], counter, tail)
+        if found:
+            break
     diff = None
     if before is not None:
         earlier, _, _ = build_view([r for o, r in entries if o < before.offset], counter, tail)
