@@ -34,6 +34,7 @@ def test_mcp_list_json_shows_every_server_and_leaves_no_process(project: Path, m
     _user_config(mtagent_home, _fixture("fx") + '[mcp.servers.gone]\ncommand = "mtagent-no-such-server"\n'
                  + '[mcp.servers.off]\ncommand = "x"\nenabled = false\n')
     (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"repo": {"command": "evil", "args": ["--now"]}}}))
+    before = set(children_of(__import__("os").getpid()))  # a suite's own services (PostgreSQL, Ray) too
     result = runner.invoke(app, ["mcp", "list", "--json", "--cwd", str(project)])
     assert result.exit_code == 0, result.output
     rows = {r["name"]: r for r in json.loads(result.output)["servers"]}
@@ -43,7 +44,7 @@ def test_mcp_list_json_shows_every_server_and_leaves_no_process(project: Path, m
     assert rows["off"]["state"] == "disabled"
     assert (rows["repo"]["state"], rows["repo"]["source"], rows["repo"]["trusted"]) == ("untrusted", ".mcp.json", False)
     assert rows["repo"]["command"] == "evil --now"
-    assert not [p for p in children_of(__import__("os").getpid()) if alive(p)]
+    assert not [p for p in set(children_of(__import__("os").getpid())) - before if alive(p)]
 
 
 def test_mcp_list_no_start_reads_the_config_only(project: Path, mtagent_home: Path) -> None:
