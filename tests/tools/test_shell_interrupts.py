@@ -26,7 +26,7 @@ from mtagent.tools.shell import interrupts_held
 
 from .conftest import Kit
 
-ROUNDS = 30
+ROUNDS = 20
 COMMAND_SECONDS = 30  # what a lost Ctrl-C (or a leaked child) would run for; a stopped call ends long before
 PROMPT_SECONDS = 10.0  # generous for a loaded 2-core box, and well short of the command
 
