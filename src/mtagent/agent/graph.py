@@ -303,8 +303,7 @@ def make_tools(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
                 continue
             try:  # Ctrl-C while the start is announced stops this call as much as one during it
                 started = rt.engine.tool_started(
-                    call["id"], call["name"], call["args"], describe_lost=prompts.lost_in_crash_result,
-                    approved_by=decisions.get(call["id"], {}).get("rule", ""))
+                    call["id"], call["name"], call["args"], approved_by=decisions.get(call["id"], {}).get("rule", ""))
                 if started is not True:
                     if started is not None:
                         rt._adopt(started)

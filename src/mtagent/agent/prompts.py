@@ -48,12 +48,5 @@ def not_run_after_interrupt(tool: str, args: Mapping[str, Any]) -> str:
     return f"Not run: the turn was interrupted by the user before the {_what(tool, args)} started."
 
 
-def lost_in_crash_result(tool: str, args: Mapping[str, Any]) -> str:
-    return (
-        f"Unknown outcome: the session stopped while the {_what(tool, args)} was running, and it "
-        "is never re-run automatically. Check its effects before relying on them."
-    )
-
-
 def tool_failed_result(tool: str, error: BaseException) -> str:
     return f"Error: {tool} failed: {type(error).__name__}: {error}"

@@ -333,9 +333,7 @@ class EngineSession:
 
     # ── tools ──
 
-    def tool_started(self, call_id: str, name: str, args: Mapping[str, Any], *,
-                     describe_lost: Callable[[str, Mapping[str, Any]], str] = lost_in_crash_result,
-                     **event: Any) -> ToolMessage | Literal[True] | None:
+    def tool_started(self, call_id: str, name: str, args: Mapping[str, Any], **event: Any) -> ToolMessage | Literal[True] | None:
         """Announce a call before it runs (``True`` = run it now).
 
         A call that already has a result is not run: its result comes back when known (a resumed
@@ -349,7 +347,7 @@ class EngineSession:
                 message = schema.record_to_message(earlier) if earlier is not None else None
                 return message if isinstance(message, ToolMessage) else None
             if verdict == "lost":
-                lost = ToolMessage(content=describe_lost(name, args), tool_call_id=call_id, name=name,
+                lost = ToolMessage(content=lost_in_crash_result(name, args), tool_call_id=call_id, name=name,
                                    status="error", id=schema.new_message_id())
                 self.record(lost)
                 return lost
