@@ -38,7 +38,8 @@ from mtagent.config import Settings
 from mtagent.context.view import build_resume_view, load_transcript
 from mtagent.session import schema
 from mtagent.session.index import index_path
-from mtagent.session.transcript import ReadReport, TranscriptWriter, iter_entries
+from mtagent.session.reader import ReadReport, iter_entries
+from mtagent.session.transcript import TranscriptWriter
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "resume_bench.md"

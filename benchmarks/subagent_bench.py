@@ -144,7 +144,7 @@ def run_mode(root: Path, *, inline: bool, follow_ups: int) -> dict[str, Any]:
     from mtagent.agent.session import AgentSession
     from mtagent.agent.subagents.tree import children_usage, subagent_tree
     from mtagent.config import Settings
-    from mtagent.session.transcript import read_records
+    from mtagent.session.reader import read_records
 
     parent = Parent(inline=inline, follow_ups=follow_ups)
     settings = Settings.model_validate({"agent": {"max_steps": 400}, "subagents": {"max_steps": 400}})

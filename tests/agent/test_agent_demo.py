@@ -10,7 +10,7 @@ from mtagent.agent.demo import POLICY_LABEL, default_root, run_demo
 from mtagent.agent.scripted import ScriptedChatModel
 from mtagent.agent.session import AgentSession
 from mtagent.context.boundary import is_summary_message
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 
 def _tree_digest(root: Path) -> str:

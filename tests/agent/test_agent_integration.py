@@ -11,7 +11,7 @@ from agent_helpers import agent_settings
 from mtagent.agent.scripted import ScriptedChatModel
 from mtagent.agent.session import AgentSession
 from mtagent.context.tokens import message_text
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 _WATCHED = ("compact_boundary", "session_memory_update")
 

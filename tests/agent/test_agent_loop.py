@@ -12,7 +12,7 @@ from mtagent.agent.session import AgentSession
 from mtagent.agent.storage import session_ids
 from mtagent.config import load_settings
 from mtagent.errors import ModelError
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 
 def _messages(path):

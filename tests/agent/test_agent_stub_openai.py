@@ -12,7 +12,7 @@ from mtagent.agent.models import create_chat_model
 from mtagent.agent.session import AgentSession
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.tokens import count_text_tokens
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 from stub_openai import StubOpenAI, request_tokens
 
 CANARY = "sk-canary-7f3a9c2e51d84b6f"

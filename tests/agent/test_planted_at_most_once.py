@@ -13,7 +13,7 @@ from langchain_core.messages import ToolMessage
 from agent_helpers import ToolCounter, agent_settings
 from mtagent.agent.scripted import ScriptedChatModel, tool_call
 from mtagent.agent.session import AgentSession
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 
 def _crashed_mid_tool(project, counter: ToolCounter, settings) -> str:

@@ -9,7 +9,7 @@ from agent_helpers import agent_settings
 from mtagent.agent.graph import normalize_reply
 from mtagent.agent.scripted import ScriptedChatModel, reply
 from mtagent.agent.session import AgentSession
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 
 def test_normalize_reply_leaves_the_stamp_and_the_id_to_the_engine() -> None:

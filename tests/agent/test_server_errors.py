@@ -82,7 +82,7 @@ def test_llamacpp_overflow_runs_a_reactive_compact_in_the_agent(project) -> None
     from agent_helpers import agent_settings
     from mtagent.agent.models import create_chat_model
     from mtagent.agent.session import AgentSession
-    from mtagent.session.transcript import read_records
+    from mtagent.session.reader import read_records
 
     overflow = _step(next(c for c in CORPUS if c["type"] == "exceed_context_size_error"))
     state = {"turn": 0, "injected": False}

@@ -20,7 +20,7 @@ from mtagent.cli.run_cmd import SessionOptions
 from mtagent.cli.turn_display import TurnDisplay, describe_call, make_approver, parse_approval_answer
 from mtagent.events import EventBus, EventType
 from mtagent.session.catalog import list_sessions
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 
 def test_continue_line_turns_a_trailing_backslash_into_a_newline():

@@ -19,7 +19,7 @@ from interrupts import sigint_default_in_child, wait_for
 pexpect = pytest.importorskip("pexpect")
 
 from mtagent.session.catalog import list_sessions  # noqa: E402
-from mtagent.session.transcript import read_records  # noqa: E402
+from mtagent.session.reader import read_records  # noqa: E402
 
 WAIT = 90  # seconds per step, generous for a loaded CI box; the happy path takes a few
 

@@ -17,7 +17,7 @@ from mtagent import trust
 from mtagent.cli.repl import Repl, key_bindings
 from mtagent.cli.run_cmd import SessionOptions
 from mtagent.session.catalog import list_sessions
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 
 @pytest.fixture

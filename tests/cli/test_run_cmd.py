@@ -14,7 +14,7 @@ from mtagent.cli.app import app
 from mtagent.cli.scripted_model import load_scripted_model
 from mtagent.errors import UsageError
 from mtagent.session.catalog import list_sessions
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 runner = CliRunner()
 

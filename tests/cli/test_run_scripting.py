@@ -41,7 +41,7 @@ def test_dash_reads_the_task_from_stdin(project, tmp_path):
                            input="summarize the diff\n")
     assert result.exit_code == 0, result.output
     from mtagent.session.catalog import list_sessions
-    from mtagent.session.transcript import read_records
+    from mtagent.session.reader import read_records
 
     users = [r for r in read_records(list_sessions(project)[0].path) if r.get("role") == "user"]
     assert users[0]["content"] == "summarize the diff\n"
@@ -108,7 +108,7 @@ def test_piped_stdin_is_appended_to_the_task(project, tmp_path):
                                  "review this"], input="diff --git a/x b/x\n+new line\n")
     assert result.exit_code == 0, result.output
     from mtagent.session.catalog import list_sessions
-    from mtagent.session.transcript import read_records
+    from mtagent.session.reader import read_records
 
     users = [r for r in read_records(list_sessions(project)[0].path) if r.get("role") == "user"]
     assert users[0]["content"] == "review this\n\ndiff --git a/x b/x\n+new line\n"

@@ -24,7 +24,7 @@ from mtagent.context.model_gate import GATE, BackgroundModel
 from mtagent.context.opener import ParentLink, SessionTools, open_engine_session
 from mtagent.integrations.thread_session import open_thread_session
 from mtagent.session.store import open_store
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 SECRET = "sk-opener-0123456789abcdef0123"
 

@@ -27,7 +27,7 @@ from mtagent.integrations.langchain import MTContextMiddleware
 from mtagent.redaction import REDACTED
 from mtagent.replay.mtagent_strategy import MTAgentStrategy
 from mtagent.replay.strategy_base import StrategyContext
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 SECRET = "sk-parity-0123456789abcdef"
 TASK = "Find out why the build fails."

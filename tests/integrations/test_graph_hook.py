@@ -16,7 +16,7 @@ from mtagent.context.boundary import is_summary_message
 from mtagent.context.invariants import validate_view
 from mtagent.errors import ContextLengthExceeded
 from mtagent.integrations.graph_hook import MTContextHook
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 
 class State(MessagesState):

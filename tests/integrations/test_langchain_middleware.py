@@ -19,7 +19,7 @@ from mtagent.context.view import load_session
 from mtagent.errors import CompactionFailed, ContextLengthExceeded
 from mtagent.integrations.langchain import MTContextMiddleware
 from mtagent.session.artifacts import ArtifactStore
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 from lc_harness import conversation, request_tokens, small_window_settings, tool_results
 

@@ -19,7 +19,7 @@ from mtagent.context.compaction.microcompact import CLEARED_PLACEHOLDER
 from mtagent.events import EventBus, EventType
 from mtagent.integrations.langchain import MTContextMiddleware
 from mtagent.replay.formats import detect_format, load_trajectory
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 
 def script(steps: int, final: str = "done") -> list:

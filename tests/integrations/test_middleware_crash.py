@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from mtagent import paths
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 CHILD = Path(__file__).with_name("crash_child.py")
 

@@ -11,7 +11,7 @@ from mtagent.agent.scripted import ScriptedChatModel, reply, tool_call
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.invariants import validate_view
 from mtagent.integrations.langchain import MTContextMiddleware
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 NAME = "frobnicate_quux_total"
 

@@ -115,7 +115,7 @@ def test_a_context_overflow_is_recovered_by_a_reactive_compact(llama_server: Lla
     """mtagent is told the window is 8,192 tokens; the server has 2,048. The turn that no longer fits
     gets llama-server's exceed_context_size_error, mtagent compacts reactively and the turn goes on."""
     from mtagent.agent.session import AgentSession
-    from mtagent.session.transcript import read_records
+    from mtagent.session.reader import read_records
 
     settings = Settings.model_validate({
         "agent": {"max_retries": 0, "max_output_tokens": 48, "compact_model": "extractive", "max_steps": 3,

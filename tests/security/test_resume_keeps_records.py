@@ -9,7 +9,8 @@ import pytest
 from mtagent.agent.scripted import ScriptedChatModel
 from mtagent.agent.session import AgentSession
 from mtagent.config import Settings
-from mtagent.session.transcript import ReadReport, find_torn_tail, iter_entries
+from mtagent.session.reader import ReadReport, iter_entries
+from mtagent.session.transcript import find_torn_tail
 
 BAD_COMPLETE_LINES = [
     b'{"type": "transcript_message", "text": "\xff\xfe"}\n',  # invalid UTF-8

@@ -23,7 +23,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from mtagent.context.view import load_transcript
 from mtagent.errors import SessionLocked
 from mtagent.session import schema
-from mtagent.session.transcript import ReadReport, TranscriptWriter, iter_entries
+from mtagent.session.reader import ReadReport, iter_entries
+from mtagent.session.transcript import TranscriptWriter
 
 KILLS = 200
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")

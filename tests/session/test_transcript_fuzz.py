@@ -17,7 +17,7 @@ from mtagent.context.view import load_transcript
 from mtagent.errors import ArtifactPathError, MTAgentError
 from mtagent.session import schema
 from mtagent.session.index import locate_resume_point
-from mtagent.session.transcript import ReadReport, read_records
+from mtagent.session.reader import ReadReport, read_records
 
 GOOD = [
     schema.session_start_record("fz", "/p", "m", "0.1.0"),

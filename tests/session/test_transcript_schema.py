@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from mtagent import paths
 from mtagent.session import schema
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 sys.path.insert(0, str(DATA))

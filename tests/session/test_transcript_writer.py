@@ -15,16 +15,8 @@ from langchain_core.messages import HumanMessage
 
 from mtagent.errors import SessionLocked, TranscriptCorrupt
 from mtagent.session import schema
-from mtagent.session.transcript import (
-    MemorySink,
-    ReadReport,
-    RecordSink,
-    TranscriptWriter,
-    iter_entries,
-    lock_path,
-    read_first_record,
-    read_records,
-)
+from mtagent.session.reader import ReadReport, iter_entries, read_first_record, read_records
+from mtagent.session.transcript import MemorySink, RecordSink, TranscriptWriter, lock_path
 
 
 def _msg(i: int) -> dict:

@@ -34,7 +34,7 @@ from mtagent.config import Settings
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.tokens import count_text_tokens
 from mtagent.session import schema
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 DEFAULT_WINDOW = 16_384
 POLICY_LABEL = "[scripted demo policy — not a model]"

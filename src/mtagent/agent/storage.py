@@ -24,7 +24,7 @@ from mtagent.config import Settings
 from mtagent.context.view import ResumedSession, ResumeStats, build_resume_view
 from mtagent.errors import SessionNotFound
 from mtagent.session.store import shared_store
-from mtagent.session.transcript import ReadReport
+from mtagent.session.reader import ReadReport
 
 CHECKPOINT_FILE = "checkpoints.sqlite"
 CHECKPOINT_SETUP_LOCK = 0x6D74_6167_636B  # an advisory lock key of its own ("mtagck")

@@ -136,7 +136,7 @@ def _recorded_scripted_model(root: Path, session_id: str, stored: str | None = N
     from mtagent import paths
     from mtagent.agent.demo import DEMO_MODEL_NAME
     from mtagent.cli import scripted_model
-    from mtagent.session.transcript import read_first_record
+    from mtagent.session.reader import read_first_record
 
     path = paths.session_transcript_path(root, session_id)
     first = read_first_record(path) if stored is None and path.exists() else None

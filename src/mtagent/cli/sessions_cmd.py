@@ -28,7 +28,7 @@ from mtagent.errors import ArtifactPathError, UsageError
 if TYPE_CHECKING:  # the transcript reader and its LangChain message types load only for show/export
     from mtagent.redaction import Redactor
     from mtagent.session.artifacts import ArtifactStore
-    from mtagent.session.transcript import ReadReport
+    from mtagent.session.reader import ReadReport
 
 PREVIEW_CHARS = 600
 # --full shows a body up to this many characters (a 100 MB line would take minutes to lay out)
@@ -268,7 +268,7 @@ def show_cmd(
         path = _transcript(cwd or Path.cwd(), session_id, store)
     from mtagent.context.view import artifact_store_for, load_transcript  # only here: list and completion stay light
     from mtagent.session import schema
-    from mtagent.session.transcript import ReadReport, iter_entries
+    from mtagent.session.reader import ReadReport, iter_entries
 
     store = artifact_store_for(path)
     redactor = _output_redactor(cwd)
@@ -343,7 +343,7 @@ def export_cmd(
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
     with _store(cwd) as store:
         path = _transcript(cwd or Path.cwd(), session_id, store, beside=False)
-    from mtagent.session.transcript import ReadReport, iter_entries
+    from mtagent.session.reader import ReadReport, iter_entries
 
     report = ReadReport()
     raw_lines: dict[int, bytes] = {}

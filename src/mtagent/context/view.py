@@ -34,7 +34,7 @@ from mtagent.errors import SessionNotFound
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.index import ResumePoint, locate_resume_point
-from mtagent.session.transcript import ReadReport, iter_entries, read_first_record
+from mtagent.session.reader import ReadReport, iter_entries, read_first_record
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from mtagent import paths
 from mtagent.session import schema
 from mtagent.session.index import BOUNDARY_PATTERN, MESSAGE_PATTERN, clean_end, parse_line, lines_backwards
-from mtagent.session.transcript import READ_CHUNK_BYTES, read_first_record
+from mtagent.session.reader import READ_CHUNK_BYTES, read_first_record
 
 
 @dataclass(slots=True, frozen=True)

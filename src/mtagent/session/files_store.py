@@ -21,9 +21,8 @@ from mtagent.session.audit import JsonlAuditSink
 from mtagent.session.index import locate_resume_point
 from mtagent.session.catalog import SessionInfo, session_info
 from mtagent.session.store_types import ResumeRead, validate_name
-from mtagent.session.transcript import (
-    Entry, FsyncPolicy, ReadReport, TranscriptWriter, iter_entries, read_first_record,
-)
+from mtagent.session.reader import Entry, ReadReport, iter_entries, read_first_record
+from mtagent.session.transcript import FsyncPolicy, TranscriptWriter
 
 
 

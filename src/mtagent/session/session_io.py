@@ -21,7 +21,8 @@ from mtagent import paths
 from mtagent.errors import SessionNotFound
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.index import locate_resume_point
-from mtagent.session.transcript import TranscriptWriter, iter_entries
+from mtagent.session.reader import iter_entries
+from mtagent.session.transcript import TranscriptWriter
 
 __all__ = ["SessionIO", "open_session_io"]
 

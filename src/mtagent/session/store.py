@@ -42,7 +42,7 @@ from mtagent.session.artifacts import ArtifactMeta, ArtifactStore
 from mtagent.session.audit import AuditSink
 from mtagent.session.catalog import SessionInfo
 from mtagent.session.store_types import ResumeRead, validate_name, validate_tenant
-from mtagent.session.transcript import Entry
+from mtagent.session.reader import Entry
 
 __all__ = [
     "Entry", "ResumeRead", "Store", "TranscriptAppender", "open_store", "shared_store", "validate_name",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mtagent.errors import ConfigError, UsageError
-from mtagent.session.transcript import Entry
+from mtagent.session.reader import Entry
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -14,7 +14,7 @@ Why it is built this way:
 * **fsync policy** ``always`` (every record), ``turn`` (on :meth:`TranscriptWriter.end_turn`
   and close; the default) or ``never``.
 
-Reading lives in :mod:`mtagent.session.reader` (re-exported here): the boundary index
+Reading lives in :mod:`mtagent.session.reader`: the boundary index
 (:mod:`mtagent.session.index`) reads with it and the writer updates the index, so neither needs
 the other's module back.
 """
@@ -35,14 +35,6 @@ from mtagent import paths
 from mtagent.errors import SessionLocked
 from mtagent.session import schema
 from mtagent.session.index import WriterIndex
-from mtagent.session.reader import (  # noqa: F401 - re-exported: readers import them from here
-    READ_CHUNK_BYTES,
-    Entry,
-    ReadReport,
-    iter_entries,
-    read_first_record,
-    read_records,
-)
 
 log = logging.getLogger(__name__)
 

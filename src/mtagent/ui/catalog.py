@@ -26,7 +26,7 @@ from mtagent import paths
 from mtagent.errors import SessionNotFound, UsageError
 from mtagent.replay.cost import ANTHROPIC
 from mtagent.session import schema
-from mtagent.session.transcript import READ_CHUNK_BYTES
+from mtagent.session.reader import READ_CHUNK_BYTES
 
 KEY_SEPARATOR = "~"
 SUBAGENTS_DIR = "subagents"

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from mtagent.redaction import Redactor, collect_secrets
 from mtagent.session import schema
 from mtagent.session.index import parse_line
-from mtagent.session.transcript import READ_CHUNK_BYTES, ReadReport, iter_entries
+from mtagent.session.reader import READ_CHUNK_BYTES, ReadReport, iter_entries
 
 if TYPE_CHECKING:
     from mtagent.config import Settings

@@ -10,7 +10,7 @@ from typing import Any
 from mtagent.agent.scripted import ScriptedChatModel, tool_call
 from mtagent.agent.session import AgentSession
 from mtagent.config import Settings
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 
 def make_code(root: Path) -> Path:

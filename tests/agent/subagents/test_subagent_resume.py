@@ -11,7 +11,7 @@ from subagent_helpers import open_session, report_json, subagent_records, task
 
 from mtagent.agent.scripted import ScriptedChatModel, tool_call, tool_calls
 from mtagent.agent.session import AgentSession
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 
 class SimulatedCrash(BaseException):

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from mtagent.cli.app import app
 from mtagent.session.catalog import list_sessions
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 REPORT = json.dumps({"outcome": "success", "summary": "touched it"})
 

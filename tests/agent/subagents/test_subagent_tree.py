@@ -15,7 +15,7 @@ from mtagent.cli.app import app
 from mtagent.cli.context_render import WindowUsage, render_context_grid, render_context_stats
 from mtagent.cli.session_report import read_session_report
 from mtagent.session import schema
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 
 def _run(code):

@@ -16,7 +16,7 @@ from typing import Any
 
 from mtagent.agent.subagents.report import EvidenceRef, SubagentReport
 from mtagent.session import schema
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 CHANGE_TOOLS = {"write_file": "file_path", "edit_file": "file_path"}
 NOTE_CHARS = 120

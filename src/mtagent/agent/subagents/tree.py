@@ -16,7 +16,7 @@ from typing import Any
 
 from mtagent.agent.subagents.stored import mirrored_path
 from mtagent.session import schema
-from mtagent.session.transcript import read_records
+from mtagent.session.reader import read_records
 
 _LINK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}/subagents/[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.jsonl$")
 MAX_TREE_DEPTH = 8

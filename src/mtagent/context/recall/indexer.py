@@ -35,7 +35,7 @@ from mtagent.redaction import Redactor
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.store_types import validate_tenant
-from mtagent.session.transcript import ReadReport, iter_entries
+from mtagent.session.reader import ReadReport, iter_entries
 
 log = logging.getLogger(__name__)
 

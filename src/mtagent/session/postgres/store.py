@@ -29,7 +29,8 @@ from mtagent.session import store_catalog
 from mtagent.session.catalog import SessionInfo
 from mtagent.session.store_artifacts import NotesThroughStore, StoreArtifacts, pull_memory
 from mtagent.session.store_types import ResumeRead, validate_name
-from mtagent.session.transcript import Entry, FsyncPolicy
+from mtagent.session.reader import Entry
+from mtagent.session.transcript import FsyncPolicy
 
 _SESSION = "tenant = %s AND project = %s AND session_id = %s"
 
