@@ -51,7 +51,7 @@ from mtagent.context.opener import OpenedSession, ParentLink, open_engine_sessio
 from mtagent.context.static.memory_extract import MemoryExtractor
 from mtagent.context.plan import ContextPlan
 from mtagent.context.session_memory.manager import session_memory_for_resume
-from mtagent.context.view import ResumedSession, build_resume_view
+from mtagent.context.view import ResumedSession, build_resume_view, load_from_store
 from mtagent.errors import ModelError, SessionNotFound
 from mtagent.events import EventBus
 from mtagent.session import schema
@@ -171,7 +171,8 @@ class AgentSession:
         sid = session_id or next(reversed(agent_storage.session_ids(settings, root)), None)
         if sid is None:
             raise SessionNotFound(f"no sessions yet for project {root}; start one with `mtagent`")
-        resumed, records = agent_storage.load_for_resume(settings, root, sid, skip_corrupt)
+        resumed, records = load_from_store(shared_store(settings), paths.project_hash(root), sid,
+                                            skip_corrupt=skip_corrupt)
         _add_session_memory(resumed, records, settings)
         recorded = (resumed.session_start or {}).get("model")
         if recorded and str(recorded).startswith(SCRIPTED_PREFIX):

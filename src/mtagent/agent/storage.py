@@ -21,10 +21,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from mtagent import paths
 from mtagent.config import Settings
-from mtagent.context.view import ResumedSession, ResumeStats, build_resume_view
 from mtagent.errors import SessionNotFound
 from mtagent.session.store import shared_store
-from mtagent.session.reader import ReadReport
 
 CHECKPOINT_FILE = "checkpoints.sqlite"
 CHECKPOINT_SETUP_LOCK = 0x6D74_6167_636B  # an advisory lock key of its own ("mtagck")
@@ -46,30 +44,6 @@ class SessionStorage:
             with contextlib.suppress(Exception):
                 close()
         self._closers.clear()
-
-
-def load_for_resume(settings: Settings, project_root: Path, session_id: str,
-                    skip_corrupt: bool) -> tuple[ResumedSession, list[dict[str, Any]]]:
-    """The resumed view and the records it was built from (those after the last boundary).
-
-    A resume point that does not hold (its boundary's first kept message is not where the index
-    says) falls back to reading the whole session, as :func:`~mtagent.context.view.load_transcript` does."""
-    store, project = shared_store(settings), paths.project_hash(project_root)
-    began = time.perf_counter()
-    read = store.read_since_boundary(project, session_id, skip_corrupt=skip_corrupt)
-    records, notes, source = read.records, list(read.notes), "index" if read.boundary_id else "none"
-    view = build_resume_view(records)
-    if read.start > 0 and (not view.first_kept_found or (view.boundary is None and view.legacy_compression is None)):
-        records = [e.record for e in store.read_entries(project, session_id, skip_corrupt=skip_corrupt)]
-        notes, source, view = [*notes, "resume point did not hold; read the whole session"], "full", \
-            build_resume_view(records)
-    report = ReadReport(warnings=notes, records=len(records))
-    stats = ResumeStats(0, 0 if source == "full" else read.start, 0, len(records), source,
-                        time.perf_counter() - began)
-    resumed = ResumedSession(session_id, Path(store.backend) / store.tenant / project / session_id, view,
-                             store.session_start(project, session_id), stats, report,
-                             store.session_artifacts(project, session_id))
-    return resumed, records
 
 
 def session_ids(settings: Settings, project_root: Path) -> list[str]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.index import ResumePoint, locate_resume_point
 from mtagent.session.reader import ReadReport, iter_entries, read_first_record
+from mtagent.session.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -268,6 +269,20 @@ def artifact_store_for(transcript: Path, max_bytes: int | None = None) -> Artifa
     return store
 
 
+def resumed_view(records: list[dict[str, Any]], start: int, notes: Sequence[str],
+                 read_whole: Callable[[], list[dict[str, Any]]], session_memory: str | None = None,
+                 ) -> tuple[ResumeView, list[dict[str, Any]], list[str], bool]:
+    """The view of ``records`` read from a resume point at ``start``, the records it is built from,
+    its notes, and whether the point did not hold (its boundary's first kept message is not where
+    the index says, or what was read holds no boundary) — then it is built from ``read_whole()``."""
+    view = build_resume_view(records, session_memory=session_memory)
+    if start > 0 and (not view.first_kept_found or (view.boundary is None and view.legacy_compression is None)):
+        records = read_whole()
+        notes = [*notes, "resume point did not hold; read the whole session"]
+        return build_resume_view(records, session_memory=session_memory), records, notes, True
+    return view, records, list(notes), False
+
+
 def load_transcript(path: str | os.PathLike[str], *, session_id: str | None = None,
                     skip_corrupt: bool = False, session_memory: str | None = None) -> ResumedSession:
     """Resume from a transcript file, reading only from the last boundary's first kept message."""
@@ -276,21 +291,36 @@ def load_transcript(path: str | os.PathLike[str], *, session_id: str | None = No
         raise SessionNotFound(f"no transcript at {path}; see `mtagent sessions list`")
     began = time.perf_counter()
     point: ResumePoint = locate_resume_point(path)
-    report = ReadReport()
-    records = [e.record for e in iter_entries(path, start=point.start, skip_corrupt=skip_corrupt, report=report)]
-    view = build_resume_view(records, session_memory=session_memory)
-    source: str = point.source
-    if point.start > 0 and (not view.first_kept_found or (view.boundary is None and view.legacy_compression is None)):
-        report = ReadReport(warnings=[*point.notes, "resume point did not hold; read the whole transcript"])
-        records = [e.record for e in iter_entries(path, start=0, skip_corrupt=skip_corrupt, report=report)]
-        view = build_resume_view(records, session_memory=session_memory)
-        source = "full"
-    else:
-        report.warnings[:0] = point.notes
-    stats = ResumeStats(path.stat().st_size, 0 if source == "full" else point.start, report.bytes_read,
-                        report.records, source, time.perf_counter() - began)
+    reports: list[ReadReport] = []
+
+    def read(start: int) -> list[dict[str, Any]]:  # a fresh report for each read: the stats are of the last
+        reports.append(ReadReport())
+        return [e.record for e in iter_entries(path, start=start, skip_corrupt=skip_corrupt, report=reports[-1])]
+
+    view, _, notes, full = resumed_view(read(point.start), point.start, point.notes, lambda: read(0), session_memory)
+    report = reports[-1]
+    report.warnings[:0] = notes
+    stats = ResumeStats(path.stat().st_size, 0 if full else point.start, report.bytes_read,
+                        report.records, "full" if full else point.source, time.perf_counter() - began)
     return ResumedSession(session_id or path.stem, path, view, read_first_record(path), stats, report,
                           artifact_store_for(path))
+
+
+def load_from_store(store: Store, project: str, session_id: str, *,
+                    skip_corrupt: bool = False) -> tuple[ResumedSession, list[dict[str, Any]]]:
+    """The resumed view of a session in ``store`` and the records it was built from (those from the
+    last boundary's first kept message on, or all of them when the resume point did not hold)."""
+    began = time.perf_counter()
+    read = store.read_since_boundary(project, session_id, skip_corrupt=skip_corrupt)
+    view, records, notes, full = resumed_view(read.records, read.start, read.notes, lambda: [
+        e.record for e in store.read_entries(project, session_id, skip_corrupt=skip_corrupt)])
+    stats = ResumeStats(0, 0 if full else read.start, 0, len(records),
+                        "full" if full else "index" if read.boundary_id else "none", time.perf_counter() - began)
+    report = ReadReport(warnings=notes, records=len(records))
+    resumed = ResumedSession(session_id, Path(store.backend) / store.tenant / project / session_id, view,
+                             store.session_start(project, session_id), stats, report,
+                             store.session_artifacts(project, session_id))
+    return resumed, records
 
 
 def load_session(project_root: str | os.PathLike[str], session_id: str, *, skip_corrupt: bool = False,
