@@ -250,11 +250,12 @@ def probe_artifact_long_path(tmp: Path) -> bool:
 
 
 def probe_usage_infinity(tmp: Path) -> bool:
-    from mtagent.session.catalog import list_sessions
+    from mtagent import paths
+    from mtagent.session.files_store import FilesStore
 
     project = _project(tmp)
     _cli("run", "--cwd", str(project), "--model", _script(tmp, ["first"]), "hi")
-    path = list_sessions(project)[0].path
+    path = FilesStore().session_infos(paths.project_hash(project))[0].path
     lines = path.read_text().splitlines()
     for i, line in enumerate(lines):
         rec = json.loads(line)

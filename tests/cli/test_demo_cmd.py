@@ -12,7 +12,8 @@ import mtagent
 from mtagent.cli.app import app
 from mtagent.cli.session_report import read_session_report
 from mtagent.context.view import load_session
-from mtagent.session.catalog import list_sessions
+from mtagent import paths
+from mtagent.session.files_store import FilesStore
 
 runner = CliRunner()
 # A real, stable code base that is always installed and big enough for the 16K demo window.
@@ -26,7 +27,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory):
     mp.setenv("MTAGENT_HOME", str(home))
     try:
         result = runner.invoke(app, ["demo", "--cwd", str(DEMO_SOURCE)], catch_exceptions=False)
-        sessions = list_sessions(DEMO_SOURCE)
+        sessions = FilesStore().session_infos(paths.project_hash(DEMO_SOURCE))
         yield result, sessions, home
     finally:
         mp.undo()

@@ -19,7 +19,8 @@ from mtagent.cli.repl import Repl, continue_line, key_bindings, message_text
 from mtagent.cli.run_cmd import SessionOptions
 from mtagent.cli.turn_display import TurnDisplay, describe_call, make_approver, parse_approval_answer
 from mtagent.events import EventBus, EventType
-from mtagent.session.catalog import list_sessions
+from mtagent import paths
+from mtagent.session.files_store import FilesStore
 from mtagent.session.reader import read_records
 
 
@@ -61,7 +62,7 @@ def make_repl(project: Path, tmp_path: Path, steps: list, pipe, answers: list[st
 
 
 def user_messages(project: Path) -> list[str]:
-    return [r["content"] for r in read_records(list_sessions(project)[0].path) if r.get("role") == "user"]
+    return [r["content"] for r in read_records(FilesStore().session_infos(paths.project_hash(project))[0].path) if r.get("role") == "user"]
 
 
 def test_repl_sends_messages_runs_slash_commands_and_exits(project, tmp_path, pipe):
@@ -110,7 +111,7 @@ def test_repl_denied_command_is_not_run_and_the_model_hears_why(project, tmp_pat
     repl.run()
     assert not marker.exists()
     assert "answer y, n or a" in console.export_text()
-    tool = [r for r in read_records(list_sessions(project)[0].path) if r.get("role") == "tool"]
+    tool = [r for r in read_records(FilesStore().session_infos(paths.project_hash(project))[0].path) if r.get("role") == "tool"]
     assert "Not run" in str(tool[0]["content"])
 
 
@@ -147,7 +148,7 @@ def test_repl_compact_prints_before_after_and_context_shows_the_window_now(proje
     assert "Compaction history" in out
     assert "No tool result has been persisted" in out
     assert "Messages the engine plans from" in out and "question 7" in out
-    records = list(read_records(list_sessions(project)[0].path))
+    records = list(read_records(FilesStore().session_infos(paths.project_hash(project))[0].path))
     assert any(r["type"] == "compact_boundary" and r["trigger"] == "manual" for r in records)
 
 
@@ -155,7 +156,7 @@ def test_repl_resume_switches_sessions(project, tmp_path, pipe):
     first, _ = make_repl(project, tmp_path, ["one"], pipe)
     pipe.send_text("remember this\r/exit\r")
     first.run()
-    old = list_sessions(project)[0].session_id
+    old = FilesStore().session_infos(paths.project_hash(project))[0].session_id
     with create_pipe_input() as pipe2:
         second, console = make_repl(project, tmp_path, ["two"], pipe2)
         pipe2.send_text(f"/resume {old}\r/resume nope-x\r/exit\r")
@@ -272,7 +273,7 @@ def test_repl_compact_of_a_short_session_changes_nothing_and_says_why(project, t
     out = console.export_text()
     lines = [line for line in out.splitlines() if line.startswith(("nothing", "error"))]
     assert lines and lines[0].startswith("nothing") and len(lines[0]) > 20
-    records = list(read_records(list_sessions(project)[0].path))
+    records = list(read_records(FilesStore().session_infos(paths.project_hash(project))[0].path))
     assert not any(r["type"] == "compact_boundary" for r in records)
 
 
@@ -283,7 +284,7 @@ def test_clear_starts_a_new_session_model_switches_and_cost_splits_cache(project
     pipe.send_text(f"hello\r/cost\r/model scripted:{other}\rgo on\r/clear\r/cost\r/model nosuch:thing\r/exit\r")
     repl.run()
     out = console.export_text()
-    sessions = list_sessions(project)
+    sessions = FilesStore().session_infos(paths.project_hash(project))
     assert len(sessions) == 2  # /clear opened a second one; /model kept the first
     assert "from the other model" in out and "model is now" in out and "new session" in out
     assert "cache reads" in out and "cache writes" in out and "model call(s)" in out

@@ -18,7 +18,8 @@ from interrupts import sigint_default_in_child, wait_for
 
 pexpect = pytest.importorskip("pexpect")
 
-from mtagent.session.catalog import list_sessions  # noqa: E402
+from mtagent import paths  # noqa: E402
+from mtagent.session.files_store import FilesStore  # noqa: E402
 from mtagent.session.reader import read_records  # noqa: E402
 
 WAIT = 90  # seconds per step, generous for a loaded CI box; the happy path takes a few
@@ -81,7 +82,7 @@ def test_repl_message_context_approval_multiline_and_exit(tmp_path, mtagent_home
         child.close(force=True)
     assert child.exitstatus == 0, child.before
     assert marker.read_text().strip() == "ok"
-    records = list(read_records(list_sessions(project)[0].path))
+    records = list(read_records(FilesStore().session_infos(paths.project_hash(project))[0].path))
     users = [r["content"] for r in records if r.get("role") == "user"]
     assert users == ["hello", "please run it", "first line\nsecond line"]
     assert (mtagent_home / "repl_history").read_text(encoding="utf-8").count("/context") >= 1
@@ -118,7 +119,7 @@ def test_ctrl_c_stops_a_running_tool_and_returns_to_the_prompt(tmp_path, mtagent
     finally:
         child.close(force=True)
     assert child.exitstatus == 0
-    records = list(read_records(list_sessions(project)[0].path))
+    records = list(read_records(FilesStore().session_infos(paths.project_hash(project))[0].path))
     tool = [r for r in records if r.get("role") == "tool"]
     assert len(tool) == 1 and "interrupt" in str(tool[0]["content"]).lower()
     assert [r["content"] for r in records if r.get("role") == "user"] == ["wait a minute", "go on"]
@@ -149,7 +150,7 @@ def test_repl_cost_compact_and_clear_in_a_terminal(tmp_path, mtagent_home):
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
-    assert len(list_sessions(project)) == 2
+    assert len(FilesStore().session_infos(paths.project_hash(project))) == 2
 
 
 def test_a_refused_compact_stops_its_spinner(tmp_path, mtagent_home):

@@ -16,7 +16,8 @@ from rich.console import Console
 from mtagent import trust
 from mtagent.cli.repl import Repl, key_bindings
 from mtagent.cli.run_cmd import SessionOptions
-from mtagent.session.catalog import list_sessions
+from mtagent import paths
+from mtagent.session.files_store import FilesStore
 from mtagent.session.reader import read_records
 
 
@@ -43,5 +44,5 @@ def test_skill_command_sends_the_body_and_the_request(tmp_path: Path, pipe) -> N
     out = console.export_text()
     assert "no skill named 'nope'" in out and "Bumped." in out
     assert "tool catalog:" in out and "1 skills" in out and "1 loaded" in out
-    users = [r["content"] for r in read_records(list_sessions(project)[0].path) if r.get("role") == "user"]
+    users = [r["content"] for r in read_records(FilesStore().session_infos(paths.project_hash(project))[0].path) if r.get("role") == "user"]
     assert len(users) == 1 and "1. Bump the version in pyproject." in users[0] and users[0].endswith("for 2.0")

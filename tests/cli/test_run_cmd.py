@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from mtagent.cli.app import app
 from mtagent.cli.scripted_model import load_scripted_model
 from mtagent.errors import UsageError
-from mtagent.session.catalog import list_sessions
+from mtagent import paths
+from mtagent.session.files_store import FilesStore
 from mtagent.session.reader import read_records
 
 runner = CliRunner()
@@ -34,7 +35,7 @@ def script(tmp_path: Path, steps: list, name: str = "script.json") -> str:
 
 
 def records(project: Path) -> list[dict]:
-    sessions = list_sessions(project)
+    sessions = FilesStore().session_infos(paths.project_hash(project))
     assert len(sessions) == 1
     return list(read_records(sessions[0].path))
 
@@ -120,7 +121,7 @@ def test_continue_resumes_the_latest_session_with_its_history(project, tmp_path)
 def test_resume_without_model_reuses_the_recorded_script(project, tmp_path):
     model = script(tmp_path, ["one", "two"])
     assert runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "a"]).exit_code == 0
-    sid = list_sessions(project)[0].session_id
+    sid = FilesStore().session_infos(paths.project_hash(project))[0].session_id
     result = runner.invoke(app, ["run", "--cwd", str(project), "--resume", sid, "b"])
     assert result.exit_code == 0, result.output
     assert "one" in result.stdout  # a fresh copy of the script answers again from its first step
@@ -290,7 +291,7 @@ def test_run_interrupted_with_ctrl_c_exits_130_and_says_how_to_resume(project, t
 def test_resuming_a_demo_session_without_a_model_asks_for_one(project, tmp_path):
     model = script(tmp_path, ["Hello."])
     assert runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "hi"]).exit_code == 0
-    session = list_sessions(project)[0]
+    session = FilesStore().session_infos(paths.project_hash(project))[0]
     lines = session.path.read_text(encoding="utf-8").splitlines(keepends=True)
     first = json.loads(lines[0])
     first["model"] = "scripted:demo-policy"
@@ -303,7 +304,7 @@ def test_resuming_a_demo_session_without_a_model_asks_for_one(project, tmp_path)
 def test_resuming_a_corrupt_session_does_not_suggest_a_flag_run_lacks(project, tmp_path):
     model = script(tmp_path, ["Hello.", "Again."])
     assert runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "hi"]).exit_code == 0
-    session = list_sessions(project)[0]
+    session = FilesStore().session_infos(paths.project_hash(project))[0]
     lines = session.path.read_text(encoding="utf-8").splitlines(keepends=True)
     lines[1] = "{garbage\n"
     session.path.write_text("".join(lines), encoding="utf-8")

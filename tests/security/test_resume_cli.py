@@ -13,7 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mtagent.cli.app import app
-from mtagent.session.catalog import list_sessions
+from mtagent import paths
+from mtagent.session.files_store import FilesStore
 
 BAD_LAST_RECORDS = {
     "utf8": b'{"type": "transcript_message", "role": "user", "id": "m9", "content": "\xff\xfe"}\n',
@@ -29,7 +30,7 @@ def _session_with_bad_last_record(tmp_path: Path, bad: bytes) -> tuple[Path, Pat
     script.write_text(json.dumps(["first answer", "second answer"]), encoding="utf-8")
     first = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}", "hello"])
     assert first.exit_code == 0, first.output
-    session = list_sessions(project)[0]
+    session = FilesStore().session_infos(paths.project_hash(project))[0]
     with session.path.open("ab") as fh:
         fh.write(bad)
     return project, script, session.session_id, session.path

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from mtagent.cli.app import app
 from mtagent.session import schema
-from mtagent.session.catalog import list_sessions
+from mtagent import paths
+from mtagent.session.files_store import FilesStore
 
 runner = CliRunner()
 
@@ -26,7 +27,7 @@ def _session_with_usage(tmp_path: Path, usage_text: str) -> tuple[Path, str, Pat
     script.write_text(json.dumps(["first answer"]), encoding="utf-8")
     ran = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}", "hello"])
     assert ran.exit_code == 0, ran.output
-    path = list_sessions(project)[0].path
+    path = FilesStore().session_infos(paths.project_hash(project))[0].path
     lines = path.read_text(encoding="utf-8").splitlines()
     for i, line in enumerate(lines):
         rec = json.loads(line)

@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
 
 from mtagent.session import catalog, schema
-from mtagent.session.catalog import count_patterns, list_sessions
+from mtagent import paths
+from mtagent.session.catalog import count_patterns
+from mtagent.session.files_store import FilesStore
 from mtagent.session.transcript import TranscriptWriter
 
 PATTERNS = [re.compile(rb'"type"\s*:\s*"compact_boundary"'), re.compile(rb'"type"\s*:\s*"transcript_message"'),
@@ -39,8 +41,8 @@ def test_list_sessions_reports_counts_times_and_model(tmp_path):
             writer.append(schema.message_to_record(HumanMessage("hi", id=f"m{i}"),
                                                    timestamp="2026-01-01T00:05:00.000Z"))
         writer.append(schema.boundary_record(summary="s", first_kept_id="m6", timestamp="2026-01-01T01:00:00.000Z"))
-    (info,) = list_sessions(tmp_path)
+    (info,) = FilesStore().session_infos(paths.project_hash(tmp_path))
     assert (info.messages, info.compactions, info.model) == (7, 1, "m-1")
     assert info.started.isoformat() == "2026-01-01T00:00:00+00:00"
     assert info.last_activity.isoformat() == "2026-01-01T01:00:00+00:00"
-    assert list_sessions(tmp_path / "elsewhere") == []
+    assert FilesStore().session_infos(paths.project_hash(tmp_path / "elsewhere")) == []

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from mtagent import paths
 from mtagent.session import schema
 from mtagent.session.index import BOUNDARY_PATTERN, MESSAGE_PATTERN, clean_end, parse_line, lines_backwards
 from mtagent.session.reader import READ_CHUNK_BYTES, read_first_record
@@ -84,11 +83,3 @@ def session_info(path: Path) -> SessionInfo:
         size_bytes=stat.st_size,
         model=first.get("model") if first.get("type") == schema.SESSION_START else None,
     )
-
-
-def list_sessions(project_root: str | os.PathLike[str]) -> list[SessionInfo]:
-    """Sessions of a project, oldest first (session ids sort by creation time)."""
-    folder = paths.history_dir(project_root)
-    if not folder.is_dir():
-        return []
-    return [session_info(p) for p in sorted(folder.glob("*.jsonl")) if p.is_file()]

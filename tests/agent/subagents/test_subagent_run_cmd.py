@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mtagent.cli.app import app
-from mtagent.session.catalog import list_sessions
+from mtagent import paths
+from mtagent.session.files_store import FilesStore
 from mtagent.session.reader import read_records
 
 REPORT = json.dumps({"outcome": "success", "summary": "touched it"})
@@ -35,7 +36,7 @@ def test_run_settles_a_childs_question_by_the_parents_rule(tmp_path: Path, flags
     assert marker.exists() is runs
     if says:
         assert says in result.stderr
-    (session,) = list_sessions(project)
+    (session,) = FilesStore().session_infos(paths.project_hash(project))
     records = list(read_records(session.path))
     report = json.loads(next(r for r in records if r.get("role") == "tool" and r.get("name") == "task")["content"])
     assert report["summary"] == "touched it" and bool(report.get("open_questions")) is not runs
