@@ -117,7 +117,7 @@ class SessionOptions:
             target = resolve_session_id(self.root, target, ids)
         model: Any = self.model
         if model is None and target is not None:
-            model = _recorded_scripted_model(self.root, target, storage.recorded_model(settings, self.root, target))
+            model = _recorded_scripted_model(target, storage.recorded_model(settings, self.root, target))
         if scripted_model.is_scripted(model):
             model = scripted_model.load_scripted_model(model)
         elif not model and not settings.agent.model:
@@ -129,18 +129,13 @@ class SessionOptions:
         return AgentSession.create(self.root, **common)
 
 
-def _recorded_scripted_model(root: Path, session_id: str, stored: str | None = None) -> str | None:
+def _recorded_scripted_model(session_id: str, recorded: str | None) -> str | None:
     """A scripted session resumes with its own script when ``--model`` is not given.
 
-    ``stored``: the model a shared store's ``session_start`` names (None: read the file)."""
-    from mtagent import paths
+    ``recorded``: the model the session's ``session_start`` names, as the configured store has it."""
     from mtagent.agent.demo import DEMO_MODEL_NAME
     from mtagent.cli import scripted_model
-    from mtagent.session.reader import read_first_record
 
-    path = paths.session_transcript_path(root, session_id)
-    first = read_first_record(path) if stored is None and path.exists() else None
-    recorded = stored if stored is not None else (first or {}).get("model")
     if recorded == DEMO_MODEL_NAME:
         raise UsageError(f"session {session_id} was run by the demo's scripted policy, which cannot go on; "
                          "pass a model, e.g. --model openai:gpt-4o-mini")
