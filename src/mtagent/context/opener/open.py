@@ -28,8 +28,6 @@ from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.audit import AuditingSink
 from mtagent.session.session_io import open_session_io
 
-__all__ = ["OpenedSession", "ParentLink", "open_engine_session"]
-
 
 @dataclass(slots=True, frozen=True)
 class ParentLink:
@@ -193,7 +191,8 @@ def open_engine_session(
         engine = build_engine_session(
             settings, sink=sink, artifacts=artifacts, summarizer=chosen, session_memory=memory, events=events,
             stats=stats, redactor=redactor, read_state=read_state, root=root, guard=guard,
-            recorded=_recorded_ids(records), session_id=session_id, system=system or context,
+            recorded={str(r["id"]) for r in records if r.get("type") == schema.TRANSCRIPT_MESSAGE and r.get("id")},
+            session_id=session_id, system=system or context,
             retriever=compacted_recall(indexed, settings) if isinstance(indexed, IndexingSink) else None,
             counter=counter, clock=clock,
         )
@@ -203,7 +202,3 @@ def open_engine_session(
     return OpenedSession(session_id, root, settings, store, io.writer, sink, artifacts, redactor, events, stats,
                          engine, context, chosen, memory, read_state, records, io.is_new,
                          indexed.indexer if isinstance(indexed, IndexingSink) else None)
-
-
-def _recorded_ids(records: Sequence[dict[str, Any]]) -> set[str]:
-    return {str(r["id"]) for r in records if r.get("type") == schema.TRANSCRIPT_MESSAGE and r.get("id")}

@@ -19,8 +19,6 @@ from mtagent.context.static.authority import Conflict
 from mtagent.context.static.rules import touched_paths
 from mtagent.context.static.tiers import RuntimeContext, StaticContext, StaticParts, build_system_prompt
 
-__all__ = ["FixedSystem", "SystemContext", "SystemPrompt", "SessionTools"]
-
 
 @dataclass(slots=True)
 class SessionTools:

@@ -30,8 +30,6 @@ from mtagent.redaction import Redactor
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.transcript import RecordSink
 
-__all__ = ["CacheAlignedModel", "build_engine_session", "make_summarizer", "share_main_request"]
-
 
 def make_summarizer(settings: Settings, model: Any | None = None, summarizer: Summarizer | None = None) -> Summarizer:
     """The session's summarizer: ``summarizer`` when given, an LLM one on ``model``, else the
