@@ -363,12 +363,11 @@ def test_a_worker_login_role_acting_as_the_app_role_runs_and_lists_sessions(proj
 
 
 def test_export_fetches_no_artifacts_and_show_does(project: Path, pg_dsn: str, tenant: str) -> None:
-    from mtagent.session.store_catalog import mirror_home
 
     _pg_session(pg_dsn, tenant, project, "01PGEXP", 1)
     env, cwd = _env(pg_dsn, tenant), ["--cwd", str(project)]
     with PostgresStore(pg_dsn, tenant=tenant, pool_max_size=1) as store:
-        artifact = mirror_home(store) / "history" / paths.project_hash(project) / "artifacts" / "01PGEXP" / \
+        artifact = Path(store.local_home) / "history" / paths.project_hash(project) / "artifacts" / "01PGEXP" / \
             "tool-results" / "c1.txt"
     assert runner.invoke(app, ["sessions", "export", "01PGEXP", *cwd], env=env).exit_code == 0
     assert not artifact.exists()

@@ -48,10 +48,6 @@ class FilesStore:
     def transcript_path(self, project: str, session_id: str) -> Path:
         return self._history(project) / f"{paths.validate_session_id(session_id)}.jsonl"
 
-    def _artifacts(self, project: str, session_id: str) -> ArtifactStore:
-        root = self._history(project) / "artifacts" / paths.validate_session_id(session_id)
-        return ArtifactStore(root, self.max_artifact_bytes)
-
     def _existing(self, project: str, session_id: str) -> Path:
         path = self.transcript_path(project, session_id)
         if not path.is_file():
@@ -98,21 +94,21 @@ class FilesStore:
 
     # artifacts and session memory ----------------------------------------------------------
     def write_artifact(self, project: str, session_id: str, relative: str, text: str) -> ArtifactMeta:
-        return self._artifacts(project, session_id).write_text(relative, text)
+        return self.session_artifacts(project, session_id).write_text(relative, text)
 
     def read_artifact(self, project: str, session_id: str, relative: str) -> str:
-        return self._artifacts(project, session_id).read_text(relative)
+        return self.session_artifacts(project, session_id).read_text(relative)
 
     def list_artifacts(self, project: str, session_id: str) -> list[str]:
-        store = self._artifacts(project, session_id)
+        store = self.session_artifacts(project, session_id)
         return [f"{TOOL_RESULTS_DIR}/{p.name}" for p in store.list_tool_results()]
 
     def read_session_memory(self, project: str, session_id: str) -> str | None:
-        path = self._artifacts(project, session_id).session_memory_path
+        path = self.session_artifacts(project, session_id).session_memory_path
         return path.read_text("utf-8", errors="replace") if path.is_file() else None
 
     def write_session_memory(self, project: str, session_id: str, text: str) -> None:
-        store = self._artifacts(project, session_id)
+        store = self.session_artifacts(project, session_id)
         store.write_text(str(store.session_memory_path.relative_to(store.root)), text)
 
     # long-term memory ------------------------------------------------------------------------
@@ -151,7 +147,8 @@ class FilesStore:
         return self.home
 
     def session_artifacts(self, project: str, session_id: str) -> ArtifactStore:
-        return self._artifacts(project, session_id)
+        root = self._history(project) / "artifacts" / paths.validate_session_id(session_id)
+        return ArtifactStore(root, self.max_artifact_bytes)
 
     def open_session_writer(self, project: str, session_id: str, artifacts: Any) -> TranscriptWriter:
         return self.open_writer(project, session_id)

@@ -24,8 +24,6 @@ from mtagent.session.index import locate_resume_point
 from mtagent.session.reader import iter_entries
 from mtagent.session.transcript import TranscriptWriter
 
-__all__ = ["SessionIO", "open_session_io"]
-
 
 @dataclass(slots=True)
 class SessionIO:

@@ -42,19 +42,11 @@ def session_infos(store: Any, project: str) -> list[SessionInfo]:
     return infos
 
 
-def mirror_home(store: Any) -> Path:
-    """The mirror of ``store``'s tenant on this machine: its local home (:mod:`mtagent.session.local`).
-
-    The agent's artifact cache in PostgreSQL mode lives here too (``history/<project>/artifacts/``),
-    so two tenants on one machine never share a cached artifact or session notes, even for the
-    same session id (the middleware derives ids from thread ids, which tenants may share).
-    """
-    return Path(store.local_home)
-
-
 def session_cache_dir(store: Any, project: str, session_id: str) -> Path:
-    """The tenant's local artifact folder of one session (a cache of the store's artifacts)."""
-    home = mirror_home(store)
+    """The tenant's local artifact folder of one session (a cache of the store's artifacts), in the
+    mirror — the tenant's local home — so two tenants on one machine never share a cached artifact or
+    session notes, even for the same session id (the middleware derives ids from thread ids)."""
+    home = Path(store.local_home)
     _private(home)
     return home / "history" / project / "artifacts" / paths.validate_session_id(session_id)
 
@@ -83,7 +75,7 @@ def mirror_session(store: Any, project: str, session_id: str, *, home: Path | No
         raise SessionNotFound(f"no session {session_id} in project {project} for tenant {store.tenant}; "
                               "see `mtagent sessions list`")
     local = FilesStore(tenant=store.tenant, max_artifact_bytes=store.max_artifact_bytes,
-                       home=home or mirror_home(store))
+                       home=home or Path(store.local_home))
     path = local.transcript_path(project, session_id)
     cached = _complete_lines(path)
     rows = read_lines(store, project, session_id, start=max(len(cached) - 1, 0))
@@ -116,7 +108,7 @@ def _mirror_beside(store: Any, local: FilesStore, project: str, session_id: str)
 
 def mirror_project(store: Any, project: str) -> Path:
     """Every session transcript of one project mirrored (no artifacts); the folder holding them."""
-    home = mirror_home(store)
+    home = Path(store.local_home)
     for session_id in store.sessions(project):
         mirror_session(store, project, session_id, home=home, beside=False)
     _private(home)
@@ -125,7 +117,7 @@ def mirror_project(store: Any, project: str) -> Path:
 
 def mirror_tenant(store: Any) -> Path:
     """Mirror every session of the tenant (for the explain UI); return the mirror's home."""
-    home = mirror_home(store)
+    home = Path(store.local_home)
     for project in store.projects():
         for session_id in store.sessions(project):
             mirror_session(store, project, session_id, home=home)
