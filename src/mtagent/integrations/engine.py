@@ -21,7 +21,6 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from mtagent.config import Settings, load_settings
 from mtagent.context.compaction.summarize import Summarizer
-from mtagent.context.engine_session import EngineSession
 from mtagent.context.tokens import count_text_tokens
 from mtagent.events import EventBus
 from mtagent.integrations.thread_session import (
@@ -104,11 +103,6 @@ class ThreadSessions:
             if self._default is None:
                 self._default = new_session_id()
             return self._default
-
-    def engine(self, runtime: Any = None, *, model_name: str | None = None) -> EngineSession:
-        """The engine session of the running thread."""
-        engine: EngineSession = self.get(runtime, model_name=model_name).engine
-        return engine
 
     def get(self, runtime: Any = None, *, model_name: str | None = None) -> ThreadSession:
         """The session of the running thread, opened (or resumed) on first use."""

@@ -57,7 +57,7 @@ class MTContextHook:
         self.last_history: list[BaseMessage] | None = None  # what the model was last prepared from
 
     def __call__(self, state: dict[str, Any], config: RunnableConfig | None = None) -> dict[str, Any]:
-        engine = self.sessions.engine(_Config(config))
+        engine = self.sessions.get(_Config(config)).engine
         replaced = engine.record_state(state["messages"])
         by_id = {m.id: m for m in replaced}
         history = [by_id.get(m.id, m) for m in state["messages"]]
@@ -76,7 +76,7 @@ class MTContextHook:
         update (``messages`` rewrite + the new ``llm_input_messages`` to retry with)."""
         if self.last_history is None:
             raise RuntimeError("MTContextHook.reactive needs a prepared turn; run the hook before the model")
-        engine = self.sessions.engine(_Config(config))
+        engine = self.sessions.get(_Config(config)).engine
         system, tools_tokens = self._system(), self.sessions.tools_tokens(self.tools)
         history = engine.reactive(self.last_history, error, system=system, tools_tokens=tools_tokens)
         prepared = engine.prepare(history, system=system, tools_tokens=tools_tokens)

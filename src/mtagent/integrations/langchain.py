@@ -218,7 +218,7 @@ class MTContextMiddleware(AgentMiddleware):
 
     def _engine_for(self, request: ModelRequest[Any]) -> EngineSession:
         name = getattr(request.model, "model_name", None) or getattr(request.model, "model", None)
-        return self.sessions.engine(request.runtime, model_name=name if isinstance(name, str) else None)
+        return self.sessions.get(request.runtime, model_name=name if isinstance(name, str) else None).engine
 
     def _call(self, engine: EngineSession, request: ModelRequest[Any],
               invoke: Callable[[list[BaseMessage]], AIMessage]) -> ModelCall:
@@ -251,7 +251,7 @@ async def _awaited(awaitable: Awaitable[Any]) -> Any:
 
 def start_tool(sessions: ThreadSessions, request: ToolCallRequest) -> tuple[EngineSession, ToolMessage | None]:
     """The tool-started guard: the engine and, when the call must not run, the answer instead."""
-    engine = sessions.engine(request.runtime)
+    engine = sessions.get(request.runtime).engine
     call = request.tool_call
     started = engine.tool_started(str(call.get("id")), str(call.get("name")), call.get("args") or {})
     if started is True:
