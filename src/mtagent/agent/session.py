@@ -119,8 +119,7 @@ class AgentSession:
         # End-of-turn memory extraction (memory.auto_extract): the compaction model when set, else the main one.
         self.memory_extractor = (MemoryExtractor(summarizer_model or model, project_root, self.settings)
                                  if self.settings.memory.auto_extract else None)
-        self.checkpointer = self._db.checkpointer  # SQLite beside the artifacts, or PostgreSQL
-        self.graph = build_graph(self.runtime, self.checkpointer)
+        self.graph = build_graph(self.runtime, self._db.checkpointer)  # SQLite beside the artifacts, or PostgreSQL
         self.graph_config = {"configurable": {"thread_id": self._db.thread_id(self.session_id)}}
 
     # construction ------------------------------------------------------------------------
