@@ -98,10 +98,9 @@ def rebind_on_load(parts: EngineParts, model: Any, set_model: Callable[[Any], No
                    share: OpenedSession | None = None) -> None:
     """A ``tool_search`` load appends schemas: bind the catalog's tools again from the next call (core,
     then loads in load order, so the cached prefix survives); ``share``: the session whose summarizer
-    and notes use the main model's binding gets the new one too."""
+    and notes use the main model's binding gets the new one too. Called after :func:`choose_tool_schemas`."""
     toolset = parts.toolset
-    if toolset is None:
-        return
+    assert toolset is not None
 
     def rebind() -> None:
         bound = model.bind_tools(toolset.bound())

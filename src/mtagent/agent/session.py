@@ -120,7 +120,7 @@ class AgentSession:
         self.memory_extractor = (MemoryExtractor(summarizer_model or model, project_root, self.settings)
                                  if self.settings.memory.auto_extract else None)
         self.graph = build_graph(self.runtime, self._db.checkpointer)  # SQLite beside the artifacts, or PostgreSQL
-        self.graph_config = {"configurable": {"thread_id": self._db.thread_id(self.session_id)}}
+        self.graph_config = {"configurable": {"thread_id": f"{self._db.thread_prefix}{self.session_id}"}}
 
     # construction ------------------------------------------------------------------------
     @classmethod

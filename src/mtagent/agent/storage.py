@@ -36,9 +36,6 @@ class SessionStorage:
     thread_prefix: str = ""
     _closers: list[Callable[[], None]] = field(default_factory=list)
 
-    def thread_id(self, session_id: str) -> str:
-        return f"{self.thread_prefix}{session_id}"
-
     def close(self) -> None:
         for close in reversed(self._closers):
             with contextlib.suppress(Exception):

@@ -33,20 +33,8 @@ from mtagent.session.schema import new_session_id
 from mtagent.session.store import open_store
 
 
-def tools_token_count(tools: Sequence[Any], encoding: str) -> int:
-    """Tokens of the tool schemas a request carries (they count against the window too)."""
-    total = 0
-    for tool in tools:
-        try:
-            schema = tool if isinstance(tool, dict) else convert_to_openai_tool(tool)
-        except Exception:  # a provider-native tool spec we cannot render: count its repr
-            schema = {"tool": repr(tool)}
-        total += count_text_tokens(json.dumps(schema, sort_keys=True, default=str), encoding)
-    return total
-
-
 class ToolsTokens:
-    """Tokens of a request's tool schemas, counted once per set of tool names."""
+    """Tokens of a request's tool schemas (they count against the window too), counted once per set of tool names."""
 
     def __init__(self, encoding: str) -> None:
         self.encoding = encoding
@@ -56,8 +44,16 @@ class ToolsTokens:
         key = tuple(sorted(json.dumps(t, sort_keys=True, default=str) if isinstance(t, dict)  # a schema as sent
                            else str(getattr(t, "name", None) or t) for t in tools))
         if key not in self._known:
-            self._known[key] = tools_token_count(tools, self.encoding)
+            self._known[key] = sum(count_text_tokens(json.dumps(_schema(t), sort_keys=True, default=str), self.encoding)
+                                   for t in tools)
         return self._known[key]
+
+
+def _schema(tool: Any) -> Any:
+    try:
+        return tool if isinstance(tool, dict) else convert_to_openai_tool(tool)
+    except Exception:  # a provider-native tool spec we cannot render: count its repr
+        return {"tool": repr(tool)}
 
 
 def resolve_settings(settings: Settings | None, token_limit: int | None, project_root: Path) -> Settings:
