@@ -15,7 +15,7 @@ from mtagent.context.recall.indexer import index_path
 from mtagent.context.static import memory
 from mtagent.errors import ConfigError
 from mtagent.session.local import local_home, redact_dsn, shared_home
-from mtagent.session.store_artifacts import memory_dir, pull_memory, push_memory
+from mtagent.session.store_artifacts import pull_memory, push_memory
 
 DSN = "postgresql://worker:s3cret-pass@db.example:5432/fleet"
 
@@ -86,7 +86,7 @@ def test_many_sessions_of_two_tenants_open_side_by_side(mtagent_home: Path, tmp_
         try:
             barrier.wait()
             for _ in range(25):
-                folder = memory_dir(store, project)
+                folder = paths.project_memory_dir(project, store.local_home)  # the tenant's own
                 pull_memory(store, "proj", folder)
                 push_memory(store, "proj", folder)
         except BaseException as exc:  # noqa: BLE001 - collected and asserted below

@@ -51,26 +51,21 @@ class StoreArtifacts(ArtifactStore):
 
     # The session-memory notes are edited as a local file (the manager, a subagent's merge, a
     # hand edit); the store holds the truth another worker resumes from.
-    def pull_session_memory(self) -> bool:
-        """Replace the local notes with the store's (True when the store has notes)."""
+    def pull_session_memory(self) -> None:
+        """Replace the local notes with the store's, when the store has notes."""
         text = self.store.read_session_memory(self.project, self.session_id)
-        if text is None:
-            return False
         path = self.session_memory_path
-        if not path.is_file() or path.read_text("utf-8", errors="replace") != text:
+        if text is not None and (not path.is_file() or path.read_text("utf-8", errors="replace") != text):
             ArtifactStore.write_text(self, str(path.relative_to(self.root)), text)
-        return True
 
-    def push_session_memory(self) -> bool:
-        """Write the local notes to the store when they differ from it (True when written)."""
+    def push_session_memory(self) -> None:
+        """Write the local notes to the store when they differ from it."""
         path = self.session_memory_path
         if not path.is_file():
-            return False
+            return
         text = self.redactor.text(path.read_text("utf-8", errors="replace"))
-        if self.store.read_session_memory(self.project, self.session_id) == text:
-            return False
-        self.store.write_session_memory(self.project, self.session_id, text)
-        return True
+        if self.store.read_session_memory(self.project, self.session_id) != text:
+            self.store.write_session_memory(self.project, self.session_id, text)
 
 
 @dataclass(slots=True)
@@ -137,21 +132,13 @@ def _memory_files(folder: Path) -> list[Path]:
     return found
 
 
-def memory_dir(store: Any, project_root: str | os.PathLike[str]) -> Path:
-    """The project's long-term memory folder in ``store``'s tenant's local home (see
-    :mod:`mtagent.session.local`): no other tenant ever reads or writes it."""
-    from mtagent import paths
-
-    return paths.project_memory_dir(project_root, store.local_home)
-
-
-def pull_memory(store: Any, project: str, folder: Path) -> int:
-    """Write the store's long-term memory files of ``project`` into ``folder``; return how many changed.
+def pull_memory(store: Any, project: str, folder: Path) -> None:
+    """Write the store's long-term memory files of ``project`` into ``folder``.
 
     The store is the truth in PostgreSQL mode: a worker starts from what any worker last saved.
-    ``folder`` is the tenant's own (:func:`memory_dir`), so nothing is moved aside or renamed.
+    ``folder`` is the tenant's own (in its local home, :mod:`mtagent.session.local`), so nothing is
+    moved aside or renamed.
     """
-    changed = 0
     for name in store.list_memory(project):
         text = store.read_memory(project, name)
         target = folder / validate_name("memory name", name)
@@ -161,16 +148,11 @@ def pull_memory(store: Any, project: str, folder: Path) -> int:
         tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.pull.tmp")
         tmp.write_text(text, "utf-8")
         tmp.replace(target)
-        changed += 1
-    return changed
 
 
-def push_memory(store: Any, project: str, folder: Path) -> int:
-    """Save the local memory files that differ from the store's; return how many were written."""
-    written = 0
+def push_memory(store: Any, project: str, folder: Path) -> None:
+    """Save the local memory files that differ from the store's."""
     for path in _memory_files(folder):
         text = path.read_text("utf-8", errors="replace")
         if store.read_memory(project, path.name) != text:
             store.write_memory(project, path.name, text)
-            written += 1
-    return written
