@@ -14,15 +14,8 @@ measurement of all. It
 * picks the summarizer once (:func:`make_summarizer`) and the session-memory model, which always
   waits for the main call (:mod:`mtagent.context.model_gate`);
 * owns the system-prompt context (:class:`SystemContext`: Tier 1/2 files, rules, memory, and the
-  **tool catalog**), which :meth:`EngineSession.call_model` asks for on every call.
-
-**The tool catalog.** :class:`SessionTools` is where tools enter a session: ``tools`` (built-in,
-MCP, skills — anything the model may call), ``offered`` (the names bound with full schemas; the
-rest deferred), ``list_tools``, ``schema_tokens`` (counted in the view's fixed part) and
-``context`` (extra context buckets such as MCP server instructions or a skills listing, sent after
-the static context). Pass one as ``tools=`` or set ``opened.system.tools`` once the tools exist
-(they often need the opened session's artifacts and sink). The toolset's own catalog
-(:mod:`mtagent.context.toolset`) fills it.
+  tool catalog, :class:`SessionTools`, where tools enter a session), which
+  :meth:`EngineSession.call_model` asks for on every call.
 
 LangGraph-only parts (the checkpointer, the graph) stay in ``agent/``.
 """
