@@ -97,7 +97,9 @@ def test_ctrl_c_around_the_fork_stops_the_call_promptly_and_leaves_nothing(
 
 def _stopped_promptly_leaving_nothing(kit: Kit, what: str, exclude: frozenset[int] = frozenset(),
                                       press: Callable[[], None] = lambda: None) -> None:
-    """One shell call that a Ctrl-C (``press``, or the test's own arrangement) stops."""
+    """One shell call that a Ctrl-C (``press``, or the test's own arrangement) stops. Processes the
+    suite already had (its PostgreSQL, Ray, MCP servers) are not the call's."""
+    exclude = exclude | live_descendants(os.getpid())
     began = time.monotonic()
     try:
         press()
