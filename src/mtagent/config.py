@@ -88,6 +88,12 @@ class Settings(_Section):
         check_ranges(self)  # finite, sane numbers; settings that bound each other agree
         return self
 
+    def with_token_limit(self, token_limit: int) -> Settings:
+        """These settings in a window of ``token_limit`` tokens (themselves when it already is)."""
+        if token_limit == self.context.token_limit:
+            return self
+        return self.model_copy(update={"context": self.context.model_copy(update={"token_limit": token_limit})})
+
     def auto_compact_threshold_tokens(self, token_limit: int | None = None, fixed_tokens: int = 0) -> int:
         """The token count at which auto compaction fires — the one definition: the engine's policy
         fires here, and ``/context``, the REPL banner, ``run``, demo, replay and tune show it.

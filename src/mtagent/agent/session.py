@@ -131,7 +131,7 @@ class AgentSession:
              parent: ParentLink | None = None) -> AgentSession:
         """Open the session through the one opener, in this model's window, and wrap it."""
         window = model_window(settings, model_name, model).parts()
-        settings = _with_window(settings, window[0])
+        settings = settings.with_token_limit(window[0])
         opened = open_engine_session(
             shared_store(settings), root, settings, session_id=session_id, resume=resume,
             model_name=model_name, model=summarizer_model, parent=parent, secrets=secrets, events=events,
@@ -347,13 +347,6 @@ def _without_stale_usage(history: Sequence[BaseMessage], records: Sequence[dict[
     return [m.model_copy(update={"usage_metadata": None})
             if isinstance(m, AIMessage) and m.usage_metadata and m.id not in fresh else m
             for m in history]
-
-
-def _with_window(settings: Settings, window: int) -> Settings:
-    if window == settings.context.token_limit:
-        return settings
-    context = settings.context.model_copy(update={"token_limit": window})
-    return settings.model_copy(update={"context": context})
 
 
 def _resolve_model(model: str | BaseChatModel | None, settings: Settings, base_url: str | None,

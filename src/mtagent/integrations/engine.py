@@ -59,10 +59,7 @@ def _schema(tool: Any) -> Any:
 def resolve_settings(settings: Settings | None, token_limit: int | None, project_root: Path) -> Settings:
     """The CLI's settings (files + ``MTAGENT_*`` environment) unless given; ``token_limit`` wins."""
     settings = settings or load_settings(project_root)
-    if token_limit is None:
-        return settings
-    context = settings.context.model_copy(update={"token_limit": token_limit})
-    return settings.model_copy(update={"context": context})
+    return settings if token_limit is None else settings.with_token_limit(token_limit)
 
 
 class ThreadSessions:

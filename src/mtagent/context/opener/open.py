@@ -11,11 +11,11 @@ from typing import Any
 from mtagent import __version__
 from mtagent.config import Settings
 from mtagent.context.compaction.reattach import ReadState
-from mtagent.context.compaction.summarize import Summarizer
+from mtagent.context.compaction.summarize import LLMSummarizer, Summarizer
 from mtagent.context.engine_session import EngineSession, ToolGuard
 from mtagent.context.model_gate import background
 from mtagent.context.opener.system import SystemContext, SystemPrompt, SessionTools
-from mtagent.context.opener.wiring import build_engine_session, make_summarizer, share_main_request
+from mtagent.context.opener.wiring import CacheAlignedModel, build_engine_session, make_summarizer
 from mtagent.context.recall.indexer import RecallIndexer
 from mtagent.context.recall.sink import IndexingSink, compacted_recall, recall_sink
 from mtagent.context.session_memory.manager import SessionMemoryManager
@@ -103,8 +103,17 @@ class OpenedSession:
         return self.engine.system.fixed_tokens(self.engine.window.counter.estimate)
 
     def share_main_model(self, bound_model: Any) -> None:
-        """The session's own model (tools bound) writes its hand-offs and notes: share its cached prefix."""
-        share_main_request(self.summarizer, self.session_memory, bound_model, self.settings)
+        """When the session's own model writes the hand-offs (and notes), give the summarizer that model
+        *with the main tools bound* and mark it cache-aligned: a summary or notes request is then the
+        last main request + one instruction, served from the provider's prompt cache
+        (``context/compaction/cache_align.py``). The notes model still waits for the main call."""
+        if not self.settings.context.cache_aligned_summaries:
+            return
+        if isinstance(self.summarizer, LLMSummarizer):
+            self.summarizer.model = bound_model
+            self.summarizer.cache_aligned = True
+        if self.session_memory is not None and self.session_memory.model is not None:
+            self.session_memory.model = background(CacheAlignedModel(bound_model))
 
     def end_turn(self) -> None:
         """The turn's records are durable (per ``transcript.fsync``) and indexed for recall."""

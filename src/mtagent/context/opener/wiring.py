@@ -18,7 +18,6 @@ from mtagent.config import Settings
 from mtagent.context.compaction.reattach import ReadState
 from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from mtagent.context.engine_session import EngineSession, ToolGuard
-from mtagent.context.model_gate import background
 from mtagent.context.opener.system import SystemPrompt
 from mtagent.context.recall.retrieved import CompactedRecall
 from mtagent.context.recall.sink import compacted_recall
@@ -51,20 +50,6 @@ class CacheAlignedModel:
 
     def invoke(self, request: Any, *args: Any, **kwargs: Any) -> Any:
         return self.model.invoke(request, *args, **kwargs)
-
-
-def share_main_request(summarizer: Summarizer, memory: Any, bound_model: Any, settings: Settings) -> None:
-    """When the session's own model writes the hand-offs (and notes), give the summarizer that model
-    *with the main tools bound* and mark it cache-aligned: a summary or notes request is then the
-    last main request + one instruction, served from the provider's prompt cache
-    (``context/compaction/cache_align.py``). The notes model still waits for the main call."""
-    if not settings.context.cache_aligned_summaries:
-        return
-    if isinstance(summarizer, LLMSummarizer):
-        summarizer.model = bound_model
-        summarizer.cache_aligned = True
-    if memory is not None and memory.model is not None:
-        memory.model = background(CacheAlignedModel(bound_model))
 
 
 def build_engine_session(
