@@ -22,7 +22,7 @@ TARGETS = ("postgres", "files")
 
 def _stores(settings: Any, target: str, dsn: str | None) -> tuple[Store, Store]:
     from mtagent.session.files_store import FilesStore
-    from mtagent.session.store import validate_tenant
+    from mtagent.session.store_types import validate_tenant
 
     dsn = dsn or settings.storage.dsn
     if not dsn:

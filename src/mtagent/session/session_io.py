@@ -65,19 +65,10 @@ def open_session_io(store: Any, project_root: Path, session_id: str, *, child_of
         is_new = not path.is_file() or path.stat().st_size == 0
         return SessionIO(TranscriptWriter(path, session_id=session_id, fsync=getattr(store, "fsync", "turn")),
                          artifacts, records, is_new)
-    records = []
-    if read_records:
-        try:
-            records = store.read_since_boundary(project, session_id, skip_corrupt=True).records
-        except SessionNotFound:
-            records = []
-    return SessionIO(store.open_session_writer(project, session_id, artifacts), artifacts, records,
-                     not records and _is_new(store, project, session_id))
-
-
-def _is_new(store: Any, project: str, session_id: str) -> bool:
-    """Nothing stored yet: one look at the first record, never a count of a long transcript."""
     try:
-        return store.session_start(project, session_id) is None
+        records = store.read_since_boundary(project, session_id, skip_corrupt=True).records if read_records else []
+        # nothing stored yet: one look at the first record, never a count of a long transcript
+        is_new = not records and store.session_start(project, session_id) is None
     except SessionNotFound:
-        return True
+        records, is_new = [], True
+    return SessionIO(store.open_session_writer(project, session_id, artifacts), artifacts, records, is_new)

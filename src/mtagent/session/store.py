@@ -41,13 +41,8 @@ from mtagent.errors import ConfigError
 from mtagent.session.artifacts import ArtifactMeta, ArtifactStore
 from mtagent.session.audit import AuditSink
 from mtagent.session.catalog import SessionInfo
-from mtagent.session.store_types import ResumeRead, validate_name, validate_tenant
+from mtagent.session.store_types import ResumeRead, validate_tenant
 from mtagent.session.reader import Entry
-
-__all__ = [
-    "Entry", "ResumeRead", "Store", "TranscriptAppender", "open_store", "shared_store", "validate_name",
-    "validate_tenant",
-]
 
 
 @runtime_checkable
