@@ -51,10 +51,9 @@ def session_ids(settings: Settings, project_root: Path) -> list[str]:
 def recorded_model(settings: Settings, project_root: Path, session_id: str) -> str | None:
     """The model a session's ``session_start`` names, if any."""
     try:
-        start = shared_store(settings).session_start(paths.project_hash(project_root), session_id) or {}
+        model = (shared_store(settings).session_start(paths.project_hash(project_root), session_id) or {}).get("model")
     except SessionNotFound:
         return None
-    model = start.get("model")
     return model if isinstance(model, str) else None
 
 

@@ -130,15 +130,6 @@ class OpenedSession:
                 self.recall.close()
 
 
-def _start_record(session_id: str, root: Path, model_name: str | None, parent: ParentLink | None,
-                  source: str | None) -> dict[str, Any]:
-    extra: dict[str, Any] = {"source": source} if source else {}
-    if parent is not None:
-        extra.update(parent_session_id=parent.session_id, parent_tool_call_id=parent.tool_call_id,
-                     agent=parent.agent, depth=parent.depth, description=parent.description)
-    return schema.session_start_record(session_id, str(root), model_name, __version__, **extra)
-
-
 def open_engine_session(
     store: Any,
     root: Path,
@@ -185,7 +176,11 @@ def open_engine_session(
         indexed = recall_sink(audited, root, session_id, settings, home=store.local_home)
         sink = RedactingSink(indexed, redactor)
         if resume is False or io.is_new:
-            sink.append(_start_record(session_id, root, model_name, parent, source))
+            extra: dict[str, Any] = {"source": source} if source else {}
+            if parent is not None:
+                extra.update(parent_session_id=parent.session_id, parent_tool_call_id=parent.tool_call_id,
+                             agent=parent.agent, depth=parent.depth, description=parent.description)
+            sink.append(schema.session_start_record(session_id, str(root), model_name, __version__, **extra))
         memory = None
         if settings.session_memory.enabled:
             memory = SessionMemoryManager(path=artifacts.session_memory_path, settings=settings,
