@@ -62,14 +62,6 @@ from mtagent.tools import ReadState
 SCRIPTED_PREFIX = "scripted"
 
 
-def _no_model_error() -> ModelError:
-    return ModelError(
-        "no model configured: pass --model provider:name (e.g. --model openai:gpt-4o-mini with "
-        "OPENAI_API_KEY set, or --model ollama:qwen2.5-coder --base-url http://localhost:11434/v1), "
-        "set agent.model in ~/.mtagent/config.toml, or try `mtagent demo` which needs no model"
-    )
-
-
 class AgentSession:
     """See the module docstring. Build with :meth:`create` or :meth:`resume`."""
 
@@ -362,7 +354,10 @@ def _resolve_model(model: str | BaseChatModel | None, settings: Settings, base_u
         return model, str(name), secrets, summary_model(model, summarizer, spec)
     spec_or_default = model or settings.agent.model
     if not spec_or_default:
-        raise _no_model_error()
+        raise ModelError(
+            "no model configured: pass --model provider:name (e.g. --model openai:gpt-4o-mini with "
+            "OPENAI_API_KEY set, or --model ollama:qwen2.5-coder --base-url http://localhost:11434/v1), "
+            "set agent.model in ~/.mtagent/config.toml, or try `mtagent demo` which needs no model")
     chat = create_chat_model(spec_or_default, settings=settings, base_url=base_url, api_key=api_key,
                              environ=environ)
     return chat, spec_or_default, secrets, summary_model(chat, summarizer, spec)

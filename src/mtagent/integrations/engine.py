@@ -56,12 +56,6 @@ def _schema(tool: Any) -> Any:
         return {"tool": repr(tool)}
 
 
-def resolve_settings(settings: Settings | None, token_limit: int | None, project_root: Path) -> Settings:
-    """The CLI's settings (files + ``MTAGENT_*`` environment) unless given; ``token_limit`` wins."""
-    settings = settings or load_settings(project_root)
-    return settings if token_limit is None else settings.with_token_limit(token_limit)
-
-
 class ThreadSessions:
     """The open sessions of one integration object, one per thread, each with its engine.
 
@@ -73,7 +67,8 @@ class ThreadSessions:
                  summarizer_model: BaseChatModel | None = None, summarizer: Summarizer | None = None,
                  events: EventBus | None = None, secrets: Sequence[str] = (), store: Any = None) -> None:
         self.project_root = Path(project_root) if project_root is not None else Path.cwd()
-        self.settings = resolve_settings(settings, token_limit, self.project_root)
+        settings = settings or load_settings(self.project_root)  # the CLI's: files + MTAGENT_* environment
+        self.settings = settings if token_limit is None else settings.with_token_limit(token_limit)
         self._owns_store = store is None
         self.store = store if store is not None else open_store(self.settings)  # files by default
         self.session_id = session_id
