@@ -47,6 +47,16 @@ def wait_for(condition: Callable[[], object], what: str, *, timeout: float = DEA
         time.sleep(poll)
 
 
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs. A zombie (exited, not yet reaped — a killed child re-parented to an
+    init that reaps late) counts as gone: it runs nothing, only its exit status is left."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
 def live_descendants(root: int) -> set[int]:
     """Processes descending from ``root`` that are still alive (zombies are dead: left out). Linux."""
     parents: dict[int, int] = {}

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
+
+from interrupts import alive, wait_for
 
 from mtagent.eval.checks import run_command
 
@@ -23,24 +24,4 @@ def test_a_hanging_check_is_killed_with_its_children(tmp_path: Path) -> None:
     assert outcome.timed_out and not outcome.ok and outcome.exit_code is None
     assert time.monotonic() - start < 10
     child = int((tmp_path / "child.pid").read_text())
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if not _running(child):
-            break
-        time.sleep(0.05)
-    else:
-        raise AssertionError(f"the check's child {child} outlived the time limit")
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie: a killed child re-parented to a PID 1 that reaps late (a container's
-    init) stays visible to ``kill(pid, 0)`` as a zombie though it runs nothing."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    wait_for(lambda: not alive(child), f"the check's child {child} to end with the time limit", timeout=5)
