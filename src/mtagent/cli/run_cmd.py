@@ -47,11 +47,9 @@ def window_warning(session: AgentSession) -> str | None:
     if session.window > ctx.summary_reserved_tokens + ctx.autocompact_buffer_tokens:
         return None
     threshold = session.threshold  # what the engine fires at, with this session's fixed part
-    if threshold <= max(1, session.opened.fixed_tokens):
-        threshold = 1
     reserve = (f"context.summary_reserved_tokens ({ctx.summary_reserved_tokens:,}) + "
                f"context.autocompact_buffer_tokens ({ctx.autocompact_buffer_tokens:,})")
-    if threshold <= 1:
+    if threshold <= max(1, session.opened.fixed_tokens):
         return (f"a {session.window:,}-token window leaves no room above {reserve}: auto compaction will "
                 "fire on every call; set context.auto_compact_threshold (e.g. 0.75) or lower those two settings")
     return (f"a {session.window:,}-token window is smaller than {reserve}; auto compaction fires at "
