@@ -4,7 +4,6 @@ whatever a hostile repository spells, nothing outside the project is read (#27).
 from __future__ import annotations
 
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from hypothesis import strategies as st
 from mtagent import confine
 from mtagent.config import MemorySettings
 from mtagent.context.static.rules import load_project_rules
-from security.test_recall_workspace_confinement import remove_nested
+from security.test_recall_workspace_confinement import flipping, remove_nested
 
 CANARY = "CANARY-OUTSIDE-prop-77ab"
 SEGMENTS = ["..", ".", "~", "outside", "secret.md", "link_out", "link_in", "hard.md", "docs", "ok.md",
@@ -102,33 +101,13 @@ def test_a_folder_swapped_for_a_symlink_during_loads_never_leaks(tmp_path: Path)
     (project / "docs").mkdir(parents=True)
     (project / "docs" / "x.md").write_text("inside text\n")
     (project / "CONTEXT.md").write_text("@docs/x.md\n")
-    stop = threading.Event()
-
-    def flip() -> None:
-        real, spare = project / "docs", project / "docs.real"
-        while not stop.is_set():
-            try:
-                os.rename(real, spare)
-                os.symlink(outside, real)
-                time.sleep(0.001)
-                os.unlink(real)
-                os.rename(spare, real)
-                time.sleep(0.001)
-            except OSError:
-                pass
-
-    flipper = threading.Thread(target=flip, daemon=True)
-    flipper.start()
     leaks = loads = 0
     deadline = time.monotonic() + 2.0
-    try:
+    with flipping(project / "docs", outside):
         while time.monotonic() < deadline:
             rules = load_project_rules(project, MemorySettings())
             loads += 1
             leaks += any(CANARY in r.text for r in rules.rules)
-    finally:
-        stop.set()
-        flipper.join()
     assert loads > 50 and leaks == 0
 
 

@@ -8,6 +8,8 @@ import os
 import threading
 import time
 import tracemalloc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -72,33 +74,13 @@ def test_a_folder_swapped_for_a_symlink_never_indexes_outside_text(project: Path
     real = project / "d"
     real.mkdir()
     (real / "secret.txt").write_text("inside text\n")
-    stop = threading.Event()
-
-    def flip() -> None:
-        spare = project / "d.real"
-        while not stop.is_set():
-            try:
-                os.rename(real, spare)
-                os.symlink(outside, real)
-                time.sleep(0.001)
-                os.unlink(real)
-                os.rename(spare, real)
-                time.sleep(0.001)
-            except OSError:
-                pass
-
-    flipper = threading.Thread(target=flip, daemon=True)
-    flipper.start()
     leaks = 0
     deadline = time.monotonic() + 3.0
-    try:
+    with flipping(real, outside):
         while time.monotonic() < deadline:
             store = RecallStore(None)
             sync_workspace(project, store, RecallSettings(index_workspace=True))
             leaks += CANARY in _indexed(store)
-    finally:
-        stop.set()
-        flipper.join()
     assert leaks == 0
 
 
@@ -145,6 +127,34 @@ def test_a_deeply_nested_workspace_is_a_short_walk_not_a_crash(project: Path) ->
     finally:
         remove_nested(project)
     assert "near enough" in text and "ordinary text" in text and "too deep" not in text
+
+
+@contextmanager
+def flipping(real: Path, outside: Path) -> Iterator[None]:
+    """While the block runs, a thread keeps swapping the folder ``real`` for a symlink to
+    ``outside`` and back (the real folder parked beside it as ``<name>.real``)."""
+    spare = real.with_name(f"{real.name}.real")
+    stop = threading.Event()
+
+    def flip() -> None:
+        while not stop.is_set():
+            try:
+                os.rename(real, spare)
+                os.symlink(outside, real)
+                time.sleep(0.001)
+                os.unlink(real)
+                os.rename(spare, real)
+                time.sleep(0.001)
+            except OSError:
+                pass
+
+    flipper = threading.Thread(target=flip, daemon=True)
+    flipper.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        flipper.join()
 
 
 def remove_nested(top: Path, files: tuple[str, ...] = ()) -> None:
