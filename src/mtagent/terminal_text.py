@@ -21,7 +21,9 @@ import re
 from typing import Any
 
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-_UNSAFE = re.compile(f"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
+# every character a terminal may act on: C0 except \t and \n, DEL, C1, bidi controls
+CONTROL_CHARS = f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}]"
+_UNSAFE = re.compile(f"\r\n|{CONTROL_CHARS}")
 # what json.dumps(ensure_ascii=False) leaves raw and a terminal may act on (C0 is already \uXXXX)
 _JSON_UNSAFE = re.compile(f"[\x7f-\x9f{BIDI_CONTROLS}\u2028\u2029]")
 MAX_DEPTH = 200

@@ -14,11 +14,13 @@ import json
 import re
 from typing import Any
 
+from mtagent.terminal_text import CONTROL_CHARS
+
 TOOL_PREFIX = "mcp__"
 SEPARATOR = "__"
 MAX_TOOL_NAME = 64  # OpenAI's function-name limit (^[a-zA-Z0-9_-]{1,64}$)
 SCHEMA_MAX_DEPTH = 24
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(CONTROL_CHARS)
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_-]")
 PLAIN_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": True}
 
