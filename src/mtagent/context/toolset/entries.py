@@ -9,19 +9,18 @@ its tokens, a one-line description for the deferred listing, and the parameter n
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mtagent.context.toolset.frontmatter import CONTROL
 from mtagent.context.toolset.schemas import first_sentence, openai_schema, schema_tokens
 
 BUILTIN = "builtin"
 SKILL = "skill"
 MCP_PREFIX = "mcp__"
 LISTING_DESCRIPTION_CHARS = 100  # one line of the deferred listing, at most
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def mcp_source(name: str) -> str | None:
@@ -35,7 +34,7 @@ def mcp_source(name: str) -> str | None:
 def one_line(text: str, limit: int = LISTING_DESCRIPTION_CHARS) -> str:
     """``text`` as one printable line of at most ``limit`` characters: an untrusted description
     never brings a newline, a terminal escape or a bidi override into the listing."""
-    cleaned = _CONTROL.sub(" ", unicodedata.normalize("NFC", str(text or "")))
+    cleaned = CONTROL.sub(" ", unicodedata.normalize("NFC", str(text or "")))
     return first_sentence(" ".join(cleaned.split()), limit)
 
 

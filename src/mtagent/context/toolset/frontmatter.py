@@ -18,7 +18,8 @@ FENCE = "---"
 MAX_FRONT_MATTER_LINES = 200
 MAX_VALUE_CHARS = 4_096
 _KEY = re.compile(r"^([A-Za-z][A-Za-z0-9_-]{0,63}):(?:\s+(.*)|\s*)$")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+# control, zero-width and bidi characters: never in a value, a listing line or a name shown to the model
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 class FrontMatterError(ValueError):
@@ -33,7 +34,7 @@ class Document:
 
 def clean(text: str, limit: int = MAX_VALUE_CHARS) -> str:
     """``text`` without control, zero-width or bidi-override characters (tabs and newlines become spaces)."""
-    return " ".join(_CONTROL.sub(" ", text).split())[:limit]
+    return " ".join(CONTROL.sub(" ", text).split())[:limit]
 
 
 def _scalar(raw: str) -> str:
