@@ -19,9 +19,9 @@ from typing import Any
 
 from mtagent import paths
 from mtagent.errors import SessionNotFound
+from mtagent.session import reader
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.index import locate_resume_point
-from mtagent.session.reader import iter_entries
 from mtagent.session.transcript import TranscriptWriter
 
 
@@ -33,13 +33,6 @@ class SessionIO:
     artifacts: ArtifactStore
     records: list[dict[str, Any]] = field(default_factory=list)
     is_new: bool = True
-
-
-def _file_records(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file() or path.stat().st_size == 0:
-        return []
-    start = locate_resume_point(path).start
-    return [entry.record for entry in iter_entries(path, start=start, skip_corrupt=True)]
 
 
 def _child_path(store: Any, project_root: Path, parent_id: str, child_id: str) -> Path:
@@ -61,8 +54,9 @@ def open_session_io(store: Any, project_root: Path, session_id: str, *, child_of
     artifacts = store.session_artifacts(project, session_id)
     if child_of is not None:
         path = _child_path(store, project_root, child_of, session_id)
-        records = _file_records(path) if read_records else []
         is_new = not path.is_file() or path.stat().st_size == 0
+        records = [] if is_new or not read_records else reader.read_records(
+            path, start=locate_resume_point(path).start, skip_corrupt=True)
         return SessionIO(TranscriptWriter(path, session_id=session_id, fsync=getattr(store, "fsync", "turn")),
                          artifacts, records, is_new)
     try:
