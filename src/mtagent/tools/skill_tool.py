@@ -15,8 +15,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from mtagent.context.toolset import Toolset, skill_schema
-
-SKILL_TOOL = "skill"
+from mtagent.context.toolset.listing import SKILL_TOOL
 
 
 class SkillArgs(BaseModel):
