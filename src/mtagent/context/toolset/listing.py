@@ -25,6 +25,7 @@ from langchain_core.messages import HumanMessage
 
 from mtagent.context.tokens import count_text_tokens
 from mtagent.context.toolset.catalog import TOOL_SEARCH, ToolCatalog
+from mtagent.context.toolset.entries import MCP_PREFIX
 from mtagent.context.toolset.frontmatter import clean
 from mtagent.context.toolset.skills import SkillBook
 
@@ -75,7 +76,7 @@ def _grouped(names: Sequence[str]) -> list[str]:
     groups: dict[str, list[str]] = {}
     for name in names:
         prefix, sep, rest = name.rpartition("__")
-        key = prefix + sep if name.startswith("mcp__") and sep else ""
+        key = prefix + sep if name.startswith(MCP_PREFIX) and sep else ""
         groups.setdefault(key, []).append(rest if key else name)
     return [f"- {key}: {', '.join(items)}" if key else f"- {', '.join(items)}" for key, items in groups.items()]
 
