@@ -84,10 +84,11 @@ _GENERIC_GAP = re.compile(
 )
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
+def _chain(exc: BaseException, limit: int = 8) -> list[BaseException]:
+    """``exc`` and the exceptions it wraps (cause, else context), each once, at most ``limit``."""
     seen: list[BaseException] = []
     current: BaseException | None = exc
-    while current is not None and current not in seen and len(seen) < 8:
+    while current is not None and current not in seen and len(seen) < limit:
         seen.append(current)
         current = current.__cause__ or current.__context__
     return seen
@@ -143,8 +144,6 @@ def parse_context_length_gap(exc: BaseException) -> int | None:
     return None
 
 
-
-
 def _status(exc: BaseException) -> int | None:
     for attr in ("status_code", "status", "http_status"):
         value = getattr(exc, attr, None)
@@ -184,8 +183,8 @@ _UNREACHABLE = re.compile(r"connection refused|errno 111|name or service not kno
 def unreachable(exc: BaseException) -> tuple[str, str | None] | None:
     """(why, url) when no server answers at all — connection refused, an unknown host — which a
     retry cannot fix (a dead ``--base-url`` cost 3 retries and 13.7 s); None otherwise."""
-    why, url, current, hops = None, None, exc, 0
-    while current is not None and hops < 10:
+    why, url = None, None
+    for current in _chain(exc, limit=10):
         try:
             url = url or str(getattr(current, "request").url)
         except Exception:  # noqa: BLE001 — httpx raises when an error carries no request
@@ -194,7 +193,6 @@ def unreachable(exc: BaseException) -> tuple[str, str | None] | None:
         if isinstance(current, (ConnectionRefusedError, socket.gaierror)) or _UNREACHABLE.search(text):
             why = why or ("connection refused" if "refused" in text.lower() or isinstance(
                 current, ConnectionRefusedError) else "unknown host")
-        current, hops = current.__cause__ or current.__context__, hops + 1
     return (why, url) if why else None
 
 
