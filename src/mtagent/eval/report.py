@@ -9,12 +9,12 @@ comparison — an outage is not a failure to solve — and counted as errors.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from mtagent.agent.batch import result_records
 from mtagent.eval.stats import Paired, compare, wilson
 from mtagent.pricing import Usage, cost_usd
 
@@ -53,14 +53,8 @@ class PolicySummary:
 def load_records(results: Path) -> list[dict[str, Any]]:
     """The latest record of each (task, policy, chain) in file order of first appearance."""
     latest: dict[tuple[str, str, int], dict[str, Any]] = {}
-    if not results.exists():
-        return []
-    for line in results.read_bytes().splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("task"), str) and isinstance(record.get("policy"), str):
+    for record in result_records(results):
+        if isinstance(record.get("task"), str) and isinstance(record.get("policy"), str):
             latest[(record["task"], record["policy"], int(record.get("chain") or 1))] = record
     return list(latest.values())
 
