@@ -198,8 +198,10 @@ def redact_messages(redactor: Redactor, messages: Sequence[Any]) -> list[Any]:
             if cleaned != calls:
                 update["tool_calls"] = cleaned
         artifact = getattr(msg, "artifact", None)
-        if artifact is not None and redactor.deep(artifact) != artifact:
-            update["artifact"] = redactor.deep(artifact)
+        if artifact is not None:
+            cleaned_artifact = redactor.deep(artifact)
+            if cleaned_artifact != artifact:
+                update["artifact"] = cleaned_artifact
         out.append(msg.model_copy(update=update) if update else msg)
     return out
 
