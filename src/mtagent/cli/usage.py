@@ -36,8 +36,7 @@ def session_cost(path: Path, current_model: str,
     total, dollars = Usage(), 0.0
     priced = True
     for name, usage in usage_by_model(path).items():
-        for part in ("calls", "input", "output", "cache_read", "cache_write"):
-            setattr(total, part, getattr(total, part) + getattr(usage, part))
+        total = total.plus(usage)
         cost = cost_usd(usage, price_for(name or current_model, prices))
         if cost is None:
             priced = False
