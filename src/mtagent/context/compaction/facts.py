@@ -380,14 +380,19 @@ def _read_result(facts: SessionFacts, message: ToolMessage, call: tuple[str, dic
         facts.latest_verification = f"`{clip(command, MAX_FACT_CHARS)}` {_outcome(message)}"
 
 
+def split_goal(lines: list[str]) -> tuple[list[str], list[str]]:
+    """A parsed ``User goal`` section's lines: (the goal's, the later requests' after ``Later requests:``)."""
+    if LATER_REQUESTS in lines:
+        cut = lines.index(LATER_REQUESTS)
+        return lines[:cut], lines[cut + 1:]
+    return lines, []
+
+
 def merge_previous(facts: SessionFacts, sections: dict[str, list[str]]) -> None:
     """Fold a parsed previous hand-off into ``facts`` (earlier facts first)."""
-    goal_lines = sections.get(SECTION_GOAL, [])
-    if LATER_REQUESTS in goal_lines:
-        cut = goal_lines.index(LATER_REQUESTS)
-        goal_lines, later = goal_lines[:cut], goal_lines[cut + 1:]
-        for line in later:
-            _add_unique(facts.user_requests, line)
+    goal_lines, later = split_goal(sections.get(SECTION_GOAL, []))
+    for line in later:
+        _add_unique(facts.user_requests, line)
     if goal_lines and not facts.goal and goal_lines != ["(not stated)"]:
         facts.goal = clip("\n".join(goal_lines), MAX_GOAL_CHARS)
     for line in sections.get(SECTION_CONSTRAINTS, []):

@@ -46,16 +46,10 @@ def _files_changed(old: list[str], new: list[str]) -> list[str]:
 
 
 def _goal(old: list[str], new: list[str]) -> list[str]:
-    def split(lines: list[str]) -> tuple[list[str], list[str]]:
-        if F.LATER_REQUESTS in lines:
-            cut = lines.index(F.LATER_REQUESTS)
-            return lines[:cut], lines[cut + 1:]
-        return lines, []
-
     old = [line for line in old if line != "(not stated)"]
     new = [line for line in new if line != "(not stated)"]
-    old_goal, old_later = split(old)
-    new_goal, new_later = split(new)
+    old_goal, old_later = F.split_goal(old)
+    new_goal, new_later = F.split_goal(new)
     if not old_goal:
         return new or old
     goal = F.normalize("\n".join(old_goal))
