@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from mtagent import paths
+from mtagent.agent.batch import result_records
 
 RUNS_FILE = "runs.jsonl"
 MAX_RUNS = 200
@@ -21,15 +22,9 @@ def runs_path(home: Path | None = None) -> Path:
 
 def list_runs(home: Path | None = None) -> list[Path]:
     """Registered results files that still exist, newest registration first, each once."""
-    path = runs_path(home)
-    if not path.exists():
-        return []
     seen: list[Path] = []
-    for line in reversed(path.read_bytes().splitlines()):
-        try:
-            value = json.loads(line).get("results")
-        except (ValueError, AttributeError):
-            continue
+    for record in reversed(list(result_records(runs_path(home)))):
+        value = record.get("results")
         if isinstance(value, str) and Path(value) not in seen and Path(value).is_file():
             seen.append(Path(value))
     return seen[:MAX_RUNS]
