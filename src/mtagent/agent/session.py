@@ -81,7 +81,7 @@ class AgentSession:
         self.sink = opened.sink  # redacted, indexed for recall, audited
         self.artifacts = opened.artifacts
         self._writer = opened.writer
-        self._db = open_session_storage(self.settings, paths.session_artifact_dir(project_root, self.session_id))
+        self._db = open_session_storage(self.settings, opened.artifacts.root)  # the checkpoints beside the artifacts
         self.policy = ApprovalPolicy.from_rules(self.settings.agent.approval, approval)
         self.last_prepared: Any = None
         self.resume_warnings: list[str] = []
