@@ -192,12 +192,12 @@ class ServerConnection:
         try:
             return await asyncio.wait_for(client.call_tool(tool, arguments), self.call_timeout)
         except TimeoutError:
-            await self._restart_later()
+            await self._stop_holder()
             raise self._fail(f"did not answer within {self.call_timeout:g} s; it was stopped and will be "
                              "started again on the next call") from None
         except MCPError as exc:
             if _connection_lost(exc) or self._holder is None or self._holder.done():
-                await self._restart_later()
+                await self._stop_holder()
                 raise self._fail("stopped during the call; it will be started again on the next call") from exc
             raise McpServerError(f"MCP server '{self.spec.name}' answered with an error: "
                                  f"{clean_text(exc.message, 2_000)}") from exc
@@ -206,12 +206,9 @@ class ServerConnection:
                                  f"({exc.error_count()} problems); try again or report it to the server's "
                                  "authors") from exc
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as exc:
-            await self._restart_later()
+            await self._stop_holder()
             raise self._fail(f"lost its connection ({_describe(exc)}); it will be started again on the next "
                              "call") from exc
-
-    async def _restart_later(self) -> None:
-        await self._stop_holder()
 
     # stop --------------------------------------------------------------------------------
     async def _stop_holder(self) -> None:
