@@ -58,7 +58,7 @@ def recorded_model(settings: Settings, project_root: Path, session_id: str) -> s
 
 
 def open_session_storage(settings: Settings, artifact_dir: Path) -> SessionStorage:
-    """The session's checkpointer and audit trail, in the configured store.
+    """The session's LangGraph checkpointer, where the configured store keeps its database.
 
     The one question asked of the store is where its database is (:attr:`Store.dsn`): none — a
     SQLite file beside the session's artifacts; a PostgreSQL server — LangGraph's tables in it."""
