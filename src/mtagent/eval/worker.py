@@ -95,8 +95,7 @@ def session_id_for(unit: EvalUnit) -> str:
 
 def _forget(project: Path) -> None:
     """Remove what an earlier attempt stored for this workspace (its sessions, its recall index)."""
-    key = paths.project_hash(project)  # this workspace's own folders only
-    for stored in (paths.mtagent_home() / "history" / key, paths.mtagent_home() / "projects" / key):
+    for stored in (paths.history_dir(project), paths.project_state_dir(project)):  # this workspace's own only
         if stored.is_dir() and not stored.is_symlink():
             shutil.rmtree(stored)
 
