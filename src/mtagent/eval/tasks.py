@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +51,14 @@ class EvalTask:
     check_timeout: float = DEFAULT_CHECK_TIMEOUT_S
     setup_timeout: float = DEFAULT_SETUP_TIMEOUT_S
     check_patch: str | None = None  # SWE-bench's test_patch, applied before the check
-    settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
         return self.batch.id
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return self.batch.settings
 
     @property
     def prompt(self) -> str:
@@ -99,7 +102,7 @@ def parse_eval_line(obj: Any, line: int, base: Path, repos: Path | None = None) 
     batch = parse_line(fields, line, base)
     return EvalTask(batch, _command(obj, "check"), _command(obj, "setup"),
                     _timeout(obj, "check_timeout", DEFAULT_CHECK_TIMEOUT_S),
-                    _timeout(obj, "setup_timeout", DEFAULT_SETUP_TIMEOUT_S), settings=batch.settings)
+                    _timeout(obj, "setup_timeout", DEFAULT_SETUP_TIMEOUT_S))
 
 
 def _tests(value: Any) -> list[str]:
