@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from interrupts import alive
 
 from mtagent.config import Settings
 
@@ -35,15 +36,6 @@ def mcp_settings(servers: dict[str, dict[str, Any]], agent: dict[str, Any] | Non
 def call(tool: Any, **args: Any) -> Any:
     """Invoke like the agent's tool node does: a tool call in, a ToolMessage out."""
     return tool.invoke({"name": tool.name, "args": args, "id": f"call{next(_ids)}", "type": "tool_call"})
-
-
-def alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie — exited, not yet reaped — counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def wait_gone(pid: int, seconds: float = 10.0) -> bool:
