@@ -79,7 +79,7 @@ def workspace_files(root: Path) -> list[Path]:
 def _read_text(root: Path, path: Path, limit: int, redactor: Redactor) -> str | None:
     """The file's redacted text, or None: over ``limit``, binary, refused or unreadable."""
     result = confine.read_text(root, path, max_bytes=limit, redactor=redactor, decode_errors="replace")
-    if result.text is None or result.truncated or "\x00" in result.text[:8192]:
+    if result.text is None or result.truncated:  # confine refuses binary (NUL) files itself
         if result.problem and not result.truncated:
             log.debug("workspace index: %s", result.problem)
         return None
