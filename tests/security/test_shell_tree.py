@@ -11,18 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+from interrupts import alive
 
 from mtagent.tools.shell import run_command
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process-tree containment is Linux-only")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return False
-    return state[state.rindex(b")") + 2:].split()[0] != b"Z"
 
 
 def _wait_pid(pidfile: Path, seconds: float = 5.0) -> int:
@@ -38,10 +31,10 @@ def _wait_pid(pidfile: Path, seconds: float = 5.0) -> int:
 def _gone_within(pid: int, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not alive(pid):
             return True
         time.sleep(0.05)
-    return not _alive(pid)
+    return not alive(pid)
 
 
 ESCAPES = {
