@@ -38,7 +38,7 @@ import yaml
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from mtagent.config_sections import MemorySettings
-from mtagent.confine import ProjectReader, real_path
+from mtagent.confine import DEFAULT_MAX_BYTES, ProjectReader, real_path
 from mtagent.globs import glob_match as shared_glob_match
 from mtagent.redaction import Redactor
 
@@ -239,8 +239,8 @@ def load_rules(project_root: str | os.PathLike[str], *, include_max_depth: int, 
     project's); ``redactor`` cleans every text read (default: the secrets of this process).
     """
     root = real_path(project_root)
-    reader = ProjectReader.create(root, allow_external=allow_external, redactor=redactor,
-                                  **({"max_bytes": max_file_bytes} if max_file_bytes else {}))
+    reader = ProjectReader.create(root, max_bytes=max_file_bytes or DEFAULT_MAX_BYTES,
+                                  allow_external=allow_external, redactor=redactor)
     out = RuleSet()
     for name in (*PROJECT_CONTEXT_FILES, LOCAL_CONTEXT_FILE):
         if os.path.lexists(root / name):
