@@ -87,8 +87,8 @@ def _piped_stdin() -> str:
     try:
         if stream.isatty():
             return ""
-        fd = stream.fileno()
-        if not stat.S_ISFIFO(os.fstat(fd).st_mode) and not stat.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(stream.fileno()).st_mode
+        if not stat.S_ISFIFO(mode) and not stat.S_ISREG(mode):
             return ""  # /dev/null, a socket: nothing piped
     except (OSError, ValueError, io.UnsupportedOperation):
         pass  # a stream without a descriptor (a test runner's): read what it holds
@@ -135,13 +135,11 @@ def run_once(options: SessionOptions, task: str, *, as_json: bool = False,
         result = session.run_turn(task, approver=approver)
         messages = list(result.messages)
         denied: list[Any] = []
-        answers: dict[str, Any] = {}
         while result.status == "approval_required":
             denied += result.approvals
-            answers.update(answer := _deny_all(result.approvals))
-            result = session.resume_approval(answer)
+            result = session.resume_approval(_deny_all(result.approvals))
             messages += result.messages
-        _report_denials(messages, denied, answers)
+        _report_denials(messages, denied, _deny_all(denied))
         return _finish(display, result, session, as_json, messages)
     finally:
         display.detach()
