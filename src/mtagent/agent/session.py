@@ -80,7 +80,6 @@ class AgentSession:
         self.redactor = opened.redactor
         self.sink = opened.sink  # redacted, indexed for recall, audited
         self.artifacts = opened.artifacts
-        self._writer = opened.writer
         self._db = open_session_storage(self.settings, opened.artifacts.root)  # the checkpoints beside the artifacts
         self.policy = ApprovalPolicy.from_rules(self.settings.agent.approval, approval)
         self.last_prepared: Any = None
@@ -279,7 +278,7 @@ class AgentSession:
         self._abandon_unanswered_calls()
         result = run(self.opened.system.messages(), self.opened.system.schema_tokens())
         self.conversation.replace(result.new_history())
-        self._writer.end_turn()
+        self.opened.end_turn()
         return result
 
     @property
@@ -295,13 +294,13 @@ class AgentSession:
     # lifecycle ---------------------------------------------------------------------------
     @property
     def transcript_path(self) -> Path:
-        return self._writer.path
+        return self.opened.transcript_path
 
     def close(self) -> None:
         self.subagents.close()
         if self.parts.mcp is not None:
             self.parts.mcp.close()  # every MCP server process stops with the session
-        self._writer.close()
+        self.opened.close()  # the writer, then what the recall index still holds
         self._db.close()
 
     def __enter__(self) -> AgentSession:
