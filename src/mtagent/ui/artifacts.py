@@ -13,6 +13,7 @@ redacting the two sides apart gives what redacting them together gives (no secre
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,12 +37,12 @@ def _target(store: ArtifactStore, relative: str) -> Path:
                                 f"(at most {MAX_PATH_CHARS:,}); transcripts name short paths in tool-results/")
     target = store.resolve(relative)
     try:
-        os.stat(target)
+        mode = os.stat(target).st_mode
     except FileNotFoundError:
         raise ArtifactPathError(f"artifact {relative!r} is missing from {store.root}") from None
     except OSError as exc:
         raise ArtifactPathError(f"artifact {relative[:80]!r} cannot be read: {exc.strerror}") from None
-    if not target.is_file():
+    if not stat.S_ISREG(mode):
         raise ArtifactPathError(f"artifact {relative!r} is missing from {store.root}")
     return target
 
