@@ -11,7 +11,7 @@ from mtagent import paths
 from mtagent.config import Settings
 from mtagent.context.static import memory
 from mtagent.context.static.memory_extract import MemoryExtractor, extract_memories, parse_proposed_facts
-from mtagent.context.tokens import message_text
+from mtagent.context.tokens import count_text_tokens, message_text
 
 ON = Settings(memory={"auto_extract": True})
 
@@ -48,13 +48,15 @@ def test_off_by_default_and_never_calls_the_model(tmp_path: Path) -> None:
 
 def test_extracts_after_turn_without_tool_calls_into_project_memory_only(tmp_path: Path, mtagent_home: Path) -> None:
     (tmp_path / "src").mkdir()
-    before_project = _snapshot(tmp_path)
+    count_text_tokens("warm")  # the tokenizer's vocabulary cache is the process's first count, not the extraction's
+    before_project, before_home = _snapshot(tmp_path), _snapshot(mtagent_home)
     model = Scripted("- Tests run with `make check`.\n- The user wants answers in English.\nsome chatter")
     result = extract_memories(model, _turn(1), tmp_path, ON)
     assert result.ran and result.added == ["Tests run with `make check`.", "The user wants answers in English."]
     assert _snapshot(tmp_path) == before_project  # nothing written in the project
     memory_dir = paths.project_memory_dir(tmp_path)
-    changed = [p for p in _snapshot(mtagent_home) if not p.startswith(str(memory_dir))]
+    changed = [p for p, data in _snapshot(mtagent_home).items()
+               if not p.startswith(str(memory_dir)) and before_home.get(p) != data]
     assert changed == []  # nothing outside the memory folder
     assert memory.memory_file("project", tmp_path).active() == result.added
 
