@@ -25,3 +25,12 @@ def test_a_hanging_check_is_killed_with_its_children(tmp_path: Path) -> None:
     assert time.monotonic() - start < 10
     child = int((tmp_path / "child.pid").read_text())
     wait_for(lambda: not alive(child), f"the check's child {child} to end with the time limit", timeout=5)
+
+
+def test_a_timed_out_checks_child_that_ignores_sigterm_is_killed_too(tmp_path: Path) -> None:
+    """The leader dies of SIGTERM, a child ignoring it keeps the group (and the pipe): the group
+    gets SIGKILL after the grace too, as the shell tool's calls do (one ``kill_group``)."""
+    outcome = run_command("sh -c 'trap \"\" TERM; echo $$ > child.pid; sleep 60' & wait", tmp_path, 1.0)
+    assert outcome.timed_out and outcome.exit_code is None
+    child = int((tmp_path / "child.pid").read_text())
+    wait_for(lambda: not alive(child), f"the check's TERM-ignoring child {child} to be killed", timeout=5)

@@ -1,20 +1,23 @@
 """Running a task's ``setup`` and ``check`` commands: in the workspace, bounded in time, never left behind.
 
 A command runs with ``sh -c`` in its own session (process group). When it outlives its time
-limit the whole group is killed — a test runner's children included — and the outcome says so;
-the evaluation goes on. Output is kept as a bounded tail (what a reader needs to see why a check
+limit the whole group is stopped as a shell tool call's is (SIGTERM, a grace, then SIGKILL for
+whatever is left: :func:`~mtagent.tools.proctree.kill_group`) — a test runner's children included —
+and the outcome says so; the evaluation goes on. Output is kept as a bounded tail (what a reader needs to see why a check
 failed), decoded leniently.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import signal
 import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from mtagent.tools.proctree import kill_group
 
 OUTPUT_TAIL_CHARS = 2_000
 KILL_GRACE_S = 2.0
@@ -37,19 +40,6 @@ class CommandOutcome:
         return asdict(self)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=KILL_GRACE_S)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def run_command(command: str, cwd: Path, timeout: float, *, stdin: bytes | None = None,
                 env: dict[str, str] | None = None) -> CommandOutcome:
     """Run ``command`` in ``cwd``; at ``timeout`` seconds its process group is killed."""
@@ -62,14 +52,16 @@ def run_command(command: str, cwd: Path, timeout: float, *, stdin: bytes | None 
         out, _ = proc.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_group(proc)
+        kill_group(proc, KILL_GRACE_S)
         try:
             out, _ = proc.communicate(timeout=KILL_GRACE_S)
         except subprocess.TimeoutExpired:  # a process that left the group still holds the pipe
             out = b""
     finally:
         if proc.poll() is None:
-            _kill_group(proc)
+            kill_group(proc, KILL_GRACE_S)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=KILL_GRACE_S)
     text = out.decode("utf-8", "replace") if out else ""
     code = None if timed_out else proc.returncode
     return CommandOutcome(code, timed_out, round(time.monotonic() - start, 3), text[-OUTPUT_TAIL_CHARS:])

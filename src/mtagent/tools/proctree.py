@@ -111,6 +111,25 @@ def stop_watchdog(watchdog: subprocess.Popen[bytes] | None) -> None:
         watchdog.wait()
 
 
+def kill_group(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """Stop ``proc``'s process group: SIGTERM, up to ``grace`` seconds for the leader to end, then
+    SIGKILL for whatever of the group is left (a child that ignores SIGTERM, or the leader itself).
+    Reaping the leader is the caller's (it holds the pipe)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        if sig == signal.SIGTERM:
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                continue
+            with contextlib.suppress(ProcessLookupError, PermissionError):  # the leader is gone; the group too
+                os.killpg(proc.pid, signal.SIGKILL)
+            return
+
+
 def _ppid(pid: int) -> int | None:
     try:
         stat = Path(f"/proc/{pid}/stat").read_bytes()

@@ -98,22 +98,6 @@ class BoundedCapture:
         return _ANSI.sub("", text) if "\x1b" in text else text
 
 
-def _kill_group(proc: subprocess.Popen[bytes], grace: float) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        if sig == signal.SIGTERM:
-            try:
-                proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                continue
-            with contextlib.suppress(ProcessLookupError, PermissionError):  # the leader is gone; the group too
-                os.killpg(proc.pid, signal.SIGKILL)
-            return
-
-
 def _reaped(proc: subprocess.Popen[bytes], deadline: float) -> bool:
     """After EOF on the pipe: wait (until the deadline) for the command to exit.
 
@@ -186,7 +170,7 @@ def _pump(proc: subprocess.Popen[bytes], selector: selectors.BaseSelector, captu
 def _end_call(proc: subprocess.Popen[bytes], marker: str, timed_out: bool, kill_grace: float) -> None:
     """Stop what is left of the call (all of it on a timeout or a Ctrl-C) and reap its leader."""
     if timed_out or proc.poll() is None:
-        _kill_group(proc, kill_grace)
+        proctree.kill_group(proc, kill_grace)
     else:
         with contextlib.suppress(ProcessLookupError, PermissionError):  # background children left behind
             os.killpg(proc.pid, signal.SIGKILL)
