@@ -72,6 +72,13 @@ def global_context_path() -> Path:
     return mtagent_home() / "CONTEXT.md"
 
 
+# Tier 2 context files of a project (read by ``context/static/rules.py``; named here so a front end
+# can read them ahead without importing the engine).
+PROJECT_CONTEXT_FILES = ("CONTEXT.md", ".mtagent/CONTEXT.md")
+LOCAL_CONTEXT_FILE = "CONTEXT.local.md"
+RULES_DIR = ".mtagent/rules"
+
+
 def project_config_path(project_root: str | os.PathLike[str]) -> Path:
     return Path(project_root) / ".mtagent" / "config.toml"
 

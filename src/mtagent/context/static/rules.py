@@ -40,11 +40,9 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from mtagent.config_sections import MemorySettings
 from mtagent.confine import DEFAULT_MAX_BYTES, ProjectReader, real_path
 from mtagent.globs import glob_match as shared_glob_match
+from mtagent.paths import LOCAL_CONTEXT_FILE, PROJECT_CONTEXT_FILES, RULES_DIR
 from mtagent.redaction import Redactor
 
-PROJECT_CONTEXT_FILES = ("CONTEXT.md", ".mtagent/CONTEXT.md")
-LOCAL_CONTEXT_FILE = "CONTEXT.local.md"
-RULES_DIR = ".mtagent/rules"
 PATH_ARG_KEYS = ("file_path", "path", "paths", "filename", "target_file", "directory")
 _FRONT_MATTER_RE = re.compile(r"\A---[ \t]*\r?\n(?P<meta>.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _INCLUDE_RE = re.compile(r"(?:(?<=\s)|^)@(?P<path>[\w.~/-]+)")
