@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from mtagent.context.toolset.entries import MCP_SEPARATOR, is_mcp_tool
 from mtagent.errors import ConfigError
 
 Decision = Literal["ask", "allow", "deny"]
@@ -45,7 +46,6 @@ _SPLIT = re.compile(r"\s*(?:&&|\|\||;|\||&|\n)\s*")
 # Anything that makes a command more than one plain program with plain arguments.
 _NOT_SIMPLE = re.compile(r"[;&|<>`$\n\r\x00]|\\\n")
 MEMORY_TOOL = "save_memory"
-MCP_PREFIX = "mcp__"  # tools of MCP servers ask by default; rules may name them by glob
 # Shell reserved words that can stand before a command in the same list (POSIX 2.4).
 _OPENING_WORDS = frozenset({"{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time"})
 
@@ -120,8 +120,8 @@ class ApprovalPolicy:
         pattern = _best_glob(tool, self.tool_rules)
         if pattern is not None:
             return self._apply_mode(Verdict(self.tool_rules[pattern], self._label(pattern)))
-        if tool.startswith(MCP_PREFIX):
-            server = tool.rsplit("__", 1)[0]
+        if is_mcp_tool(tool):  # another program's code: ask by default; rules may name them by glob
+            server = tool.rsplit(MCP_SEPARATOR, 1)[0]
             return self._apply_mode(Verdict("ask", f"default for MCP tools (another program's code; "
                                                    f'agent.approval "{server}__*" = "allow" allows this server\'s)'))
         if tool == MEMORY_TOOL and _memory_namespace(args) not in ("project", "team"):

@@ -19,15 +19,24 @@ from mtagent.context.toolset.schemas import first_sentence, openai_schema, schem
 
 BUILTIN = "builtin"
 SKILL = "skill"
+# The one spelling of an MCP tool's name, ``mcp__<server>__<tool>``: the MCP client names tools with
+# it, approvals ask for them by default, the catalog groups them by server. Context is the lowest
+# layer all three may import.
 MCP_PREFIX = "mcp__"
+MCP_SEPARATOR = "__"
 LISTING_DESCRIPTION_CHARS = 100  # one line of the deferred listing, at most
+
+
+def is_mcp_tool(name: str) -> bool:
+    """Whether ``name`` is spelled like an MCP server's tool (``mcp__…``)."""
+    return name.startswith(MCP_PREFIX)
 
 
 def mcp_source(name: str) -> str | None:
     """``mcp:<server>`` for a tool named ``mcp__<server>__<tool>``; None for any other name."""
-    if not name.startswith(MCP_PREFIX):
+    if not is_mcp_tool(name):
         return None
-    server, sep, tool = name[len(MCP_PREFIX):].partition("__")
+    server, sep, tool = name[len(MCP_PREFIX):].partition(MCP_SEPARATOR)
     return f"mcp:{server}" if sep and server and tool else None
 
 

@@ -14,10 +14,10 @@ import json
 import re
 from typing import Any
 
+from mtagent.context.toolset.entries import MCP_PREFIX as TOOL_PREFIX
+from mtagent.context.toolset.entries import MCP_SEPARATOR as SEPARATOR
 from mtagent.terminal_text import CONTROL_CHARS
 
-TOOL_PREFIX = "mcp__"
-SEPARATOR = "__"
 MAX_TOOL_NAME = 64  # OpenAI's function-name limit (^[a-zA-Z0-9_-]{1,64}$)
 SCHEMA_MAX_DEPTH = 24
 _CONTROL = re.compile(CONTROL_CHARS)
