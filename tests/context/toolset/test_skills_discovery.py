@@ -77,10 +77,14 @@ def test_a_huge_skill_file_is_skipped_unread(home: Path, project: Path) -> None:
 
 
 def test_a_fifo_skill_file_does_not_hang(home: Path, project: Path) -> None:
+    """A FIFO is not listed (confine lists regular files and symlinks); one linked to is refused."""
     (project / ".mtagent/skills/pipe").mkdir(parents=True)
     os.mkfifo(project / ".mtagent/skills/pipe/SKILL.md")
+    (project / ".mtagent/skills/linked").mkdir(parents=True)
+    os.symlink(project / ".mtagent/skills/pipe/SKILL.md", project / ".mtagent/skills/linked/SKILL.md")
     found = discover(project, SkillsSettings(), home=home, trusted=True)
-    assert found.skills == [] and any("pipe/SKILL.md is not a regular file" in s for s in found.skipped)
+    assert found.skills == [] and any("linked/SKILL.md is not a regular file" in s for s in found.skipped)
+    assert not any("pipe/" in s for s in found.skipped)
 
 
 @pytest.mark.parametrize("name", ["../../etc", "a/b", "UPPER", "x" * 80, "-lead", "ok\x1b[2J"])

@@ -20,7 +20,6 @@ is outside the workspace the file tools may touch).
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from collections.abc import Sequence
@@ -36,7 +35,6 @@ SKILL_FILE = "SKILL.md"
 NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")  # the open format: lowercase, digits, hyphens
 PROJECT_DIRS = ((".mtagent", "skills"), (".claude", "skills"))
 USER_DIRS = (("skills",),)
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(slots=True, frozen=True)
@@ -67,26 +65,21 @@ class Discovery:
     skipped: list[str] = field(default_factory=list)  # one line each: what and why
 
 
-def subfolders(base: Path, parts: Sequence[str]) -> list[str]:
-    """Names of the real folders (not symlinks) in ``base/parts…``, sorted; [] when it is absent.
+def skill_files(base: Path, folder: Sequence[str]) -> list[tuple[str, ...]]:
+    """``folder…/<skill>/SKILL.md`` under ``base`` (resolved first), as parts below it, sorted.
 
-    Each component is opened relative to its parent with ``O_NOFOLLOW``: a symlinked ``skills``
-    folder (or ``.mtagent``) is never entered, wherever it points."""
-    try:
-        fd = os.open(base, _DIR)
-    except OSError:
-        return []
-    try:
-        for part in parts:
-            nxt = os.open(part, _DIR, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        with os.scandir(fd) as it:
-            return sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
-    except OSError:
-        return []
-    finally:
-        os.close(fd)
+    Listed by :func:`mtagent.confine.list_files`, the walk every context file gets: through
+    descriptors, never entering a symlinked folder (a ``skills`` or ``.mtagent`` linked elsewhere, a
+    skill folder linked to ``/proc``), one level of skill folders only, bounded. A SKILL.md that is
+    itself a symlink is listed and :func:`read_skill_file` judges what it points at."""
+    root = confine.real_path(base)
+    depth = len(folder) + 2
+    out = []
+    for path in confine.list_files(root, Path(*folder), suffix=SKILL_FILE, recursive=True, max_depth=1):
+        parts = path.relative_to(root).parts
+        if len(parts) == depth and parts[-1] == SKILL_FILE:
+            out.append(parts)
+    return out
 
 
 def read_skill_file(skill_base: Path, parts: Sequence[str], cfg: SkillsSettings,
@@ -128,21 +121,25 @@ def discover(project_root: Path | None, cfg: SkillsSettings, *, home: Path | Non
         is_trusted = trust.is_trusted(project_root) if trusted is None else trusted
         if is_trusted:
             places += [(project_root, d, "project") for d in PROJECT_DIRS]
-        elif any(subfolders(project_root, d) for d in PROJECT_DIRS):
+        elif any(skill_files(project_root, d) for d in PROJECT_DIRS):
             found.skipped.append("project skills: not loaded, the project is not trusted (mtagent trust)")
     names: set[str] = set()
+    unread = 0
     for base, folder, scope in places:
-        for sub in subfolders(base, folder):
-            result = _read_skill(base, (*folder, sub, SKILL_FILE), scope, cfg, redactor)
+        for parts in skill_files(base, folder):
+            if len(found.skills) >= cfg.max_skills:
+                unread += 1
+                continue
+            result = _read_skill(base, parts, scope, cfg, redactor)
             if isinstance(result, str):
                 found.skipped.append(result)
             elif result.name in names:
                 found.skipped.append(f"{'/'.join(result.parts)}: a skill named {result.name!r} was found earlier")
-            elif len(found.skills) >= cfg.max_skills:
-                found.skipped.append(f"{'/'.join(result.parts)}: over skills.max_skills ({cfg.max_skills})")
             else:
                 names.add(result.name)
                 found.skills.append(result)
+    if unread:
+        found.skipped.append(f"{unread} more skills not read: over skills.max_skills ({cfg.max_skills})")
     return found
 
 
