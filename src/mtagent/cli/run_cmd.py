@@ -99,10 +99,13 @@ def run_once(options: SessionOptions, task: str, *, as_json: bool = False,
              opened: dict[str, str] | None = None) -> int:
     """Run one task to the end; returns the exit code (see the module docstring). ``opened`` gets
     the session's id and model once it is open (for ``--json``'s report of a failure)."""
+    from mtagent.cli.read_ahead import read_ahead, session_files
     from mtagent.cli.warmup import AGENT_STACK, Warmup, modules_for
 
-    # the agent stack imports in the background while the task, options and config are read
+    # the agent stack imports in the background while the task is read and the kernel reads the
+    # session's files (config, transcript tail, context files) into memory
     Warmup(modules_for(options.model) if options.model else AGENT_STACK).start()
+    read_ahead(session_files(options.root, resume=options.resume, latest=options.continue_))
     task = read_task(task)
     if not task.strip():
         raise UsageError('the task is empty; e.g. mtagent run "add a --verbose flag to cli.py"')
