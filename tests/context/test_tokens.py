@@ -79,11 +79,31 @@ def test_counting_works_with_the_network_unavailable(monkeypatch):
 
     monkeypatch.setattr(socket, "socket", no_network)
     monkeypatch.setattr(socket, "create_connection", no_network)
-    tokens.get_encoding.cache_clear()
-    try:
-        assert count_text_tokens("def f(x):\n    return x * 2\n") > 5
-    finally:
-        tokens.get_encoding.cache_clear()
+    monkeypatch.setattr(tokens, "_ENCODINGS", {})  # built afresh here, offline
+    assert count_text_tokens("def f(x):\n    return x * 2\n") > 5
+
+
+def test_two_threads_asking_at_once_build_the_encoding_once(monkeypatch):
+    """A warm-up thread and the session may both ask first; the build costs a tenth of a second."""
+    import threading
+
+    built: list[str] = []
+    real = tokens._tiktoken_encoding
+    gate = threading.Barrier(2)
+
+    def slow_build(name: str):
+        built.append(name)
+        return real(name)
+
+    monkeypatch.setattr(tokens, "_ENCODINGS", {})
+    monkeypatch.setattr(tokens, "_tiktoken_encoding", slow_build)
+    got: list[object] = []
+    workers = [threading.Thread(target=lambda: (gate.wait(), got.append(tokens.get_encoding()))) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(30)
+    assert built == ["o200k_base"] and len(got) == 2 and got[0] is got[1]
 
 
 def test_large_texts_are_counted_in_chunks_without_changing_the_count():

