@@ -309,8 +309,8 @@ class ShellSettings(_Section):
     kill_grace_seconds: float = Field(2, ge=0, description="after SIGTERM on timeout, wait this long before SIGKILL")
     env_passthrough: list[str] = Field(
         default_factory=list, max_length=256,
-        description="secret-named environment variables (*KEY*, *SECRET*, *TOKEN*, *PASSWORD*, *CREDENTIAL*) "
-        "commands may see anyway: names or globs (docs/security.md)",
+        description="secret-named environment variables (redaction's rule: *KEY*, *TOKEN*, *SECRET*, *AUTH*, "
+        "*_URL …) commands may see anyway: names or globs (docs/security.md)",
     )
 
 

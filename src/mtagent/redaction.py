@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 REDACTED = "[redacted]"
 _SECRET_NAME = re.compile(
-    r"(API_?KEY|ACCESS_?KEY|_KEY$|^KEY$|TOKEN|SECRET|PASSWORD|PASSWD|PASS$|CREDENTIAL|PRIVATE|AUTH|DSN|"
+    r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS$|CREDENTIAL|PRIVATE|AUTH|DSN|"
     r"DATABASE_URL|_URL$|_URI$|COOKIE|SESSION)", re.IGNORECASE)
 # An env value this long whose characters look random is treated as a secret whatever its name.
 HIGH_ENTROPY_MIN_CHARS = 20
@@ -53,6 +53,15 @@ _URL_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]*:)(?
 # libpq key=value connection strings: password=secret or password='with spaces'
 _KV_PASSWORD = re.compile(r"\bpassword\s*=\s*(?:'(?P<quoted>(?:[^'\\]|\\.)*)'|(?P<bare>[^\s']+))", re.IGNORECASE)
 _BEARER = re.compile(r"^\s*(?:Bearer|Basic|Token)\s+(?P<token>\S+)\s*$", re.IGNORECASE)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a name (an environment variable, an option or header key) says its value is a secret.
+
+    The one rule: what the redactor collects by name is what a shell command is not handed
+    (:func:`mtagent.tools.shell.shell_environment`), so no secret reaches a command that could
+    print it in a form (``| rev``, ``| base64``) redaction no longer recognises."""
+    return bool(_SECRET_NAME.search(name))
 
 
 def _entropy(value: str) -> float:
@@ -91,7 +100,7 @@ def _option_secrets(value: Any, named_secret: bool = False, _depth: int = 0) -> 
             yield bearer.group("token")
     elif isinstance(value, dict) and _depth < 20:
         for key, inner in value.items():
-            yield from _option_secrets(inner, named_secret or bool(_SECRET_NAME.search(str(key))), _depth + 1)
+            yield from _option_secrets(inner, named_secret or is_secret_name(str(key)), _depth + 1)
     elif isinstance(value, (list, tuple)) and _depth < 20:
         for inner in value:
             yield from _option_secrets(inner, named_secret, _depth + 1)
@@ -125,7 +134,7 @@ def collect_secrets(environ: Mapping[str, str] | None = None, extra: Iterable[st
     for name, value in env.items():
         if len(value) < MIN_SECRET_CHARS:
             continue
-        if _SECRET_NAME.search(name) or looks_secret(value):
+        if is_secret_name(name) or looks_secret(value):
             found.add(value)
         for m in _URL_PASSWORD.finditer(value):
             if len(m.group("pw")) >= 4:

@@ -8,6 +8,7 @@ import pytest
 from tools.conftest import Kit, make_kit  # noqa: F401  (the shared tool-test fixture)
 
 from mtagent.config import Settings
+from mtagent.redaction import collect_secrets, is_secret_name
 from mtagent.tools.shell import shell_environment
 
 SECRETS = {
@@ -50,6 +51,40 @@ def test_the_policy_on_names() -> None:
     env = {"PATH": "/bin", "HOME": "/h", "KEYCHAIN_X": "1", "npm_config_authtoken": "2", "X_PASSWD": "3",
            "SSH_AUTH_SOCK": "/tmp/s", "LANG": "C"}
     kept = shell_environment(env, Settings())
-    assert set(kept) == {"PATH", "HOME", "SSH_AUTH_SOCK", "LANG"}
-    assert set(shell_environment(env, Settings.model_validate({"shell": {"env_passthrough": ["X_*"]}}))) == {
+    assert set(kept) == {"PATH", "HOME", "LANG"}  # SSH_AUTH_SOCK: *AUTH*, as the redactor judges it
+    assert set(shell_environment(env, Settings.model_validate({"shell": {"env_passthrough": ["X_*", "SSH_AUTH_SOCK"]}}))) == {
         "PATH", "HOME", "SSH_AUTH_SOCK", "LANG", "X_PASSWD"}
+
+
+REDACTOR_ONLY = {  # secret by the redactor's rule, not by the shell's old narrower one
+    "DATABASE_URL": "postgres://app:envPolicyDbUrlPw@db/app",
+    "SENTRY_DSN": "https://envPolicyDsnPublicKey@sentry.example/1",
+    "SESSION_COOKIE": "envPolicy-session-cookie-value",
+    "GITLAB_AUTH": "envPolicy-gitlab-auth-value-7",
+    "SIGNING_PRIVATE": "envPolicy-signing-private-value",
+    "FTP_PASS": "envPolicy-ftp-pass-value-1234",
+    "PIP_INDEX_URL": "https://user:envPolicyPipPw@pypi.example/simple",
+}
+
+
+def test_a_name_the_redactor_calls_secret_is_withheld_from_commands(monkeypatch: pytest.MonkeyPatch, make_kit) -> None:
+    for name, value in REDACTOR_ONLY.items():
+        monkeypatch.setenv(name, value)
+    out = _run(make_kit(Settings()), "env | rev")
+    for name in REDACTOR_ONLY:
+        assert name[::-1] not in out, name
+    passed = _run(make_kit(Settings.model_validate({"shell": {"env_passthrough": ["SENTRY_DSN"]}})),
+                  'echo "[$SENTRY_DSN]" | rev; echo "[$DATABASE_URL]"')
+    assert ("[" + REDACTOR_ONLY["SENTRY_DSN"] + "]")[::-1] in passed and "[]" in passed
+
+
+def test_one_rule_the_shell_withholds_what_the_redactor_collects_by_name() -> None:
+    """The shell and the redactor judge a name by one predicate: a value (plain, not key-shaped)
+    under a name is collected by the redactor exactly when the shell withholds that name."""
+    names = [*SECRETS, *REDACTOR_ONLY, "KEYCHAIN_X", "npm_config_authtoken", "X_PASSWD", "SSH_AUTH_SOCK",
+             "XDG_SESSION_ID", "MONKEY_BUSINESS", "TOKENIZERS_PARALLELISM", "PATH", "HOME", "LANG", "EDITOR"]
+    env = {name: "plain words value" for name in names}
+    kept = shell_environment(env, Settings())
+    for name in names:
+        by_name = collect_secrets({name: "plain words value"}) != ()
+        assert is_secret_name(name) == by_name == (name not in kept), name

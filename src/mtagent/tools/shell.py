@@ -12,10 +12,11 @@
   mtagent itself dies (:mod:`~mtagent.tools.proctree`).
 * An approval hook (``callable(command) -> ApprovalDecision | bool``) may refuse a command
   before it runs; the agent wires it to the user's prompt.
-* The command's environment is the agent's minus secret-named variables (``*KEY*``, ``*SECRET*``,
-  ``*TOKEN*``, ``*PASSWORD*``, ``*CREDENTIAL*``, and those in ``security.redact_env``), like Codex
-  CLI's default: ``echo $OPENAI_API_KEY | rev`` would carry a key past the redactor in a form it
-  cannot recognise. ``shell.env_passthrough`` names the ones a command may see.
+* The command's environment is the agent's minus the variables the redactor takes for secrets by
+  name (:func:`~mtagent.redaction.is_secret_name`: ``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*AUTH*``,
+  ``*SESSION*``, ``*_URL`` …) and those in ``security.redact_env``, like Codex CLI's default:
+  ``echo $OPENAI_API_KEY | rev`` would carry a key past the redactor in a form it cannot
+  recognise. ``shell.env_passthrough`` names the ones a command may see.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from mtagent.config import Settings
-
+from mtagent.redaction import is_secret_name
 from mtagent.tools import proctree
 from mtagent.tools.base import ApprovalDecision, ToolInputError, WorkspaceTool
 from mtagent.tools.text_files import human_size
@@ -45,7 +46,6 @@ from mtagent.tools.text_files import human_size
 _READ_CHUNK = 64 * 1024
 # After the command exits, its children may still hold the pipe; drain this long, then kill.
 _DRAIN_SECONDS = 0.5
-_SECRET_ENV_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 
 
@@ -226,7 +226,7 @@ def shell_environment(environ: dict[str, str] | os._Environ[str], settings: Sett
     def passes(name: str, value: str) -> bool:
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in allowed):
             return True
-        return not (_SECRET_ENV_NAME.search(name) or name in withheld_names or value in withheld_values)
+        return not (is_secret_name(name) or name in withheld_names or value in withheld_values)
 
     return {name: value for name, value in environ.items() if passes(name, value)}
 
