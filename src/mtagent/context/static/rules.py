@@ -33,18 +33,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from mtagent.config_sections import MemorySettings
 from mtagent.confine import DEFAULT_MAX_BYTES, ProjectReader, real_path
+from mtagent.context.static.front_matter import parse_front_matter
 from mtagent.globs import glob_match as shared_glob_match
 from mtagent.paths import LOCAL_CONTEXT_FILE, PROJECT_CONTEXT_FILES, RULES_DIR
 from mtagent.redaction import Redactor
 
 PATH_ARG_KEYS = ("file_path", "path", "paths", "filename", "target_file", "directory")
-_FRONT_MATTER_RE = re.compile(r"\A---[ \t]*\r?\n(?P<meta>.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _INCLUDE_RE = re.compile(r"(?:(?<=\s)|^)@(?P<path>[\w.~/-]+)")
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 
@@ -78,33 +76,6 @@ class RuleSet:
     @property
     def total_chars(self) -> int:
         return sum(len(r.text) for r in self.rules)
-
-
-def parse_front_matter(text: str) -> tuple[dict[str, Any], str, str | None]:
-    """(metadata, body, problem). Bad front matter is a problem to report, and the rule applies always."""
-    meta, body, problem = _parse_front_matter(text)
-    return dict(meta), body, problem
-
-
-@lru_cache(maxsize=512)
-def _parse_front_matter(text: str) -> tuple[dict[str, Any], str, str | None]:
-    """Cached by text: rules are re-read every turn and YAML parsing is the slow part.
-
-    Why not python-frontmatter: it would add a dependency for the ``---`` split only (YAML parsing
-    is PyYAML's ``safe_load`` either way), it raises on bad YAML where a rule must still apply and
-    report one line, and it also accepts TOML/JSON front matter that rules do not define.
-    """
-    m = _FRONT_MATTER_RE.match(text)
-    if not m:
-        return {}, text, None
-    body = text[m.end():]
-    try:
-        meta = yaml.safe_load(m.group("meta")) or {}
-    except yaml.YAMLError as exc:
-        return {}, body, f"front matter is not valid YAML ({exc.__class__.__name__})"
-    if not isinstance(meta, dict):
-        return {}, body, "front matter must be a mapping like `paths: [\"src/**/*.py\"]`"
-    return meta, body, None
 
 
 def _globs_from(meta: dict[str, Any]) -> tuple[tuple[str, ...], str | None]:
