@@ -21,6 +21,15 @@ Measured (issue #28's targets, on an idle machine):
 
 The machine's load average is printed with the figures: on a busy machine every figure grows,
 the floors too. Ends with ``RESULT name=value`` lines (seconds, median).
+
+Bytecode: an installed copy has its ``.pyc`` files (pip compiles them), so every command runs with
+a private ``PYTHONPYCACHEPREFIX`` (``PYTHONDONTWRITEBYTECODE`` removed) and one untimed round first;
+otherwise a checkout run under ``PYTHONDONTWRITEBYTECODE=1`` would compile mtagent's 400 modules on
+every start (about 0.15 s here) while the bare import reads site-packages' bytecode.
+
+``--cold`` adds ``run`` and the bare provider import with the page cache dropped before each run
+(root only: ``/proc/sys/vm/drop_caches``) — the first start after a reboot, when reading files ahead
+(:mod:`mtagent.cli.read_ahead`) can overlap the imports.
 """
 
 from __future__ import annotations
@@ -44,10 +53,22 @@ TARGETS = {"repl_prompt_over_bare_s": 0.6, "run_first_request_over_provider_s": 
            "completion_over_bare_s": 0.3}
 
 
-def _env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MTAGENT_")}
-    env.update({"MTAGENT_HOME": str(home), "OPENAI_API_KEY": "sk-bench-not-a-key", "NO_COLOR": "1", **extra})
+BYTECODE: dict[str, str] = {}  # PYTHONPYCACHEPREFIX, set by main()
+
+
+def _env(home: Path | None = None, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MTAGENT_") and k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(BYTECODE)
+    if home is not None:
+        env.update({"MTAGENT_HOME": str(home), "OPENAI_API_KEY": "sk-bench-not-a-key", "NO_COLOR": "1"})
+    env.update(extra)
     return env
+
+
+def drop_page_cache() -> None:
+    """Empty the kernel's page cache (root only): the next start reads every file from the disk."""
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3\n", encoding="ascii")
 
 
 def timed(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> float:
@@ -76,7 +97,7 @@ def repl_times(project: Path, home: Path, base_url: str) -> tuple[float, float]:
     return prompt, ready
 
 
-def run_times(project: Path, home: Path, stub: object) -> tuple[float, float]:
+def run_times(project: Path, home: Path, stub: object, cold: bool = False) -> tuple[float, float]:
     """(seconds to the first chat request at the stub, seconds to exit) of one ``mtagent run``."""
     first: list[float] = []
     lock = threading.Lock()
@@ -89,6 +110,8 @@ def run_times(project: Path, home: Path, stub: object) -> tuple[float, float]:
     stub.responder = respond  # type: ignore[attr-defined]
     cmd = [PY, "-m", "mtagent", "run", "--cwd", str(project), "--model", MODEL, "--base-url",
            stub.base_url, "--approval", "deny", "say done"]  # type: ignore[attr-defined]
+    if cold:
+        drop_page_cache()
     start = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=_env(home))
     end = time.perf_counter()
@@ -98,11 +121,16 @@ def run_times(project: Path, home: Path, stub: object) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 runs per command instead of 9")
+    parser.add_argument("--cold", action="store_true", help="also measure run and the provider import with "
+                        "the page cache dropped before each run (root only)")
     args = parser.parse_args()
     runs = 3 if args.quick else 9
+    if args.cold and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
+        parser.error("--cold drops the page cache: run it as root on Linux")
     from stub_openai import StubOpenAI
 
     with tempfile.TemporaryDirectory() as tmp, StubOpenAI(responder=lambda body: {"content": "done"}) as stub:
+        BYTECODE["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         home, project = Path(tmp) / "home", Path(tmp) / "project"
         home.mkdir()
         project.mkdir()
@@ -114,8 +142,8 @@ def main() -> None:
         check = subprocess.run(as_script, env=completion, capture_output=True, text=True, check=True)
         assert check.stdout.split() == ["show"], check.stdout[:200]  # the shell's completion protocol, answered
         one: dict[str, Callable[[], object]] = {
-            "python -c pass": lambda: timed([PY, "-c", "pass"]),
-            "python -c 'import langchain_openai'": lambda: timed([PY, "-c", "import langchain_openai"]),
+            "python -c pass": lambda: timed([PY, "-c", "pass"], _env()),
+            "python -c 'import langchain_openai'": lambda: timed([PY, "-c", "import langchain_openai"], _env()),
             "mtagent --version": lambda: timed([*mt, "--version"], env),
             "mtagent --help": lambda: timed([*mt, "--help"], env),
             "mtagent run --help": lambda: timed([*mt, "run", "--help"], env),
@@ -125,15 +153,21 @@ def main() -> None:
             "mtagent sessions list": lambda: timed([*mt, "sessions", "list", "--cwd", str(project)], env),
             "REPL": lambda: repl_times(project, home, stub.base_url),
         }
+        if args.cold:
+            one["cold: python -c 'import langchain_openai'"] = lambda: _cold(lambda: timed(
+                [PY, "-c", "import langchain_openai"], _env()))
+            one["cold run"] = lambda: run_times(project, home, stub, cold=True)
+        for measure in one.values():  # untimed: compiles the bytecode an installed copy ships with
+            measure()
         samples: dict[str, list[object]] = {name: [] for name in one}
         for _ in range(runs):  # round-robin: a load spike hits every command, not one of them
             for name, measure in one.items():
                 samples[name].append(measure())
         m: dict[str, float] = {}
         for name, values in samples.items():
-            if name == "run":
-                m["run: first request at the stub"] = statistics.median(v[0] for v in values)  # type: ignore[index]
-                m["run: to exit"] = statistics.median(v[1] for v in values)  # type: ignore[index]
+            if name in ("run", "cold run"):
+                m[f"{name}: first request at the stub"] = statistics.median(v[0] for v in values)  # type: ignore[index]
+                m[f"{name}: to exit"] = statistics.median(v[1] for v in values)  # type: ignore[index]
             elif name == "REPL":
                 m["REPL: prompt on screen"] = statistics.median(v[0] for v in values)  # type: ignore[index]
                 m["REPL: session open"] = statistics.median(v[1] for v in values)  # type: ignore[index]
@@ -168,6 +202,15 @@ def main() -> None:
     print(f"RESULT startup_repl_session_open_s={m['REPL: session open']:.3f}")
     for name, value in over.items():
         print(f"RESULT startup_{name}={value:.3f}")
+    if args.cold:
+        cold = m["cold run: first request at the stub"] - m["cold: python -c 'import langchain_openai'"]
+        print(f"RESULT startup_cold_run_first_request_s={m['cold run: first request at the stub']:.3f}")
+        print(f"RESULT startup_cold_run_first_request_over_provider_s={cold:.3f}")
+
+
+def _cold(measure: Callable[[], float]) -> float:
+    drop_page_cache()
+    return measure()
 
 
 if __name__ == "__main__":
