@@ -107,3 +107,24 @@ def test_untrusted_mcp_json_starts_nothing_and_lists_no_tools(tmp_path: Path) ->
     assert not marker.exists()
     assert not any(r["source"].startswith("mcp:") for r in data["tools"])
     assert any("evil" in n and "untrusted" in n for n in data["notes"])
+
+
+@pytest.mark.parametrize("spec", ["bogus", "openai:text-embedding-3-small"])
+def test_misconfigured_embeddings_list_with_one_warning_like_a_session(tmp_path: Path, mtagent_home: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      spec: str) -> None:
+    """A session falls back to keyword-only tool_search; `tools list` did exit with an error instead."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    (mtagent_home / "config.toml").write_text(f'[recall]\nembeddings = "{spec}"\n')
+    result = runner.invoke(app, ["tools", "list", "--json", "--no-mcp", "--cwd", str(tmp_path)],
+                           env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "read_file" in {r["name"] for r in json.loads(result.stdout)["tools"]}
+    warnings = result.stderr.strip().splitlines()
+    assert len(warnings) == 1 and warnings[0].startswith("warning: recall.embeddings")
+    assert "keyword" in warnings[0]
+    text = runner.invoke(app, ["tools", "list", "--no-mcp", "--cwd", str(tmp_path)], env={"COLUMNS": "200"})
+    assert text.exit_code == 0 and "read_file" in text.stdout and "Next request:" in text.stdout
+    assert len(text.stderr.strip().splitlines()) == 1 and "recall.embeddings" in text.stderr
+    search = runner.invoke(app, ["tools", "search", "read a file", "--json", "--no-mcp", "--cwd", str(tmp_path)])
+    assert search.exit_code == 0 and json.loads(search.stdout)[0]["query"] == "read a file"

@@ -7,7 +7,8 @@ the tool definitions and listings take in the next request. ``search`` runs ``to
 ranking for each query, in order, without loading anything. Both take ``--json`` for scripts.
 
 MCP servers are started to learn their tools (and stopped before the command returns); ``--no-mcp``
-leaves them alone.
+leaves them alone. A ``recall.embeddings`` that cannot be set up is one warning on stderr and
+keyword-only search, as in a session (stdout stays the listing, or valid JSON).
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mtagent.cli.output import console, user_errors
+from mtagent.cli.output import console, err_console, user_errors
 from mtagent.config import Settings, load_settings
 from mtagent.context.recall.embeddings import make_embeddings
 from mtagent.context.static.tiers import RuntimeContext, StaticContext
 from mtagent.context.tokens import MessageTokenCounter
 from mtagent.context.toolset import Toolset
-from mtagent.errors import UsageError
+from mtagent.errors import ConfigError, UsageError
 from mtagent.terminal_text import json_text, terminal_safe
 from mtagent.tools import default_tools
 
@@ -42,6 +43,17 @@ def _system_tokens(root: Path, settings: Settings) -> Any:
                                   overhead_tokens=settings.context.message_overhead_tokens)
     runtime = RuntimeContext(working_directory=str(root))
     return lambda tools, mode: counter.estimate(static.build(list(tools), runtime, list_tools=mode == "full").messages)
+
+
+def _embeddings(settings: Settings) -> Any:
+    """The embedding client a session would get: a setting that cannot be set up is one warning and
+    keyword-only search (BM25), as :func:`mtagent.agent.engine.choose_tool_schemas` falls back."""
+    try:
+        return make_embeddings(settings.recall.embeddings)
+    except ConfigError as exc:
+        err_console.print(f"[yellow]warning:[/] {escape(terminal_safe(str(exc)))} — tool search uses keywords "
+                          "only, as a session would", soft_wrap=True)
+        return None
 
 
 @contextmanager
@@ -64,7 +76,7 @@ def project_toolset(root: Path, *, window: int | None, mcp: bool) -> Iterator[tu
                       for s in manager.servers() if s.state != "ready"]
         toolset = Toolset.open(tools, settings, project_root=root, window=window or settings.context.token_limit,
                                system_tokens=_system_tokens(root, settings),
-                               embeddings=make_embeddings(settings.recall.embeddings), instructions=instructions)
+                               embeddings=_embeddings(settings), instructions=instructions)
         notes += [f"skill skipped: {s}" for s in toolset.skills.discovery.skipped]
         yield toolset, notes
     finally:
