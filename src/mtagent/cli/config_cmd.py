@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 from mtagent import paths
@@ -11,6 +12,20 @@ from mtagent.cli.output import bare_group_help, user_errors
 
 config_app = typer.Typer(help="Show the merged configuration and where it is read from.")
 bare_group_help(config_app)
+MASK = "***"
+MCP_SECRET_FIELDS = ("headers", "env")  # an MCP server's auth header or API key; names stay visible
+
+
+def mask_mcp_secrets(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (dumped settings) with every MCP server's header and env *value* replaced by ``***``.
+
+    All of them, not only the token-shaped ones the redactor knows: ``DB_PASSWORD = "hunter2"``
+    looks like nothing, and a screen share or a pasted log should not need to guess."""
+    for server in (data.get("mcp") or {}).get("servers", {}).values():
+        for field in MCP_SECRET_FIELDS:
+            if isinstance(server, dict) and isinstance(server.get(field), dict):
+                server[field] = {name: MASK for name in server[field]}
+    return data
 
 
 @config_app.command("show")
@@ -19,7 +34,8 @@ def show(
     cwd: Path = typer.Option(Path("."), "--cwd", help="Project folder whose .mtagent/config.toml applies."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of TOML-like text."),
 ) -> None:
-    """Print every setting after merging defaults, config files, environment and arguments."""
+    """Print every setting after merging defaults, config files, environment and arguments (secrets
+    redacted; MCP servers' header and env values shown as ***)."""
     from rich.markup import escape
 
     from mtagent.cli.output import console
@@ -28,7 +44,7 @@ def show(
 
     settings = load_settings(cwd)
     # a DSN's password, an auth header, the [security] values themselves: shown as [redacted]
-    data = Redactor(collect_secrets(settings=settings)).deep(settings.model_dump(mode="json"))
+    data = mask_mcp_secrets(Redactor(collect_secrets(settings=settings)).deep(settings.model_dump(mode="json")))
     if as_json:
         console.print_json(json.dumps(data))
         return
