@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from interrupts import alive, wait_for
 
 from mtagent.eval.checks import run_command
@@ -34,3 +35,28 @@ def test_a_timed_out_checks_child_that_ignores_sigterm_is_killed_too(tmp_path: P
     assert outcome.timed_out and outcome.exit_code is None
     child = int((tmp_path / "child.pid").read_text())
     wait_for(lambda: not alive(child), f"the check's TERM-ignoring child {child} to be killed", timeout=5)
+
+
+KEY = "sk-evalCheckCanary0123456789abcdef"
+
+
+def test_a_task_check_does_not_get_the_users_secret_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task file comes from others (SWE-bench lines): its ``check``/``setup`` runs with the shell
+    tool's environment, so ``echo $OPENAI_API_KEY | rev`` shows nothing (reversed, redaction would miss it)."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("DATABASE_URL", "postgres://app:evalCheckDbPw@db/app")
+    monkeypatch.setenv("PLAIN_SETTING", "plain-value-passes")
+    outcome = run_command('echo "[$OPENAI_API_KEY][$DATABASE_URL]" | rev; env | rev; echo "$PLAIN_SETTING"', tmp_path, 10)
+    assert outcome.ok, outcome.output
+    assert "][][" in outcome.output and "plain-value-passes" in outcome.output
+    for secret in (KEY, "evalCheckDbPw", "OPENAI_API_KEY", "DATABASE_URL"):
+        assert secret not in outcome.output and secret[::-1] not in outcome.output, secret
+
+
+def test_the_users_env_passthrough_lets_a_named_one_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           mtagent_home: Path) -> None:
+    (mtagent_home / "config.toml").write_text('[shell]\nenv_passthrough = ["OPENAI_*"]\n')
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("GITHUB_TOKEN", "ghx_evalCheckCanaryToken0123456789")
+    outcome = run_command('echo "[$OPENAI_API_KEY][$GITHUB_TOKEN]" | rev', tmp_path, 10)
+    assert ("[" + KEY + "][]")[::-1] in outcome.output

@@ -3,8 +3,12 @@
 A command runs with ``sh -c`` in its own session (process group). When it outlives its time
 limit the whole group is stopped as a shell tool call's is (SIGTERM, a grace, then SIGKILL for
 whatever is left: :func:`~mtagent.tools.proctree.kill_group`) — a test runner's children included —
-and the outcome says so; the evaluation goes on. Output is kept as a bounded tail (what a reader needs to see why a check
-failed), decoded leniently.
+and the outcome says so; the evaluation goes on. Output is kept as a bounded tail (what a reader
+needs to see why a check failed), decoded leniently.
+
+A task file comes from others (SWE-bench lines), so its commands get the shell tool's environment,
+not the user's whole one: secret-named variables are withheld unless the user's own
+``shell.env_passthrough`` names them (:func:`check_environment`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from mtagent.config import load_settings
 from mtagent.tools.proctree import kill_group
+from mtagent.tools.shell import shell_environment
 
 OUTPUT_TAIL_CHARS = 2_000
 KILL_GRACE_S = 2.0
@@ -40,13 +46,21 @@ class CommandOutcome:
         return asdict(self)
 
 
+def check_environment() -> dict[str, str]:
+    """The environment of a task's commands: the shell tool's policy (:func:`shell_environment`) under
+    the user's own settings (home config, ``MTAGENT_*``) — never the task's ``settings``, with which
+    a task line could let a key through."""
+    return shell_environment(os.environ, load_settings())
+
+
 def run_command(command: str, cwd: Path, timeout: float, *, stdin: bytes | None = None,
                 env: dict[str, str] | None = None) -> CommandOutcome:
-    """Run ``command`` in ``cwd``; at ``timeout`` seconds its process group is killed."""
+    """Run ``command`` in ``cwd`` (in :func:`check_environment`, plus ``env``); at ``timeout`` seconds
+    its process group is killed."""
     start = time.monotonic()
     proc = subprocess.Popen(["sh", "-c", command], cwd=cwd, stdin=subprocess.PIPE if stdin is not None else
                             subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True, env={**os.environ, **(env or {})})
+                            start_new_session=True, env={**check_environment(), **(env or {})})
     timed_out = False
     try:
         out, _ = proc.communicate(stdin, timeout=timeout)
