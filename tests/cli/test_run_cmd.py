@@ -344,3 +344,14 @@ def test_a_denial_without_a_terminal_is_said_once_and_whole(project, tmp_path, a
     assert len(lines) == 1, result.stderr  # once, not twice in different words
     assert lines[0].startswith("denied shell: ") and lines[0].endswith(reason)
     assert lines[0].count("(") == lines[0].count(")")  # never cut mid-parenthesis
+
+
+def test_run_json_counts_the_model_calls_of_every_leg_after_denials(project, tmp_path):
+    """Each denied approval resumes the turn (a new leg); ``model_calls`` is the whole turn's."""
+    model = script(tmp_path, [{"tool": "shell", "args": {"command": "touch a"}},
+                              {"tool": "shell", "args": {"command": "touch b"}}, "gave up"])
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "--json", "touch both"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["status"] == "done" and data["answer"] == "gave up" and data["model_calls"] == 3
+    assert result.stderr.count("no terminal to ask") == 2 and not (project / "a").exists()

@@ -220,6 +220,7 @@ def checkout(task: BatchTask, scratch: Path) -> Path:
 def run_task(unit: TaskUnit, model: Any) -> dict[str, Any]:
     """The worker side: the task in its own session; a record for the results file."""
     from mtagent.agent.session import AgentSession
+    from mtagent.agent.turns import run_unattended
     from mtagent.config import load_settings
 
     os.environ.update(unit.env)
@@ -228,14 +229,10 @@ def run_task(unit: TaskUnit, model: Any) -> dict[str, Any]:
     settings = load_settings(root, overrides=task.settings or None)
     session = AgentSession.create(root, model=model, settings=settings, approval=APPROVALS[task.approval])
     try:
-        result = session.run_turn(task.task)
-        messages = list(result.messages)
-        while result.status == "approval_required":  # a tool asked under `ask` rules: nobody to say yes
-            result = session.resume_approval({r.tool_call_id: {"decision": "deny", "reason": "batch run: no one "
-                                                               "to ask"} for r in result.approvals})
-            messages += result.messages
-        return {"id": task.id, "status": result.status, "steps": result.model_calls,
+        turn = run_unattended(session, task.task, "batch run: no one to ask")  # `ask` rules: nobody to say yes
+        result = turn.result
+        return {"id": task.id, "status": result.status, "steps": turn.model_calls,
                 "session_id": session.session_id, "model": session.model_name, "workdir": str(root),
-                "answer": result.reply[:2000], "messages": messages}
+                "answer": result.reply[:2000], "messages": turn.messages}
     finally:
         session.close()

@@ -89,6 +89,34 @@ def drive_turn(session: SessionHost, payload: Any, approver: Approver | None) ->
     )
 
 
+@dataclass(slots=True)
+class UnattendedTurn:
+    """A turn run with nobody to say yes (``run`` without a terminal, ``batch``, ``eval``): every call
+    that waited for approval was denied with one reason and the model went on. ``result`` is the last
+    leg's (status, reply); ``messages`` and ``model_calls`` cover every leg; ``denied``: the refused
+    requests, in order."""
+
+    result: TurnResult
+    messages: list[BaseMessage]
+    denied: list[ApprovalRequest]
+    model_calls: int
+
+
+def run_unattended(session: Any, task: str, reason: str, *, approver: Approver | None = None) -> UnattendedTurn:
+    """Run ``task`` on ``session`` (an :class:`~mtagent.agent.session.AgentSession`), denying with
+    ``reason`` whatever asks for approval and ``approver`` (if any) did not answer."""
+    result = session.run_turn(task, approver=approver)
+    turn = UnattendedTurn(result, list(result.messages), [], result.model_calls)
+    while result.status == "approval_required":
+        turn.denied += result.approvals
+        result = session.resume_approval({r.tool_call_id: {"decision": "deny", "reason": reason}
+                                          for r in result.approvals})
+        turn.result = result
+        turn.messages += result.messages
+        turn.model_calls += result.model_calls
+    return turn
+
+
 def extract_memories(session: SessionHost) -> None:
     """``memory.auto_extract``: propose project memories after a turn that ended without tool
     calls. A failure is recorded and logged, never the turn's failure — the answer is already given."""

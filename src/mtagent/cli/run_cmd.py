@@ -135,15 +135,11 @@ def run_once(options: SessionOptions, task: str, *, as_json: bool = False,
                 return _finish(display, settled, session, as_json)
             display.take_streamed()
             display.end_text()
-        result = session.run_turn(task, approver=approver)
-        messages = list(result.messages)
-        denied: list[Any] = []
-        while result.status == "approval_required":
-            denied += result.approvals
-            result = session.resume_approval(_deny_all(result.approvals))
-            messages += result.messages
-        _report_denials(messages, denied, _deny_all(denied))
-        return _finish(display, result, session, as_json, messages)
+        from mtagent.agent.turns import run_unattended  # the session is open: the warm-up imported it
+
+        turn = run_unattended(session, task, NO_TERMINAL, approver=approver)
+        _report_denials(turn.messages, turn.denied, _deny_all(turn.denied))
+        return _finish(display, turn.result, session, as_json, turn.messages, turn.model_calls)
     finally:
         display.detach()
         session.close()
@@ -201,7 +197,7 @@ def _asker(request: Any) -> str:
 
 
 def _finish(display: TurnDisplay, result: TurnResult, session: AgentSession, as_json: bool = False,
-            messages: list[Any] | None = None) -> int:
+            messages: list[Any] | None = None, model_calls: int | None = None) -> int:
     streamed = display.take_streamed()
     if result.reply and not streamed.strip() and not as_json:
         console.print(terminal_safe(result.reply), markup=False, highlight=False)
@@ -215,17 +211,19 @@ def _finish(display: TurnDisplay, result: TurnResult, session: AgentSession, as_
                           "(agent.max_steps) without finishing; raise it or split the task")
         code = EXIT_FAILED
     if as_json:
-        typer.echo(json_text(_json_result(result, session, messages or list(result.messages))))
+        typer.echo(json_text(_json_result(result, session, messages or list(result.messages),
+                                          result.model_calls if model_calls is None else model_calls)))
     return code
 
 
-def _json_result(result: TurnResult, session: AgentSession, messages: list[Any]) -> dict[str, Any]:
+def _json_result(result: TurnResult, session: AgentSession, messages: list[Any],
+                 model_calls: int) -> dict[str, Any]:
     from mtagent.cli.usage import cost_usd, price_for, usage_of_messages
 
     usage = usage_of_messages(messages)
     price = price_for(session.model_name, session.settings.agent.prices)
     return {"answer": result.reply, "status": result.status, "session_id": session.session_id,
-            "model": session.model_name, "model_calls": result.model_calls, "tokens": usage.as_dict(),
+            "model": session.model_name, "model_calls": model_calls, "tokens": usage.as_dict(),
             "cost_usd": cost_usd(usage, price), "window": _window_json(session)}
 
 

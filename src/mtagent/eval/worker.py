@@ -182,15 +182,10 @@ def _run_tasks(unit: EvalUnit, tasks: list[EvalTask], spaces: dict[str, Path], p
 
 
 def _turn(session: Any, prompt: str) -> tuple[Any, list[Any], int]:
-    result = session.run_turn(prompt)
-    messages = list(result.messages)
-    calls = result.model_calls
-    while result.status == "approval_required":  # `ask` rules with nobody to ask: denied, as in batch
-        result = session.resume_approval({r.tool_call_id: {"decision": "deny", "reason": "eval run: no one to ask"}
-                                          for r in result.approvals})
-        messages += result.messages
-        calls += result.model_calls
-    return result, messages, calls
+    from mtagent.agent.turns import run_unattended
+
+    turn = run_unattended(session, prompt, "eval run: no one to ask")  # `ask` rules: denied, as in batch
+    return turn.result, turn.messages, turn.model_calls
 
 
 def _run_task(unit: EvalUnit, session: Any, task: EvalTask, prompt: str, space: Path) -> dict[str, Any]:
