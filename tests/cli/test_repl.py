@@ -345,3 +345,14 @@ def test_context_stats_after_a_resume_counts_the_earlier_compactions(project, tm
     out = console.export_text()
     assert re.search(r"compactions \(whole session\)\s+1\b", out), out
     assert "since this session was opened here" in out
+
+
+def test_the_config_is_read_once_at_start_and_afresh_for_a_later_session(project, tmp_path, pipe, monkeypatch):
+    reads: list[Path] = []
+    settings = SessionOptions.settings
+    monkeypatch.setattr(SessionOptions, "settings", lambda self: (reads.append(self.root), settings(self))[1])
+    repl, console = make_repl(project, tmp_path, ["One.", "Two."], pipe)
+    pipe.send_text("hello\r")
+    pipe.send_text("/clear\rhello again\r/exit\r")
+    assert repl.run() == 0
+    assert "One." in console.export_text() and len(reads) == 2  # the start (and first session), then /clear's

@@ -139,7 +139,8 @@ class Repl:
 
         options = self.host.options
         options.validate()
-        spec = options.model or options.settings().agent.model
+        self.host.settings = options.settings()  # read once: the session opens with them
+        spec = options.model or self.host.settings.agent.model
         if not spec:
             from mtagent.cli.session_options import NO_MODEL
             from mtagent.errors import ModelConfigError

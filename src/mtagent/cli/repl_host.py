@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the rest loads on first use: the REPL's prompt is drawn bef
     from mtagent.cli.session_report import SessionReport
     from mtagent.cli.slash import CompactOutcome, SessionRow
     from mtagent.cli.slash_session import CostReport
+    from mtagent.config import Settings
 
 # What only the loop counts, and the session's statistics (model calls, the engine's work);
 # shown in SHOWN_FIELDS order. The compaction history is shown from the transcript, not here.
@@ -47,6 +48,7 @@ class ReplHost:
     compacted_since_plan: bool = False
     schemas_said: tuple[str | None, str | None] | None = field(default=None, repr=False)  # by /context
     pending: str = ""  # a message a slash command prepared (/skill), sent as the next turn
+    settings: Settings | None = field(default=None, repr=False)  # read at start; the first session opens with it
 
     def __post_init__(self) -> None:
         self.events.subscribe(self._planned, EventType.CONTEXT_PLANNED)
@@ -60,7 +62,8 @@ class ReplHost:
 
     def open(self) -> AgentSession:
         """Start (or resume, per the options) the first session of this REPL."""
-        self.session = self.options.open_session(on_token=self.on_token, events=self.events)
+        settings, self.settings = self.settings, None  # later sessions (/resume, /new) read the config afresh
+        self.session = self.options.open_session(on_token=self.on_token, events=self.events, settings=settings)
         return self.session
 
     def close(self) -> None:

@@ -97,13 +97,14 @@ class SessionOptions:
 
     def open_session(self, *, on_token: Callable[[str], None] | None = None,
                      events: EventBus | None = None, session_id: str | None = None,
-                     latest: bool = False) -> AgentSession:
-        """Create a session, or resume ``session_id`` / ``--resume`` / (``latest``, ``--continue``)."""
+                     latest: bool = False, settings: Settings | None = None) -> AgentSession:
+        """Create a session, or resume ``session_id`` / ``--resume`` / (``latest``, ``--continue``).
+        ``settings``: :meth:`settings` as the caller read them already (default: read now)."""
         from mtagent.agent.session import AgentSession
         from mtagent.cli import scripted_model
 
         self.validate()
-        settings = self.settings()
+        settings = settings or self.settings()
         mode = APPROVAL_MODES[self.approval]
         target = session_id or self.resume
         from mtagent.agent import storage  # the configured store's sessions (files or PostgreSQL)
