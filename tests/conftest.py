@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from browser import chromium_page  # noqa: F401  (the shared headless-Chromium fixture, tests/browser.py)
 from interrupts import sigint_delivered  # noqa: F401  (Ctrl-C tests, whatever started pytest: tests/interrupts.py)
+from ray_local import ray_cluster  # noqa: F401  (one local Ray per module: tests/ray_local.py)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 TRAJECTORIES = SHARED / "trajectories"

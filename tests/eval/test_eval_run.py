@@ -11,8 +11,6 @@ A subset of the suite keeps this fast; the suite's size is pinned in test_eval_s
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,16 +26,6 @@ from mtagent.replay.executors import make_executor
 SUBSET = [0, 1, 3, 5]  # a constant (far, solved by recall), an error, a constant (lost), a constraint
 DETERMINISTIC = ("task", "policy", "chain", "status", "solved", "calls", "compactions", "microcompactions", "recalls",
                  "session_id")
-
-
-@pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[None]:
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'mtagent[ray]')")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
-             logging_level="ERROR")
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    yield
-    ray.shutdown()
 
 
 def _run(tmp_path: Path, executor_name: str, out: Path, chain: int = 1, subset: list[int] = SUBSET) -> list[dict]:

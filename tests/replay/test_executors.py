@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -53,17 +52,6 @@ def sessions(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     root = tmp_path_factory.mktemp("trajs")
     return [write_session(root / f"s{i}.traj.json", turns, chars)
             for i, (turns, chars) in enumerate([(30, 900), (12, 400), (40, 1500)])]
-
-
-@pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[None]:
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'mtagent[ray]')")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
-             logging_level="ERROR")
-    # this module's unit functions are not importable on Ray workers (tests/ is not a package there)
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    yield
-    ray.shutdown()
 
 
 def _report(executor, sessions: list[Path]) -> tuple[list[dict], list]:
