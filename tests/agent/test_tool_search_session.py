@@ -127,3 +127,26 @@ def test_a_deferred_tool_called_by_name_runs_and_is_loaded(tmp_path: Path) -> No
         assert session.run_turn("turn the cog with op 9").reply == "turned"
         assert RUNS == ["op_9:cog"] and bound_names(session)[-1] == "mcp__fake__op_9"
         assert session.parts.toolset.catalog.stats.loads == 1
+
+
+def test_a_tool_loaded_before_the_last_compaction_is_bound_again_on_resume(tmp_path: Path) -> None:
+    """Resume reads from the last boundary's first kept message; the load happened long before it.
+    The live session kept the tool bound through the compaction, so the resumed one must too."""
+    steps = [tool_call("tool_search", {"query": "select:mcp__fake__op_3"}), reply("loaded"),
+             *[reply(f"noted part {i}") for i in range(6)]]
+    context = {"token_limit": 32_768, "compression_preserve_min_tokens": 10, "compression_preserve_max_tokens": 900}
+    with open_session(tmp_path, steps, context=context) as session:
+        session.run_turn("load op 3")
+        for i in range(6):
+            session.run_turn(f"part {i} of the notes: " + "lorem ipsum dolor sit amet " * 150)
+        session.compact()
+        live = bound_names(session)
+        sid, root = session.session_id, session.project_root
+    assert "mcp__fake__op_3" in live
+    tools = lambda ctx: [*default_tools(ctx.workspace.root, context=ctx), *fake_mcp_tools(80)]  # noqa: E731
+    with AgentSession.resume(sid, root, model=ScriptedChatModel([reply("back")]), tools=tools, approval="auto",
+                             settings=agent_settings(context=context)) as again:
+        assert not any(r.get("event") == "tools_loaded" and "carried" not in (r.get("data") or {})
+                       for r in again.opened.records)  # the original load is not among what resume read
+        assert bound_names(again) == live
+        assert again.parts.toolset.catalog.stats.loads == 0

@@ -34,7 +34,8 @@ TOOLS_LOADED = "tools_loaded"  # the transcript event of a load: names, tokens, 
 
 
 def restore_loads(toolset: Toolset, records: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Bind again what a resumed session had loaded (its ``tools_loaded`` events, in order)."""
+    """Bind again what a resumed session had loaded (its ``tools_loaded`` events, in order; each
+    compaction repeats the loads so far, ``carried``, since a resume reads only what follows it)."""
     names = [str(n) for r in records if r.get("type") == schema.EVENT and r.get("event") == TOOLS_LOADED
              for n in ((r.get("data") or {}).get("names") or []) if isinstance(n, str)]
     return toolset.catalog.restore(names)
@@ -75,8 +76,11 @@ def bind_toolset(toolset: Toolset, system: SystemContext, runnables: Sequence[An
 
     def on_compaction(_event: Any) -> None:
         alive = ref()
-        if alive is not None:
-            alive.compacted()
+        if alive is None:
+            return
+        alive.compacted()
+        if record_event is not None and alive.catalog.loaded:  # resume reads from here on: carry the loads over
+            record_event(TOOLS_LOADED, names=list(alive.catalog.loaded), carried=True)
 
     def on_tool(event: Any) -> None:
         alive, data = ref(), event.data
