@@ -1,8 +1,8 @@
 """``mtagent eval``: every task under every context policy, same model — solve rate × cost, paired.
 
 Task files, policies, the worker, the statistics and the built-in suite live in
-:mod:`mtagent.eval`; this module parses options, prints the report (a table that fits 80
-columns, or ``--json``) and registers the results file for ``mtagent ui``'s evaluation page.
+:mod:`mtagent.eval`; this module parses options, prints the report (tables that fit the terminal
+without cutting a policy name or a number, or ``--json``) and registers the results file for ``mtagent ui``'s evaluation page.
 Exit code: 0 when every pair ran (solved or not), 1 when some errored, 2 for usage errors.
 """
 
@@ -14,10 +14,10 @@ from typing import Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from mtagent.cli.executor_options import (ExecutorChoice, beside_task_file, executor_option, ray_address_option,
                                          root_option, workers_option)
+from mtagent.cli.fit import Column, dropped_note, fit_table
 from mtagent.cli.output import console, err_console, table_box, user_errors
 from mtagent.errors import UsageError
 
@@ -132,27 +132,38 @@ def _count(n: int) -> str:
     return str(n)
 
 
-def print_report(data: dict[str, Any]) -> None:
-    """Two tables of at most 80 columns: per policy, then the paired comparisons."""
-    table = Table(title=f"eval: {data['ran']} run, {data['skipped']} already done", title_justify="left",
-                  box=table_box(console), pad_edge=False)
-    for col in ("policy", "solved", "cost $", "side $", "tokens", "calls", "cmp", "recall", "wall s"):
-        table.add_column(col, justify="left" if col == "policy" else "right", no_wrap=True,
-                         max_width=16 if col == "policy" else None)
-    for p in data["policies"]:
-        table.add_row(escape(p["policy"]), f"{p['solved']}/{p['tasks']}", _money(p["cost_usd"]),
-                      _money(p["side_cost_usd"]), _count(p["tokens"] + p["side_tokens"]), str(p["calls"]),
-                      str(p["compactions"]), str(p["recalls"]), f"{p['wall_s']:.0f}")
+# what a narrow terminal gives up first (lowest ``drop``); policy names, solved and cost stay whole
+POLICY_COLUMNS = (Column("policy"), Column("solved", "right"), Column("cost $", "right"),
+                  Column("side $", "right", drop=5), Column("tokens", "right", drop=6),
+                  Column("calls", "right", drop=3), Column("cmp", "right", drop=4),
+                  Column("recall", "right", drop=2), Column("wall s", "right", drop=1))
+PAIR_COLUMNS = (Column("A vs B", wrap=True, whole_words=True), Column("A+", "right"), Column("B+", "right"),
+                Column("diff", "right"), Column("95% CI", "right", drop=2), Column("p", "right", drop=1),
+                Column("verdict", wrap=True, whole_words=True, drop=3))
+
+
+def _print_fitted(columns: tuple[Column, ...], rows: list[list[str]], title: str) -> None:
+    table, dropped = fit_table(console, columns, rows, title=title, title_justify="left", box=table_box(console),
+                               pad_edge=False, collapse_padding=True)
     console.print(table)
+    note = dropped_note(dropped)
+    if note:
+        console.print(note)
+
+
+def print_report(data: dict[str, Any]) -> None:
+    """Two tables that fit the terminal (:mod:`mtagent.cli.fit`): per policy, then the paired
+    comparisons. Policy names and numbers are never cut; on a narrow terminal the least important
+    columns are left out and a line says which (``--json`` has everything)."""
+    rows = [[escape(p["policy"]), f"{p['solved']}/{p['tasks']}", _money(p["cost_usd"]), _money(p["side_cost_usd"]),
+             _count(p["tokens"] + p["side_tokens"]), str(p["calls"]), str(p["compactions"]), str(p["recalls"]),
+             f"{p['wall_s']:.0f}"] for p in data["policies"]]
+    _print_fitted(POLICY_COLUMNS, rows, f"eval: {data['ran']} run, {data['skipped']} already done")
     if data["paired"]:
-        pairs = Table(title="paired: A+/B+ = tasks solved by A only / B only",
-                      title_justify="left", box=table_box(console), pad_edge=False)
-        for col in ("A vs B", "A+", "B+", "diff", "95% CI", "p", "verdict"):
-            pairs.add_column(col, justify="left" if col in ("A vs B", "verdict") else "right", no_wrap=col != "verdict")
-        for c in data["paired"]:
-            pairs.add_row(escape(f"{c['a']} vs {c['b']}"[:24]), str(c["only_a"]), str(c["only_b"]), f"{c['diff']:+.2f}",
-                          f"{c['ci_low']:+.2f},{c['ci_high']:+.2f}", f"{c['p_value']:.2f}", escape(c["verdict"]))
-        console.print(pairs)
+        pairs = [[escape(f"{c['a']} vs {c['b']}"), str(c["only_a"]), str(c["only_b"]), f"{c['diff']:+.2f}",
+                  f"{c['ci_low']:+.2f},{c['ci_high']:+.2f}", f"{c['p_value']:.2f}", escape(c["verdict"])]
+                 for c in data["paired"]]
+        _print_fitted(PAIR_COLUMNS, pairs, "paired: A+/B+ = tasks solved by A only / B only")
     unpriced = sum(p["unpriced"] for p in data["policies"])
     if unpriced:
         err_console.print(f"{unpriced} result(s) have no price row (agent.prices): their tokens count, their cost "

@@ -30,12 +30,16 @@ class Column:
     justify: str = "left"
     drop: int = 0
     wrap: bool = False
+    whole_words: bool = False  # a wrapping column never folds inside a word (an id in free text)
 
 
 def _width(column: Column, cells: Sequence[str]) -> int:
     natural = max([len(column.name), *(Text.from_markup(c).cell_len for c in cells)])
     if column.wrap:
-        return min(natural, max(WRAP_MIN_WIDTH, *(len(w) for w in column.name.split())))
+        floor = max([WRAP_MIN_WIDTH, *(len(w) for w in column.name.split())])
+        if column.whole_words:
+            floor = max([floor, *(Text(w).cell_len for c in cells for w in Text.from_markup(c).plain.split())])
+        return min(natural, floor)
     return natural
 
 
