@@ -2,7 +2,8 @@
 
 Task files, policies, the worker, the statistics and the built-in suite live in
 :mod:`mtagent.eval`; this module parses options, prints the report (tables that fit the terminal
-without cutting a policy name or a number, or ``--json``) and registers the results file for ``mtagent ui``'s evaluation page.
+without cutting a policy name or a number, or ``--json``) and registers the results file for
+``mtagent ui``'s evaluation page.
 Exit code: 0 when every pair ran (solved or not), 1 when some errored, 2 for usage errors.
 """
 

@@ -88,7 +88,8 @@ def test_skill_folders_past_max_skills_are_counted_not_read(home: Path, project:
     from mtagent.context.toolset import skills as skills_module
     reads: list[tuple[str, ...]] = []
     real = skills_module.read_skill_file
-    monkeypatch.setattr(skills_module, "read_skill_file", lambda b, p, *a, **k: reads.append(tuple(p)) or real(b, p, *a, **k))
+    monkeypatch.setattr(skills_module, "read_skill_file",
+                        lambda b, p, *a, **k: reads.append(tuple(p)) or real(b, p, *a, **k))
     found = discover(project, SkillsSettings(max_skills=5), home=home, trusted=True)
     assert [s.name for s in found.skills] == [f"s{i:02d}" for i in range(5)]
     assert len(reads) == 5
