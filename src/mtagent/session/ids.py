@@ -1,4 +1,4 @@
-"""Message and compaction-boundary ids: random by default, counted inside :func:`sequential_ids`.
+"""Message, compaction-boundary and subagent ids: random by default, counted inside :func:`sequential_ids`.
 
 Recall results show ids to the model, so random ones make two runs of the same session send
 requests that differ by a few tokens — enough to move a compaction by one call and change what
@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["new_boundary_id", "new_message_id", "sequential_ids"]
+__all__ = ["new_boundary_id", "new_child_id", "new_message_id", "sequential_ids"]
 
 _SOURCES: list[Callable[[str], str]] = []  # the innermost sequential_ids block last
 
@@ -25,6 +25,11 @@ def new_message_id() -> str:
 
 def new_boundary_id() -> str:
     return _SOURCES[-1]("cb") if _SOURCES else f"cb-{uuid.uuid4().hex[:16]}"
+
+
+def new_child_id() -> str:
+    """A subagent's session id (the parent's ``task`` result names it to the model)."""
+    return _SOURCES[-1]("agent") if _SOURCES else f"agent-{uuid.uuid4().hex[:12]}"
 
 
 @contextmanager

@@ -142,3 +142,16 @@ def test_hostile_text_in_a_subagent_record_is_shown_not_run(code):
     result = CliRunner().invoke(app, ["sessions", "show", session.session_id, "--cwd", str(code)])
     assert result.exit_code == 0 and "agent-evil" in result.output
     assert not any(seq in result.output for seq in ("\x1b", "\x9b", "\x07"))
+
+
+def test_child_ids_are_counted_inside_sequential_ids_so_eval_runs_repeat_byte_for_byte(code):
+    """The parent's ``task`` result names its child: a random id there changes the next request."""
+    from mtagent.session.ids import sequential_ids
+
+    with sequential_ids("unit-1"):
+        session = _run(code)
+    started = subagent_records(session.transcript_path)[0]
+    assert started["child_id"].startswith("agent-unit-1-")
+    assert paths.validate_session_id(started["child_id"]) == started["child_id"]
+    random_again = subagent_records(_run(code).transcript_path)[0]["child_id"]
+    assert random_again.startswith("agent-") and not random_again.startswith("agent-unit-1-")

@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -44,6 +43,7 @@ from mtagent.agent.subagents.slots import TreeSlots
 from mtagent.agent.subagents.stored import keep_in_store
 from mtagent import paths
 from mtagent.session import schema
+from mtagent.session.ids import new_child_id
 from mtagent.tools.task import TASK_TOOL, TaskRequest
 
 from mtagent.agent.host import SessionHost
@@ -69,10 +69,6 @@ class ChildEntry:
     path: str
     future: Future[ChildRun] | None = None
     run: ChildRun | None = None
-
-
-def new_child_id() -> str:
-    return f"agent-{uuid.uuid4().hex[:12]}"
 
 
 def _request_from_call(call: dict[str, Any]) -> TaskRequest | None:
