@@ -105,11 +105,21 @@ def project_state_dir(project_root: str | os.PathLike[str], home: Path | None = 
 
     ``home`` is the tenant's local home (:func:`mtagent.session.local.local_home`); the default is
     ``$MTAGENT_HOME``, the files backend's."""
-    return (home or mtagent_home()) / "projects" / project_hash(project_root)
+    return _state_dir_of(project_hash(project_root), home)
+
+
+def _state_dir_of(project: str, home: Path | None) -> Path:
+    return (home or mtagent_home()) / "projects" / project
+
+
+def memory_dir_of(project: str, home: Path | None = None) -> Path:
+    """``<home>/projects/<project-key>/memory``: a project's long-term memory folder by its key
+    (:func:`project_hash`), as the stores and the UI name a project; the caller has validated the key."""
+    return _state_dir_of(project, home) / "memory"
 
 
 def project_memory_dir(project_root: str | os.PathLike[str], home: Path | None = None) -> Path:
-    return project_state_dir(project_root, home) / "memory"
+    return memory_dir_of(project_hash(project_root), home)
 
 
 def ensure_dir(path: Path) -> Path:

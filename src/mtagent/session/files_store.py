@@ -113,7 +113,7 @@ class FilesStore:
 
     # long-term memory ------------------------------------------------------------------------
     def _memory_path(self, project: str, name: str) -> Path:
-        folder = self.home / "projects" / validate_name("project", project) / "memory"
+        folder = paths.memory_dir_of(validate_name("project", project), self.home)
         return folder / validate_name("memory name", name)
 
     def read_memory(self, project: str, name: str) -> str | None:

@@ -208,11 +208,11 @@ class Pages:
 
     def memory(self, request: Request) -> Response:
         entry, outline = self._session(request)
+        project_memory = paths.memory_dir_of(entry.project, self.catalog.history.parent)
         return self.render("memory.html", title=f"Session memory · {entry.key}", entry=entry,
                            current=art.current_memory(self._store(entry), self.redactor),
                            history=art.memory_history(outline.records),
-                           project_memory=art.project_memory(self.catalog.history.parent / "projects" / entry.project
-                                                             / "memory", self.redactor, self.ui.artifact_page_lines))
+                           project_memory=art.project_memory(project_memory, self.redactor, self.ui.artifact_page_lines))
 
     # ── replay ───────────────────────────────────────────────────────────────────────
     def replay(self, request: Request) -> Response:

@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from mtagent import paths
 from mtagent.errors import ArtifactPathError, SessionNotFound, TranscriptCorrupt
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactMeta, DEFAULT_ARTIFACT_MAX_BYTES
@@ -103,8 +104,6 @@ class PostgresStore:
 
     # transcripts -------------------------------------------------------------------------
     def open_writer(self, project: str, session_id: str) -> PostgresWriter:
-        from mtagent import paths
-
         paths.validate_session_id(session_id)
         return PostgresWriter(self.dsn, tenant=self.tenant, role=self.role, project=validate_name("project", project),
                               session_id=session_id, fsync=self.fsync, timeout=self._timeout)
@@ -254,7 +253,7 @@ class PostgresStore:
     def open_session_writer(self, project: str, session_id: str, artifacts: Any) -> NotesThroughStore:
         """The session's writer, with its notes and the project's memory pulled first and kept in the rows."""
         artifacts.pull_session_memory()  # the notes another worker wrote
-        folder = self.local_home / "projects" / validate_name("project", project) / "memory"
+        folder = paths.memory_dir_of(validate_name("project", project), self.local_home)
         pull_memory(self, project, folder)  # long-term memory as any worker last saved it
         return NotesThroughStore(self.open_writer(project, session_id), artifacts, folder)
 
