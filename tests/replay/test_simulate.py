@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,29 @@ def test_session_memory_updates_are_priced_as_model_calls(trajectories: Path) ->
     with_notes = simulate(traj, "mtagent-sm", window=SMALL_WINDOW, settings=notes_early)
     assert with_notes.summary_calls > plain.summary_calls
     assert with_notes.violations == 0
+
+
+@pytest.mark.parametrize("name", ["mtagent", "mtagent-sm"])
+def test_the_engine_strategy_leaves_no_temporary_folder_when_given_none(name: str, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a ``workdir`` the strategy makes its own throw-away store (transcript, artifacts) and
+    removes it when closed; a caller's ``workdir`` is the caller's to keep."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    traj = _synthetic(12, 3000)
+    strategy = make_strategy(name, StrategyContext(system=[traj.messages[0]], window=SMALL_WINDOW,
+                                                   counter=MessageTokenCounter(), settings=TIGHT))
+    last = 1
+    for index in traj.model_calls:
+        strategy.step(traj.messages[last:index])
+        last = index
+    assert list(scratch.iterdir())  # the store lived there while the replay ran
+    strategy.close()
+    assert list(scratch.iterdir()) == []
+    mine = tmp_path / "mine"
+    kept = make_strategy(name, StrategyContext(system=[traj.messages[0]], window=SMALL_WINDOW,
+                                               counter=MessageTokenCounter(), settings=TIGHT, workdir=mine))
+    kept.step(traj.messages[1:traj.model_calls[0]])
+    kept.close()
+    assert (mine / "home").is_dir()

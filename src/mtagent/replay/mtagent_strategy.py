@@ -138,12 +138,16 @@ class MTAgentStrategy:
     _history: list[BaseMessage] = field(default_factory=list)
     _summarizer: MeteredSummarizer | None = None
     _now: float = 0.0
+    _scratch: tempfile.TemporaryDirectory[str] | None = None  # the store's folder when ctx.workdir is None
 
     def _open(self) -> OpenedSession:
         settings = replay_settings(self.ctx.settings, self.ctx.window, session_memory=self.session_memory)
         self._summarizer = self.ctx.summarizer_factory()
         self._summarizer.message_tokens = self.ctx.counter.message_tokens
-        workdir = Path(self.ctx.workdir or tempfile.mkdtemp(prefix="mtagent-replay-"))
+        workdir = self.ctx.workdir
+        if workdir is None:
+            self._scratch = tempfile.TemporaryDirectory(prefix="mtagent-replay-")
+            workdir = Path(self._scratch.name)
         store = FilesStore(tenant="replay", max_artifact_bytes=settings.tool_results.artifact_max_bytes,
                            fsync="never", home=workdir / "home")
         events = EventBus()
@@ -180,8 +184,13 @@ class MTAgentStrategy:
         return StepResult(view, compacted, self._summarizer.drain())
 
     def close(self) -> None:
-        if self._session is not None:
-            self._session.close()
+        """Close the session (its transcript and index); remove the store's folder if it is ours."""
+        try:
+            if self._session is not None:
+                self._session.close()
+        finally:
+            if self._scratch is not None:
+                self._scratch.cleanup()
 
 
 def replay_settings(settings: Settings, window: int, *, session_memory: bool) -> Settings:
