@@ -182,3 +182,27 @@ def test_run_writes_its_live_recall_batch(project, tmp_path):
         conn.close()
     assert rows, "the live index never got the run's records"
     assert caught_up == 0  # they came from the live sink, not a later catch-up
+
+
+def test_a_rebuild_checks_whose_file_it_is_once(project, monkeypatch: pytest.MonkeyPatch):
+    """Opening checks the file (ours?), a damaged one is then removed after one more check of its
+    own (it may have been swapped since); the fresh database needs no third look."""
+    from mtagent.context.recall import store_file
+
+    index = index_path(project)
+    RecallStore(index).close()
+    conn = sqlite3.connect(index)
+    conn.execute("DROP TABLE edits")
+    conn.commit()
+    conn.close()
+    checked: list[Path] = []
+    real = store_file.foreign_reason
+    monkeypatch.setattr(store_file, "foreign_reason", lambda path: (checked.append(path), real(path))[1])
+    store = RecallStore(index)
+    try:
+        assert store.rebuilt and store.path == index
+        assert store.run(lambda c: c.execute("SELECT count(*) FROM edits").fetchone()[0], None) == 0
+    finally:
+        store.close()
+    assert checked == [index, index]
+    assert set_aside(index) == []  # ours: deleted and recreated, not set aside

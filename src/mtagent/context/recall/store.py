@@ -179,11 +179,13 @@ class RecallStore:
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, *, claimed: bool = False) -> sqlite3.Connection:
+        """Open the database; ``claimed``: the path was just made free (:func:`remove_own`), so it
+        is not checked again."""
         target = ":memory:" if self.path is None else database_uri(self.path)
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            note = claim(self.path)
+            note = None if claimed else claim(self.path)
             if note is not None:
                 log.warning("recall index: %s", note)
                 self.rebuilt = True
@@ -216,7 +218,7 @@ class RecallStore:
         try:
             if self.path is not None:
                 remove_own(self.path)
-            self._conn = self._connect()
+            self._conn = self._connect(claimed=True)
         except (db.Error, OSError) as again:  # e.g. the folder is not writable: work in memory
             log.warning("recall index %s cannot be recreated (%s); using an in-memory index", self.path, again)
             self.path = None
