@@ -193,14 +193,13 @@ def shared_store(settings: Any) -> Store:
 def recall_history(settings: Any, project_root: str | os.PathLike[str]) -> Callable[[], Path]:
     """Where recall catches up from: the configured store's folder of the project's transcripts,
     brought up to date on each call (:meth:`~mtagent.session.store.Store.history_folder` — the files'
-    own history folder, or the tenant's mirror, so a session another worker wrote is searchable)."""
+    own history folder, or the tenant's mirror, so a session another worker wrote is searchable).
+
+    Through the process's :func:`shared_store` — the one an agent session already holds — so a
+    catch-up (every ``recall`` call) opens no store of its own."""
 
     def refreshed() -> Path:
-        store = open_store(settings, migrate=False)
-        try:
-            return store.history_folder(paths.project_hash(project_root))
-        finally:
-            store.close()
+        return shared_store(settings).history_folder(paths.project_hash(project_root))
 
     return refreshed
 
