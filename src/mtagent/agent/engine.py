@@ -91,7 +91,18 @@ def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int,
     bind_toolset(toolset, system, parts.runnable, events=parts.opened.events,
                  last_tokens=lambda: window_manager.last_plan.tokens if window_manager.last_plan else 0,
                  record_event=parts.opened.engine.record_event, session_id=parts.opened.session_id)
+    if mcp is not None and hasattr(mcp, "on_new_tools"):
+        mcp.on_new_tools(lambda tools: _add_late_tools(parts, toolset, tools))
     return toolset.bound(), toolset.catalog.schema_choice
+
+
+def _add_late_tools(parts: EngineParts, toolset: Toolset, tools: list[BaseTool]) -> None:
+    """Tools an MCP server added after start (``tools/list_changed``): into the catalog (appended,
+    deferred when it defers, else loaded and priced like a load) and runnable from now on."""
+    added = set(toolset.catalog.add(tools, after_tokens=toolset.after_tokens()))
+    parts.runnable.extend(t for t in tools if t.name in added)
+    if added:
+        toolset.changed()
 
 
 def rebind_on_load(parts: EngineParts, model: Any, set_model: Callable[[Any], None],

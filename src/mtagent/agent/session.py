@@ -93,6 +93,8 @@ class AgentSession:
         self.static = opened.system.static
         offered, self.schema_choice = engine_factory.choose_tool_schemas(parts, self.settings, self.window)
         self.tools.update({t.name: t for t in parts.runnable})  # MCP tools, tool_search, skill
+        if parts.toolset is not None:  # an MCP server's tools added later (engine._add_late_tools)
+            parts.toolset.listeners.append(lambda: self.tools.update({t.name: t for t in parts.runnable}))
         self.conversation = Conversation(guard=opened.engine.guard)  # one answered set: the engine's
         self.conversation.replace(redact_messages(self.redactor, history))  # today's secrets, on resume too
         bound = model.bind_tools(offered) if offered else model

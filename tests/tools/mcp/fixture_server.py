@@ -5,7 +5,8 @@
 Tools: echo, big (a text result of N characters), sleep, crash (exits mid-call), garbage_echo
 (writes a non-JSON line on stdout before answering), image, count (appends a line to a file:
 how many times a call really ran), env (one environment variable), pid, header (an HTTP request
-header, with --http: streamable HTTP on 127.0.0.1:PORT).
+header, with --http: streamable HTTP on 127.0.0.1:PORT), add_tool / drop_tool / add_many (change the tool
+list while running and announce it: tools/list_changed).
 """
 
 from __future__ import annotations
@@ -93,6 +94,39 @@ def pid() -> str:
 def header(name: str, ctx: Context) -> str:
     request = ctx.request_context.request
     return "<no http>" if request is None else request.headers.get(name, "<unset>")
+
+
+async def _announce(ctx: Context, times: int = 1) -> None:
+    """Tell the client the tool list changed, both ways: a listen stream (2026-07-28) and a
+    handshake-era notification (dropped by the SDK on a modern connection)."""
+    for _ in range(times):
+        await ctx.notify_tools_changed()
+        try:
+            await ctx.request_context.session.send_tool_list_changed()
+        except Exception:  # noqa: S110 - not every era has the notification
+            pass
+
+
+@server.tool(description="Register a tool `name` that answers `answer`, then announce the change.")
+async def add_tool(name: str, answer: str, ctx: Context) -> str:
+    server.add_tool(lambda: answer, name=name, description=f"Added at run time; answers {answer}.")
+    await _announce(ctx)
+    return f"added {name}"
+
+
+@server.tool(description="Remove the tool `name`, then announce the change.")
+async def drop_tool(name: str, ctx: Context) -> str:
+    server.remove_tool(name)
+    await _announce(ctx)
+    return f"removed {name}"
+
+
+@server.tool(description="Register `count` tools named `prefix`<i> (any characters), then announce `times` times.")
+async def add_many(prefix: str, count: int, times: int, ctx: Context) -> str:
+    for i in range(count):
+        server.add_tool(lambda: "many", name=f"{prefix}{i}", description=f"Many\x1b[2J {i}.")
+    await _announce(ctx, times)
+    return f"added {count}"
 
 
 if EVIL:

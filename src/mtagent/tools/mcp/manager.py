@@ -15,6 +15,7 @@ import asyncio
 import os
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -85,6 +86,10 @@ class McpManager:
         self._lock = threading.Lock()
         self._closed = False
         self._missing = ""  # why no server can start at all (the SDK is not installed)
+        self._late_lock = threading.Lock()  # not self._lock: start() holds that while the loop runs
+        self._late: list[BaseTool] = []  # tools a server added after start, not yet handed on
+        self._late_listeners: list[Callable[[list[BaseTool]], None]] = []
+        self._calls = 0  # calls in flight: tools that arrive during one are handed on when it returns
         # a session never closed (a crash, a forgotten close) still stops its servers at exit
         self._finalizer = weakref.finalize(self, _close_quietly, self._connections, self._loop_box)
 
@@ -107,7 +112,8 @@ class McpManager:
             from mtagent.tools.mcp.server import ServerConnection
 
             for spec in self.startable:
-                self._connections[spec.name] = ServerConnection(spec, self.config, str(self.project_root))
+                self._connections[spec.name] = ServerConnection(spec, self.config, str(self.project_root),
+                                                                on_tools_changed=self._tools_changed)
             self._loop_box.append(LoopThread())
         return self._loop_box[0]
 
@@ -134,21 +140,67 @@ class McpManager:
         tools: list[BaseTool] = []
         taken: set[str] = set()
         for spec in self.startable:
-            conn = self._connections[spec.name]
-            for listed in conn.tools:
-                name = tool_name(spec.key, listed.name)
-                if name in taken:
-                    conn.note = (conn.note + "; " if conn.note else "") + f"tool {listed.name!r} skipped (name clash)"
-                    continue
-                taken.add(name)
-                if listed.note:
-                    self.notes.append(f"MCP server {clean_text(spec.name, 64)}: tool {listed.name}: {listed.note}")
-                description = listed.description or f"Tool {listed.name} of the MCP server {spec.name}."
-                tools.append(McpTool(name=name, description=description, args_schema=listed.schema,
-                                     server=spec.name, remote_name=listed.name, caller=self,
-                                     metadata={"source": f"mcp:{spec.name}", "mcp_server": spec.name,
-                                               "mcp_tool": listed.name}))
+            tools += self._server_tools(spec, self._connections[spec.name], taken)
         return tools
+
+    def _server_tools(self, spec: ServerSpec, conn: Any, taken: set[str], *, budget: int | None = None) -> list[BaseTool]:
+        """``conn``'s listed tools whose names are not in ``taken`` (added to it), at most ``budget``."""
+        tools: list[BaseTool] = []
+        for listed in conn.tools:
+            name = tool_name(spec.key, listed.name)
+            if name in taken:
+                if budget is None:  # at start a repeat is a clash; on a re-list it is a tool already known
+                    conn.note = (conn.note + "; " if conn.note else "") + f"tool {listed.name!r} skipped (name clash)"
+                continue
+            if budget is not None and len(tools) >= budget:
+                conn.note = f"tools past {self.config.max_tools_per_server} added after start were skipped"
+                break
+            taken.add(name)
+            if listed.note:
+                self.notes.append(f"MCP server {clean_text(spec.name, 64)}: tool {listed.name}: {listed.note}")
+            description = listed.description or f"Tool {listed.name} of the MCP server {spec.name}."
+            tools.append(McpTool(name=name, description=description, args_schema=listed.schema,
+                                 server=spec.name, remote_name=listed.name, caller=self,
+                                 metadata={"source": f"mcp:{spec.name}", "mcp_server": spec.name,
+                                           "mcp_tool": listed.name}))
+        return tools
+
+    # tools that arrive later ---------------------------------------------------------------
+    def on_new_tools(self, listener: Callable[[list[BaseTool]], None]) -> None:
+        """Call ``listener(tools)`` with the tools a server adds after start (``tools/list_changed``).
+
+        Tools a server removes stay (the bound schemas are the provider's cached prefix); calling one
+        returns the server's error. A server never brings more than ``mcp.max_tools_per_server``
+        tools over its life. The listener runs on the agent's thread when a call made the change
+        (before that call's result is returned), else on the MCP loop's thread.
+        """
+        self._late_listeners.append(listener)
+
+    def _tools_changed(self, conn: Any) -> None:
+        """A server re-listed its tools (on the loop thread): keep the new ones, hand them on."""
+        with self._late_lock:
+            if self._tools is None or self._closed:
+                return  # still starting: start() builds from the fresh list
+            spec = conn.spec
+            taken = {t.name for t in self._tools}
+            own = sum(1 for t in self._tools if getattr(t, "server", None) == spec.name)
+            fresh = self._server_tools(spec, conn, taken, budget=max(0, self.config.max_tools_per_server - own))
+            self._tools.extend(fresh)
+            self._late.extend(fresh)
+            idle = self._calls == 0
+        if idle:
+            self._deliver()
+
+    def _deliver(self) -> None:
+        with self._late_lock:
+            late, self._late = self._late, []
+        if not late:
+            return
+        for listener in list(self._late_listeners):
+            try:
+                listener(late)
+            except Exception as exc:  # a front end's failure must not take the MCP loop down
+                self.notes.append(f"tools added by an MCP server could not be offered: {exc}")
 
     # the seam ----------------------------------------------------------------------------
     def tools(self) -> list[BaseTool]:
@@ -188,10 +240,16 @@ class McpManager:
             raise McpServerError(f"MCP server '{server}' is not running in this session")
         loop = self._ensure_loop()
         bound = conn.start_timeout + conn.call_timeout + SAFETY_SECONDS
+        with self._late_lock:
+            self._calls += 1
         try:
             return loop.run(conn.call(tool, arguments), bound)
         except TimeoutError as exc:
             raise McpServerError(f"MCP server '{server}' did not answer within {bound:g} s") from exc
+        finally:
+            with self._late_lock:
+                self._calls -= 1
+            self._deliver()
 
     # stopping ----------------------------------------------------------------------------
     def close(self) -> None:

@@ -22,11 +22,12 @@ import logging
 import os
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 import anyio
+import anyio.lowlevel
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -35,6 +36,7 @@ from pydantic import ValidationError
 
 from mtagent import __version__
 from mtagent.config import McpSettings
+from mtagent.tools.mcp.changes import ChangeWatcher, is_tool_list_changed
 from mtagent.tools.mcp.errors import McpServerError
 from mtagent.tools.mcp.specs import ServerSpec
 from mtagent.tools.mcp.untrusted import clean_schema, clean_text
@@ -69,6 +71,8 @@ class ServerConnection:
     tools: list[ListedTool] = field(default_factory=list)
     instructions: str = ""
     starts: int = 0
+    on_tools_changed: Callable[[ServerConnection], None] | None = None  # after a re-list (on the loop)
+    watcher: ChangeWatcher | None = None
     _client: Any = None
     _holder: asyncio.Task[None] | None = None
     _all_holders: set[asyncio.Task[None]] = field(default_factory=set)  # also those still stopping
@@ -119,14 +123,20 @@ class ServerConnection:
 
     async def _hold(self, stop: asyncio.Event, ready: asyncio.Future[None]) -> None:
         try:
-            async with _client(self.spec, self.cwd, self._stderr_file()) as client:
+            watcher = ChangeWatcher(self._relist)
+            async with _client(self.spec, self.cwd, self._stderr_file(), _on_message(watcher)) as client:
                 listed = await self._list_tools(client)
                 self.instructions = clean_text(client.instructions or "", self.config.instructions_max_chars)
                 self.tools = listed
                 self._client = client
+                self.watcher = watcher
+                watcher.start(client, listen=_announces_tool_changes(client))
                 if not ready.done():
                     ready.set_result(None)
-                await stop.wait()
+                try:
+                    await stop.wait()
+                finally:
+                    await watcher.stop()
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else McpServerError("start was cancelled"))
@@ -137,11 +147,20 @@ class ServerConnection:
         finally:
             self._client = None
 
-    async def _list_tools(self, client: Any) -> list[ListedTool]:
+    async def _relist(self) -> None:
+        """The server said its tools changed: list them again (cleaned and capped as at start)."""
+        client = self._client
+        if client is None:
+            return
+        self.tools = await asyncio.wait_for(self._list_tools(client, cache_mode="refresh"), self.call_timeout)
+        if self.on_tools_changed is not None:
+            self.on_tools_changed(self)
+
+    async def _list_tools(self, client: Any, cache_mode: str = "use") -> list[ListedTool]:
         listed: list[ListedTool] = []
         cursor = None
         for _ in range(MAX_LIST_PAGES):
-            page = await client.list_tools(cursor=cursor)
+            page = await client.list_tools(cursor=cursor, cache_mode=cache_mode)
             for tool in page.tools:
                 if len(listed) >= self.config.max_tools_per_server:
                     return listed
@@ -190,7 +209,10 @@ class ServerConnection:
         if client is None:
             raise self._fail("closed its connection before the call")
         try:
-            return await asyncio.wait_for(client.call_tool(tool, arguments), self.call_timeout)
+            result = await asyncio.wait_for(client.call_tool(tool, arguments), self.call_timeout)
+            if self.watcher is not None:  # the call changed the server's tools: list them before answering
+                await self.watcher.settle()
+            return result
         except TimeoutError:
             await self._stop_holder()
             raise self._fail(f"did not answer within {self.call_timeout:g} s; it was stopped and will be "
@@ -292,7 +314,24 @@ def _with_parent_death_signal(command: str, args: list[str], env: dict[str, str]
     return sys.executable, ["-I", "-S", "-c", _LAUNCHER, "keep" if "LC_CTYPE" in env else "drop", command, *args]
 
 
-def _client(spec: ServerSpec, cwd: str, stderr: IO[bytes]) -> Client:
+def _on_message(watcher: ChangeWatcher) -> Any:
+    """The SDK's message handler: a handshake-era tools/list_changed marks the list stale."""
+    async def handle(message: Any) -> None:
+        if is_tool_list_changed(message):
+            watcher.mark()
+        await anyio.lowlevel.checkpoint()
+    return handle
+
+
+def _announces_tool_changes(client: Any) -> bool:
+    """The server declared ``tools.listChanged`` and speaks the era whose changes come by ``listen``."""
+    caps = getattr(client, "server_capabilities", None)
+    tools = getattr(caps, "tools", None)
+    modern = str(getattr(client, "protocol_version", "") or "") >= "2026-07-28"
+    return bool(getattr(tools, "list_changed", False)) and modern
+
+
+def _client(spec: ServerSpec, cwd: str, stderr: IO[bytes], on_message: Any = None) -> Client:
     settings = spec.settings
     assert settings is not None
     info = Implementation(name="mtagent", version=__version__)
@@ -300,5 +339,7 @@ def _client(spec: ServerSpec, cwd: str, stderr: IO[bytes]) -> Client:
         command, args = _with_parent_death_signal(settings.command, list(settings.args), settings.env)
         params = StdioServerParameters(command=command, args=args, env=dict(settings.env),
                                        cwd=os.path.join(cwd, settings.cwd or "."), encoding_error_handler="replace")
-        return Client(stdio_client(params, errlog=stderr), client_info=info)  # type: ignore[arg-type]
-    return Client(_http_transport(str(settings.url), dict(settings.headers)), client_info=info)
+        return Client(stdio_client(params, errlog=stderr), client_info=info,  # type: ignore[arg-type]
+                      message_handler=on_message)
+    return Client(_http_transport(str(settings.url), dict(settings.headers)), client_info=info,
+                  message_handler=on_message)
