@@ -9,7 +9,7 @@ from tools.conftest import Kit, make_kit  # noqa: F401  (the shared tool-test fi
 
 from mtagent.config import Settings
 from mtagent.redaction import collect_secrets, is_secret_name
-from mtagent.tools.shell import shell_environment
+from mtagent.tools.shell import HANDLES, shell_environment
 
 SECRETS = {
     "OPENAI_API_KEY": "sk-envPolicyCanary0123456789abcdef",
@@ -51,9 +51,11 @@ def test_the_policy_on_names() -> None:
     env = {"PATH": "/bin", "HOME": "/h", "KEYCHAIN_X": "1", "npm_config_authtoken": "2", "X_PASSWD": "3",
            "SSH_AUTH_SOCK": "/tmp/s", "LANG": "C"}
     kept = shell_environment(env, Settings())
-    assert set(kept) == {"PATH", "HOME", "LANG"}  # SSH_AUTH_SOCK: *AUTH*, as the redactor judges it
-    assert set(shell_environment(env, Settings.model_validate({"shell": {"env_passthrough": ["X_*", "SSH_AUTH_SOCK"]}}))) == {
+    assert set(kept) == {"PATH", "HOME", "LANG", "SSH_AUTH_SOCK"}  # the ssh agent's socket: a handle, no key
+    assert set(shell_environment(env, Settings.model_validate({"shell": {"env_passthrough": ["X_*"]}}))) == {
         "PATH", "HOME", "SSH_AUTH_SOCK", "LANG", "X_PASSWD"}
+    withheld = Settings.model_validate({"security": {"redact_env": ["SSH_AUTH_SOCK"]}})
+    assert "SSH_AUTH_SOCK" not in shell_environment(env, withheld)
 
 
 REDACTOR_ONLY = {  # secret by the redactor's rule, not by the shell's old narrower one
@@ -87,4 +89,4 @@ def test_one_rule_the_shell_withholds_what_the_redactor_collects_by_name() -> No
     kept = shell_environment(env, Settings())
     for name in names:
         by_name = collect_secrets({name: "plain words value"}) != ()
-        assert is_secret_name(name) == by_name == (name not in kept), name
+        assert is_secret_name(name) == by_name == (name not in kept or name in HANDLES), name

@@ -215,10 +215,15 @@ def run_command(command: str, cwd: str, *, timeout: float, max_capture_bytes: in
     }
 
 
+# Named like a secret (*AUTH*) but a handle: the path of the user's ssh agent socket, no key in it.
+# ``git push`` over ssh needs it (Codex CLI passes it too); ``security.redact_env`` still withholds it.
+HANDLES = frozenset({"SSH_AUTH_SOCK"})
+
+
 def shell_environment(environ: dict[str, str] | os._Environ[str], settings: Settings) -> dict[str, str]:
     """``environ`` without the variables a command should not see (see the module's docstring):
-    secret-named ones, those ``security.redact_env`` names, and any whose value is a configured
-    secret (``security.redact_values``) — unless ``shell.env_passthrough`` names them."""
+    secret-named ones (but :data:`HANDLES`), those ``security.redact_env`` names, and any whose value
+    is a configured secret (``security.redact_values``) — unless ``shell.env_passthrough`` names them."""
     allowed = settings.shell.env_passthrough
     withheld_names = set(settings.security.redact_env)
     withheld_values = set(settings.security.redact_values)
@@ -226,7 +231,8 @@ def shell_environment(environ: dict[str, str] | os._Environ[str], settings: Sett
     def passes(name: str, value: str) -> bool:
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in allowed):
             return True
-        return not (is_secret_name(name) or name in withheld_names or value in withheld_values)
+        secret = is_secret_name(name) and name not in HANDLES
+        return not (secret or name in withheld_names or value in withheld_values)
 
     return {name: value for name, value in environ.items() if passes(name, value)}
 
