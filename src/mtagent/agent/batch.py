@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from mtagent import paths
 from mtagent.errors import UsageError
+from mtagent.trust import USER_ONLY_KEYS, security_keys_in
 
 FIELDS = {"id", "task", "cwd", "repo", "commit", "model", "approval", "settings"}
 APPROVALS = {"allow": "auto", "deny": "never"}
@@ -120,6 +122,11 @@ def parse_line(obj: Any, line: int, base: Path) -> BatchTask:
     settings = obj.get("settings", {})
     if not isinstance(settings, dict) or not all(isinstance(v, dict) for v in settings.values()):
         raise ValueError("'settings' must be an object of sections, e.g. {\"agent\": {\"max_steps\": 30}}")
+    refused = [*security_keys_in(settings), *security_keys_in(settings, USER_ONLY_KEYS)]
+    if refused:  # what an untrusted project's config may not set, a shared task file may not either
+        raise ValueError(f"'settings' may not set {', '.join(refused)}: a task file can come from anyone, and "
+                         "these keys decide what runs, what is sent where and what commands see; set them in "
+                         f"your own {paths.global_config_path()}")
     return BatchTask(task_id, task, line, cwd, repo, commit, model, approval, settings)
 
 
