@@ -4,7 +4,8 @@ Rules come from ``agent.approval``: a tool name (``"write_file": "allow"``), a t
 (``"mcp__github__*": "allow"``; the longest matching pattern wins) or a shell command glob
 (``"shell:git status*": "allow"``, ``"shell:rm *": "deny"``) mapped to ``ask``, ``allow`` or
 ``deny``. Tools that change things (shell, write_file, edit_file) and every MCP server's tool
-(``mcp__<server>__<tool>``) default to ``ask``; the rest to ``allow``.
+(``mcp__<server>__<tool>``, and ``mcp_list_resources`` / ``mcp_read_resource``) default to ``ask``;
+the rest to ``allow``.
 
 A shell command is read with a shell lexer (:mod:`shlex` with ``punctuation_chars``). A
 ``deny`` pattern is checked against every part (``git status && rm -rf x`` is split on its
@@ -34,6 +35,7 @@ from typing import Any, Literal
 
 from mtagent.context.toolset.entries import MCP_SEPARATOR, is_mcp_tool
 from mtagent.errors import ConfigError
+from mtagent.tools.mcp.resources import RESOURCE_TOOLS
 
 Decision = Literal["ask", "allow", "deny"]
 Mode = Literal["ask", "auto", "never"]
@@ -120,6 +122,9 @@ class ApprovalPolicy:
         pattern = _best_glob(tool, self.tool_rules)
         if pattern is not None:
             return self._apply_mode(Verdict(self.tool_rules[pattern], self._label(pattern)))
+        if tool in RESOURCE_TOOLS:  # another program's data, read through it: asked like its tools
+            return self._apply_mode(Verdict("ask", f"default for MCP tools (an MCP server's resources; "
+                                                   f'agent.approval "{tool}" = "allow" allows it)'))
         if is_mcp_tool(tool):  # another program's code: ask by default; rules may name them by glob
             server = tool.rsplit(MCP_SEPARATOR, 1)[0]
             return self._apply_mode(Verdict("ask", f"default for MCP tools (another program's code; "

@@ -17,7 +17,8 @@ ALLOW = {"approval": {"mcp__fx__*": "allow"}}
 
 
 def _by_name(manager: McpManager) -> dict:
-    return {t.name: t for t in manager.tools()}
+    """The servers' own tools (not the resource tools)."""
+    return {t.name: t for t in manager.tools() if t.name.startswith("mcp__")}
 
 
 def test_a_tool_added_during_a_call_is_handed_on_before_the_call_returns_and_runs(project: Path) -> None:
@@ -106,3 +107,34 @@ def test_when_the_catalog_defers_the_new_tool_is_deferred_and_found_by_tool_sear
     assert "mcp__fx__late" in sent  # the listing's delta named it before the search
     assert "mcp__fx__late" in model.calls[3][-1].content and state == "loaded"
     assert model.calls[4][-1].content == "deferred one"
+
+
+def test_a_handshake_era_notification_marks_the_list_stale_and_nothing_else_does() -> None:
+    import asyncio
+
+    from mcp_types import ResourceListChangedNotification, ToolListChangedNotification
+
+    from mtagent.tools.mcp.changes import ChangeWatcher
+    from mtagent.tools.mcp.server import _on_message
+
+    async def scenario() -> tuple[int, int]:
+        relisted = []
+
+        async def relist() -> None:
+            relisted.append(1)
+
+        watcher = ChangeWatcher(relist)
+        watcher.start(None, listen=False)
+        handle = _on_message(watcher)
+        await handle(ResourceListChangedNotification())
+        await handle(ValueError("a stream error the SDK hands over"))
+        assert not watcher.pending
+        for _ in range(1000):
+            await handle(ToolListChangedNotification())
+        await watcher.settle()
+        await asyncio.sleep(0.6)
+        await watcher.stop()
+        return watcher.signals, len(relisted)
+
+    signals, relists = asyncio.run(scenario())
+    assert signals == 1000 and relists == 1

@@ -72,3 +72,16 @@ def test_server_filesystem_reads_only_its_root(project: Path, tmp_path: Path) ->
         assert "filesystem server works" in call(read, path=str(project / "notes.txt")).content
         denied = call(read, path=str(outside))
         assert denied.status == "error" and "secret" not in denied.content
+
+
+def test_server_everything_resources_are_listed_and_read(project: Path) -> None:
+    settings = mcp_settings({"everything": {"command": npm_server("mcp-server-everything")}})
+    with McpManager.for_project(settings, project) as manager:
+        tools = {t.name: t for t in manager.tools()}
+        listing = call(tools["mcp_list_resources"], server="everything")
+        uri = next(line.split()[1] for line in listing.content.splitlines() if line.startswith("- demo://"))
+        text = call(tools["mcp_read_resource"], server="everything", uri=uri)
+        blob = call(tools["mcp_read_resource"], server="everything", uri="demo://resource/dynamic/blob/2")
+    assert listing.status == "success" and "URI templates" in listing.content
+    assert text.status == "success" and text.content.startswith(f"[resource {uri} (")
+    assert "binary data, not shown" in blob.content and len(blob.content) < 500

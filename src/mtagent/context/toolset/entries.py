@@ -85,6 +85,14 @@ class ToolEntry:
                 "core": self.core, "parameters": list(self.parameters)}
 
 
+def _declared_mcp_source(tool: Any) -> str | None:
+    """``mcp:…`` when a tool says it belongs to the MCP client (its ``metadata["source"]``): the
+    resource tools (``mcp_list_resources``), deferred and grouped like the servers' own tools."""
+    metadata = getattr(tool, "metadata", None)
+    declared = metadata.get("source") if isinstance(metadata, dict) else None
+    return declared if isinstance(declared, str) and declared.startswith("mcp:") else None
+
+
 def entry_for(tool: Any, *, source: str | None = None, core: bool | None = None) -> ToolEntry:
     """The catalog entry of ``tool`` (a ``BaseTool``, a callable or an OpenAI schema dict).
 
@@ -94,7 +102,7 @@ def entry_for(tool: Any, *, source: str | None = None, core: bool | None = None)
     schema = openai_schema(tool)
     function = schema["function"]
     name = str(function["name"])
-    src = source or mcp_source(name) or BUILTIN
+    src = source or mcp_source(name) or _declared_mcp_source(tool) or BUILTIN
     return ToolEntry(name=name, source=src, description=str(function.get("description") or ""), schema=schema,
                      tokens=schema_tokens([schema]), parameters=parameter_names(schema),
                      core=(src == BUILTIN) if core is None else core, tool=tool)

@@ -25,6 +25,7 @@ from langchain_core.tools import BaseTool
 from mtagent.config import McpSettings, Settings
 from mtagent.tools.mcp.adapter import McpTool
 from mtagent.tools.mcp.errors import McpServerError
+from mtagent.tools.mcp.resources import resource_tools
 from mtagent.tools.mcp.specs import ServerSpec, discover_servers
 from mtagent.tools.mcp.untrusted import clean_text, quoted_instructions, tool_name
 
@@ -134,7 +135,10 @@ class McpManager:
                 loop.run(_start_all(list(self._connections.values())), bound)
             except TimeoutError:
                 self.notes.append(f"MCP servers were still starting after {bound:g} s")
-            self._tools = self._build_tools()
+            with self._late_lock:  # a re-list arriving now waits, then sees these tools as known
+                self._tools = self._build_tools()
+                if any(conn.has_resources for conn in self._connections.values()):
+                    self._tools += resource_tools(self)
 
     def _build_tools(self) -> list[BaseTool]:
         tools: list[BaseTool] = []
@@ -143,7 +147,8 @@ class McpManager:
             tools += self._server_tools(spec, self._connections[spec.name], taken)
         return tools
 
-    def _server_tools(self, spec: ServerSpec, conn: Any, taken: set[str], *, budget: int | None = None) -> list[BaseTool]:
+    def _server_tools(self, spec: ServerSpec, conn: Any, taken: set[str], *,
+                      budget: int | None = None) -> list[BaseTool]:
         """``conn``'s listed tools whose names are not in ``taken`` (added to it), at most ``budget``."""
         tools: list[BaseTool] = []
         for listed in conn.tools:
@@ -235,15 +240,30 @@ class McpManager:
     # calling -----------------------------------------------------------------------------
     def call(self, server: str, tool: str, arguments: dict[str, Any]) -> Any:
         """The server's ``CallToolResult``; :class:`McpServerError` with a clear message on any failure."""
+        return self._run(server, lambda conn: conn.call(tool, arguments))
+
+    def resource_servers(self) -> list[str]:
+        """Servers that offer resources (the capability and something listed at start)."""
+        return [name for name, conn in self._connections.items() if conn.has_resources]
+
+    def list_resources(self, server: str) -> tuple[list[Any], list[Any]]:
+        """A server's resources and resource templates (``mcp_list_resources``)."""
+        return self._run(server, lambda conn: conn.list_resources(), requests=2)
+
+    def read_resource(self, server: str, uri: str) -> Any:
+        """A server's ``ReadResourceResult`` for ``uri`` (``mcp_read_resource``); the server decides."""
+        return self._run(server, lambda conn: conn.read_resource(uri))
+
+    def _run(self, server: str, work: Callable[[Any], Any], requests: int = 1) -> Any:
         conn = self._connections.get(server)
         if conn is None:
             raise McpServerError(f"MCP server '{server}' is not running in this session")
         loop = self._ensure_loop()
-        bound = conn.start_timeout + conn.call_timeout + SAFETY_SECONDS
+        bound = conn.start_timeout + requests * conn.call_timeout + SAFETY_SECONDS
         with self._late_lock:
             self._calls += 1
         try:
-            return loop.run(conn.call(tool, arguments), bound)
+            return loop.run(work(conn), bound)
         except TimeoutError as exc:
             raise McpServerError(f"MCP server '{server}' did not answer within {bound:g} s") from exc
         finally:

@@ -73,6 +73,7 @@ class ServerConnection:
     starts: int = 0
     on_tools_changed: Callable[[ServerConnection], None] | None = None  # after a re-list (on the loop)
     watcher: ChangeWatcher | None = None
+    has_resources: bool = False  # the server offers resources (known once it started: :func:`_offers_resources`)
     _client: Any = None
     _holder: asyncio.Task[None] | None = None
     _all_holders: set[asyncio.Task[None]] = field(default_factory=set)  # also those still stopping
@@ -128,6 +129,7 @@ class ServerConnection:
                 listed = await self._list_tools(client)
                 self.instructions = clean_text(client.instructions or "", self.config.instructions_max_chars)
                 self.tools = listed
+                self.has_resources = await _offers_resources(client)
                 self._client = client
                 self.watcher = watcher
                 watcher.start(client, listen=_announces_tool_changes(client))
@@ -201,6 +203,39 @@ class ServerConnection:
     # call --------------------------------------------------------------------------------
     async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """The ``CallToolResult`` of one call, restarting the server first when it is down."""
+        client = await self._ready_client()
+        result = await self._guarded(client.call_tool(tool, arguments))
+        if self.watcher is not None:  # the call changed the server's tools: list them before answering
+            await self.watcher.settle()
+        return result
+
+    async def list_resources(self) -> tuple[list[Any], list[Any]]:
+        """The server's resources and resource templates (pages followed up to :data:`MAX_LIST_PAGES`)."""
+        client = await self._ready_client()
+        resources: list[Any] = []
+        templates: list[Any] = []
+        for items, method, attr in ((resources, client.list_resources, "resources"),
+                                    (templates, client.list_resource_templates, "resource_templates")):
+            cursor = None
+            for _ in range(MAX_LIST_PAGES):
+                try:
+                    page = await self._guarded(method(cursor=cursor))
+                except McpServerError:
+                    if attr == "resource_templates":  # optional: a server without templates may refuse the method
+                        break
+                    raise
+                items.extend(getattr(page, attr, None) or [])
+                cursor = page.next_cursor
+                if not cursor or len(items) >= self.config.max_tools_per_server:
+                    break
+        return resources, templates
+
+    async def read_resource(self, uri: str) -> Any:
+        """The ``ReadResourceResult`` for ``uri`` (the server decides what it serves)."""
+        client = await self._ready_client()
+        return await self._guarded(client.read_resource(uri))
+
+    async def _ready_client(self) -> Any:
         await self.ensure_started()
         if _closed(self._client):  # it died while idle: the request was never sent, so start it again first
             self.state, self.note = "failed", "connection ended while idle"
@@ -208,11 +243,12 @@ class ServerConnection:
         client = self._client
         if client is None:
             raise self._fail("closed its connection before the call")
+        return client
+
+    async def _guarded(self, request: Any) -> Any:
+        """One request to the server, bounded by the call timeout; every failure a clear error."""
         try:
-            result = await asyncio.wait_for(client.call_tool(tool, arguments), self.call_timeout)
-            if self.watcher is not None:  # the call changed the server's tools: list them before answering
-                await self.watcher.settle()
-            return result
+            return await asyncio.wait_for(request, self.call_timeout)
         except TimeoutError:
             await self._stop_holder()
             raise self._fail(f"did not answer within {self.call_timeout:g} s; it was stopped and will be "
@@ -321,6 +357,20 @@ def _on_message(watcher: ChangeWatcher) -> Any:
             watcher.mark()
         await anyio.lowlevel.checkpoint()
     return handle
+
+
+async def _offers_resources(client: Any) -> bool:
+    """The server declared ``resources`` *and* lists at least one resource or template (the SDK's
+    servers declare the capability even with nothing to offer: no resource tools for those)."""
+    if getattr(getattr(client, "server_capabilities", None), "resources", None) is None:
+        return False
+    for method, attr in ((client.list_resources, "resources"), (client.list_resource_templates, "resource_templates")):
+        try:
+            if getattr(await method(), attr, None):
+                return True
+        except (MCPError, ValidationError):
+            continue
+    return False
 
 
 def _announces_tool_changes(client: Any) -> bool:
