@@ -7,6 +7,9 @@ state. No thread, loop or process exists until something asks for the tools or a
 every startable server starts *in parallel*, each bounded by its start timeout, and a server that
 fails is a state and a note, not an exception. :meth:`close` stops every server (their process
 groups) and the loop; an ``atexit`` hook does the same if the session is never closed.
+
+Tools a server adds later reach :meth:`on_new_tools` listeners (the agent puts them in the catalog);
+servers that offer resources add the ``mcp_list_resources`` / ``mcp_read_resource`` tools.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ run from other tasks on the same loop. Every wait is bounded — the start by
 :class:`McpServerError` whose message says what happened and what comes next, with the state and
 a one-line note kept for ``/mcp`` and ``/context``. A server that crashed, hung or timed out is
 stopped (its whole process group: the SDK starts it in a new session) and started again by the
-next call of one of its tools.
+next call of one of its tools. While it runs, a change of its tools (``tools/list_changed``) is
+re-listed through :mod:`.changes`, and its resources are listed and read on request (:mod:`.resources`).
 
 A stdio server gets only the environment its config names, on top of the SDK's minimal set
 (``PATH``, ``HOME``, ``LOGNAME``, ``SHELL``, ``TERM``, ``USER``); its stderr goes to an unnamed
