@@ -148,7 +148,7 @@ def test_close_stops_every_server_process(project: Path) -> None:
     assert result.status == "error" and "shut down with the session" in result.content
 
 
-def test_ctrl_c_during_a_call_cancels_it_and_close_still_stops_the_server(project: Path) -> None:
+def test_ctrl_c_during_a_call_cancels_it_and_close_still_stops_the_server(project: Path, sigint_delivered: None) -> None:
     manager = McpManager.for_project(mcp_settings({"fx": fixture_server()}), project)
     tools = _tools(manager)
     pid = _pid(tools, "fx")
@@ -209,7 +209,7 @@ def test_a_server_that_died_while_idle_is_started_again_by_the_next_call(project
         assert _pid(tools, "fx") != first
 
 
-def test_ctrl_c_while_servers_start_leaves_no_process_behind(project: Path) -> None:
+def test_ctrl_c_while_servers_start_leaves_no_process_behind(project: Path, sigint_delivered: None) -> None:
     manager = McpManager.for_project(mcp_settings({"hang": fixture_server("--hang-start")}), project)
     timer = threading.Timer(1.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
     timer.start()
