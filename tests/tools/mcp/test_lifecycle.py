@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+from interrupts import wait_for
 from tools.mcp.mcp_helpers import alive, call, children_of, fixture_server, mcp_settings, wait_gone
 
 from mtagent.tools.mcp import McpManager
@@ -203,7 +204,8 @@ def test_a_server_that_died_while_idle_is_started_again_by_the_next_call(project
         first = _pid(tools, "fx")
         os.kill(first, signal.SIGKILL)
         assert wait_gone(first)
-        time.sleep(0.3)  # the client notices the closed pipe
+        wait_for(lambda: [s.state for s in manager.servers()] == ["failed"], "the client to see the closed pipe")
+        assert "exited while idle" in manager.servers()[0].note  # what /mcp shows before the next call
         result = call(tools["mcp__fx__echo"], text="no call lost")
         assert result.status == "success" and result.content == "no call lost"
         assert _pid(tools, "fx") != first

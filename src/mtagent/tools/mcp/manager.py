@@ -225,7 +225,7 @@ class McpManager:
         for spec in self.specs:
             conn = self._connections.get(spec.name)
             if conn is not None:
-                state, note, count, instr = conn.state, conn.note, len(conn.tools), conn.instructions
+                (state, note), count, instr = conn.status, len(conn.tools), conn.instructions
             elif not spec.trusted:
                 state, note, count, instr = "untrusted", "project not trusted: run `mtagent trust` to allow it", 0, ""
             elif spec.error:

@@ -83,6 +83,14 @@ class ServerConnection:
     _stderr: IO[bytes] | None = None
 
     @property
+    def status(self) -> tuple[str, str]:
+        """(state, note) as ``/mcp`` shows it: a server that exited while idle shows ``failed`` as soon
+        as its closed pipe is seen, not only once the next call finds out (and starts it again)."""
+        if self.state == "ready" and _closed(self._client):
+            return "failed", "exited while idle; the next call starts it again"
+        return self.state, self.note
+
+    @property
     def start_timeout(self) -> float:
         return (self.spec.settings and self.spec.settings.start_timeout_seconds) or self.config.start_timeout_seconds
 
