@@ -9,7 +9,10 @@ are refused by mtagent itself, hence ``LIVE_LLAMA_*``).
 
 from __future__ import annotations
 
+import fcntl
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,19 @@ CACHE = Path(os.environ.get("LIVE_LLAMA_CACHE") or Path.home() / ".cache" / "mta
 BINARY = Path(os.environ.get("LIVE_LLAMA_SERVER") or CACHE / "bin" / "llama-server")
 MODEL = Path(os.environ.get("LIVE_LLAMA_MODEL") or CACHE / "models" / "SmolLM2-135M-Instruct.gguf")
 WINDOW = 2048  # the server's -c: small enough that one long turn overflows it
+
+
+@pytest.fixture(autouse=True)
+def one_inference_at_a_time() -> Iterator[None]:
+    """Live tests of two suites on one machine take turns (a file lock in the temp folder): two
+    llama-servers generating at once on 2 cores each run at half speed, past the tests' time limits
+    (a CLI run beside a second suite once took over its 240 s)."""
+    with open(Path(tempfile.gettempdir()) / "mtagent-live-inference.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
