@@ -33,7 +33,7 @@ def project(tmp_path: Path) -> Path:
 
 def test_a_project_opened_through_a_symlinked_path_finds_its_skills(home: Path, project: Path,
                                                                      tmp_path: Path) -> None:
-    """``/work/x -> /data/x`` (or macOS ``/tmp``): the root is resolved first, as for rules."""
+    """``~/code/x -> /data/x`` (or macOS ``/tmp``): the root is resolved first, as for rules."""
     write_skill(project, "release", "Cut a release.")
     os.symlink(project, tmp_path / "via-link")
     found = discover(tmp_path / "via-link", SkillsSettings(), home=home, trusted=True)
