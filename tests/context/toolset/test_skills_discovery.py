@@ -6,31 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
+from skill_helpers import write_skill
 
 from mtagent.config import SkillsSettings, Settings
 from mtagent.context.toolset import Toolset, discover
 from mtagent.context.toolset.frontmatter import FrontMatterError, parse
 from mtagent.context.toolset.skills import SkillBook
-
-
-def write_skill(root: Path, name: str, description: str = "Does a thing.", body: str = "Step 1.",
-                folder: str = ".mtagent/skills") -> Path:
-    path = root / folder / name / "SKILL.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"---\nname: {name}\ndescription: {description}\n---\n{body}\n")
-    return path
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    (tmp_path / "home").mkdir()
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    (tmp_path / "proj").mkdir()
-    return tmp_path / "proj"
 
 
 def test_user_and_trusted_project_skills_are_listed(home: Path, project: Path) -> None:

@@ -6,29 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
+from skill_helpers import write_skill
 
 from mtagent.config import SkillsSettings
 from mtagent.context.toolset import discover
 from mtagent.context.toolset.skills import skill_files
 
-
-
-def write_skill(root: Path, name: str, description: str = "Does a thing.", folder: str = ".mtagent/skills") -> None:
-    path = root / folder / name / "SKILL.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"---\nname: {name}\ndescription: {description}\n---\nStep 1.\n")
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    (tmp_path / "home").mkdir()
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    (tmp_path / "proj").mkdir()
-    return tmp_path / "proj"
 
 
 def test_a_project_opened_through_a_symlinked_path_finds_its_skills(home: Path, project: Path,
