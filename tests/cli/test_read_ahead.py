@@ -112,5 +112,27 @@ def test_run_reads_ahead_after_the_imports_started_and_before_the_session_opens(
     model.write_text(json.dumps(["done"]), encoding="utf-8")
     result = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{model}", "go"])
     assert result.exit_code == 0, result.output
-    assert [o.split()[0] for o in order] == ["imports", "read", "open"]
-    assert int(order[1].split()[-1]) >= 3  # configs, CONTEXT.md, the rules
+    assert [o.split()[0] for o in order] == ["read", "imports", "read", "open"]  # the stack's files, then the session's
+    assert int(order[2].split()[-1]) >= 3  # configs, CONTEXT.md, the rules
+    assert ra.module_files(), "the session open did not leave the next start its module list"
+
+
+def test_the_module_list_names_what_was_imported_and_is_written_only_when_it_changed(tmp_path):
+    ra.remember_modules()
+    listed = ra.module_files()
+    target = paths.mtagent_home() / "cache" / ra.MODULES_FILE
+    assert Path(json.__cached__ or json.__file__) in listed and all(p.is_absolute() for p in listed)
+    assert not [p for p in listed if p.suffix == ".py"]  # bytecode and extensions, what the loader reads
+    before = target.stat().st_mtime_ns
+    ra.remember_modules()
+    assert target.stat().st_mtime_ns == before
+
+
+def test_a_damaged_module_list_reads_as_the_absolute_paths_it_holds_and_no_more(tmp_path):
+    target = paths.mtagent_home() / "cache" / ra.MODULES_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("relative/x.pyc\n/abs/y.pyc\n" + "/z.pyc\n" * (ra.MAX_MODULE_FILES + 10), encoding="utf-8")
+    listed = ra.module_files()
+    assert listed[0] == Path("/abs/y.pyc") and len(listed) < ra.MAX_MODULE_FILES
+    target.write_bytes(b"\xff\xfe not text")
+    assert ra.module_files() == []

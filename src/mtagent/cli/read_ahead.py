@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
 
 from mtagent import paths
 
 TAIL_BYTES = 16 * 1024 * 1024  # resume reads from the last boundary; a long tail is rarer than this
 MAX_FILES = 256
+MAX_MODULE_FILES = 4096  # the agent stack loads about 1,500 modules
+MODULES_FILE = "startup-modules.txt"  # in $MTAGENT_HOME/cache: what the last session open imported
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
 
 
@@ -80,11 +83,40 @@ def _transcript(history: Path, resume: str | None, latest: bool) -> Path | None:
     return history / max(names) if names else None
 
 
-def read_ahead(files: list[Path], *, tail_bytes: int = TAIL_BYTES) -> int:
-    """Ask the kernel to read ``files`` (the last ``tail_bytes`` of each) into the page cache; the
-    number of files asked for. Errors are ignored: the loaders will meet them and say so."""
+def module_files() -> list[Path]:
+    """The bytecode and extension files the last session open imported (written by
+    :func:`remember_modules`): read ahead, the warm-up thread finds them in memory on a cold start."""
+    try:
+        text = (paths.mtagent_home() / "cache" / MODULES_FILE).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    return [Path(line) for line in text.splitlines()[:MAX_MODULE_FILES] if line.startswith("/")]
+
+
+def remember_modules() -> None:
+    """Write what this process imported (once the session is open) for the next start's read-ahead;
+    nothing when the list is unchanged or the home is read-only."""
+    found = {str(f) for m in list(sys.modules.values())
+             if isinstance(f := getattr(m, "__cached__", None) or getattr(m, "__file__", None), str)
+             and os.path.isabs(f) and not f.endswith(".py")}
+    text = "\n".join(sorted(found)[:MAX_MODULE_FILES]) + "\n"
+    target = paths.mtagent_home() / "cache" / MODULES_FILE
+    try:
+        if target.is_file() and target.read_text(encoding="utf-8") == text:
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        scratch = target.with_name(f"{MODULES_FILE}.{os.getpid()}.tmp")
+        scratch.write_text(text, encoding="utf-8")
+        os.replace(scratch, target)
+    except OSError:
+        pass
+
+
+def read_ahead(files: list[Path], *, tail_bytes: int = TAIL_BYTES, limit: int = MAX_FILES) -> int:
+    """Ask the kernel to read ``files`` (the last ``tail_bytes`` of each, at most ``limit`` files) into
+    the page cache; the number of files asked for. Errors are ignored: the loaders will meet them."""
     asked = 0
-    for path in files[:MAX_FILES]:
+    for path in files[:limit]:
         try:
             fd = os.open(path, _FLAGS)
         except OSError:

@@ -134,7 +134,7 @@ class Repl:
         """Check what can fail fast (options, a model configured), start importing the agent stack
         in the background and show the help line: the prompt comes next, within a fraction of a
         second, and the session opens while the user types (:meth:`_open_when_warm`)."""
-        from mtagent.cli.read_ahead import read_ahead, session_files
+        from mtagent.cli.read_ahead import MAX_MODULE_FILES, module_files, read_ahead, session_files
         from mtagent.cli.warmup import REPL_STACK, Warmup, modules_for
 
         options = self.host.options
@@ -147,6 +147,7 @@ class Repl:
 
             raise ModelConfigError(NO_MODEL)
         self.warmup = Warmup((*REPL_STACK, *modules_for(spec)))  # started once the prompt is drawn
+        read_ahead(module_files(), limit=MAX_MODULE_FILES)
         read_ahead(session_files(options.root, resume=options.resume, latest=options.continue_))
         self.console.print(f"[bold]mtagent[/] · {escape(terminal_safe(str(spec)))} [dim](starting…)[/]")
         self.console.print(HELP_LINE)
@@ -157,6 +158,9 @@ class Repl:
             if self.warmup is not None:
                 self.warmup.wait()
             self.host.open()
+            from mtagent.cli.read_ahead import remember_modules
+
+            remember_modules()
             self.banner(with_help=False)
 
     def _schedule_open(self) -> None:

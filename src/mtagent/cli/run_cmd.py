@@ -99,11 +99,12 @@ def run_once(options: SessionOptions, task: str, *, as_json: bool = False,
              opened: dict[str, str] | None = None) -> int:
     """Run one task to the end; returns the exit code (see the module docstring). ``opened`` gets
     the session's id and model once it is open (for ``--json``'s report of a failure)."""
-    from mtagent.cli.read_ahead import read_ahead, session_files
+    from mtagent.cli.read_ahead import MAX_MODULE_FILES, module_files, read_ahead, remember_modules, session_files
     from mtagent.cli.warmup import AGENT_STACK, Warmup, modules_for
 
     # the agent stack imports in the background while the task is read and the kernel reads the
-    # session's files (config, transcript tail, context files) into memory
+    # session's files (config, transcript tail, context files) and the stack's own into memory
+    read_ahead(module_files(), limit=MAX_MODULE_FILES)
     Warmup(modules_for(options.model) if options.model else AGENT_STACK).start()
     read_ahead(session_files(options.root, resume=options.resume, latest=options.continue_))
     task = read_task(task)
@@ -116,6 +117,7 @@ def run_once(options: SessionOptions, task: str, *, as_json: bool = False,
     bus = EventBus()
     display.attach(bus)
     session = options.open_session(on_token=display.on_token, events=bus)
+    remember_modules()
     if opened is not None:
         opened.update(session_id=session.session_id, model=session.model_name)
     interactive = sys.stdin.isatty()
