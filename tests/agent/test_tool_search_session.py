@@ -150,3 +150,15 @@ def test_a_tool_loaded_before_the_last_compaction_is_bound_again_on_resume(tmp_p
                        for r in again.opened.records)  # the original load is not among what resume read
         assert bound_names(again) == live
         assert again.parts.toolset.catalog.stats.loads == 0
+
+
+def test_a_recall_embeddings_setting_that_cannot_be_set_up_is_one_warning_and_keyword_search(
+        tmp_path: Path, caplog, monkeypatch) -> None:
+    import logging
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with caplog.at_level(logging.WARNING, logger="mtagent.agent.engine"):
+        with open_session(tmp_path, [reply("ok")], recall={"embeddings": "bogus"}) as session:
+            assert session.parts.toolset is not None  # the session opened, tool_search on BM25
+    said = [r.getMessage() for r in caplog.records if r.name == "mtagent.agent.engine"]
+    assert len(said) == 1 and "recall.embeddings" in said[0] and "keywords only" in said[0]

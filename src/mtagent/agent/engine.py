@@ -8,6 +8,7 @@ compactor re-attaches recently read files) and which of their schemas to bind in
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,8 @@ from mtagent.context.toolset.binding import bind_toolset, restore_loads
 from mtagent.context.toolset.schemas import SchemaChoice
 from mtagent.tools.skill_tool import make_skill_tool
 from mtagent.tools.tool_search import make_tool_search_tool
+
+log = logging.getLogger(__name__)
 
 ToolsSpec = Sequence[BaseTool] | Callable[[ToolContext], Sequence[BaseTool]] | None
 
@@ -74,7 +77,8 @@ def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int,
 
     try:
         embeddings = make_embeddings(settings.recall.embeddings)
-    except ConfigError:  # recall says what to fix; tool_search still has BM25
+    except ConfigError as exc:  # tool_search still has BM25; the recall tool says what to fix when used
+        log.warning("warning: %s; tool search uses keywords only", exc)
         embeddings = None
     toolset = Toolset.open([*parts.tools, *(mcp.tools() if mcp is not None else [])], settings,
                            project_root=parts.opened.project_root, window=window, system_tokens=system_tokens,
