@@ -15,6 +15,8 @@ Layout (spec 000 M1, spec 002 memory)::
       projects/<project-hash>/memory/   project long-term memory (MEMORY.md + topics)
       mirror/<tenant>-<hash>/           a PostgreSQL tenant's local home: the same layout, its own
                                         memory, recall index and artifact cache (session/local.py)
+      cache/                            what mtagent can rebuild: decoded vocabularies, the
+                                        start-up module list (:func:`write_cache`)
 
 Nothing here touches the disk at import time; folders are created by :func:`ensure_dir`
 when something is first written into them.
@@ -126,3 +128,19 @@ def ensure_dir(path: Path) -> Path:
     """Create ``path`` (and parents) when first needed; return it."""
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def cache_path(name: str) -> Path:
+    return mtagent_home() / "cache" / name
+
+
+def write_cache(path: Path, data: bytes) -> None:
+    """Replace a cache file whole (a scratch file, then a rename: a reader never sees half of it).
+    A read-only home is not an error: what the cache holds is rebuilt next time."""
+    try:
+        ensure_dir(path.parent)
+        scratch = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        scratch.write_bytes(data)
+        os.replace(scratch, path)
+    except OSError:
+        pass

@@ -87,7 +87,7 @@ def module_files() -> list[Path]:
     """The bytecode and extension files the last session open imported (written by
     :func:`remember_modules`): read ahead, the warm-up thread finds them in memory on a cold start."""
     try:
-        text = (paths.mtagent_home() / "cache" / MODULES_FILE).read_text(encoding="utf-8")
+        text = paths.cache_path(MODULES_FILE).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return []
     return [Path(line) for line in text.splitlines()[:MAX_MODULE_FILES] if line.startswith("/")]
@@ -99,17 +99,14 @@ def remember_modules() -> None:
     found = {str(f) for m in list(sys.modules.values())
              if isinstance(f := getattr(m, "__cached__", None) or getattr(m, "__file__", None), str)
              and os.path.isabs(f) and not f.endswith(".py")}
-    text = "\n".join(sorted(found)[:MAX_MODULE_FILES]) + "\n"
-    target = paths.mtagent_home() / "cache" / MODULES_FILE
+    data = ("\n".join(sorted(found)[:MAX_MODULE_FILES]) + "\n").encode("utf-8")
+    target = paths.cache_path(MODULES_FILE)
     try:
-        if target.is_file() and target.read_text(encoding="utf-8") == text:
+        if target.read_bytes() == data:
             return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        scratch = target.with_name(f"{MODULES_FILE}.{os.getpid()}.tmp")
-        scratch.write_text(text, encoding="utf-8")
-        os.replace(scratch, target)
     except OSError:
-        pass
+        pass  # not written yet
+    paths.write_cache(target, data)
 
 
 def read_ahead(files: list[Path], *, tail_bytes: int = TAIL_BYTES, limit: int = MAX_FILES) -> int:

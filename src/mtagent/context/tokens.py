@@ -84,7 +84,7 @@ def _ranks_cache(name: str, expected_hash: str | None) -> Path | None:
         return None
     from mtagent import paths
 
-    return paths.mtagent_home() / "cache" / f"{name}-{expected_hash[:16]}.ranks"
+    return paths.cache_path(f"{name}-{expected_hash[:16]}.ranks")
 
 
 def _read_cached_ranks(path: Path | None) -> dict[bytes, int] | None:
@@ -100,15 +100,10 @@ def _read_cached_ranks(path: Path | None) -> dict[bytes, int] | None:
 
 
 def _write_cached_ranks(path: Path | None, ranks: dict[bytes, int]) -> None:
-    if path is None:
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        scratch = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        scratch.write_bytes(marshal.dumps(ranks))
-        os.replace(scratch, path)
-    except OSError:
-        pass  # a read-only home: decode again next time
+    if path is not None:
+        from mtagent import paths
+
+        paths.write_cache(path, marshal.dumps(ranks))  # a read-only home: decode again next time
 
 
 def load_bundled_ranks(name: str, expected_hash: str | None = None) -> dict[bytes, int]:
