@@ -117,7 +117,6 @@ def run_once(options: SessionOptions, task: str, *, as_json: bool = False,
     bus = EventBus()
     display.attach(bus)
     session = options.open_session(on_token=display.on_token, events=bus)
-    remember_modules()
     if opened is not None:
         opened.update(session_id=session.session_id, model=session.model_name)
     interactive = sys.stdin.isatty()
@@ -145,6 +144,7 @@ def run_once(options: SessionOptions, task: str, *, as_json: bool = False,
     finally:
         display.detach()
         session.close()
+        remember_modules()  # for the next start's read-ahead; after the turn, not before its first request
 
 
 def _settle_unattended(requests: list[Any], approval: str) -> dict[str, Any]:
