@@ -380,7 +380,9 @@ class McpServerSettings(_Section):
     args: list[str] = Field(default_factory=list, description="its arguments")
     env: dict[str, str] = Field(default_factory=dict, description="environment passed to it (beside PATH, HOME, "
                                 "LOGNAME, SHELL, TERM, USER; nothing else of yours)")
-    cwd: str | None = Field(None, description="its working folder (default: the project)")
+    cwd: str | None = Field(None, description="its working folder: an absolute path (~ expands); a relative one "
+                           "names a folder of the project and is honoured only in a trusted project. Default: "
+                           "the project for a trusted project's own servers, $MTAGENT_HOME/mcp/NAME for yours")
     url: str | None = Field(None, description="endpoint of a streamable-HTTP server")
     headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers sent to it")
     enabled: bool = Field(True, description="false: configured but never started")

@@ -124,6 +124,14 @@ def project_memory_dir(project_root: str | os.PathLike[str], home: Path | None =
     return memory_dir_of(project_hash(project_root), home)
 
 
+def mcp_server_workdir(server_key: str) -> Path:
+    """``<home>/mcp/<server-key>``: where a user-configured MCP server starts when its ``cwd`` is unset.
+
+    Never the project: ``python -m pkg`` puts its working folder first on ``sys.path`` and ``npx``
+    resolves ``node_modules`` from it, so a cloned repository's files would run as the user's server."""
+    return mtagent_home() / "mcp" / server_key
+
+
 def ensure_dir(path: Path) -> Path:
     """Create ``path`` (and parents) when first needed; return it."""
     path.mkdir(parents=True, exist_ok=True)

@@ -116,8 +116,7 @@ class McpManager:
             from mtagent.tools.mcp.server import ServerConnection
 
             for spec in self.startable:
-                self._connections[spec.name] = ServerConnection(spec, self.config, str(self.project_root),
-                                                                on_tools_changed=self._tools_changed)
+                self._connections[spec.name] = ServerConnection(spec, self.config, on_tools_changed=self._tools_changed)
             self._loop_box.append(LoopThread())
         return self._loop_box[0]
 

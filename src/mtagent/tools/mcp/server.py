@@ -25,6 +25,7 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 import anyio
@@ -35,7 +36,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
 from pydantic import ValidationError
 
-from mtagent import __version__
+from mtagent import __version__, paths
 from mtagent.config import McpSettings
 from mtagent.tools.mcp.changes import ChangeWatcher, is_tool_list_changed
 from mtagent.tools.mcp.errors import McpServerError
@@ -66,7 +67,6 @@ class ListedTool:
 class ServerConnection:
     spec: ServerSpec
     config: McpSettings
-    cwd: str
     state: str = "not started"
     note: str = ""
     tools: list[ListedTool] = field(default_factory=list)
@@ -134,7 +134,7 @@ class ServerConnection:
     async def _hold(self, stop: asyncio.Event, ready: asyncio.Future[None]) -> None:
         try:
             watcher = ChangeWatcher(self._relist)
-            async with _client(self.spec, self.cwd, self._stderr_file(), _on_message(watcher)) as client:
+            async with _client(self.spec, self._stderr_file(), _on_message(watcher)) as client:
                 listed = await self._list_tools(client)
                 self.instructions = clean_text(client.instructions or "", self.config.instructions_max_chars)
                 self.tools = listed
@@ -382,6 +382,16 @@ async def _offers_resources(client: Any) -> bool:
     return False
 
 
+def _workdir(spec: ServerSpec) -> str:
+    """The folder discovery chose (:func:`~mtagent.tools.mcp.specs.discover_servers`), made when it is
+    the server's own folder under ``$MTAGENT_HOME``; never the project by default."""
+    own = paths.mcp_server_workdir(spec.key)
+    workdir = spec.workdir or str(own)
+    if Path(workdir) == own:
+        own.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return workdir
+
+
 def _announces_tool_changes(client: Any) -> bool:
     """The server declared ``tools.listChanged`` and speaks the era whose changes come by ``listen``."""
     caps = getattr(client, "server_capabilities", None)
@@ -390,14 +400,14 @@ def _announces_tool_changes(client: Any) -> bool:
     return bool(getattr(tools, "list_changed", False)) and modern
 
 
-def _client(spec: ServerSpec, cwd: str, stderr: IO[bytes], on_message: Any = None) -> Client:
+def _client(spec: ServerSpec, stderr: IO[bytes], on_message: Any = None) -> Client:
     settings = spec.settings
     assert settings is not None
     info = Implementation(name="mtagent", version=__version__)
     if settings.command is not None:
         command, args = _with_parent_death_signal(settings.command, list(settings.args), settings.env)
         params = StdioServerParameters(command=command, args=args, env=dict(settings.env),
-                                       cwd=os.path.join(cwd, settings.cwd or "."), encoding_error_handler="replace")
+                                       cwd=_workdir(spec), encoding_error_handler="replace")
         return Client(stdio_client(params, errlog=stderr), client_info=info,  # type: ignore[arg-type]
                       message_handler=on_message)
     return Client(_http_transport(str(settings.url), dict(settings.headers)), client_info=info,

@@ -17,7 +17,7 @@ import json
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,6 +44,7 @@ class ServerSpec:
     settings: McpServerSettings | None = None
     error: str = ""  # why this entry cannot start (invalid, unsupported transport); "" when it can
     key: str = field(default="")
+    workdir: str = ""  # where a stdio server starts (:func:`_workdir`); "" until discovery decides
 
     @property
     def startable(self) -> bool:
@@ -165,7 +166,7 @@ def discover_servers(settings: Settings, project_root: Path | None) -> tuple[lis
             notes.append(problem)
         for name, raw in servers.items():
             specs.setdefault(str(name), _from_mcp_json(str(name), raw, trusted))
-    return _unique_keys(list(specs.values())), notes
+    return [_with_workdir(s, project_root, trusted) for s in _unique_keys(list(specs.values()))], notes
 
 
 def _unique_keys(specs: list[ServerSpec]) -> list[ServerSpec]:
@@ -177,9 +178,33 @@ def _unique_keys(specs: list[ServerSpec]) -> list[ServerSpec]:
         while key in seen:
             key, n = f"{spec.key}_{n}", n + 1
         seen.add(key)
-        out.append(spec if key == spec.key else ServerSpec(spec.name, spec.source, spec.trusted, spec.settings,
-                                                           spec.error, key))
+        out.append(spec if key == spec.key else replace(spec, key=key))
     return out
+
+
+def _with_workdir(spec: ServerSpec, project_root: Path | None, project_trusted: bool) -> ServerSpec:
+    """The spec with the folder its stdio server starts in, or with an error saying why it cannot start.
+
+    A user's own server never starts in the project unless the project is trusted *and* the user's
+    ``cwd`` names a folder of it: ``python -m pkg`` imports ``pkg`` from the working folder first and
+    ``npx`` resolves ``node_modules`` from it, so a cloned repository would run as the user's server.
+    """
+    s = spec.settings
+    if s is None or s.command is None or spec.error:
+        return spec
+    wanted = Path(s.cwd).expanduser() if s.cwd else None
+    if wanted is not None and wanted.is_absolute():
+        return replace(spec, workdir=str(wanted))
+    if spec.source == "user config":
+        if wanted is None:
+            return replace(spec, workdir=str(paths.mcp_server_workdir(spec.key)))
+        if project_root is None or not project_trusted:
+            return replace(spec, error=f"its cwd {clean_text(str(s.cwd), 80)!r} is a folder of the project, which "
+                                       "is not trusted: give an absolute cwd in your config, or trust the "
+                                       "project (`mtagent trust`)")
+    if project_root is None:
+        return replace(spec, error="a project's server needs its project folder")
+    return replace(spec, workdir=str(project_root / wanted) if wanted is not None else str(project_root))
 
 
 def project_server_lines(project_root: Path) -> list[str]:
