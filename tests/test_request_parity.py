@@ -4,7 +4,7 @@ One scripted session, with the project's real tool set (built-in tools, a user M
 tools are deferred behind ``tool_search``, a user skill), runs through the REPL, ``mtagent run``,
 ``AgentSession`` and ``mtagent eval``; what each path hands the model — every call's messages and
 the tool schemas that travel with them — is captured at the model and compared across the paths
-and against a golden file captured before issue 35's refactoring (``tests/data/requests/``;
+and against a golden file captured before issue 35's refactoring (``tests/data/requests/``, a request a line;
 ``PARITY_REGOLD=1`` rewrites it). A ``tool_search`` load must change what the *next* request
 carries. The given-tools front ends — ``AgentSession(tools=…)``, ``create_agent`` + the
 middleware, a subagent child and replay — send equal views with equal tool schemas too.
@@ -48,7 +48,7 @@ from mtagent.integrations.langchain import MTContextMiddleware
 from mtagent.replay.mtagent_strategy import MTAgentStrategy
 from mtagent.replay.strategy_base import StrategyContext
 
-GOLDEN = Path(__file__).parent / "data" / "requests" / "session_with_tools.json"
+GOLDEN = Path(__file__).parent / "data" / "requests" / "session_with_tools.jsonl"
 FIXTURE_SERVER = Path(__file__).parent / "tools" / "mcp" / "fixture_server.py"
 TASK = "Repeat hello with the fixture server, then read notes.txt."
 NOTES = "alpha\nbeta\n"
@@ -227,8 +227,9 @@ def test_repl_run_session_and_eval_send_equal_requests_tools_included(project, t
 
     if os.environ.get("PARITY_REGOLD") == "1":
         GOLDEN.parent.mkdir(parents=True, exist_ok=True)
-        GOLDEN.write_text(json.dumps(reference, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    assert reference == json.loads(GOLDEN.read_text(encoding="utf-8")), \
+        GOLDEN.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in reference), encoding="utf-8")
+    golden = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines()]  # a request a line
+    assert reference == golden, \
         "the requests changed from the golden file (PARITY_REGOLD=1 rewrites it when the change is meant)"
 
 
