@@ -64,3 +64,27 @@ def test_builtin_policy_names_show_every_column_at_80(monkeypatch: pytest.Monkey
     eval_cmd.print_report({**DATA, "policies": typical, "paired": []})
     text = out.export_text()
     assert "not shown" not in text and {"1234", "4321", "827.6k", "1.2345"} <= set(text.split())
+
+
+def _printed(monkeypatch: pytest.MonkeyPatch, data: dict) -> str:
+    out = Console(width=80, record=True, color_system=None)
+    err = Console(width=80, record=True, color_system=None)
+    monkeypatch.setattr(eval_cmd, "console", out)
+    monkeypatch.setattr(eval_cmd, "err_console", err)
+    eval_cmd.print_report(data)
+    return " ".join((out.export_text() + err.export_text()).split())
+
+
+def test_the_report_says_what_diff_ci_and_p_mean_and_when_a_verdict_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    said = _printed(monkeypatch, {**DATA, "models": ["gpt-4o-mini"]})
+    assert "diff = A's solve rate minus B's" in said
+    assert "95% CI: Newcombe's interval for diff" in said and "p: McNemar's exact test" in said
+    assert "p < 0.05 and a 95% CI that excludes 0" in said
+    assert "illustrative" not in said
+    alone = _printed(monkeypatch, {**DATA, "paired": [], "models": ["gpt-4o-mini"]})
+    assert "McNemar" not in alone  # nothing to explain without a paired table
+
+
+def test_dollars_of_the_local_test_model_are_called_illustrative(monkeypatch: pytest.MonkeyPatch) -> None:
+    said = _printed(monkeypatch, {**DATA, "models": ["context-test"]})
+    assert "dollars are illustrative" in said and "context-test" in said

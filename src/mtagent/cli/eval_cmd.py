@@ -23,6 +23,10 @@ from mtagent.cli.output import console, err_console, table_box, user_errors
 from mtagent.errors import UsageError
 
 BUILTIN_MODEL = "context-test:"
+LOCAL_TEST_MODEL = "context-test"  # runs in the process: its dollars are what its tokens would cost
+PAIRED_HELP = ("diff = A's solve rate minus B's; 95% CI: Newcombe's interval for diff (paired); p: McNemar's exact "
+               "test on A+ vs B+. A verdict names a winner only with p < 0.05 and a 95% CI that excludes 0; "
+               "otherwise \"no clear difference\", whatever the rates look like.")
 
 
 def run_unit(unit: Any) -> list[dict[str, Any]]:
@@ -165,6 +169,12 @@ def print_report(data: dict[str, Any]) -> None:
                   f"{c['ci_low']:+.2f},{c['ci_high']:+.2f}", f"{c['p_value']:.2f}", escape(c["verdict"])]
                  for c in data["paired"]]
         _print_fitted(PAIR_COLUMNS, pairs, "paired: A+/B+ = tasks solved by A only / B only")
+        console.print(PAIRED_HELP, highlight=False)
+    local = [m for m in data.get("models") or [] if m.split(":", 1)[0].startswith(LOCAL_TEST_MODEL)]
+    if local:
+        console.print(f"dollars are illustrative: {escape(', '.join(local))} runs locally and costs nothing; its "
+                      "tokens are priced at the suite's price row (agent.prices), as a mid-size hosted model "
+                      "would bill them", highlight=False)
     unpriced = sum(p["unpriced"] for p in data["policies"])
     if unpriced:
         err_console.print(f"{unpriced} result(s) have no price row (agent.prices): their tokens count, their cost "

@@ -123,5 +123,7 @@ def report(results: Path, policies: list[str] | None = None, chain: int | None =
     keeps the runs of one chain length when a results file holds several."""
     records = [r for r in load_records(results) if chain is None or int(r.get("chain") or 1) == chain]
     names = policies or list(dict.fromkeys(r["policy"] for r in records))
+    models = sorted({r["model"] for r in records if isinstance(r.get("model"), str)})
     return {"results": str(results), "policies": [s.as_dict() for s in summarize(records, names)],
-            "paired": [p.as_dict() for p in paired(records, names)], "tasks": task_matrix(records, names)}
+            "paired": [p.as_dict() for p in paired(records, names)], "tasks": task_matrix(records, names),
+            "models": models}

@@ -7,10 +7,15 @@ only, ``c`` by B only (tasks both solved or both failed say nothing about which 
   ``p = P(min(b, c) or fewer heads of b + c, two-sided)`` from the binomial distribution.
 * **Newcombe's interval** (1998, method 10) for the paired difference in solve rates
   ``(b − c) / n``: Wilson score intervals of both rates combined with the correlation of the
-  pairs. It stays inside [−1, 1] and behaves at 0 and n, where a Wald interval does not.
+  pairs (φ, with Newcombe's continuity correction: ``AD − BC`` less ``n/2`` when positive). It
+  stays inside [−1, 1] and behaves at 0 and n, where a Wald interval does not. Positively
+  correlated pairs (the usual case: easy tasks solved by both) make it narrower than the
+  interval of two independent samples.
 
-A difference whose interval contains 0 is reported as "no clear difference" — a small suite
-cannot show a small effect, and the report says so instead of declaring a winner.
+A winner is named only when both say so — McNemar's p below 0.05 *and* an interval that excludes
+0; they can disagree near the edge (4 tasks to 0 of 39: the interval barely excludes 0 while
+p = 0.125). Otherwise the verdict is "no clear difference": a small suite cannot show a small
+effect, and the report says so instead of declaring a winner.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 Z95 = 1.959963984540054
+ALPHA = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +48,9 @@ class Paired:
     def verdict(self) -> str:
         if self.n == 0:
             return "no tasks in common"
-        if self.ci_low > 0:
+        if self.p_value < ALPHA and self.ci_low > 0:
             return f"{self.a} solves more"
-        if self.ci_high < 0:
+        if self.p_value < ALPHA and self.ci_high < 0:
             return f"{self.b} solves more"
         return "no clear difference"
 
@@ -82,7 +88,9 @@ def newcombe_paired(both: int, only_a: int, only_b: int, neither: int, z: float 
     l1, u1 = wilson(both + only_a, n, z)
     l2, u2 = wilson(both + only_b, n, z)
     rows = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
-    phi = (both * neither - only_a * only_b) / math.sqrt(rows) if rows else 0.0
+    cross = both * neither - only_a * only_b
+    cross = max(0.0, cross - n / 2) if cross > 0 else cross  # Newcombe's continuity correction
+    phi = cross / math.sqrt(rows) if rows else 0.0
     diff = p1 - p2
     low = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
     high = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
