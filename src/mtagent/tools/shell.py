@@ -12,11 +12,12 @@
   mtagent itself dies (:mod:`~mtagent.tools.proctree`).
 * An approval hook (``callable(command) -> ApprovalDecision | bool``) may refuse a command
   before it runs; the agent wires it to the user's prompt.
-* The command's environment is the agent's minus the variables the redactor takes for secrets by
-  name (:func:`~mtagent.redaction.is_secret_name`: ``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*AUTH*``,
-  ``*SESSION*``, ``*_URL`` …) and those in ``security.redact_env``, like Codex CLI's default:
-  ``echo $OPENAI_API_KEY | rev`` would carry a key past the redactor in a form it cannot
-  recognise. ``shell.env_passthrough`` names the ones a command may see.
+* The command's environment is the agent's minus every variable the one secret rule takes for a
+  secret (:func:`~mtagent.redaction.variable_is_secret`) — by name (``*KEY*``, ``*TOKEN*``,
+  ``*PASS*``, ``*PWD*``, ``*CRED*``, ``*AUTH*``, ``*SESSION*``, ``*_URL`` …) or by a value the
+  redactor would redact (a key shape, a URL or connection string with a password, a configured
+  secret) — and those in ``security.redact_env``, like Codex CLI's default: ``echo $OPENAI_API_KEY
+  | rev`` would carry a key past the redactor. ``shell.env_passthrough`` names the ones a command may see.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from mtagent.config import Settings
-from mtagent.redaction import is_secret_name
+from mtagent.redaction import HANDLES, settings_secrets, variable_is_secret  # noqa: F401 - HANDLES: the rule's exceptions
 from mtagent.tools import proctree
 from mtagent.tools.base import ApprovalDecision, ToolInputError, WorkspaceTool
 from mtagent.tools.text_files import human_size
@@ -215,24 +216,19 @@ def run_command(command: str, cwd: str, *, timeout: float, max_capture_bytes: in
     }
 
 
-# Named like a secret (*AUTH*) but a handle: the path of the user's ssh agent socket, no key in it.
-# ``git push`` over ssh needs it (Codex CLI passes it too); ``security.redact_env`` still withholds it.
-HANDLES = frozenset({"SSH_AUTH_SOCK"})
-
-
 def shell_environment(environ: dict[str, str] | os._Environ[str], settings: Settings) -> dict[str, str]:
-    """``environ`` without the variables a command should not see (see the module's docstring):
-    secret-named ones (but :data:`HANDLES`), those ``security.redact_env`` names, and any whose value
-    is a configured secret (``security.redact_values``) — unless ``shell.env_passthrough`` names them."""
+    """``environ`` without the variables a command should not see (see the module's docstring): each
+    the one secret rule (:func:`~mtagent.redaction.variable_is_secret`) takes for a secret — by name
+    (but :data:`~mtagent.redaction.HANDLES`) or by value, a configured secret's value under any name
+    included — and those ``security.redact_env`` names, unless ``shell.env_passthrough`` names them."""
     allowed = settings.shell.env_passthrough
     withheld_names = set(settings.security.redact_env)
-    withheld_values = set(settings.security.redact_values)
+    known = settings_secrets(settings, environ)
 
     def passes(name: str, value: str) -> bool:
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in allowed):
             return True
-        secret = is_secret_name(name) and name not in HANDLES
-        return not (secret or name in withheld_names or value in withheld_values)
+        return name not in withheld_names and not variable_is_secret(name, value, known)
 
     return {name: value for name, value in environ.items() if passes(name, value)}
 

@@ -53,10 +53,16 @@ HANDOFF_SECTIONS: tuple[str, ...] = (
 NOTES_HEADINGS = frozenset({NOTES_TITLE, "Current State", NOTES_TASK_SPEC, NOTES_FILES, "Workflow",
                             "Errors & Corrections", "Codebase and System Documentation", "Learnings", "Key results",
                             "Worklog"})
-# Only these headings end the user's own words (the goal, the notes' task specification), so a
-# markdown heading the user wrote stays part of them.
-_KNOWN_HEADINGS = frozenset({*HANDOFF_SECTIONS, SECTION_CARRIED, *NOTES_HEADINGS})
-_USER_WORDS = (SECTION_GOAL, NOTES_TASK_SPEC)
+# Headings the hand-off ledger (context/ledger) renders beside the sheet's, and the model's part.
+SECTION_LAST_REQUEST = "Latest user request"
+SECTION_EARLIER_REQUESTS = "Earlier requests"
+LEDGER_ONLY_HEADINGS = frozenset({SECTION_LAST_REQUEST, SECTION_EARLIER_REQUESTS, "Plan", "Failed commands",
+                                  "Rules in force", "Tools loaded", "Open subagent tasks", "Findings", "Hypotheses"})
+# Only these headings end the user's own words (the goal, the requests, the notes' task
+# specification), so a markdown heading the user wrote stays part of them.
+KNOWN_HEADINGS = frozenset({*HANDOFF_SECTIONS, SECTION_CARRIED, *NOTES_HEADINGS, *LEDGER_ONLY_HEADINGS})
+_KNOWN_HEADINGS = KNOWN_HEADINGS
+_USER_WORDS = (SECTION_GOAL, NOTES_TASK_SPEC, SECTION_LAST_REQUEST, SECTION_EARLIER_REQUESTS)
 
 CONSTRAINT_PATTERN = re.compile(
     r"\b(never|always|must|mustn't|don't|do not|dont|only|avoid|should not|shouldn't|cannot|can't"
@@ -93,7 +99,6 @@ SHELL_WRITE = re.compile(
 )
 PATH_KEYS = ("file_path", "path", "filename", "file", "directory", "dir")
 MAX_LINE_CHARS = 600
-MAX_GOAL_CHARS = 2_000
 MAX_NEXT_CHARS = 1_000
 MAX_FACT_CHARS = 200
 # A paraphrased goal still counts as mentioned when this share of its content words appear.
@@ -105,6 +110,7 @@ class SessionFacts:
     """What a hand-off must say about a stretch of conversation (lists are oldest first)."""
 
     goal: str = ""
+    first_request: str = ""
     user_requests: list[str] = field(default_factory=list)
     constraints: list[str] = field(default_factory=list)
     files_read: list[str] = field(default_factory=list)
@@ -219,7 +225,7 @@ def constraint_lines(text: str) -> list[str]:
     for line in text.splitlines():
         stripped = line.strip().lstrip("-*• ").strip()
         if stripped and CONSTRAINT_PATTERN.search(stripped):
-            _add_unique(found, clip(stripped, MAX_LINE_CHARS))
+            _add_unique(found, stripped)  # the user's words: never clipped
     return found
 
 
@@ -325,9 +331,10 @@ def extract_facts(messages: Sequence[BaseMessage], previous_summary: str | None 
             if not text:
                 continue
             if not facts.goal:
-                facts.goal = clip(goal_text(text), MAX_GOAL_CHARS)
+                facts.first_request = text  # verbatim and whole: the hand-off ledger's goal
+                facts.goal = goal_text(text)  # its rule lines are listed as constraints
             else:
-                _add_unique(facts.user_requests, clip(text, MAX_LINE_CHARS))
+                facts.user_requests.append(text)
             for line in constraint_lines(text):
                 _add_unique(facts.constraints, line)
         elif isinstance(message, AIMessage):
@@ -394,7 +401,7 @@ def merge_previous(facts: SessionFacts, sections: dict[str, list[str]]) -> None:
     for line in later:
         _add_unique(facts.user_requests, line)
     if goal_lines and not facts.goal and goal_lines != ["(not stated)"]:
-        facts.goal = clip("\n".join(goal_lines), MAX_GOAL_CHARS)
+        facts.goal = "\n".join(goal_lines)
     for line in sections.get(SECTION_CONSTRAINTS, []):
         _add_unique(facts.constraints, line)
     for line in sections.get(SECTION_FILES_READ, []):

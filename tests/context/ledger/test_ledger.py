@@ -1,0 +1,130 @@
+"""The hand-off ledger: read from messages exactly, rendered whole, merged with the first goal kept,
+and checked against a later view."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from mtagent.context.boundary import summary_message
+from mtagent.context.ledger import (
+    HandoffLedger,
+    WorkPlan,
+    current_plan,
+    ledger_from_dict,
+    ledger_from_messages,
+    merge_ledgers,
+    missing_from,
+    parse_rendered,
+    render_ledger,
+)
+
+LONG_TASK = "Port the kernel to the new DMA API.\n" + "\n".join(f"- detail {i}: " + "x" * 80 for i in range(60))
+
+
+def _call(cid: str, name: str, **args: object) -> dict:
+    return {"id": cid, "name": name, "args": args}
+
+
+def session() -> list[BaseMessage]:
+    plan = {"steps": [{"step": "read the driver", "status": "done"},
+                      {"step": "port the ring buffer", "status": "in_progress"},
+                      {"step": "run the tests", "status": "pending"}], "note": "ring.c first"}
+    return [
+        SystemMessage('<project_context source="CONTEXT.md">\nrules\n</project_context>'),
+        HumanMessage(f"{LONG_TASK}\nNever edit files under tests/.", id="u0"),
+        AIMessage("Plan first.", id="a1", tool_calls=[_call("p1", "update_plan", **plan)]),
+        ToolMessage("Plan updated", tool_call_id="p1", name="update_plan", id="t1"),
+        AIMessage("Reading.", id="a2", tool_calls=[_call("r1", "read_file", file_path="drv/dma.c"),
+                                                   _call("w1", "write_file", file_path="drv/ring.c", content="x"),
+                                                   _call("e1", "edit_file", file_path="drv/dma.c", old="a", new="b"),
+                                                   _call("s1", "shell", command="rm drv/old.c && make test")]),
+        ToolMessage("int x;", tool_call_id="r1", name="read_file", id="t2"),
+        ToolMessage("written", tool_call_id="w1", name="write_file", id="t3"),
+        ToolMessage("edited", tool_call_id="e1", name="edit_file", id="t4"),
+        ToolMessage("cc -c ring.c\nring.c:3: error: expected ';'\nmake: *** [test] Error 1", tool_call_id="s1",
+                    name="shell", id="t5", status="error"),
+        AIMessage("", id="a3", tool_calls=[_call("q1", "tool_search", query="jira"),
+                                           _call("k1", "task", description="review ring.c", prompt="p")]),
+        ToolMessage("Loaded 1 tool(s); call them directly from your next step.\n- jira_create (mcp:jira): make",
+                    tool_call_id="q1", name="tool_search", id="t6"),
+        HumanMessage("Also keep the old ioctl working.\n## Why\nusers depend on it", id="u1"),
+    ]
+
+
+def test_the_ledger_reads_the_work_state_exactly() -> None:
+    ledger = ledger_from_messages(session())
+    assert ledger.goal == f"{LONG_TASK}\nNever edit files under tests/."  # whole: no 2,000-character cut
+    assert ledger.last_request == "Also keep the old ioctl working.\n## Why\nusers depend on it"
+    assert ledger.constraints == ["Never edit files under tests/."]
+    assert ledger.plan is not None and [s.status for s in ledger.plan.steps] == ["done", "in_progress", "pending"]
+    assert ledger.files_read == ["drv/dma.c"]
+    assert ledger.files_created == ["drv/ring.c"] and ledger.files_edited == ["drv/dma.c"]
+    assert ledger.files_deleted == ["drv/old.c"]
+    assert [f.command for f in ledger.failed_commands] == ["rm drv/old.c && make test"]
+    assert "expected ';'" in ledger.failed_commands[0].error_tail
+    assert ledger.verification.startswith("`rm drv/old.c && make test` failed")
+    assert ledger.rules == ["CONTEXT.md"] and ledger.tools_loaded == ["jira_create"]
+    assert list(ledger.open_tasks.values()) == ["review ring.c"]
+
+
+def test_the_rendered_ledger_carries_everything_and_reads_back() -> None:
+    ledger = ledger_from_messages(session())
+    text = render_ledger(ledger)
+    assert missing_from(ledger, text) == []
+    assert LONG_TASK in text and "## Why\nusers depend on it" in text
+    back = parse_rendered(text)
+    assert back.goal == ledger.goal and back.last_request == ledger.last_request
+    assert back.plan == ledger.plan and back.files_changed == ledger.files_changed
+    assert missing_from(ledger, render_ledger(back)) == []
+
+
+def test_missing_from_names_what_a_view_lost() -> None:
+    ledger = ledger_from_messages(session())
+    text = render_ledger(ledger)
+    lost = text.replace("- [~] port the ring buffer (in progress)", "- [x] port the ring buffer (done)")
+    lost = lost.replace("Also keep the old ioctl working.", "")
+    missing = missing_from(ledger, lost)
+    assert any(m.startswith("plan step: port the ring buffer (in progress)") for m in missing)
+    assert any(m.startswith("last request:") for m in missing)
+
+
+def test_the_first_goal_stands_through_merges_and_summaries() -> None:
+    first = ledger_from_messages(session())
+    summary = summary_message("b1", render_ledger(first), pre_tokens=1, post_tokens=1, reason="auto")
+    later = [summary, HumanMessage("Now write the release notes.", id="u2")]
+    merged = ledger_from_messages(later)
+    assert merged.goal == first.goal
+    assert merged.last_request == "Now write the release notes."
+    assert merged.plan == first.plan  # carried by the summary's text when it has no data
+    assert merge_ledgers(first, HandoffLedger(goal="Delete everything.")).goal == first.goal
+
+
+def test_a_later_plan_call_wins_and_a_failed_one_does_not() -> None:
+    history = session()
+    history += [AIMessage("", id="a9", tool_calls=[_call("p2", "update_plan", steps=[{"step": "x", "status": "bogus"}])]),
+                ToolMessage("Error: bad status", tool_call_id="p2", name="update_plan", id="t9", status="error")]
+    plan = current_plan(history)
+    assert plan is not None and plan.steps[1].text == "port the ring buffer"
+    history += [AIMessage("", id="a10", tool_calls=[_call("p3", "update_plan", steps=[{"step": "ship", "status": "done"}])]),
+                ToolMessage("ok", tool_call_id="p3", name="update_plan", id="t10")]
+    assert current_plan(history) == WorkPlan((current_plan(history).steps[0],), "")  # type: ignore[union-attr]
+    assert current_plan(history).steps[0].text == "ship"  # type: ignore[union-attr]
+
+
+def test_a_failed_command_that_later_passed_leaves_the_ledger() -> None:
+    history = session() + [
+        AIMessage("", id="a11", tool_calls=[_call("s2", "shell", command="rm drv/old.c && make test")]),
+        ToolMessage("ok", tool_call_id="s2", name="shell", id="t11")]
+    assert ledger_from_messages(history).failed_commands == []
+    first = ledger_from_messages(session())
+    summary = summary_message("b1", render_ledger(first), pre_tokens=1, post_tokens=1, reason="auto")
+    assert ledger_from_messages([summary, *history[-2:]]).failed_commands == []
+
+
+def test_stored_ledger_data_is_type_checked() -> None:
+    hostile = {"goal": ["not", "text"], "requests": "x", "constraints": [1, "keep"], "plan": {"steps": "no"},
+               "files_changed": [["a", "exploded", ""], ["b", "edited", "why"], "junk"], "open_tasks": [[1, 2]]}
+    ledger = ledger_from_dict(hostile)
+    assert ledger is not None and ledger.goal == "" and ledger.requests == [] and ledger.constraints == ["keep"]
+    assert ledger.files_changed == {"b": ("edited", "why")} and ledger.open_tasks == {}
+    assert ledger_from_dict("nope") is None
