@@ -15,11 +15,12 @@ environment or settings) that has no known shape (a short password typed in a fi
 
 from __future__ import annotations
 
+import base64
 import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mtagent.config_sections import MIN_SECRET_CHARS  # noqa: F401 - a rule of redaction, named below it
@@ -29,8 +30,12 @@ if TYPE_CHECKING:
 
 REDACTED = "[redacted]"
 _SECRET_NAME = re.compile(
-    r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS$|CREDENTIAL|PRIVATE|AUTH|DSN|"
-    r"DATABASE_URL|_URL$|_URI$|COOKIE|SESSION)", re.IGNORECASE)
+    r"(KEY|TOKEN|SECRET|PASS(?!THROUGH)|PWD|(?:^|_)PW(?:_|$)|CRED|PRIVATE|AUTH|BEARER|WEBHOOK|SALT|HMAC|DSN|"
+    r"DATABASE_URL|CONN(?:ECTION)?_?STR|_URL$|_URI$|COOKIE|SESSION)", re.IGNORECASE)
+# Named like a secret but a handle, no key in it: the shell's current and previous folder, and the
+# path of the user's ssh agent socket (``git push`` over ssh needs it; Codex CLI passes it too — the
+# agent signs, it never hands out a key). ``security.redact_env`` can still withhold them.
+HANDLES = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK"})
 # An env value this long whose characters look random is treated as a secret whatever its name.
 HIGH_ENTROPY_MIN_CHARS = 20
 HIGH_ENTROPY_BITS_PER_CHAR = 3.5
@@ -51,17 +56,25 @@ KEY_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
 # scheme://user:password@host — the password goes, the rest stays readable
 _URL_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]*:)(?P<pw>[^\s@/]+)(?P<at>@)")
 # libpq key=value connection strings: password=secret or password='with spaces'
-_KV_PASSWORD = re.compile(r"\bpassword\s*=\s*(?:'(?P<quoted>(?:[^'\\]|\\.)*)'|(?P<bare>[^\s']+))", re.IGNORECASE)
+# (and ODBC/ADO.NET ``Password=secret;`` / ``PWD=secret;``: a bare value ends at ``;``)
+_KV_PASSWORD = re.compile(r"\b(?:password|pwd)\s*=\s*(?:'(?P<quoted>(?:[^'\\]|\\.)*)'|(?P<bare>[^\s';]+))",
+                          re.IGNORECASE)
+_IDENTIFIER = re.compile(r"[0-9a-fA-F]+(?:-[0-9a-fA-F]+)*")
+# A secret's encoded forms are redacted too; a form shorter than this is too common to replace.
+# ``base64`` wraps its output at 76 columns and ``xxd -p`` at 60: those line breaks are forms as well.
+_BASE64_COLUMNS = 76
+_HEX_COLUMNS = 60
 _BEARER = re.compile(r"^\s*(?:Bearer|Basic|Token)\s+(?P<token>\S+)\s*$", re.IGNORECASE)
 
 
 def is_secret_name(name: str) -> bool:
     """Whether a name (an environment variable, an option or header key) says its value is a secret.
 
-    The one rule: what the redactor collects by name is what a shell command is not handed
-    (:func:`mtagent.tools.shell.shell_environment`), so no secret reaches a command that could
-    print it in a form (``| rev``, ``| base64``) redaction no longer recognises."""
-    return bool(_SECRET_NAME.search(name))
+    Half of the one rule (:func:`variable_is_secret` is the whole): what the redactor collects by
+    name is what a shell command is not handed (:func:`mtagent.tools.shell.shell_environment`), so
+    no secret reaches a command that could print it in a form (``| rev``, ``| base64``) redaction no
+    longer recognises. :data:`HANDLES` are named like secrets but are not."""
+    return name.upper() not in HANDLES and bool(_SECRET_NAME.search(name))
 
 
 def _entropy(value: str) -> float:
@@ -73,10 +86,16 @@ def _entropy(value: str) -> float:
 
 
 def looks_secret(value: str) -> bool:
-    """A value that is a secret by its shape: a known key format, or long and random-looking."""
+    """A value that is a secret by its shape: a known key format, or long and random-looking.
+
+    Hex digits alone (a commit hash, a digest, a UUID) are an identifier, not a secret by shape:
+    tools print them all the time (``git log``, ``sha256sum``), and a ``GIT_COMMIT`` taken for a
+    secret would be cut from every log. Named like a secret (or in ``security.redact_env``) it is one."""
     v = value.strip()
     if any(p.search(v) for _, p in KEY_SHAPES):
         return True
+    if _IDENTIFIER.fullmatch(v):
+        return False
     if len(v) < HIGH_ENTROPY_MIN_CHARS or any(c.isspace() for c in v) or "/" in v.strip("/") and "://" not in v:
         return False
     classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v)))
@@ -89,6 +108,41 @@ def passwords_in(value: str) -> list[str]:
     found += [m.group("quoted") if m.group("quoted") is not None else m.group("bare")
               for m in _KV_PASSWORD.finditer(value)]
     return [pw for pw in found if pw]
+
+
+def variable_is_secret(name: str, value: str, known: Iterable[str] = ()) -> bool:
+    """The one secret rule for an environment variable: named like a secret (:func:`is_secret_name`),
+    or a value the redactor would redact — a key shape or a long random string (:func:`looks_secret`),
+    a URL or connection string with a password (:func:`passwords_in`), or a ``known`` secret (the
+    configured ones, :func:`settings_secrets`) as the value or inside it. The shell withholds such a
+    variable from commands under any name; :func:`collect_secrets` redacts its value everywhere."""
+    if is_secret_name(name) or looks_secret(value) or passwords_in(value):
+        return True
+    return any(secret == value or (len(secret) >= MIN_SECRET_CHARS and secret in value) for secret in known if secret)
+
+
+def _wrapped(text: str, columns: int) -> str:
+    return "\n".join(text[i:i + columns] for i in range(0, len(text), columns))
+
+
+def encoded_forms(secret: str) -> set[str]:
+    """``secret`` and the forms a command turns it into: reversed, hex (both cases, and as ``xxd -p``
+    wraps it), base64 and URL-safe base64 (whole, wrapped as ``base64`` prints it, and the part fixed
+    by the secret alone when it starts at any of the three byte offsets inside a longer text).
+    Forms shorter than :data:`MIN_SECRET_CHARS` are left out."""
+    raw = secret.encode("utf-8", errors="replace")
+    hexed = raw.hex()
+    forms = {secret, secret[::-1], hexed, hexed.upper(), _wrapped(hexed, _HEX_COLUMNS)}
+    for pad in range(3):
+        encoded = base64.b64encode(bytes(pad) + raw).decode("ascii")
+        first, end = -(-8 * pad // 6), 8 * (pad + len(raw)) // 6  # the characters no other byte touches
+        for text in (encoded[first:end], *((encoded, encoded.rstrip("="), _wrapped(encoded, _BASE64_COLUMNS))
+                                           if pad == 0 else ())):
+            forms.update((text, text.translate(_URLSAFE)))
+    return {form for form in forms if len(form.strip()) >= MIN_SECRET_CHARS}
+
+
+_URLSAFE = str.maketrans("+/", "-_")
 
 
 def _option_secrets(value: Any, named_secret: bool = False, _depth: int = 0) -> Iterable[str]:
@@ -136,9 +190,7 @@ def collect_secrets(environ: Mapping[str, str] | None = None, extra: Iterable[st
             continue
         if is_secret_name(name) or looks_secret(value):
             found.add(value)
-        for m in _URL_PASSWORD.finditer(value):
-            if len(m.group("pw")) >= 4:
-                found.add(m.group("pw"))
+        found.update(pw for pw in passwords_in(value) if len(pw) >= 4)
     for value in extra:
         if value and len(value) >= MIN_SECRET_CHARS:
             found.add(value)
@@ -163,9 +215,16 @@ class Redactor:
     model sees them, to every transcript record, to artifacts as they are written and to exports."""
 
     secrets: tuple[str, ...] = ()
+    # every secret in its encoded forms too (:func:`encoded_forms`), longest first
+    forms: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        forms = {form for secret in self.secrets if secret for form in encoded_forms(secret)}
+        forms.update(secret for secret in self.secrets if secret)  # a short configured value: as given
+        object.__setattr__(self, "forms", tuple(sorted(forms, key=len, reverse=True)))
 
     def text(self, value: str) -> str:
-        for secret in self.secrets:
+        for secret in self.forms:
             if secret in value:
                 value = value.replace(secret, REDACTED)
         return redact_shapes(value)
