@@ -22,7 +22,7 @@ from mtagent.eval.suite import builtin_tasks
 from mtagent.eval.worker import EvalUnit, run_unit, session_id_for
 from mtagent.session import schema
 from mtagent.session.ids import new_boundary_id, new_message_id, sequential_ids
-from mtagent.testing.context_model import ContextTestModel
+from mtagent.agent.context_model import ContextTestModel
 
 
 def test_ids_are_counted_inside_the_block_and_random_outside() -> None:

@@ -19,7 +19,7 @@ from mtagent.context.tokens import message_text
 from mtagent.eval.policies import load_policy
 from mtagent.eval.suite import builtin_tasks
 from mtagent.eval.worker import EvalUnit, run_unit
-from mtagent.testing.context_model import decide, find_task
+from mtagent.agent.context_model import decide, find_task
 
 HANDOFF = "You are compacting the conversation"
 

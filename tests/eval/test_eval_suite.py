@@ -13,7 +13,7 @@ from mtagent.errors import UsageError
 from mtagent.eval.checks import run_command
 from mtagent.eval.policies import BUILTIN_POLICIES, load_policies, load_policy
 from mtagent.eval.suite import SUITE_SIZE, build_task, builtin_tasks
-from mtagent.testing.context_model import LOST_REPLY, UNKNOWN, ContextTestModel, decide
+from mtagent.agent.context_model import LOST_REPLY, UNKNOWN, ContextTestModel, decide
 
 TASK = "TASK t1\nConstraint: COLOR = teal\n1. Read `a.py`.\n2. Write the value of LIMIT into `out.txt`.\n"
 

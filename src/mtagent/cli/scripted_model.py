@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the agent stack is imported only when a script is loaded (k
     from mtagent.agent.scripted import ScriptedChatModel
 
 PREFIX = "scripted:"
-CONTEXT_TEST = "context-test:"  # mtagent.testing's context-sensitive model (no file): acts on what it is sent
+CONTEXT_TEST = "context-test:"  # the context-sensitive model (agent/context_model.py) (no file): acts on what it is sent
 
 
 def is_scripted(spec: str | None) -> bool:
@@ -60,7 +60,7 @@ def load_scripted_model(spec: str) -> ScriptedChatModel:
     from mtagent.agent.scripted import ScriptedChatModel
 
     if spec.startswith(CONTEXT_TEST):
-        from mtagent.testing.context_model import ContextTestModel
+        from mtagent.agent.context_model import ContextTestModel
 
         return ContextTestModel()
     raw = spec[len(PREFIX):]

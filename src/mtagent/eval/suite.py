@@ -1,7 +1,7 @@
 """The built-in suite (``mtagent eval --suite builtin``): small tasks that need the session's memory.
 
 Every task is a generated repository and a task written in the step language of
-:mod:`mtagent.testing.context_model` (readable by a person and a real model alike). Each needs
+:mod:`mtagent.agent.context_model` (readable by a person and a real model alike). Each needs
 one fact the session saw earlier and cannot see again:
 
 * ``constant`` — a constant in a file read first; the file is removed by a later step;

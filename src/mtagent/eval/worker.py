@@ -72,7 +72,7 @@ class EvalUnit:
 def resolve_model(spec: str | None) -> Any:
     """``context-test:`` builds the context-sensitive test model; any other spec goes to the session."""
     if spec is not None and spec.split(":", 1)[0] == CONTEXT_TEST_PREFIX:
-        from mtagent.testing.context_model import ContextTestModel
+        from mtagent.agent.context_model import ContextTestModel
 
         return ContextTestModel()
     return spec
