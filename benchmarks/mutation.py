@@ -175,7 +175,7 @@ class Site:
 
 
 @dataclass
-class Outcome:
+class MutantOutcome:
     site: Site
     killed: bool
     seconds: float
@@ -185,13 +185,13 @@ class Outcome:
 @dataclass
 class ModuleResult:
     name: str
-    outcomes: list[Outcome] = field(default_factory=list)
+    outcomes: list[MutantOutcome] = field(default_factory=list)
     total_sites: int = 0
     baseline_ok: bool = True
     baseline_output: str = ""
 
     @property
-    def counted(self) -> list[Outcome]:
+    def counted(self) -> list[MutantOutcome]:
         return [o for o in self.outcomes if o.equivalent is None]
 
     @property
@@ -597,7 +597,7 @@ def run_module(name: str, max_mutants: int, seed: int, workdir: Path,
     by_index = {s.index: s for s in sample}
     for index, killed, seconds in rows:
         site = by_index[index]
-        result.outcomes.append(Outcome(site, killed, seconds, EQUIVALENT.get((name, site.description))))
+        result.outcomes.append(MutantOutcome(site, killed, seconds, EQUIVALENT.get((name, site.description))))
     return result
 
 

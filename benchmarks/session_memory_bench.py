@@ -60,7 +60,7 @@ FULL = (
 
 
 @dataclass
-class Outcome:
+class RunOutcome:
     compactions: int = 0
     by_notes: int = 0
     post_tokens: list[int] = field(default_factory=list)
@@ -71,7 +71,7 @@ class Outcome:
     seconds: float = 0.0
 
 
-def _timed(manager: SessionMemoryManager, out: Outcome) -> None:
+def _timed(manager: SessionMemoryManager, out: RunOutcome) -> None:
     """Count and time the notes updates the engine triggers (on the opened session's own manager)."""
     update = manager.update_session_memory
 
@@ -86,14 +86,14 @@ def _timed(manager: SessionMemoryManager, out: Outcome) -> None:
     manager.update_session_memory = timed  # type: ignore[method-assign]
 
 
-def replay(traj: Trajectory, window: int, with_notes: bool) -> Outcome:
+def replay(traj: Trajectory, window: int, with_notes: bool) -> RunOutcome:
     """One recording through the engine as shipped: a session opened by the opener (the replay
     strategy's), fed call by call; its transcript gives the compactions."""
     settings = Settings(session_memory={"enabled": with_notes})
     counter = MessageTokenCounter(encoding=settings.context.encoding,
                                   overhead_tokens=settings.context.message_overhead_tokens)
     probes = build_probes(traj)
-    out = Outcome()
+    out = RunOutcome()
     with tempfile.TemporaryDirectory(prefix="mtagent-smbench-") as tmp:
         ctx = StrategyContext(system=system_prefix(traj), window=window, counter=counter, settings=settings,
                               workdir=Path(tmp))
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     names = QUICK if args.quick else FULL
     rows: list[dict[str, Any]] = []
-    totals: dict[str, list[Outcome]] = {"full": [], "notes": []}
+    totals: dict[str, list[RunOutcome]] = {"full": [], "notes": []}
     for name in names:
         traj = load_trajectory(TRAJ / name)
         calls = len(traj.model_calls)

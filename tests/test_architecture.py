@@ -33,12 +33,14 @@ FORBIDDEN: dict[str, set[str]] = {
     "base": {"session", "context", "tools", "replay", "integrations", "agent", "eval", "ui", "cli", "testing"},
     "session": {"context", "tools", "replay", "integrations", "agent", "eval", "ui", "cli", "testing"},
     "context": {"tools", "replay", "integrations", "agent", "eval", "ui", "cli", "testing"},
-    "tools": {"replay", "integrations", "agent", "eval", "ui", "cli"},
-    "replay": {"integrations", "agent", "eval", "ui", "cli"},
-    "integrations": {"replay", "agent", "eval", "ui", "cli"},
-    "agent": {"eval", "ui", "cli"},
-    "eval": {"ui", "cli"},  # beside agent/: only ui/ and cli/ import it
-    "testing": {"eval"},
+    "tools": {"replay", "integrations", "agent", "eval", "ui", "cli", "testing"},
+    "replay": {"integrations", "agent", "eval", "ui", "cli", "testing"},
+    "integrations": {"replay", "agent", "eval", "ui", "cli", "testing"},
+    "agent": {"eval", "ui", "cli", "testing"},
+    "eval": {"ui", "cli", "testing"},  # beside agent/: only ui/ and cli/ import it
+    "ui": {"testing"},  # mtagent.testing serves the tests; production code never imports it
+    "cli": {"testing"},
+    "testing": {"eval", "ui", "cli"},
 }
 NO_LANGGRAPH = {"base", "session", "context"}
 
@@ -194,3 +196,20 @@ def test_modules_and_classes_stay_small(module):
             size = (node.end_lineno or node.lineno) - node.lineno + 1
             assert size <= MAX_CLASS_LINES, (
                 f"class {node.name} in {path.relative_to(SRC)} has {size} lines (max {MAX_CLASS_LINES})")
+
+
+def names_meaning_two_things(trees: dict[str, ast.AST]) -> dict[str, list[str]]:
+    """Class names defined in more than one module (a reader meets one name and must ask which)."""
+    where: dict[str, list[str]] = {}
+    for module, tree in trees.items():
+        for node in getattr(tree, "body", []):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(module)
+    return {name: modules for name, modules in where.items() if len(modules) > 1}
+
+
+def test_no_class_name_means_two_things():
+    trees = {m: ast.parse(p.read_text(encoding="utf-8")) for m, p in MODULES.items()}
+    assert names_meaning_two_things(trees) == {}
+    assert names_meaning_two_things({"a": ast.parse("class Frame: ..."),
+                                     "b": ast.parse("class Frame(Protocol): ...")}) == {"Frame": ["a", "b"]}

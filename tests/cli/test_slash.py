@@ -15,8 +15,8 @@ from mtagent.cli.session_report import CompactionEntry, PersistedResult, Session
 from mtagent.cli.slash import (
     COMMANDS,
     CompactOutcome,
-    Outcome,
-    SessionRow,
+    SlashOutcome,
+    SessionListRow,
     SlashCommand,
     dispatch,
     parse_slash,
@@ -33,7 +33,7 @@ class FakeHost:
     report: SessionReport | None = None
     plan: Mapping[str, Any] | None = None
     calls: list[tuple[str, Any]] = field(default_factory=list)
-    sessions: list[SessionRow] = field(default_factory=list)
+    sessions: list[SessionListRow] = field(default_factory=list)
 
     @property
     def session_id(self) -> str | None:
@@ -73,7 +73,7 @@ class FakeHost:
         self.calls.append(("resume", session_id))
         return session_id or "s-latest"
 
-    def list_sessions(self) -> list[SessionRow]:
+    def list_sessions(self) -> list[SessionListRow]:
         return self.sessions
 
     def history_rows(self) -> list[tuple[str, str, str]]:
@@ -104,19 +104,19 @@ def test_suggest_finds_prefix_and_typos():
 
 
 def test_unknown_command_prints_one_line_with_a_suggestion(host):
-    assert dispatch(host, "/contxt") is Outcome.CONTINUE
+    assert dispatch(host, "/contxt") is SlashOutcome.CONTINUE
     out = host.output().strip().splitlines()
     assert out == ["error: unknown command /contxt; did you mean /context? (/help lists them)"]
 
 
 def test_plain_text_is_not_a_command(host):
-    assert dispatch(host, "hello there") is Outcome.NOT_A_COMMAND
+    assert dispatch(host, "hello there") is SlashOutcome.NOT_A_COMMAND
 
 
 def test_exit_and_quit_end_the_repl(host):
-    assert dispatch(host, "/exit") is Outcome.EXIT
-    assert dispatch(host, "/quit") is Outcome.EXIT
-    assert dispatch(host, "/exit now") is Outcome.CONTINUE
+    assert dispatch(host, "/exit") is SlashOutcome.EXIT
+    assert dispatch(host, "/quit") is SlashOutcome.EXIT
+    assert dispatch(host, "/exit now") is SlashOutcome.CONTINUE
     assert "takes no arguments" in host.output()
 
 
@@ -209,8 +209,8 @@ def test_resume_and_sessions(host):
     assert "resumed session s-latest" in host.output()
     dispatch(host, "/sessions")
     assert "No saved sessions" in host.output()
-    host.sessions = [SessionRow("s-old", "2026-11-29 12:00", 12, 1, "scripted"),
-                     SessionRow("s-current", "2026-11-29 13:00", 4, 0, None, current=True)]
+    host.sessions = [SessionListRow("s-old", "2026-11-29 12:00", 12, 1, "scripted"),
+                     SessionListRow("s-current", "2026-11-29 13:00", 4, 0, None, current=True)]
     dispatch(host, "/sessions")
     out = host.output()
     assert "s-old" in out and "* " in out and "s-current" in out
@@ -244,7 +244,7 @@ def test_compact_that_grows_the_context_says_so_instead_of_a_negative_saving(hos
 
 
 def test_an_unexpected_failure_in_a_command_is_one_line_and_the_repl_goes_on(host):
-    assert dispatch(host, "/compact crash") is Outcome.CONTINUE
+    assert dispatch(host, "/compact crash") is SlashOutcome.CONTINUE
     assert host.output().strip() == "error: /compact failed: ValueError: engine bug"
 
 

@@ -245,11 +245,11 @@ class Repl:
                 outcome = slash.dispatch(self.host, line)
             finally:
                 self.display.stop_spinner()  # whatever a command started ends with it
-            if outcome is slash.Outcome.EXIT:
+            if outcome is slash.SlashOutcome.EXIT:
                 return
-            if outcome is slash.Outcome.NOT_A_COMMAND:
+            if outcome is slash.SlashOutcome.NOT_A_COMMAND:
                 self.turn(message_text(line))
-            elif outcome is slash.Outcome.SEND:
+            elif outcome is slash.SlashOutcome.SEND:
                 self.turn(self.host.take_pending())
 
     def settle_pending_approval(self) -> Any:

@@ -35,7 +35,7 @@ from mtagent.terminal_text import terminal_safe
 log = logging.getLogger(__name__)
 
 
-class Outcome(str, Enum):
+class SlashOutcome(str, Enum):
     CONTINUE = "continue"
     EXIT = "exit"
     NOT_A_COMMAND = "not_a_command"
@@ -73,7 +73,7 @@ class CompactOutcome:
 
 
 @dataclass(slots=True, frozen=True)
-class SessionRow:
+class SessionListRow:
     session_id: str
     updated: str
     messages: int
@@ -113,13 +113,13 @@ class SlashHost(Protocol):
     def resume(self, session_id: str | None) -> str:
         """Switch to ``session_id`` (None: the latest other session); return the id resumed."""
 
-    def list_sessions(self) -> list[SessionRow]: ...
+    def list_sessions(self) -> list[SessionListRow]: ...
 
     def history_rows(self) -> list[tuple[str, str, str]]:
         """(message id, role, first line) of the history the engine plans from."""
 
 
-Handler = Callable[[SlashHost, SlashCommand], Outcome]
+Handler = Callable[[SlashHost, SlashCommand], SlashOutcome]
 
 
 @dataclass(slots=True, frozen=True)
@@ -157,20 +157,20 @@ def suggest(name: str, names: list[str] | None = None) -> str | None:
     return close[0] if close else None
 
 
-def dispatch(host: SlashHost, line: str) -> Outcome:
+def dispatch(host: SlashHost, line: str) -> SlashOutcome:
     """Run one slash command line; a failure is printed as one line and the REPL continues."""
     command = parse_slash(line)
     if command is None:
-        return Outcome.NOT_A_COMMAND
+        return SlashOutcome.NOT_A_COMMAND
     spec = COMMANDS.get(command.name)
     if spec is None:
         hint = suggest(command.name)
         tip = f"; did you mean /{hint}?" if hint else ""
         error_line(host.console, f"unknown command /{command.name}{tip} (/help lists them)")
-        return Outcome.CONTINUE
+        return SlashOutcome.CONTINUE
     if command.rest in ("--help", "-h", "help") and command.name != "help":
         print_command_help(host.console, spec)
-        return Outcome.CONTINUE
+        return SlashOutcome.CONTINUE
     try:
         return spec.handler(host, command)
     except MTAgentError as exc:
@@ -180,7 +180,7 @@ def dispatch(host: SlashHost, line: str) -> Outcome:
     except Exception as exc:  # an engine bug must not end the REPL; the session stays usable
         log.debug("/%s failed", command.name, exc_info=True)
         error_line(host.console, f"/{command.name} failed: {type(exc).__name__}: {exc}")
-    return Outcome.CONTINUE
+    return SlashOutcome.CONTINUE
 
 
 def error_line(console: Console, message: str) -> None:
@@ -195,7 +195,7 @@ def _no_args(command: SlashCommand) -> None:
         raise UsageError(f"/{command.name} takes no arguments (got {command.rest!r})")
 
 
-def cmd_help(host: SlashHost, command: SlashCommand) -> Outcome:
+def cmd_help(host: SlashHost, command: SlashCommand) -> SlashOutcome:
     if command.rest:
         name = command.rest.lstrip("/").split()[0].lower()
         spec = COMMANDS.get(name)
@@ -203,7 +203,7 @@ def cmd_help(host: SlashHost, command: SlashCommand) -> Outcome:
             hint = suggest(name)
             raise UsageError(f"no command /{name}" + (f"; did you mean /{hint}?" if hint else ""))
         print_command_help(host.console, spec)
-        return Outcome.CONTINUE
+        return SlashOutcome.CONTINUE
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column()
@@ -213,7 +213,7 @@ def cmd_help(host: SlashHost, command: SlashCommand) -> Outcome:
     host.console.print(table)
     host.console.print("[dim]Enter sends; Esc+Enter or a trailing \\ adds a line; Ctrl-C stops the "
                        "running turn; Ctrl-D exits. `/help <command>` for details.[/]")
-    return Outcome.CONTINUE
+    return SlashOutcome.CONTINUE
 
 
 def print_command_help(console: Console, spec: CommandSpec) -> None:
@@ -222,9 +222,9 @@ def print_command_help(console: Console, spec: CommandSpec) -> None:
         console.print(f"  {escape(line)}", soft_wrap=True)
 
 
-def cmd_exit(host: SlashHost, command: SlashCommand) -> Outcome:
+def cmd_exit(host: SlashHost, command: SlashCommand) -> SlashOutcome:
     _no_args(command)
-    return Outcome.EXIT
+    return SlashOutcome.EXIT
 
 
 def _print_compaction(console: Console, outcome: CompactOutcome) -> None:
@@ -245,22 +245,22 @@ def _print_meter(host: SlashHost) -> None:
         host.console.print(f"window: {usage.used:,} / {usage.token_limit:,} tokens ({usage.basis})")
 
 
-def cmd_compact(host: SlashHost, command: SlashCommand) -> Outcome:
+def cmd_compact(host: SlashHost, command: SlashCommand) -> SlashOutcome:
     words = command.rest.split()
     if words and words[0] == "from":
         if len(words) != 2:
             raise UsageError("usage: /compact from <message-id> (ids are in `mtagent sessions show`)")
         _print_compaction(host.console, host.compact_from(words[1]))
-        return Outcome.CONTINUE
+        return SlashOutcome.CONTINUE
     _print_compaction(host.console, host.compact(command.rest or None))
     _print_meter(host)
-    return Outcome.CONTINUE
+    return SlashOutcome.CONTINUE
 
 
 _CONTEXT_SUBCOMMANDS = ("stats", "artifacts", "explain", "messages")
 
 
-def cmd_context(host: SlashHost, command: SlashCommand) -> Outcome:
+def cmd_context(host: SlashHost, command: SlashCommand) -> SlashOutcome:
     sub = command.rest.split()[0].lower() if command.rest else ""
     if sub and sub not in _CONTEXT_SUBCOMMANDS:
         close = difflib.get_close_matches(sub, _CONTEXT_SUBCOMMANDS, n=1)
@@ -270,7 +270,7 @@ def cmd_context(host: SlashHost, command: SlashCommand) -> Outcome:
         rows = host.history_rows()
         if not rows:
             host.console.print("[dim]No messages yet.[/]")
-            return Outcome.CONTINUE
+            return SlashOutcome.CONTINUE
         table = Table(title=f"Messages the engine plans from ({len(rows)})", title_justify="left")
         table.add_column("id", no_wrap=True, min_width=max(len(row[0]) for row in rows))
         table.add_column("role", no_wrap=True, min_width=max(len(row[1]) for row in rows))
@@ -280,25 +280,25 @@ def cmd_context(host: SlashHost, command: SlashCommand) -> Outcome:
                           Text(terminal_safe(text), no_wrap=True, overflow="ellipsis"))
         host.console.print(table)
         host.console.print("[dim]/compact from <id> summarises everything before that message.[/]")
-        return Outcome.CONTINUE
+        return SlashOutcome.CONTINUE
     if sub == "artifacts":
         report = host.session_report()
         if report is None:
             host.console.print("[dim]No session yet: send a message first.[/]")
         else:
             host.console.print(render.render_artifacts(report, host.artifact_root()))
-        return Outcome.CONTINUE
+        return SlashOutcome.CONTINUE
     if sub == "explain":
         plan, explanation = host.last_plan()
         _print_meter(host)
         for line in render.setup_lines(host.window_usage()):  # the window's source, the tool-schema mode
             host.console.print(line)
         host.console.print(render.render_plan_explain(plan, explanation))
-        return Outcome.CONTINUE
+        return SlashOutcome.CONTINUE
     usage = host.window_usage()
     if usage is None:
         host.console.print("[dim]No context yet: send a message first.[/]")
-        return Outcome.CONTINUE
+        return SlashOutcome.CONTINUE
     if sub == "stats":
         host.console.print(render.render_context_stats(
             usage, host.session_report(), effective_limit=host.effective_limit(),
@@ -313,7 +313,7 @@ def cmd_context(host: SlashHost, command: SlashCommand) -> Outcome:
         host.console.print(render.render_context_grid(usage, report=host.session_report()))
     _print_mcp_trouble(host)
     _print_context_warnings(host)
-    return Outcome.CONTINUE
+    return SlashOutcome.CONTINUE
 
 
 def _print_context_warnings(host: SlashHost) -> None:
@@ -350,7 +350,7 @@ def _memory_scope(words: list[str]) -> tuple[Scope | None, bool, list[str]]:
     return scope, obsolete, rest
 
 
-def cmd_memory(host: SlashHost, command: SlashCommand) -> Outcome:
+def cmd_memory(host: SlashHost, command: SlashCommand) -> SlashOutcome:
     words = command.words
     action = words[0].lower() if words else "list"
     scope, obsolete, args = _memory_scope(words[1:])
@@ -374,7 +374,7 @@ def cmd_memory(host: SlashHost, command: SlashCommand) -> Outcome:
                 fact = escape(terminal_safe(e.text))
                 text = f"[strike dim]{fact}[/] [dim](obsolete)[/]" if e.obsolete else fact
                 console.print(f"  {e.number}. {text}", soft_wrap=True)
-        return Outcome.CONTINUE
+        return SlashOutcome.CONTINUE
     if action == "add":
         if not args:
             raise UsageError("usage: /memory add [--project] <fact>")
@@ -383,7 +383,7 @@ def cmd_memory(host: SlashHost, command: SlashCommand) -> Outcome:
         verb = "remembered" if result.added else ("no longer obsolete" if result.reactivated
                                                   else "already remembered")
         console.print(f"{verb} ({chosen}, #{result.entry.number}): {escape(terminal_safe(result.entry.text))}", soft_wrap=True)
-        return Outcome.CONTINUE
+        return SlashOutcome.CONTINUE
     if action in ("remove", "rm"):
         if not args:
             raise UsageError("usage: /memory remove [--obsolete] [--project] <number or text> "
@@ -395,34 +395,34 @@ def cmd_memory(host: SlashHost, command: SlashCommand) -> Outcome:
         else:
             entry = memory.remove_memory(" ".join(args), chosen, host.cwd, home=home)
             console.print(f"removed ({chosen}): {escape(terminal_safe(entry.text))}", soft_wrap=True)
-        return Outcome.CONTINUE
+        return SlashOutcome.CONTINUE
     hint = suggest(action, ["list", "add", "remove"])
     raise UsageError(f"unknown /memory action {action!r}" + (f"; did you mean {hint}?" if hint else "")
                      + " (use list, add or remove)")
 
 
-def cmd_recall(host: SlashHost, command: SlashCommand) -> Outcome:
+def cmd_recall(host: SlashHost, command: SlashCommand) -> SlashOutcome:
     from mtagent.cli.recall_cmd import print_recall
 
     print_recall(host.console, host.cwd, command.rest)
-    return Outcome.CONTINUE
+    return SlashOutcome.CONTINUE
 
 
-def cmd_resume(host: SlashHost, command: SlashCommand) -> Outcome:
+def cmd_resume(host: SlashHost, command: SlashCommand) -> SlashOutcome:
     words = command.words
     if len(words) > 1:
         raise UsageError("usage: /resume [session-id] (ids from /sessions)")
     resumed = host.resume(words[0] if words else None)
     host.console.print(f"resumed session {escape(resumed)}")
-    return Outcome.CONTINUE
+    return SlashOutcome.CONTINUE
 
 
-def cmd_sessions(host: SlashHost, command: SlashCommand) -> Outcome:
+def cmd_sessions(host: SlashHost, command: SlashCommand) -> SlashOutcome:
     _no_args(command)
     rows = host.list_sessions()
     if not rows:
         host.console.print("[dim]No saved sessions for this project yet.[/]")
-        return Outcome.CONTINUE
+        return SlashOutcome.CONTINUE
     table = Table(title=f"Sessions of {escape(str(host.cwd))}", title_justify="left")
     table.add_column("")
     table.add_column("id", no_wrap=True)
@@ -435,22 +435,22 @@ def cmd_sessions(host: SlashHost, command: SlashCommand) -> Outcome:
                       str(row.compactions), escape(row.model or "-"))
     host.console.print(table)
     host.console.print("[dim]/resume <id> switches to one; * is this session.[/]")
-    return Outcome.CONTINUE
+    return SlashOutcome.CONTINUE
 
 
-def cmd_mcp(host: SlashHost, cmd: SlashCommand) -> Outcome:
+def cmd_mcp(host: SlashHost, cmd: SlashCommand) -> SlashOutcome:
     """The session's MCP servers: source, trusted, state (and why), tools — ``mtagent mcp list``'s table."""
     from mtagent.cli.mcp_cmd import print_servers
 
     servers = getattr(host, "mcp_servers", lambda: None)()
     if servers is None:
         host.console.print("[dim]This session has no MCP client (it was given its own tools).[/]")
-        return Outcome.CONTINUE
+        return SlashOutcome.CONTINUE
     print_servers(host.console, *servers)
-    return Outcome.CONTINUE
+    return SlashOutcome.CONTINUE
 
 
-def cmd_skill(host: SlashHost, command: SlashCommand) -> Outcome:
+def cmd_skill(host: SlashHost, command: SlashCommand) -> SlashOutcome:
     """Load an Agent Skill's instructions and send them, with the rest of the line, as the next message."""
     name, _, request = command.rest.partition(" ")
     if not name:
@@ -459,7 +459,7 @@ def cmd_skill(host: SlashHost, command: SlashCommand) -> Outcome:
     if prepare is None:
         raise UsageError("this session has no skills")
     prepare(name, request.strip())
-    return Outcome.SEND
+    return SlashOutcome.SEND
 
 
 COMMANDS: dict[str, CommandSpec] = {spec.name: spec for spec in (

@@ -16,7 +16,7 @@ from typing import Protocol
 from rich.markup import escape
 from rich.table import Table
 
-from mtagent.cli.slash import COMMANDS, CommandSpec, Outcome, SlashCommand
+from mtagent.cli.slash import COMMANDS, CommandSpec, SlashOutcome, SlashCommand
 from mtagent.cli.usage import Usage
 from mtagent.errors import UsageError
 
@@ -28,7 +28,7 @@ class CostReport:
     cost_usd: float | None
 
 
-class SessionHost(Protocol):
+class SessionCommandsHost(Protocol):
     console: object
 
     def clear(self) -> str:
@@ -41,30 +41,30 @@ class SessionHost(Protocol):
         """This session's usage and price so far; None before the first message."""
 
 
-def cmd_clear(host: SessionHost, command: SlashCommand) -> Outcome:
+def cmd_clear(host: SessionCommandsHost, command: SlashCommand) -> SlashOutcome:
     if command.rest:
         raise UsageError("usage: /clear (starts a new session; /resume goes back)")
     new_id = host.clear()
     host.console.print(f"new session {escape(new_id)} (same settings; the previous one is saved, /resume returns)")  # type: ignore[attr-defined]
-    return Outcome.CONTINUE
+    return SlashOutcome.CONTINUE
 
 
-def cmd_model(host: SessionHost, command: SlashCommand) -> Outcome:
+def cmd_model(host: SessionCommandsHost, command: SlashCommand) -> SlashOutcome:
     words = command.words
     if len(words) != 1:
         raise UsageError("usage: /model provider:name (e.g. /model openai:gpt-4o-mini)")
     name = host.switch_model(words[0])
     host.console.print(f"model is now {escape(name)} (same session)")  # type: ignore[attr-defined]
-    return Outcome.CONTINUE
+    return SlashOutcome.CONTINUE
 
 
-def cmd_cost(host: SessionHost, command: SlashCommand) -> Outcome:
+def cmd_cost(host: SessionCommandsHost, command: SlashCommand) -> SlashOutcome:
     if command.rest:
         raise UsageError("usage: /cost")
     report = host.cost()
     if report is None:
         host.console.print("[dim]No model call yet.[/]")  # type: ignore[attr-defined]
-        return Outcome.CONTINUE
+        return SlashOutcome.CONTINUE
     u = report.usage
     table = Table(title=f"Session cost · {escape(report.model)} · {u.calls} model call(s)", title_justify="left")
     table.add_column("tokens")
@@ -78,7 +78,7 @@ def cmd_cost(host: SessionHost, command: SlashCommand) -> Outcome:
                            "(USD per million tokens: input, output, cache_read, cache_write)[/]")
     else:
         host.console.print(f"cost: ${report.cost_usd:,.4f}")  # type: ignore[attr-defined]
-    return Outcome.CONTINUE
+    return SlashOutcome.CONTINUE
 
 
 COMMANDS.update({spec.name: spec for spec in (

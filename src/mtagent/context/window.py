@@ -34,7 +34,7 @@ from langchain_core.messages import BaseMessage
 from mtagent.config import Settings
 from mtagent.context.compaction.compactor import CompactionOptions, CompactionResult, compact, compact_from
 from mtagent.context.compaction.policy import AutoCompactPolicy, RecordSink
-from mtagent.context.compaction.reattach import ReadState
+from mtagent.context.compaction.reattach import RecentReads
 from mtagent.context.compaction.manual import memoise, shrink_or_explain
 from mtagent.context.compaction.summarize import Summarizer
 from mtagent.context.compaction.cache_align import align_summarizer
@@ -97,7 +97,7 @@ class ContextWindowManager:
         stats: SessionStats | None = None,
         counter: MessageTokenCounter | None = None,
         session_memory: SessionMemory | None = None,
-        read_state: ReadState | None = None,
+        read_state: RecentReads | None = None,
         clock: Callable[[], float] = time.time,
         token_limit: int | None = None,
         root: Path | None = None,
@@ -182,7 +182,7 @@ class ContextWindowManager:
                 self.policy.record_failure(exc, early=decision.early, tokens=tokens)
                 log.notes.append(f"auto compaction failed: {exc}")
             else:
-                self.policy.record_success(compaction.pre_tokens, compaction.post_tokens)
+                self.policy.record_compaction(compaction.pre_tokens, compaction.post_tokens, decision.threshold)
                 history = compaction.new_history()
                 meter.sync(history)
                 tokens, anchored = meter.measure(extra)

@@ -80,7 +80,7 @@ def tick_label(value: float, step: float) -> str:
 
 
 @dataclass(slots=True)
-class Frame:
+class PlotArea:
     """Where the plot sits inside the SVG, and the data ranges it maps."""
 
     left: float
@@ -105,7 +105,7 @@ def _text(x: float, y: float, body: str, *, anchor: str = "start", size: int = F
             f"{escape(body)}</text>")
 
 
-def _axes(frame: Frame, y_ticks: list[float], y_title: str, fmt: Callable[[float], str]) -> list[str]:
+def _axes(frame: PlotArea, y_ticks: list[float], y_title: str, fmt: Callable[[float], str]) -> list[str]:
     bottom = frame.plot_bottom
     parts = [
         f'<line x1="{frame.left}" y1="{bottom}" x2="{WIDTH - RIGHT}" y2="{bottom}" stroke="#444"/>',
@@ -146,7 +146,7 @@ def _svg(body: list[str], height: float, label: str) -> str:
             f'preserveAspectRatio="xMidYMid meet">{"".join(body)}</svg>')
 
 
-def _rug(frame: Frame, session: SessionReplay, strategies: Sequence[str]) -> tuple[list[str], float]:
+def _rug(frame: PlotArea, session: SessionReplay, strategies: Sequence[str]) -> tuple[list[str], float]:
     """A row per compacting strategy under the x-axis title, a short tick at each compaction."""
     parts: list[str] = []
     top = frame.plot_bottom + BOTTOM + 4
@@ -173,7 +173,7 @@ def tokens_chart(session: SessionReplay, strategies: Sequence[str]) -> str:
     step = y_ticks[1] - y_ticks[0] if len(y_ticks) > 1 else 1.0
     labels = [tick_label(v, step) for v in y_ticks]
     rug_names = [n for n in strategies if any(t.compacted for t in session.results[n].turns)]
-    frame = Frame(_left_margin(labels + rug_names), 0, calls, y_ticks[-1])
+    frame = PlotArea(_left_margin(labels + rug_names), 0, calls, y_ticks[-1])
     body = _axes(frame, y_ticks, "view tokens sent per model call", lambda v: tick_label(v, step))
     wy = frame.y(session.window)
     body.append(f'<line x1="{frame.left}" y1="{wy:.1f}" x2="{WIDTH - RIGHT}" y2="{wy:.1f}" stroke="#000" '
@@ -190,7 +190,7 @@ def tokens_chart(session: SessionReplay, strategies: Sequence[str]) -> str:
 def retention_chart(session: SessionReplay, strategies: Sequence[str]) -> str:
     calls = len(session.raw.turns)
     y_ticks = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
-    frame = Frame(_left_margin(["0.0"]), 0, calls, 1.08)  # headroom: lines at 1.0 stay off the top edge
+    frame = PlotArea(_left_margin(["0.0"]), 0, calls, 1.08)  # headroom: lines at 1.0 stay off the top edge
     body = _axes(frame, y_ticks, "fact retention (share of earlier facts still in the view)",
                  lambda v: f"{v:.1f}")
     for layer, name in enumerate(strategies):

@@ -175,7 +175,7 @@ def _inside_line_cut(data: bytes, redactor: Redactor, keep: int) -> int:
 
 
 @dataclass(slots=True, frozen=True)
-class SearchHit:
+class ArtifactHit:
     path: str
     line: int
     text: str
@@ -184,7 +184,7 @@ class SearchHit:
 @dataclass(slots=True)
 class SearchResult:
     query: str
-    hits: list[SearchHit] = field(default_factory=list)
+    hits: list[ArtifactHit] = field(default_factory=list)
     files_searched: int = 0
     capped: bool = False
 
@@ -212,7 +212,7 @@ def search(store: ArtifactStore, paths: Sequence[str], query: str, redactor: Red
                     if len(result.hits) >= max_hits:
                         result.capped = True
                         return result
-                    result.hits.append(SearchHit(relative, number, text[:max_chars]))
+                    result.hits.append(ArtifactHit(relative, number, text[:max_chars]))
     return result
 
 
@@ -255,7 +255,7 @@ def current_memory(store: ArtifactStore, redactor: Redactor) -> str | None:
 
 
 @dataclass(slots=True, frozen=True)
-class MemoryFile:
+class MemoryFileView:
     """One file of the project's long-term memory (``MEMORY.md``, topic files, ``team/``)."""
 
     name: str
@@ -263,12 +263,12 @@ class MemoryFile:
     cut: bool
 
 
-def project_memory(folder: Path, redactor: Redactor, max_lines: int) -> list[MemoryFile]:
+def project_memory(folder: Path, redactor: Redactor, max_lines: int) -> list[MemoryFileView]:
     """The project's long-term memory files, read-only; anything resolving outside ``folder`` is skipped."""
     if not folder.is_dir():
         return []
     root = folder.resolve()
-    out: list[MemoryFile] = []
+    out: list[MemoryFileView] = []
     for path in sorted([*folder.glob("*.md"), *folder.glob("*/*.md")]):
         target = path.resolve()
         if root not in target.parents or not target.is_file():
@@ -281,5 +281,5 @@ def project_memory(folder: Path, redactor: Redactor, max_lines: int) -> list[Mem
                     cut = True
                     break
                 lines.append(redactor.text(raw.decode("utf-8", "replace").rstrip("\r\n")))
-        out.append(MemoryFile(path.relative_to(folder).as_posix(), lines, cut))
+        out.append(MemoryFileView(path.relative_to(folder).as_posix(), lines, cut))
     return out

@@ -38,7 +38,7 @@ _COUNTED = {schema.CONTEXT_PLAN: "calls", schema.COMPACT_BOUNDARY: "compactions"
 
 
 @dataclass(slots=True)
-class SessionStats:
+class TranscriptSummary:
     """What the sessions page shows about one transcript."""
 
     turns: int = 0  # user messages
@@ -72,7 +72,7 @@ class SessionEntry:
     key: str
     path: Path
     size_bytes: int
-    stats: SessionStats
+    stats: TranscriptSummary
     status: str
     children: list[SessionEntry] = field(default_factory=list)
 
@@ -93,7 +93,7 @@ class SessionEntry:
         return q in hay or any(c.matches(q) for c in self.children)
 
 
-def _usage(line: bytes, stats: SessionStats) -> None:
+def _usage(line: bytes, stats: TranscriptSummary) -> None:
     try:
         rec = json.loads(line)
     except (ValueError, UnicodeDecodeError):
@@ -112,7 +112,7 @@ def _usage(line: bytes, stats: SessionStats) -> None:
     stats.cache_write_tokens += num(details.get("cache_creation"))
 
 
-def _line(line: bytes, stats: SessionStats) -> None:
+def _line(line: bytes, stats: TranscriptSummary) -> None:
     found = _TYPE.search(line)
     if found is None:
         return
@@ -137,9 +137,9 @@ def _line(line: bytes, stats: SessionStats) -> None:
         stats.last_activity = stamp.group(1).decode("utf-8", "replace")
 
 
-def scan_stats(path: Path) -> SessionStats:
+def scan_stats(path: Path) -> TranscriptSummary:
     """One pass over the transcript's lines (a torn last line is noted and not counted)."""
-    stats = SessionStats()
+    stats = TranscriptSummary()
     with open(path, "rb") as fh:
         carry = b""
         while chunk := fh.read(READ_CHUNK_BYTES):
@@ -151,7 +151,7 @@ def scan_stats(path: Path) -> SessionStats:
     return stats
 
 
-def session_status(path: Path, stats: SessionStats) -> str:
+def session_status(path: Path, stats: TranscriptSummary) -> str:
     """``running (pid N)`` while a live process holds the writer lock, else ``ended`` (or ``torn``).
 
     The lock file's pid is read, never locked: taking even a shared lock could make a writer
@@ -179,14 +179,14 @@ class Catalog:
     """Sessions under ``$MTAGENT_HOME/history``, with figures cached per file version."""
 
     home: Path | None = None
-    _cache: dict[tuple[str, int, int], SessionStats] = field(default_factory=dict)
+    _cache: dict[tuple[str, int, int], TranscriptSummary] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def history(self) -> Path:
         return (self.home or paths.mtagent_home()) / "history"
 
-    def stats(self, path: Path) -> SessionStats:
+    def stats(self, path: Path) -> TranscriptSummary:
         stat = path.stat()
         key = (str(path), stat.st_size, stat.st_mtime_ns)
         with self._lock:

@@ -13,7 +13,7 @@ from tools.mcp.mcp_helpers import FIXTURE, alive, children_of
 
 from mtagent import trust
 from mtagent.cli.app import app
-from mtagent.cli.slash import Outcome, dispatch
+from mtagent.cli.slash import SlashOutcome, dispatch
 from mtagent.tools.mcp import McpServerStatus
 
 runner = CliRunner()
@@ -83,7 +83,7 @@ def test_slash_mcp_prints_the_session_s_servers(tmp_path: Path) -> None:
     status = McpServerStatus("time", "user config", True, "stdio", "failed", "did not start within 30 s", 0,
                              "mcp-server-time", "")
     host = _Host(tmp_path, ([status], ["a note"]))
-    assert dispatch(host, "/mcp") is Outcome.CONTINUE
+    assert dispatch(host, "/mcp") is SlashOutcome.CONTINUE
     out = host.console.export_text()
     assert "time" in out and "failed" in out and "did not start within 30 s" in out and "a note" in out
     bare = _Host(tmp_path, None)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mtagent.context.tokens import count_text_tokens
 
-Outcome = Literal["success", "partial", "failed", "blocked", "interrupted"]
+ReportOutcome = Literal["success", "partial", "failed", "blocked", "interrupted"]
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*\})\s*```", re.DOTALL)
 UNVALIDATED_SUMMARY_CHARS = 4_000
 
@@ -46,7 +46,7 @@ class SubagentReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    outcome: Outcome
+    outcome: ReportOutcome
     summary: str = Field(min_length=1, max_length=8_000)
     findings: list[Finding] = Field(default_factory=list, max_length=50)
     files_read: list[str] = Field(default_factory=list, max_length=200)
@@ -108,7 +108,7 @@ def repair_request(problem: str) -> str:
             f"exactly in this shape, and nothing else.\n\n{REPORT_INSTRUCTIONS}")
 
 
-def unvalidated_report(text: str, outcome: Outcome = "partial") -> SubagentReport:
+def unvalidated_report(text: str, outcome: ReportOutcome = "partial") -> SubagentReport:
     """A free-text answer kept as a report, marked so the parent knows its shape is not checked."""
     body = (text or "").strip() or "(the subagent gave no answer)"
     if len(body) > UNVALIDATED_SUMMARY_CHARS:

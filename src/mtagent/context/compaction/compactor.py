@@ -42,9 +42,10 @@ from mtagent.context.invariants import (
     find_last_compact_boundary,
     find_safe_split_index,
     round_spans,
+    unanswered_round_start,
 )
 from mtagent.context.model_errors import is_context_length_error, parse_context_length_gap
-from mtagent.context.compaction.reattach import ReadState, build_reattachment
+from mtagent.context.compaction.reattach import RecentReads, build_reattachment
 from mtagent.context.compaction.summarize import (
     ExtractiveSummarizer,
     Summarizer,
@@ -123,7 +124,7 @@ class CompactionOptions:
     trigger: str = "auto"
     reason: str | None = None
     instructions: str | None = None
-    read_state: ReadState | None = None
+    read_state: RecentReads | None = None
     pre_tokens: int | None = None
     extra_tokens: int = 0
     token_limit: int | None = None
@@ -250,15 +251,20 @@ def build_compaction_result(
     options: CompactionOptions,
     *,
     previous_summary: str | None = None,
+    keep_unanswered: bool = True,
 ) -> CompactionResult:
     """Summary + tail + re-attachments + ``compact_boundary`` record for a chosen split.
 
     ``messages[region_start:split_index]`` is what ``summary`` stands for; ``messages[split_index:]``
-    is kept. The summary is verified (missing facts carried) and trimmed to fit.
+    is kept. The summary is verified (missing facts carried) and trimmed to fit. Whatever split a
+    caller chose (session memory picks its own), the newest unanswered tool round is kept
+    (:func:`~mtagent.context.invariants.unanswered_round_start`).
     """
     settings, counter, trigger = options.settings, options.counter, options.trigger
     extra_tokens, token_limit, pre_tokens = options.extra_tokens, options.token_limit, options.pre_tokens
     start = region_start(messages)
+    if keep_unanswered:
+        split_index = keep_unanswered_round(messages, split_index, start)
     if not start <= split_index <= len(messages):
         raise CompactionFailed(f"split index {split_index} is outside the compactable region [{start}, {len(messages)}]")
     summarized = list(messages[start:split_index])
@@ -312,7 +318,13 @@ def compact(
         messages, token_of=counter.message_tokens, min_tokens=tail_min, max_tokens=tail_max,
         floor=find_last_compact_boundary(messages),
     )
-    return _compact_range(messages, start, split, summarizer, options)
+    return _compact_range(messages, start, keep_unanswered_round(messages, split, start), summarizer, options)
+
+
+def keep_unanswered_round(messages: Sequence[BaseMessage], split: int, start: int) -> int:
+    """``split``, moved back so the newest unanswered tool round is kept (never before ``start``)."""
+    protect = unanswered_round_start(messages)
+    return max(start, protect) if protect is not None and protect < split else split
 
 
 def _compact_range(
@@ -374,6 +386,7 @@ def compact_from(
     head = list(messages[:pivot])
     result = build_compaction_result(
         tail, len(tail), outcome, replace(options, extra_tokens=options.extra_tokens + options.counter.estimate(head)),
+        keep_unanswered=False,  # a manual "from" summary closes the prefix; the user asked for all of it
     )
     summary_msg = result.summary_messages[0]
     meta = dict(summary_msg.response_metadata)

@@ -29,7 +29,7 @@ MTIME_TOLERANCE_SECONDS = 1e-3
 _SHRINK_MARGIN = 0.9
 
 
-class ReadState(Protocol):
+class RecentReads(Protocol):
     def recent_reads(self) -> Iterable[Any]: ...
 
 
@@ -69,7 +69,7 @@ def reads_in_messages(messages: Iterable[BaseMessage]) -> list[FileRead]:
     return found
 
 
-def recent_reads(messages: Sequence[BaseMessage], read_state: ReadState | None) -> list[FileRead]:
+def recent_reads(messages: Sequence[BaseMessage], read_state: RecentReads | None) -> list[FileRead]:
     """Distinct files, newest read first."""
     if read_state is not None:
         reads = [r for r in (_as_read(item) for item in read_state.recent_reads()) if r is not None]
@@ -103,7 +103,7 @@ def build_reattachment(
     max_files: int,
     max_tokens: int,
     count: Callable[[str], int],
-    read_state: ReadState | None = None,
+    read_state: RecentReads | None = None,
     root: Path | None = None,
 ) -> HumanMessage | None:
     """One message with the current content of recently read, unchanged files, or None."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from mtagent import __version__
 from mtagent.config import Settings
-from mtagent.context.compaction.reattach import ReadState
+from mtagent.context.compaction.reattach import RecentReads
 from mtagent.context.compaction.summarize import LLMSummarizer, Summarizer
 from mtagent.context.engine_session import EngineSession, ToolGuard
 from mtagent.context.model_gate import background
@@ -75,7 +75,7 @@ class OpenedSession:
     system: SystemContext
     summarizer: Summarizer
     session_memory: SessionMemoryManager | None
-    read_state: ReadState | None
+    read_state: RecentReads | None
     records: list[dict[str, Any]] = field(default_factory=list)
     is_new: bool = True
     recall: RecallIndexer | None = None  # the index the sink chain feeds (None: recall off)
@@ -147,7 +147,7 @@ def open_engine_session(
     tools: SessionTools | None = None,
     system: SystemPrompt | None = None,
     source: str | None = None,
-    read_state: ReadState | None = None,
+    read_state: RecentReads | None = None,
     counter: MessageTokenCounter | None = None,
     clock: Callable[[], float] | None = None,
 ) -> OpenedSession:

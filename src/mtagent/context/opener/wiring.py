@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mtagent.config import Settings
-from mtagent.context.compaction.reattach import ReadState
+from mtagent.context.compaction.reattach import RecentReads
 from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from mtagent.context.engine_session import EngineSession, ToolGuard
 from mtagent.context.opener.system import SystemPrompt
@@ -63,7 +63,7 @@ def build_engine_session(
     stats: SessionStats | None = None,
     redactor: Redactor | None = None,
     budgeter: ToolResultBudgeter | None = None,
-    read_state: ReadState | None = None,
+    read_state: RecentReads | None = None,
     root: Path | None = None,
     guard: ToolGuard | None = None,
     recorded: Iterable[str] = (),

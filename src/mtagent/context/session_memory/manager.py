@@ -61,7 +61,7 @@ __all__ = [
     "DEFAULT_SESSION_MEMORY_TEMPLATE",
     "SESSION_MEMORY_RELATIVE_PATH",
     "SessionMemoryManager",
-    "SessionMemoryUpdate",
+    "SessionMemoryResult",
     "last_turn_had_tool_calls",
     "load_session_memory",
     "session_memory_for_resume",
@@ -69,7 +69,7 @@ __all__ = [
 
 
 @dataclass(slots=True, frozen=True)
-class SessionMemoryUpdate:
+class SessionMemoryResult:
     """One finished update (also written as a ``session_memory_update`` record)."""
 
     path: str
@@ -125,7 +125,7 @@ class SessionMemoryManager:
         self.initialized = initialized
         self.background_updates = background_updates
         self.token_limit = token_limit
-        self._serial: SerialUpdates[SessionMemoryUpdate] = SerialUpdates(self._run_update)
+        self._serial: SerialUpdates[SessionMemoryResult] = SerialUpdates(self._run_update)
         self._request_system: tuple[BaseMessage, ...] = ()
 
     @property
@@ -210,7 +210,7 @@ class SessionMemoryManager:
     # ── updating ────────────────────────────────────────────────────────────────────
 
     def update_session_memory(self, messages: Sequence[BaseMessage], token_count: int | None = None,
-                              *, _scheduled: bool = False) -> SessionMemoryUpdate | None:
+                              *, _scheduled: bool = False) -> SessionMemoryResult | None:
         """Fold ``messages`` into the notes now, or park them if an update is running.
 
         Returns the update, or ``None`` when the request was parked: the running caller then
@@ -224,7 +224,7 @@ class SessionMemoryManager:
         self._request_system = tuple(system)
 
     def maybe_update(self, messages: Sequence[BaseMessage], *, tokens: int | None = None,
-                     background: bool | None = None) -> SessionMemoryUpdate | threading.Thread | None:
+                     background: bool | None = None) -> SessionMemoryResult | threading.Thread | None:
         """Per-call hook: update when :meth:`should_extract_memory` says so.
 
         In the background (``background`` or ``background_updates``) the update runs on a
@@ -241,7 +241,7 @@ class SessionMemoryManager:
         """Block until no update is running (or ``timeout`` seconds passed); True when idle."""
         return self._serial.wait_idle(timeout)
 
-    def _run_update(self, messages: list[BaseMessage], token_count: int | None) -> SessionMemoryUpdate:
+    def _run_update(self, messages: list[BaseMessage], token_count: int | None) -> SessionMemoryResult:
         new = list(self.coverage.uncovered(messages))
         prefix = [*self._request_system, *messages] if self._request_system else []
         folded = fold_into_notes(self.read_notes(), new, model=self.model, settings=self.settings,
@@ -251,7 +251,7 @@ class SessionMemoryManager:
         self.coverage.add([str(m.id) for m in messages if m.id is not None])
         self.tokens_at_last_update = self.counter.estimate(messages) if token_count is None else token_count
         self.initialized = True
-        update = SessionMemoryUpdate(
+        update = SessionMemoryResult(
             path=self.relative_path, last_summarized_message_id=self.last_summarized_message_id,
             tokens=self._count(rendered),
             sections={n: self._count(folded.notes.bodies.get(n, "")) for n in N.SECTIONS},
