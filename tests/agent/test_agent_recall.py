@@ -26,7 +26,7 @@ def test_records_are_indexed_live_and_compacted_identifiers_come_back(project: P
     model = ScriptedChatModel([tool_call("read_file", {"file_path": "src/ledger.py"}), "read it"],
                               policy=lambda sent: "noted")
     with AgentSession.create(project, model=model, settings=settings) as session:
-        session.engine.summarizer = TerseSummarizer()  # a model's summary would not quote every line read
+        session.window_manager.summarizer = TerseSummarizer()  # a model's summary would not quote every line read
         assert "recall" in session.tools
         session.run_turn("look at the ledger module")
         live = Recaller(RecallIndexer(project, settings.recall))  # another reader, as `mtagent recall` is
@@ -39,5 +39,5 @@ def test_records_are_indexed_live_and_compacted_identifiers_come_back(project: P
         session.run_turn("what did quasar_ledger_rollover return again?")
         retrieved = [m for m in model.calls[-1] if m.id == "retrieved-context"]
         assert retrieved and "return book.close()" in message_text(retrieved[0])
-        plan = session.engine.last_plan
+        plan = session.window_manager.last_plan
         assert plan is not None and plan.retrieved and plan.retrieved["items"]

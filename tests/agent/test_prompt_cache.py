@@ -132,12 +132,12 @@ def test_the_sessions_own_model_writes_cache_aligned_hand_offs_with_the_main_too
 
     chat = _model(stub_url)
     with AgentSession.create(tmp_path, model=chat, settings=Settings()) as session:
-        summarizer = session.engine.summarizer
+        summarizer = session.window_manager.summarizer
         assert isinstance(summarizer, LLMSummarizer) and summarizer.cache_aligned
         assert summarizer.model is session.runtime.model  # the same tools bound: the same cached prefix
     off = Settings(context={"cache_aligned_summaries": False})
     with AgentSession.create(tmp_path, model=chat, settings=off) as session:
-        assert not session.engine.summarizer.cache_aligned
+        assert not session.window_manager.summarizer.cache_aligned
         assert session.parts.opened.session_memory is None or not getattr(session.parts.opened.session_memory.model,
                                                                     "cache_aligned", False)
 

@@ -37,12 +37,12 @@ def test_the_threshold_a_session_shows_is_the_one_its_policy_fires_at(tmp_path: 
     with AgentSession.create(tmp_path, model=ScriptedChatModel([reply("ok")]), settings=settings_for(window),
                              approval="auto") as session:
         shown_before = session.threshold  # /context, the REPL banner and run's warning read this
-        fixed = session.opened.system.fixed_tokens(session.engine.counter.estimate)
+        fixed = session.opened.system.fixed_tokens(session.window_manager.counter.estimate)
         assert shown_before == session.settings.auto_compact_threshold_tokens(window, fixed)
         assert session.run_turn("hello").status == "done"
         plan = session.last_plan
         assert plan is not None and plan.threshold == shown_before == session.threshold
-        policy = session.engine.policy
+        policy = session.window_manager.policy
         at = policy.decide(shown_before, extra_tokens=fixed)
         below = policy.decide(shown_before - 1, extra_tokens=fixed)
         assert at.compact and not at.early and at.threshold == shown_before
@@ -59,7 +59,7 @@ def test_in_a_2048_window_the_fixed_part_raises_the_threshold_above_the_settings
     settings = settings_for(2_048)
     with AgentSession.create(tmp_path, model=ScriptedChatModel([reply("ok")]), settings=settings,
                              approval="auto") as session:
-        fixed = session.opened.system.fixed_tokens(session.engine.counter.estimate)
+        fixed = session.opened.system.fixed_tokens(session.window_manager.counter.estimate)
         floor = settings.auto_compact_threshold_tokens(2_048)
         assert fixed > floor  # the case the issue measured: 1,069 fixed against a 921 floor
         assert session.threshold > fixed > floor

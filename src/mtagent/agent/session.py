@@ -88,7 +88,7 @@ class AgentSession:
         parts = engine_factory.build(opened, tools)
         self.subagents = subagents.attach(self, parts, tools, model)  # the task tool and its children
         self.parts = parts
-        self.engine = opened.window
+        self.window_manager = opened.window  # the context window manager (compaction, plans)
         self.tools = {t.name: t for t in parts.tools}
         self.static = opened.system.static
         offered, self.schema_choice = engine_factory.choose_tool_schemas(parts, self.settings, self.window)
@@ -266,13 +266,13 @@ class AgentSession:
         ``from_message_id`` is :meth:`compact_from` (``/compact from <id>``)."""
         if from_message_id:
             return self.compact_from(from_message_id, instructions=instructions)
-        return self._adopt(lambda system, tools_tokens: self.engine.compact(
+        return self._adopt(lambda system, tools_tokens: self.window_manager.compact(
             self.history, trigger="manual", instructions=instructions, system=system, tools_tokens=tools_tokens))
 
     def compact_from(self, message_id: str, *, direction: str = "up_to",
                      instructions: str | None = None) -> CompactionResult:
         """``/compact from <id>``: summarize what precedes the message's round, keep the rest."""
-        return self._adopt(lambda system, tools_tokens: self.engine.compact_from(
+        return self._adopt(lambda system, tools_tokens: self.window_manager.compact_from(
             self.history, message_id, direction=direction, instructions=instructions, system=system,
             tools_tokens=tools_tokens))
 
@@ -286,7 +286,7 @@ class AgentSession:
     @property
     def last_plan(self) -> ContextPlan | None:
         """The plan of the last model call (``/context explain``; ``.to_record()`` for a dict)."""
-        return self.engine.last_plan
+        return self.window_manager.last_plan
 
     @property
     def threshold(self) -> int:

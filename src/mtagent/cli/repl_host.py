@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # the rest loads on first use: the REPL's prompt is drawn bef
     from mtagent.agent.session import AgentSession
     from mtagent.cli.context_render import WindowUsage
     from mtagent.cli.session_report import SessionReport
-    from mtagent.cli.slash import CompactOutcome, SessionRow
+    from mtagent.cli.slash import CompactOutcome, SessionListRow
     from mtagent.cli.slash_session import CostReport
     from mtagent.config import Settings
 
@@ -83,7 +83,7 @@ class ReplHost:
     # views ------------------------------------------------------------------------------
     def _plan(self) -> Any:
         session = self.session
-        return getattr(session.engine, "last_plan", None) if session is not None else None
+        return getattr(session.window_manager, "last_plan", None) if session is not None else None
 
     def session_report(self) -> SessionReport | None:
         if self.session is None or not self.session.transcript_path.exists():
@@ -118,7 +118,7 @@ class ReplHost:
                             basis=f"as of call {plan.turn}")
             if self.compacted_since_plan:
                 usage = replace(usage, buckets=current_buckets(usage.buckets, session.history,
-                                                               session.engine.counter.message_tokens),
+                                                               session.window_manager.counter.message_tokens),
                                 basis="estimated now")
             return usage
         report = self.session_report()
@@ -261,15 +261,15 @@ class ReplHost:
         static = getattr(self.session, "static", None)
         return list(getattr(static, "shown_warnings", []))
 
-    def list_sessions(self) -> list[SessionRow]:
+    def list_sessions(self) -> list[SessionListRow]:
         from mtagent import paths
-        from mtagent.cli.slash import SessionRow
+        from mtagent.cli.slash import SessionListRow
         from mtagent.session.store import shared_store  # files, or the PostgreSQL store
 
-        rows: list[SessionRow] = []
+        rows: list[SessionListRow] = []
         for info in shared_store(self.options.settings()).session_infos(paths.project_hash(self.cwd)):
             when = info.last_activity or info.started
             stamp = when.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if when else "-"
-            rows.append(SessionRow(info.session_id, stamp, info.messages, info.compactions, info.model,
+            rows.append(SessionListRow(info.session_id, stamp, info.messages, info.compactions, info.model,
                                    current=info.session_id == self.session_id))
         return rows
