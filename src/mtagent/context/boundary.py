@@ -33,13 +33,18 @@ def render_summary(summary: str, *, pre_tokens: int, post_tokens: int, reason: s
 
 
 def summary_message(
-    boundary_id: str, summary: str, *, pre_tokens: int, post_tokens: int, reason: str
+    boundary_id: str, summary: str, *, pre_tokens: int, post_tokens: int, reason: str,
+    ledger: dict[str, Any] | None = None,
 ) -> HumanMessage:
-    """The message that stands for everything before a boundary."""
+    """The message that stands for everything before a boundary. ``ledger``: the hand-off's work
+    state as data (:mod:`mtagent.context.ledger`), which the next compaction reads instead of the text."""
+    meta: dict[str, Any] = {"kind": SUMMARY_KIND, "boundary_id": boundary_id}
+    if ledger is not None:
+        meta["ledger"] = ledger
     return HumanMessage(
         content=render_summary(summary, pre_tokens=pre_tokens, post_tokens=post_tokens, reason=reason),
         id=summary_message_id(boundary_id),
-        response_metadata={"mtagent": {"kind": SUMMARY_KIND, "boundary_id": boundary_id}},
+        response_metadata={"mtagent": meta},
     )
 
 
@@ -51,6 +56,7 @@ def summary_message_from_record(record: dict[str, Any]) -> HumanMessage:
         pre_tokens=int(record.get("pre_tokens", 0)),
         post_tokens=int(record.get("post_tokens", 0)),
         reason=str(record.get("trigger", record.get("reason", "auto"))),
+        ledger=record["ledger"] if isinstance(record.get("ledger"), dict) else None,
     )
 
 

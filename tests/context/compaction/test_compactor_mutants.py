@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from mtagent.config import Settings
 from mtagent.context.boundary import summary_message
+from mtagent.context.compaction import facts as F
 from mtagent.context.compaction.compactor import (
     CompactionOptions,
     CompactionResult,
@@ -212,9 +213,9 @@ def test_without_a_given_previous_summary_the_old_summary_s_facts_are_carried():
     history = [old, *_rounds(6)]
     options = CompactionOptions(settings=_small(), counter=MessageTokenCounter())
     result = build_compaction_result(history, 9, SummaryOutcome("## User goal\nShip it.", "llm"), options)
-    assert result.handoff_missing == ["Goal: Fix the parser."]
-    # the goal goes where the next compaction reads it; what the model wrote there becomes a later request
-    assert result.summary == "## User goal\nFix the parser.\nLater requests:\n- Ship it."
+    # the ledger states the first goal; a goal the model wrote is dropped, never a replacement
+    assert F.parse_handoff(result.summary)[F.SECTION_GOAL] == ["Fix the parser."]
+    assert "Ship it." not in result.summary
 
 
 def test_a_from_compaction_counts_the_kept_head_in_its_post_tokens():

@@ -5,7 +5,8 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from mtagent.context.compaction import facts as F
-from mtagent.context.compaction.handoff import verify_handoff
+from mtagent.context.boundary import summary_message
+from mtagent.context.compaction.handoff import compose_handoff, verify_handoff
 from mtagent.context.compaction.incremental import merge_handoffs
 from mtagent.context.compaction.summarize import ExtractiveSummarizer
 
@@ -137,8 +138,11 @@ def test_the_latest_error_is_a_real_error_line_not_source_text():
 
 
 def test_extractive_delta_then_merge_keeps_the_first_goal():
-    first = ExtractiveSummarizer().summarize([HumanMessage("Port the parser. never edit tests/", id="u1")])
-    delta = ExtractiveSummarizer().summarize([HumanMessage("now the docs", id="u2")])
-    merged = F.parse_handoff(merge_handoffs(first, delta))
+    task = [HumanMessage("Port the parser. never edit tests/", id="u1")]
+    first = compose_handoff(ExtractiveSummarizer().summarize(task), task).summary
+    later = [summary_message("b1", first, pre_tokens=1, post_tokens=1, reason="auto"),
+             HumanMessage("now the docs", id="u2")]
+    delta = ExtractiveSummarizer().summarize(later)
+    merged = F.parse_handoff(compose_handoff(merge_handoffs(first, delta), later, previous_summary=first).summary)
     assert merged[F.SECTION_GOAL][0].startswith("Port the parser.")
-    assert "now the docs" in merged[F.SECTION_GOAL]
+    assert merged[F.SECTION_LAST_REQUEST] == ["now the docs"]

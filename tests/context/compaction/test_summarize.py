@@ -10,9 +10,12 @@ from mtagent.context.compaction.summarize import (
     Summarizer,
     SummarizerFailed,
     SummaryRequestTooLong,
+    MODEL_SECTIONS,
     fit_summary,
     render_handoff,
 )
+from mtagent.context.boundary import summary_message
+from mtagent.context.compaction.handoff import compose_handoff
 from mtagent.context.tokens import count_text_tokens
 
 
@@ -59,42 +62,54 @@ class ProviderLike:
         return AIMessage("## User goal\nok")
 
 
-def test_extractive_summary_has_every_handoff_section():
+def _handoff(messages: list[BaseMessage], summarizer: Summarizer | None = None) -> str:
+    """The hand-off a compaction of ``messages`` writes: the ledger + the summarizer's part."""
+    model_part = (summarizer or ExtractiveSummarizer()).summarize(messages)
+    return compose_handoff(model_part, messages).summary
+
+
+def test_the_extractive_part_is_only_what_a_model_would_add() -> None:
     text = ExtractiveSummarizer().summarize(coding_session())
+    assert [title for title in F.parse_handoff(text)] == list(MODEL_SECTIONS)
+    assert "Never edit files under tests/." not in text  # the ledger states it, for free
+    assert F.parse_handoff(text)[F.SECTION_NEXT][0].startswith("Next: fix the regex")
+
+
+def test_extractive_hand_off_has_every_section() -> None:
+    text = _handoff(coding_session())
     sections = F.parse_handoff(text)
-    for title in F.HANDOFF_SECTIONS:
-        assert f"## {title}" in text
     assert sections[F.SECTION_GOAL][0].startswith("Speed up the tokenizer")
     assert "Never edit files under tests/." in sections[F.SECTION_CONSTRAINTS]
     assert "Only use the standard library." in sections[F.SECTION_CONSTRAINTS]
     assert "不要修改 README.md" in sections[F.SECTION_CONSTRAINTS]
+    assert sections[F.SECTION_LAST_REQUEST] == ["不要修改 README.md"]
     assert sections[F.SECTION_FILES_READ] == ["src/tok.py"]
-    assert sections[F.SECTION_FILES_CHANGED][0].startswith("src/tok.py — Switching to a compiled regex")
-    assert "AssertionError" in sections[F.SECTION_FAILED][0]
+    assert sections[F.SECTION_FILES_CHANGED][0].startswith("src/tok.py — edited: Switching to a compiled regex")
+    assert "AssertionError" in sections["Failed commands"][0]
     assert "pytest -q tests/test_tok.py" in sections[F.SECTION_VERIFICATION][0]
     assert "failed" in sections[F.SECTION_VERIFICATION][0]
     assert sections[F.SECTION_NEXT][0].startswith("Next: fix the regex")
 
 
-def test_extractive_carries_goal_and_constraints_of_previous_summary():
-    first = ExtractiveSummarizer().summarize(coding_session())
-    later = [HumanMessage("Now also profile it.", id="h9"),
-             AIMessage("Profiling.", id="a9")]
-    second = ExtractiveSummarizer().summarize(later, previous_summary=first)
-    sections = F.parse_handoff(second)
+def test_a_later_hand_off_carries_goal_and_constraints_of_the_previous_one() -> None:
+    first = _handoff(coding_session())
+    later = [summary_message("b1", first, pre_tokens=1, post_tokens=1, reason="auto"),
+             HumanMessage("Now also profile it.", id="h9"), AIMessage("Profiling.", id="a9")]
+    sections = F.parse_handoff(_handoff(later))
     assert sections[F.SECTION_GOAL][0].startswith("Speed up the tokenizer")
     assert "Never edit files under tests/." in sections[F.SECTION_CONSTRAINTS]
     assert any(line.startswith("src/tok.py") for line in sections[F.SECTION_FILES_CHANGED])
+    assert sections[F.SECTION_LAST_REQUEST] == ["Now also profile it."]
 
 
-def test_repeated_extractive_summaries_do_not_grow_the_goal():
-    summary = ExtractiveSummarizer().summarize(coding_session())
+def test_repeated_hand_offs_do_not_grow_the_goal() -> None:
+    summary = _handoff(coding_session())
     for i in range(6):
-        summary = ExtractiveSummarizer().summarize([HumanMessage(f"request {i}", id=f"r{i}")],
-                                                   previous_summary=summary)
-    goal = F.parse_handoff(summary)[F.SECTION_GOAL]
-    assert goal[0].startswith("Speed up the tokenizer")
-    assert goal.count(F.LATER_REQUESTS) <= 1
+        summary = _handoff([summary_message(f"b{i}", summary, pre_tokens=1, post_tokens=1, reason="auto"),
+                            HumanMessage(f"request {i}", id=f"r{i}")])
+    sections = F.parse_handoff(summary)
+    assert "\n".join(sections[F.SECTION_GOAL]).startswith("Speed up the tokenizer")
+    assert summary.count("## User goal") == 1 and "request 5" in sections[F.SECTION_LAST_REQUEST]
 
 
 def test_summarizers_satisfy_the_protocol():
@@ -103,14 +118,15 @@ def test_summarizers_satisfy_the_protocol():
 
 
 def test_llm_prompt_carries_template_instructions_and_previous_summary():
-    model = ScriptedModel("## User goal\nspeed up")
-    out = LLMSummarizer(model).summarize(coding_session(), instructions="focus on the regex",
-                                         previous_summary="## User goal\nolder goal")
-    assert out == "## User goal\nspeed up"
+    model = ScriptedModel("## Current state\nspeed up")
+    out = LLMSummarizer(model, output_tokens=321).summarize(coding_session(), instructions="focus on the regex",
+                                                            previous_summary="## User goal\nolder goal")
+    assert out == "## Current state\nspeed up"
     system, human = model.requests[0]
-    for title in F.HANDOFF_SECTIONS:
+    for title in MODEL_SECTIONS:
         assert f"## {title}" in system.content
-    assert "VERBATIM" in system.content
+    assert "## User goal" not in system.content and "Do NOT" in system.content  # the ledger has it
+    assert "at most 321 tokens" in system.content
     assert "focus on the regex" in human.content
     assert "older goal" in human.content
     assert "[assistant calls edit_file id=c2]" in human.content

@@ -16,7 +16,8 @@ A compaction replaces the old part of the history with one summary message (rend
   are condensed extractively into the "previous summary" the model sees, and if the model still
   fails the :class:`~mtagent.context.compaction.summarize.ExtractiveSummarizer` writes the sheet —
   ``/compact`` never answers "conversation too long".
-* Every summary passes the hand-off verifier (:mod:`mtagent.context.compaction.handoff`).
+* Every summary is joined to the engine's ledger and passes the hand-off verifier
+  (:func:`mtagent.context.compaction.handoff.compose_handoff`).
 * Recently read files still current on disk are re-attached (:mod:`mtagent.context.compaction.reattach`).
 
 :func:`build_compaction_result` is the shared back half: session-memory compaction picks its own
@@ -36,7 +37,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from mtagent.config import Settings
 from mtagent.context.compaction import facts as F
 from mtagent.context.boundary import is_summary_message, summary_message
-from mtagent.context.compaction.handoff import verify_handoff
+from mtagent.context.compaction.handoff import compose_handoff
 from mtagent.context.invariants import (
     adjust_index_to_preserve_message_groups,
     find_last_compact_boundary,
@@ -271,7 +272,7 @@ def build_compaction_result(
     kept = list(messages[split_index:])
     if previous_summary is None:
         previous_summary = previous_summaries(summarized)
-    check = verify_handoff(outcome.text, summarized, previous_summary=previous_summary)
+    check = compose_handoff(outcome.text, summarized, kept, previous_summary=previous_summary)  # ledger + model part
     count = _text_counter(settings)
     available = available_tokens(settings, token_limit, extra_tokens)
     kept_tokens = counter.estimate(kept)
@@ -286,13 +287,15 @@ def build_compaction_result(
     attachments = [attachment] if attachment is not None else []
     if pre_tokens is None:
         pre_tokens = counter.estimate(messages) + extra_tokens
-    draft = summary_message(boundary_id, text, pre_tokens=pre_tokens, post_tokens=pre_tokens, reason=trigger)
+    draft = summary_message(boundary_id, text, pre_tokens=pre_tokens, post_tokens=pre_tokens, reason=trigger,
+                            ledger=check.ledger)
     post_tokens = counter.estimate([draft, *attachments]) + kept_tokens + extra_tokens
-    final = summary_message(boundary_id, text, pre_tokens=pre_tokens, post_tokens=post_tokens, reason=trigger)
+    final = summary_message(boundary_id, text, pre_tokens=pre_tokens, post_tokens=post_tokens, reason=trigger,
+                            ledger=check.ledger)
     record = make_boundary_record(
         summary=text, first_kept_id=kept[0].id if kept else None, trigger=trigger,
         reason=options.reason or trigger, pre_tokens=pre_tokens, post_tokens=post_tokens,
-        summary_source=outcome.source, boundary_id=boundary_id,
+        summary_source=outcome.source, boundary_id=boundary_id, ledger=check.ledger,
     )
     return CompactionResult(
         boundary_record=record, summary_messages=[final], attachments=attachments, messages_to_keep=kept,

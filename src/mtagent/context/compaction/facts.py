@@ -38,7 +38,8 @@ NOTES_TASK_SPEC = "Task specification"
 NOTES_FILES = "Files and Functions"
 _NOTES_CHANGED = re.compile(r"^(\S+) \(changed(?::\s*(.*))?\)$")
 # A notes section's italic description line, and the mark of entries dropped to fit the budget.
-_NOTES_ASIDE = re.compile(r"[_*].+[_*]|… \d+ older entries omitted.*")
+NOTES_ASIDE = re.compile(r"[_*].+[_*]|… \d+ older entries omitted.*")
+_NOTES_ASIDE = NOTES_ASIDE
 HANDOFF_SECTIONS: tuple[str, ...] = (
     SECTION_GOAL,
     SECTION_CONSTRAINTS,

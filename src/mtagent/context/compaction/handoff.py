@@ -17,22 +17,27 @@ session memory, then a full one — hands the next engineer a sheet without the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from mtagent.context.compaction import facts as F
+from mtagent.context.ledger import LEDGER_HEADINGS, ledger_from_messages, render_ledger
+from mtagent.context.ledger.workplan import plan_calls
 
 _NO_GOAL = ("", "(not stated)", "(none)")
 
 
 @dataclass(slots=True, frozen=True)
 class HandoffCheck:
-    """The verified summary and what had to be carried into it."""
+    """The verified summary, what had to be carried into it, and (when composed) its ledger as data."""
 
     summary: str
     missing: list[str] = field(default_factory=list)
+    ledger: dict[str, Any] | None = None
 
     @property
     def complete(self) -> bool:
@@ -104,3 +109,54 @@ def verify_handoff(
         return HandoffCheck(summary, missing)
     block = f"## {F.SECTION_CARRIED}\n" + "\n".join(f"- {line}" for line in carried)
     return HandoffCheck(f"{summary.rstrip()}\n\n{block}", missing)
+
+
+# A model's text under these headings is dropped: the ledger states them exactly, and the verifier
+# re-derives the carried facts.
+_ENGINE_HEADINGS = frozenset({*LEDGER_HEADINGS, F.SECTION_CARRIED})
+_HEADING_LINE = re.compile(r"^#{1,3}\s*(.+?)\s*:?\s*$")
+
+
+def model_blocks(text: str) -> list[tuple[str, str]]:
+    """``(heading, block text)`` of a summary's sections, split only at a hand-off's own headings
+    (a heading the model invents stays inside the section it is in); text before any heading has
+    the heading ``""``."""
+    blocks: list[tuple[str, list[str]]] = [("", [])]
+    for line in F.summary_body(text).splitlines():
+        match = _HEADING_LINE.match(line.strip())
+        if match and match.group(1) in F.KNOWN_HEADINGS:
+            blocks.append((match.group(1), [line]))
+        else:
+            blocks[-1][1].append(line)
+    return [(title, "\n".join(lines).strip()) for title, lines in blocks if "\n".join(lines).strip()]
+
+
+def compose_handoff(
+    model_text: str,
+    summarized: Sequence[BaseMessage],
+    kept: Sequence[BaseMessage] = (),
+    *,
+    previous_summary: str | None = None,
+) -> HandoffCheck:
+    """The hand-off: the engine's ledger of ``summarized`` (rendered exactly) + the model's part.
+
+    The model's text loses any section the ledger states (goal, requests, constraints, plan, files,
+    failed commands, verification …: a model may not restate — or replace — the user's words).
+    Session-memory notes sections of ``previous_summary`` that the model's text does not have are
+    carried whole. The plan is the newest one, also when the newest plan call is in ``kept``.
+    The result passes :func:`verify_handoff` (for the model's part), with the ledger's goal.
+    """
+    ledger = ledger_from_messages(summarized)
+    newest = plan_calls(kept).latest
+    if newest is not None:
+        ledger.plan = newest
+    blocks = [(title, body) for title, body in model_blocks(model_text) if title not in _ENGINE_HEADINGS]
+    titles = {title for title, _ in blocks}
+    if previous_summary:
+        blocks += [(title, body) for title, body in model_blocks(previous_summary)
+                   if title in F.NOTES_HEADINGS and title not in titles]
+    text = "\n\n".join(part for part in (render_ledger(ledger), *(body for _, body in blocks)) if part)
+    found = F.extract_facts(summarized, previous_summary)
+    found.goal = ledger.goal or found.goal
+    check = verify_handoff(text, summarized, previous_summary=previous_summary, found=found)
+    return HandoffCheck(check.summary, check.missing, ledger.to_dict())

@@ -10,7 +10,9 @@ last boundary, and :func:`merge_handoffs` folds it into the previous sheet secti
   key facts — the union, oldest first (lists other than constraints and files changed keep their
   newest ``max_items``);
 * current state, latest verification, next step — the delta's when it says anything;
-* a delta section under an unknown heading is kept.
+* findings and hypotheses (the model's part) — the union, newest ``max_items``;
+* a section under any other heading is kept — the delta's when it has one, else the previous
+  sheet's (a session-memory compaction's notes: a full compaction after one carries every section).
 
 The previous sheet's ``Carried facts`` are not copied: the hand-off verifier re-derives them from
 the previous sheet and adds whatever the merged sheet still lacks, so they never pile up.
@@ -22,7 +24,9 @@ from mtagent.context.compaction import facts as F
 
 MAX_LIST_ITEMS = 12
 _UNION_TAIL = {F.SECTION_FACTS: MAX_LIST_ITEMS, F.SECTION_FILES_READ: 2 * MAX_LIST_ITEMS,
-               F.SECTION_FAILED: MAX_LIST_ITEMS}
+               F.SECTION_FAILED: MAX_LIST_ITEMS, "Findings": MAX_LIST_ITEMS, "Hypotheses": MAX_LIST_ITEMS // 2}
+# The model's part of a hand-off (compaction/summarize.MODEL_SECTIONS) beside the older sheet's.
+_MODEL_LISTS = ("Findings", "Hypotheses")
 _DELTA_WINS = (F.SECTION_STATE, F.SECTION_VERIFICATION, F.SECTION_NEXT)
 
 
@@ -96,7 +100,13 @@ def merge_handoffs(previous: str | None, delta: str) -> str:
             lines = _union(a, b)
             limit = _UNION_TAIL.get(section)
             merged[section] = lines[-limit:] if limit else lines
+    for section in _MODEL_LISTS:
+        if section in old or section in new:
+            merged[section] = _union(old.get(section, []), new.get(section, []))[-_UNION_TAIL[section]:]
     for section, lines in new.items():
         if section not in merged and section != F.SECTION_CARRIED:
             merged[section] = lines
+    for section, lines in old.items():  # e.g. session-memory notes: every section of them is carried
+        if section not in merged and section != F.SECTION_CARRIED:
+            merged[section] = [line for line in lines if not F.NOTES_ASIDE.fullmatch(line)]
     return "\n\n".join(f"## {title}\n{_bullets(lines, title)}" for title, lines in merged.items())

@@ -1,16 +1,20 @@
-"""Hand-off summaries: the prompt, an LLM summarizer, and an extractive one (no model call).
+"""Hand-off summaries: the model's part — its prompt, an LLM summarizer, an extractive one.
 
-A compaction replaces old history with a *hand-off sheet* (spec 003 §十): not a recap but what
-the next engineer needs to continue — user goal, hard constraints, current state, key facts with
-sources, files read, files changed (and why), failed attempts, latest verification, next step.
+A compaction replaces old history with a *hand-off* (spec 003 §十; DESIGN principle 12): not a
+recap but what the next engineer needs to continue. It has two parts. The **ledger** — the user's
+requests verbatim, constraints, the plan, files, failed commands, the latest verification — is
+read from the transcript and rendered by the engine (:mod:`mtagent.context.ledger`, joined in
+:func:`mtagent.context.compaction.handoff.compose_handoff`), exactly and for free. A summarizer
+writes only the **model's part** (:data:`MODEL_SECTIONS`: current state, findings, hypotheses,
+next step) under an output budget (``context.summary_output_tokens``).
 
 * :class:`Summarizer` is the seam: ``summarize(messages, *, instructions=None,
   previous_summary=None) -> str``.
-* :class:`LLMSummarizer` asks any LangChain chat model (``.invoke(messages)``) for the sheet,
+* :class:`LLMSummarizer` asks any LangChain chat model (``.invoke(messages)``) for its part,
   with the user's ``/compact <instructions>`` appended. A provider's context-length rejection
   becomes :class:`SummaryRequestTooLong` (with the reported token gap when the provider says
   it) so the compactor can drop the oldest rounds and retry.
-* :class:`ExtractiveSummarizer` builds the same sections from the messages themselves
+* :class:`ExtractiveSummarizer` writes the same sections from the messages themselves
   (:func:`mtagent.context.compaction.facts.extract_facts`): the default without a model and the fallback
   when the model fails, so ``/compact`` always succeeds.
 """
@@ -18,6 +22,7 @@ sources, files read, files changed (and why), failed attempts, latest verificati
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -33,7 +38,7 @@ from langchain_core.messages import (
 from mtagent.context.compaction import facts as F
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.model_errors import is_context_length_error, parse_context_length_gap
-from mtagent.context.tokens import message_text
+from mtagent.context.tokens import count_text_tokens, message_text
 from mtagent.errors import ContextLengthExceeded, ModelError
 
 
@@ -68,35 +73,39 @@ class ChatModel(Protocol):
     def invoke(self, input: Any, *args: Any, **kwargs: Any) -> Any: ...
 
 
-HANDOFF_PROMPT = """You are compacting the conversation of an AI coding agent. Another instance of \
-the agent, with no memory of this conversation, will continue the work from your notes alone. \
-Write a hand-off sheet, not a recap: it must let the next engineer continue exactly where the \
-work stopped.
+# The headings of the model's part of a hand-off: what only the model knows. Everything the engine
+# can read from the transcript — the user's requests, constraints, plan, files, failed commands,
+# verification — is the ledger (context/ledger), rendered by the engine beside this part.
+SECTION_FINDINGS = "Findings"
+SECTION_HYPOTHESES = "Hypotheses"
+MODEL_SECTIONS: tuple[str, ...] = (F.SECTION_STATE, SECTION_FINDINGS, SECTION_HYPOTHESES, F.SECTION_NEXT)
+DEFAULT_OUTPUT_TOKENS = 1_000
 
-Use exactly these markdown headings, in this order:
-## User goal
-What the user ultimately wants done (their words where possible).
-## Hard constraints
-Every rule, requirement or permission boundary the user stated. Copy each one VERBATIM as a \
-"- " bullet; never paraphrase, merge or drop one, including those from the previous hand-off.
-## Current state
-Where the task stands right now: which step, what is done, what is in progress.
-## Key facts
-Facts confirmed from files, logs or tool results, each with its source (path:line, command, \
-tool call).
-## Files read
-"- path — what matters in it (note if it may be stale)".
-## Files changed
-"- path — what changed — why". Include every file created or edited.
-## Failed attempts
-What was tried and failed, and why, so it is not repeated.
-## Latest verification
-The last test/build/check command, its result, and the failure output or pass evidence.
-## Next step
-The first concrete action to take after this hand-off.
 
-Be specific (paths, names, numbers, error text). Write "(none)" under a heading with nothing \
-to say. Do not invent facts."""
+def handoff_prompt(output_tokens: int = DEFAULT_OUTPUT_TOKENS) -> str:
+    """The instruction for the model's part of a hand-off, with its output budget."""
+    return f"""You are compacting the conversation of an AI coding agent. Another instance of \
+the agent, with no memory of this conversation, will continue the work from a hand-off.
+
+mtagent itself puts into the hand-off, exactly: the user's first and latest requests verbatim, \
+every constraint, the plan with its statuses, files read/created/edited/deleted, failed commands \
+with their errors, the latest verification, rules, tools loaded and open subagent tasks. Do NOT \
+repeat any of that. Write only what the transcript does not state outright and the next engineer \
+needs, under exactly these markdown headings, in this order:
+## {F.SECTION_STATE}
+Where the work stands and why: what is done, what is half-done, what was decided and on what grounds.
+## {SECTION_FINDINGS}
+Facts learned from files, logs or tool results that matter next, each with its source (path:line, command).
+## {SECTION_HYPOTHESES}
+What you suspect but have not confirmed, and how to check it.
+## {F.SECTION_NEXT}
+The first concrete action to take.
+
+Be specific (paths, names, numbers, error text) and terse: at most {output_tokens} tokens in all. \
+Write "(none)" under a heading with nothing to say. Do not invent facts."""
+
+
+HANDOFF_PROMPT = handoff_prompt()
 
 
 def render_transcript(messages: Sequence[BaseMessage], *, tool_result_chars: int) -> str:
@@ -132,6 +141,8 @@ class LLMSummarizer:
 
     model: ChatModel
     tool_result_chars: int = 4_000
+    # The output budget of the model's part (context.summary_output_tokens), stated in the prompt.
+    output_tokens: int = DEFAULT_OUTPUT_TOKENS
     # True when ``model`` is the main model with the main request's tools bound: a summary request
     # can then be the cached main request + one instruction (compaction/cache_align.py).
     cache_aligned: bool = False
@@ -145,14 +156,14 @@ class LLMSummarizer:
     ) -> list[BaseMessage]:
         parts: list[str] = []
         if previous_summary:
-            parts.append(f"Hand-off from an earlier compaction (carry its goal and constraints forward):\n"
-                         f"{F.summary_body(previous_summary)}")
+            parts.append(f"Hand-off from an earlier compaction (its findings still hold unless the transcript "
+                         f"says otherwise):\n{F.summary_body(previous_summary)}")
         parts.append("Conversation since then:\n<transcript>\n"
                      f"{render_transcript(messages, tool_result_chars=self.tool_result_chars)}\n</transcript>")
         if instructions:
             parts.append(f"Additional instructions from the user for this summary:\n{instructions}")
-        parts.append("Write the hand-off sheet now.")
-        return [SystemMessage(content=HANDOFF_PROMPT), HumanMessage(content="\n\n".join(parts))]
+        parts.append("Write your part of the hand-off now.")
+        return [SystemMessage(content=handoff_prompt(self.output_tokens)), HumanMessage(content="\n\n".join(parts))]
 
     def summarize(
         self,
@@ -186,15 +197,17 @@ class LLMSummarizer:
 
 @dataclass(slots=True)
 class ExtractiveSummarizer:
-    """The hand-off sheet built from the messages alone — deterministic, free, never too long.
+    """The model's part of a hand-off written from the messages alone — deterministic, free.
 
-    ``max_items`` bounds each list section (recent entries win); goal, constraints and files
-    changed are never cut. ``max_tokens`` with ``count`` trims list sections further, oldest
-    entries first, until the sheet fits.
+    What a model would add to the engine's ledger (:mod:`mtagent.context.ledger`): the current
+    state (the latest request, the last action, commands run), findings (first lines of recent
+    results, with their source) and the next step (the assistant's latest words). ``max_items``
+    bounds the lists (recent entries win); ``max_tokens`` (default: the model's output budget) with
+    ``count`` trims the part further. :func:`render_handoff` still renders the whole older sheet.
     """
 
     max_items: int = 12
-    max_tokens: int | None = None
+    max_tokens: int | None = DEFAULT_OUTPUT_TOKENS
     count: Callable[[str], int] | None = None
 
     def summarize(
@@ -204,11 +217,37 @@ class ExtractiveSummarizer:
         instructions: str | None = None,
         previous_summary: str | None = None,
     ) -> str:
-        found = F.extract_facts(messages, previous_summary)
-        text = render_handoff(found, max_items=self.max_items, instructions=instructions)
-        if self.max_tokens is not None and self.count is not None:
-            text = fit_summary(text, self.max_tokens, self.count)
+        found = F.extract_facts([m for m in messages if not is_summary_message(m)])
+        text = render_model_part(found, max_items=self.max_items, instructions=instructions)
+        if self.max_tokens is not None:
+            text = fit_summary(text, self.max_tokens, self.count or _default_count)
         return text
+
+
+def _default_count(text: str) -> int:
+    return count_text_tokens(text, "o200k_base")
+
+
+def render_model_part(found: F.SessionFacts, *, max_items: int = 12, instructions: str | None = None) -> str:
+    """The model's sections of a hand-off (:data:`MODEL_SECTIONS`) from extracted facts."""
+    state: list[str] = []
+    if found.last_action:
+        state.append(f"Last action: {found.last_action}")
+    state.append(f"Summarized {found.message_count} messages with {found.tool_call_count} tool calls.")
+    if found.commands:
+        state.append("Commands run: " + "; ".join(F.tail(found.commands, max_items)))
+    if instructions:
+        state.append(f"Focus requested for this summary: {instructions}")
+    findings = F.tail(found.facts, max_items)
+    if found.latest_error:
+        findings.append(f"latest error: {found.latest_error}")
+    sections = {
+        F.SECTION_STATE: _bullets(state),
+        SECTION_FINDINGS: _bullets(findings),
+        SECTION_HYPOTHESES: "(none)",
+        F.SECTION_NEXT: found.next_step or "(continue with the latest user request)",
+    }
+    return "\n\n".join(f"## {title}\n{body}" for title, body in sections.items())
 
 
 def _bullets(items: Sequence[str]) -> str:
@@ -254,37 +293,46 @@ def render_handoff(found: F.SessionFacts, *, max_items: int = 12, instructions: 
     return "\n\n".join(f"## {title}\n{body}" for title, body in sections.items())
 
 
-PROTECTED_SECTIONS = frozenset({F.SECTION_GOAL, F.SECTION_CONSTRAINTS, F.SECTION_FILES_CHANGED, F.SECTION_CARRIED})
+# Never cut by :func:`fit_summary`: the user's words, their rules, the plan and what changed.
+PROTECTED_SECTIONS = frozenset({F.SECTION_GOAL, F.SECTION_CONSTRAINTS, F.SECTION_FILES_CHANGED, F.SECTION_CARRIED,
+                                F.SECTION_LAST_REQUEST, F.SECTION_EARLIER_REQUESTS, "Plan", "Rules in force",
+                                "Tools loaded", "Open subagent tasks", F.NOTES_TASK_SPEC})
+_FIT_HEADING = re.compile(r"^#{1,3} (.+?)\s*:?\s*$")
 
 
 def fit_summary(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
     """Trim ``text`` to ``max_tokens`` by dropping the oldest lines of the largest unprotected
-    section first. Goal, constraints, files changed and carried facts are never cut, so a sheet
-    made of those alone may stay above the cap."""
+    section first (sections start at ``#``/``##``/``###`` headings: a hand-off's and the
+    session-memory notes'). The user's words, constraints, the plan, files changed and carried
+    facts are never cut, so a sheet made of those alone may stay above the cap."""
     if count(text) <= max_tokens:
         return text
-    blocks: list[tuple[str, list[str]]] = []
-    for chunk in text.split("\n\n## "):
-        title, _, body = chunk.removeprefix("## ").partition("\n")
-        blocks.append((title.strip(), body.splitlines()))
+    blocks: list[tuple[str, str, list[str]]] = []  # (title, heading line, body lines)
+    for chunk in re.split(r"\n\n(?=#{1,3} )", text):
+        first, _, body = chunk.partition("\n")
+        heading = _FIT_HEADING.match(first)
+        if heading:
+            blocks.append((heading.group(1).strip(), first, body.splitlines()))
+        else:
+            blocks.append(("", "", chunk.splitlines()))
 
     def render() -> str:
-        return "\n\n".join(f"## {title}\n" + "\n".join(lines) for title, lines in blocks)
+        return "\n\n".join("\n".join([head, *lines]) if head else "\n".join(lines) for _, head, lines in blocks)
 
     current = render()
     while count(current) > max_tokens:
-        candidates = [(sum(len(line) for line in lines), i) for i, (title, lines) in enumerate(blocks)
+        candidates = [(sum(len(line) for line in lines), i) for i, (title, _, lines) in enumerate(blocks)
                       if title not in PROTECTED_SECTIONS and lines and lines != ["(trimmed)"]]
         if not candidates:
             break
         _, index = max(candidates)
-        title, lines = blocks[index]
+        title, head, lines = blocks[index]
         if len(lines) > 1:
             lines = lines[1:]
         elif len(lines[0]) > 80:
             lines = [lines[0][: len(lines[0]) // 2].rstrip() + "…"]
         else:
             lines = ["(trimmed)"]
-        blocks[index] = (title, lines)
+        blocks[index] = (title, head, lines)
         current = render()
     return current
