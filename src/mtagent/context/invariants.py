@@ -171,6 +171,26 @@ def find_safe_split_index(
     return cut
 
 
+def unanswered_round_start(messages: Sequence[BaseMessage]) -> int | None:
+    """Where the newest tool round the model has not answered starts, or None.
+
+    That is the last assistant message with tool calls when no assistant message follows it: its
+    results are what the model is about to read. A compaction that summarized them away would
+    make the model call the same tools again — and a large result would fill the window and be
+    compacted away again, for ever (issue #38: 159 compactions on one 6K-token read). So every
+    kind of compaction keeps this round whole (see :func:`~mtagent.context.compaction.compactor.compact`).
+    """
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if is_summary_message(message):
+            return None
+        if isinstance(message, AIMessage):
+            if not message.tool_calls:
+                return None
+            return adjust_index_to_preserve_message_groups(messages, index)
+    return None
+
+
 def validate_view(messages: Sequence[BaseMessage], *, allow_pending_last: bool = True) -> None:
     """Raise :class:`InvalidView` unless ``messages`` is a protocol-valid function-calling view.
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from mtagent.context.tokens import count_text_tokens
 from mtagent.safe_open import NotRegularFile
 from mtagent.tools.base import ToolInputError, WorkspaceTool
-from mtagent.tools.read_state import stamp_of_open
+from mtagent.tools.read_state import FileStamp, ReadRecord, stamp_of_open
 from mtagent.tools.text_files import (
     binary_kind,
     count_lines,
@@ -131,13 +131,27 @@ class ReadFileTool(WorkspaceTool):
         else:
             text = number_lines(lines, start, limits.max_line_chars, cut)
             tokens = count_text_tokens(text, ctx.settings.context.encoding)
+            cap = read_cap(ctx.settings)
+            fit = max(1, int(len(lines) * cap / tokens * 0.9)) if tokens > cap else len(lines)
             if tokens > limits.max_tokens:
-                fit = max(1, int(len(lines) * limits.max_tokens / tokens * 0.9))
                 raise ToolInputError(
                     f"lines {start}-{start + len(lines) - 1} of {shown} are {tokens:,} tokens, over the "
                     f"{limits.max_tokens:,}-token read limit. Read fewer lines at a time, e.g. "
                     f'read_file(file_path="{shown}", offset={start}, limit={fit}).'
                 )
+            again = ctx.read_state.reread_after_pressure(path, offset, limit, stamp)
+            if tokens > cap or again is not None:
+                saved = self._offload(call_id, shown, lines, start, total, tokens, fit, stamp, again)
+                if saved is not None:
+                    ctx.read_state.record_read(path, call_id, offset=offset, limit=limit, stamp=stamp,
+                                               start_line=start, num_lines=len(lines))
+                    return saved
+                if tokens > cap:
+                    raise ToolInputError(
+                        f"lines {start}-{start + len(lines) - 1} of {shown} are {tokens:,} tokens, over the "
+                        f"{cap:,} tokens one read may take of this {ctx.settings.context.token_limit:,}-token "
+                        f'context window. Read fewer lines at a time, e.g. read_file(file_path="{shown}", '
+                        f"offset={start}, limit={fit}).")
             last = start + len(lines) - 1
             if total is None:
                 text += (f"\n\n[Showing lines {start}-{last}; the file ({human_size(stamp.size)}) goes on past "
@@ -156,6 +170,53 @@ class ReadFileTool(WorkspaceTool):
             "undecodable": undecodable,
         }
         return text, result
+
+
+    def _offload(self, call_id: str, shown: str, lines: list[str], start: int, total: int | None, tokens: int,
+                 fit: int, stamp: FileStamp, again: ReadRecord | None) -> tuple[str, dict[str, Any]] | None:
+        """Save a read that does not fit the window (or a re-read the window could not hold) as an
+        artifact; the model sees a preview — none for a re-read — and how to page. None without a store."""
+        ctx = self.context
+        result: dict[str, Any] = {"kind": "read_file", "file_path": shown, "start_line": start,
+                                  "num_lines": len(lines), "total_lines": total, "mtime": stamp.mtime,
+                                  "size_bytes": stamp.size, "tokens": tokens,
+                                  "offloaded": "reread" if again is not None else "window"}
+        meta = ctx.budgeter.save(call_id, self.name, "\n".join(lines), result)
+        if meta is None:
+            return None
+        last = start + len(lines) - 1
+        page = (f'Page it with read_tool_result(path="{meta.path}", offset=<line>, limit={fit}) (its line 1 is '
+                f'line {start} of the file), or read_file(file_path="{shown}", offset=<line>, limit={fit}).')
+        if again is not None:
+            text = (f"[{shown} (lines {start}-{last}) has not changed since your read in tool call "
+                    f"{again.tool_call_id}, which the last compaction could not keep in view ({tokens:,} tokens). "
+                    f"It is not sent again: it is saved to {meta.path}. {page}]")
+            return text, {**result, "previous_tool_call_id": again.tool_call_id}
+        budget = min(ctx.budgeter.policy.preview_chars, read_cap(ctx.settings) * 2)
+        shown_lines: list[str] = []
+        used = 0
+        for line in lines:
+            used += len(line) + 8
+            if used > budget and shown_lines:
+                break
+            shown_lines.append(line)
+        limits = ctx.settings.read_file
+        preview = number_lines(shown_lines, start, limits.max_line_chars, {})
+        more = start + len(shown_lines)
+        text = (f'<persisted-output tool="read_file" path="{meta.path}" original_chars="{meta.original_chars}">\n'
+                f"{preview}\n[Lines {start}-{last} of {shown} are {tokens:,} tokens, more than one read may take "
+                f"of this {ctx.settings.context.token_limit:,}-token context window; lines {start}-{more - 1} are "
+                f"shown above and all of them are saved to {meta.path}. Continue from offset={more}: "
+                f"{page}]\n</persisted-output>")
+        return text, result
+
+
+def read_cap(settings: Any) -> int:
+    """The most tokens one read may return inline: ``read_file.max_tokens``, and never more than
+    ``read_file.max_window_share`` of the context window — on a 12K window a 25K cap let one
+    read fill the window, so every compaction dropped it and the model read it again."""
+    limits = settings.read_file
+    return max(1, min(limits.max_tokens, int(settings.context.token_limit * limits.max_window_share)))
 
 
 class ReadToolResultArgs(BaseModel):
@@ -193,6 +254,11 @@ class ReadToolResultTool(WorkspaceTool):
             fit = max(1, int(len(page) * limits.max_tokens / tokens * 0.9))
             raise ToolInputError(f"that page is {tokens:,} tokens, over the {limits.max_tokens:,}-token limit; "
                                  f"use limit={fit}")
+        cap = read_cap(ctx.settings)
+        while tokens > cap and len(page) > 1:  # a page is cut to what the window holds, not refused
+            page = page[:max(1, int(len(page) * cap / tokens * 0.9))]
+            body = number_lines(page, offset, limits.max_line_chars, cut)
+            tokens = count_text_tokens(body, ctx.settings.context.encoding)
         last = offset + len(page) - 1
         footer = (f"\n\n[Showing lines {offset}-{last} of {total:,}. Continue with offset={last + 1}.]"
                   if last < total else f"\n\n[Lines {offset}-{last} of {total:,} (end).]")

@@ -81,6 +81,8 @@ class ReadState:
     _reads: list[ReadRecord] = field(default_factory=list)
     _known: dict[str, FileStamp] = field(default_factory=dict)  # last stamp the agent saw or wrote
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Set by a compaction that freed too little to make progress: re-reads are answered by reference.
+    by_reference: bool = False
 
     def record_read(self, path: Path, tool_call_id: str, *, offset: int | None, limit: int | None,
                     stamp: FileStamp, start_line: int, num_lines: int) -> ReadRecord:
@@ -112,6 +114,20 @@ class ReadState:
                 if (r.path == key and r.offset == offset and r.limit == limit and r.stamp == stamp
                         and not r.stale and not r.forgotten):
                     return r
+        return None
+
+    def reread_after_pressure(self, path: Path, offset: int | None, limit: int | None,
+                              stamp: FileStamp) -> ReadRecord | None:
+        """After a compaction that freed too little (:attr:`by_reference`), the earlier identical
+        read of an unchanged file that the compaction took out of view: sending it again would
+        refill the window and compact again (the loop of issue #38), so it is answered by reference."""
+        if not self.by_reference:
+            return None
+        key = str(path)
+        with self._lock:
+            for r in reversed(self._reads):
+                if r.path == key and r.offset == offset and r.limit == limit and r.stamp == stamp and not r.stale:
+                    return r if r.forgotten else None
         return None
 
     def check_editable(self, path: Path, current: FileStamp) -> str | None:
@@ -182,13 +198,23 @@ class ReadState:
             lambda event: self.forget(message_ids=set(event.data.get("cleared_ids") or ())),
             EventType.MICRO_COMPACTED,
         )
-        undo_boundary = bus.subscribe(lambda event: self.forget(), EventType.COMPACT_BOUNDARY)
+        undo_boundary = bus.subscribe(self._compacted, EventType.COMPACT_BOUNDARY)
+        undo_failed = bus.subscribe(self._compaction_failed, EventType.COMPACT_FAILED)
 
         def undo() -> None:
             undo_micro()
             undo_boundary()
+            undo_failed()
 
         return undo
+
+    def _compacted(self, _event: object) -> None:
+        self.forget()
+        self.by_reference = False  # a compaction that made room; one that did not says so right after
+
+    def _compaction_failed(self, event: object) -> None:
+        if (getattr(event, "data", None) or {}).get("low_progress"):
+            self.by_reference = True
 
     @staticmethod
     def _still_current(record: ReadRecord) -> bool:

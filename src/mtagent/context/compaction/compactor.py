@@ -265,7 +265,8 @@ def build_compaction_result(
     extra_tokens, token_limit, pre_tokens = options.extra_tokens, options.token_limit, options.pre_tokens
     start = region_start(messages)
     if keep_unanswered:
-        split_index = keep_unanswered_round(messages, split_index, start)
+        room = available_tokens(settings, token_limit, extra_tokens)
+        split_index = keep_unanswered_round(messages, split_index, start, counter, room)
     if not start <= split_index <= len(messages):
         raise CompactionFailed(f"split index {split_index} is outside the compactable region [{start}, {len(messages)}]")
     summarized = list(messages[start:split_index])
@@ -321,13 +322,25 @@ def compact(
         messages, token_of=counter.message_tokens, min_tokens=tail_min, max_tokens=tail_max,
         floor=find_last_compact_boundary(messages),
     )
-    return _compact_range(messages, start, keep_unanswered_round(messages, split, start), summarizer, options)
+    split = keep_unanswered_round(messages, split, start, counter, available)
+    return _compact_range(messages, start, split, summarizer, options)
 
 
-def keep_unanswered_round(messages: Sequence[BaseMessage], split: int, start: int) -> int:
-    """``split``, moved back so the newest unanswered tool round is kept (never before ``start``)."""
+def keep_unanswered_round(messages: Sequence[BaseMessage], split: int, start: int,
+                          counter: MessageTokenCounter, room: int) -> int:
+    """``split``, moved back so the newest unanswered tool round is kept.
+
+    Not when the round alone is larger than the ``room`` under the threshold (no view could hold
+    it: reads are bounded by the window, so only an unbounded tool's output gets there), nor when
+    nothing before it is left to summarize (a compaction must summarize something)."""
     protect = unanswered_round_start(messages)
-    return max(start, protect) if protect is not None and protect < split else split
+    if protect is None or protect >= split:
+        return split
+    if not any(not is_summary_message(m) for m in messages[start:protect]):
+        return split
+    if counter.estimate(messages[protect:]) > room:
+        return split
+    return protect
 
 
 def _compact_range(

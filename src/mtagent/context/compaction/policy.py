@@ -120,13 +120,30 @@ class AutoCompactPolicy:
             self.stats.compression_failure_count = 0
             self.stats.last_context_tokens = post_tokens
 
+    def record_compaction(self, pre_tokens: int, post_tokens: int, threshold: int) -> None:
+        """A committed auto compaction: a success when it brought the view under ``threshold``.
+
+        One that left the view at or over the threshold freed too little to make progress — the
+        next call would compact again (a read too large for the window, kept because the model has
+        not seen it): it is counted, and a re-read is answered by reference (``low_progress`` on the
+        ``compact_failed`` event), so a session cannot compact on every call for ever (issue #38)."""
+        if post_tokens < threshold:
+            self.record_success(pre_tokens, post_tokens)
+            return
+        failures = self.consecutive_failures
+        self.record_success(pre_tokens, post_tokens)  # it happened: counted, the cost trigger re-based
+        self.consecutive_failures = failures
+        self.record_failure(f"compaction freed too little to make progress: {pre_tokens:,} → {post_tokens:,} "
+                            f"tokens, still at or over the threshold {threshold:,}", low_progress=True)
+
     def summary_written(self, text: str | None) -> None:
         """The summary model's last output: the cost trigger's next estimate of ``S`` (a delta
         hand-off is much shorter than a first, full one)."""
         if text and self.cost is not None:
             self.cost.last_summary_tokens = count_text_tokens(text, self.settings.context.encoding)
 
-    def record_failure(self, error: BaseException | str, *, early: bool = False, tokens: int = 0) -> None:
+    def record_failure(self, error: BaseException | str, *, early: bool = False, tokens: int = 0,
+                       low_progress: bool = False) -> None:
         """Count a failed auto compaction; the limit-th one in a row disables auto compaction.
 
         A failed *early* (cost-triggered) compaction does not count towards the breaker — the
@@ -140,7 +157,9 @@ class AutoCompactPolicy:
         limit = self.settings.context.compact_max_consecutive_failures
         if self.stats is not None:
             self.stats.compression_failure_count = self.consecutive_failures
-        data = {"error": str(error), "consecutive_failures": self.consecutive_failures}
+        data: dict[str, Any] = {"error": str(error), "consecutive_failures": self.consecutive_failures}
+        if low_progress:
+            data["low_progress"] = True
         self._publish(EventType.COMPACT_FAILED, data)
         if self.consecutive_failures >= limit and not self.disabled:
             self.disabled = True

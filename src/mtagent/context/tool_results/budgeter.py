@@ -322,23 +322,42 @@ class ToolResultBudgeter:
 
     # ── internals ──
 
+    def save(self, tool_call_id: str, tool: str, raw: str, result: dict[str, Any]) -> ArtifactMeta | None:
+        """Store ``raw`` as this call's artifact (None without a store) and count it persisted.
+
+        For a tool that bounds its own output (``read_file``): what does not fit the window is
+        saved here and the tool shows its own preview, so recall indexes it like any saved result."""
+        meta = self._write(tool_call_id, tool, raw, result)
+        if meta is not None:
+            with self._lock:
+                if self.stats is not None:
+                    self.stats.tool_results_persisted += 1
+            if self.events is not None:
+                self.events.emit(EventType.TOOL_RESULT_PERSISTED, tool=tool, tool_call_id=tool_call_id,
+                                 path=meta.path, original_chars=len(raw), preview_chars=0, reason="window",
+                                 limit=None)
+        return meta
+
     def _store(self, message: ToolMessage, tool: str, raw: str, result: dict[str, Any]) -> ArtifactMeta | None:
+        return self._write(message.tool_call_id, tool, raw, result)
+
+    def _write(self, tool_call_id: str, tool: str, raw: str, result: dict[str, Any]) -> ArtifactMeta | None:
         if self.artifacts is None:
             result.update(artifact=None, artifact_truncated=False)
             return None
         with self._lock:  # a reused tool_call_id (some local models repeat them) must not overwrite
-            relative = get_tool_result_path(message.tool_call_id)
+            relative = get_tool_result_path(tool_call_id)
             suffix = 1
             while self.artifacts.exists(relative):
                 suffix += 1
-                relative = get_tool_result_path(f"{message.tool_call_id}-{suffix}")
+                relative = get_tool_result_path(f"{tool_call_id}-{suffix}")
             meta = self.artifacts.write_text(relative, raw)
         result.update(artifact=meta.path, artifact_truncated=meta.truncated)
         if self.sink is not None:
             from mtagent.session.schema import tool_result_artifact_record
 
             self.sink.append(tool_result_artifact_record(
-                message.tool_call_id, tool, meta.path, original_chars=meta.original_chars,
+                tool_call_id, tool, meta.path, original_chars=meta.original_chars,
                 stored_bytes=meta.stored_bytes, truncated=meta.truncated, sha256=meta.sha256,
             ))
         return meta
