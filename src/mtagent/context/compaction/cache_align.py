@@ -26,31 +26,34 @@ from dataclasses import dataclass, field
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from mtagent.context.compaction.incremental import merge_handoffs
-from mtagent.context.compaction.summarize import HANDOFF_PROMPT, ExtractiveSummarizer, Summarizer
+from mtagent.context.compaction.summarize import DEFAULT_OUTPUT_TOKENS, ExtractiveSummarizer, Summarizer, handoff_prompt
 
 INSTRUCTION_ID = "compact-instruction"
 DELTA_NOTE = (
-    "A hand-off from an earlier compaction is at the top of this conversation. Write the sheet for "
+    "A hand-off from an earlier compaction is at the top of this conversation. Write your part for "
     "what happened AFTER it only: it is merged into that hand-off section by section, so do not "
-    "repeat what it already says (constraints and files changed it lists are kept)."
+    "repeat what it already says (its findings are kept)."
 )
 FULL_NOTE = "Summarize the whole conversation above."
 
 
-def instruction_text(*, delta: bool, instructions: str | None = None) -> str:
-    """The one user message appended to the cached prefix."""
-    parts = [HANDOFF_PROMPT, DELTA_NOTE if delta else FULL_NOTE]
+def instruction_text(*, delta: bool, instructions: str | None = None,
+                     output_tokens: int = DEFAULT_OUTPUT_TOKENS) -> str:
+    """The one user message appended to the cached prefix (the model's part, under its budget)."""
+    parts = [handoff_prompt(output_tokens), DELTA_NOTE if delta else FULL_NOTE]
     if instructions:
         parts.append(f"Additional instructions from the user for this summary:\n{instructions}")
-    parts.append("Do not call any tool. Write the hand-off sheet now.")
+    parts.append("Do not call any tool. Write your part of the hand-off now.")
     return "\n\n".join(parts)
 
 
 def aligned_request(
-    prefix: Sequence[BaseMessage], *, delta: bool, instructions: str | None = None
+    prefix: Sequence[BaseMessage], *, delta: bool, instructions: str | None = None,
+    output_tokens: int = DEFAULT_OUTPUT_TOKENS,
 ) -> list[BaseMessage]:
     """``prefix`` unchanged (the same message objects) + the summary instruction."""
-    note = HumanMessage(content=instruction_text(delta=delta, instructions=instructions), id=INSTRUCTION_ID)
+    text = instruction_text(delta=delta, instructions=instructions, output_tokens=output_tokens)
+    note = HumanMessage(content=text, id=INSTRUCTION_ID)
     return [*prefix, note]
 
 
@@ -89,7 +92,8 @@ class AlignedSummarizer:
         first = self._attempts == 0
         self._attempts += 1
         if first and self.aligned:
-            request = aligned_request(self.prefix, delta=delta, instructions=instructions)
+            budget = int(getattr(self.inner, "output_tokens", DEFAULT_OUTPUT_TOKENS))
+            request = aligned_request(self.prefix, delta=delta, instructions=instructions, output_tokens=budget)
             text = self.inner.summarize_request(  # type: ignore[attr-defined]
                 request, messages, previous_summary=prior
             )

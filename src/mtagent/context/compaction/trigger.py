@@ -14,7 +14,9 @@ where ``V`` is this request's tokens, ``P`` the tokens after a compaction (the l
 result, else system + tools ``X`` + the expected summary ``S`` + the middle of the cost tail),
 ``I`` the appended instruction and ``expected_calls`` the calls this session has made so far —
 a session that has run *k* calls is, absent other knowledge, expected to run about *k* more. It
-compacts when ``saving > cost``. Prices come from ``context.price_*`` (uncached input = 1).
+compacts when ``saving > cost``. Prices come from ``context.price_*`` (uncached input = 1); the
+summary request is priced at ``agent.compact_model``'s prices when one is set — a model that cannot
+read the main model's cache pays its whole request (:mod:`mtagent.context.compaction.summary_price`).
 
 A second test keeps it from compacting too often: with growth ``g`` tokens per call, compacting
 every ``E`` tokens costs ``cost·g/E`` per call in compactions and ``E/2·read`` in extra reads, least
@@ -36,6 +38,7 @@ import math
 from dataclasses import dataclass
 
 from mtagent.config import Settings
+from mtagent.context.compaction.summary_price import SummaryPrice, summary_price
 
 # Tokens of the instruction appended to the cached prefix (the hand-off prompt).
 INSTRUCTION_TOKENS = 600
@@ -71,9 +74,17 @@ class CostEstimate:
         return self.saving > self.cost
 
 
-def compaction_cost(tokens: int, post_tokens: int, extra_tokens: int, summary_tokens: int, prices: Prices) -> float:
-    """What compacting a ``tokens`` request costs: the cached summary request and the new prefix."""
-    request = tokens * prices.read + INSTRUCTION_TOKENS * prices.write + summary_tokens * prices.output
+def compaction_cost(tokens: int, post_tokens: int, extra_tokens: int, summary_tokens: int, prices: Prices,
+                    summary: SummaryPrice | None = None) -> float:
+    """What compacting a ``tokens`` request costs: the summary request and the new prefix.
+
+    ``summary``: the summary model's prices (:mod:`.summary_price`); without it the main model
+    writes the summary from its cache."""
+    if summary is None:
+        request = tokens * prices.read + INSTRUCTION_TOKENS * prices.write + summary_tokens * prices.output
+    else:
+        request = summary.request_cost(tokens, summary_tokens, read=prices.read, write=prices.write,
+                                       instruction_tokens=INSTRUCTION_TOKENS)
     rewrite = max(0, post_tokens - extra_tokens) * prices.write + extra_tokens * prices.read
     return request + rewrite
 
@@ -108,7 +119,7 @@ class CostTrigger:
         summary = self.last_summary_tokens if self.last_summary_tokens is not None else ctx.expected_summary_tokens
         expected = self.calls
         saving = expected * max(0, tokens - post) * prices.read
-        cost = compaction_cost(tokens, post, extra_tokens, summary, prices)
+        cost = compaction_cost(tokens, post, extra_tokens, summary, prices, summary_price(self.settings))
         return CostEstimate(saving, cost, post, expected)
 
     def growth(self, tokens: int) -> float:
