@@ -156,9 +156,16 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} is not UTF-8 text") from exc
 
 
+_FOREIGN_MCP_TABLES = {"mcp_servers": "Codex", "mcpServers": "Claude Code", "mcp-servers": "another agent"}
+
+
 def _check_keys(data: dict[str, Any], source: str) -> None:
     for section, body in data.items():
         if section not in SECTIONS:
+            if section in _FOREIGN_MCP_TABLES:
+                raise ConfigError(f"[{section}] in {source} is {_FOREIGN_MCP_TABLES[section]}'s spelling; mtagent "
+                                  "spells it [mcp.servers.NAME] (same command, args, env, url keys), or run "
+                                  "`mtagent mcp add NAME -- COMMAND ARGS…`")
             raise ConfigError(
                 f"unknown config section [{section}] in {source}; valid sections: {', '.join(SECTIONS)}"
             )

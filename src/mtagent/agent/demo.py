@@ -91,6 +91,7 @@ class DemoPolicy:
     root: Path
     scratch: Path
     max_files: int = MAX_FILES_READ
+    read_max_tokens: int = 0  # read_file's limit: a larger file is read as its first page, not refused
     files: list[str] = field(default_factory=list)
     read: list[str] = field(default_factory=list)
     stage: str = "ls"
@@ -169,7 +170,29 @@ class DemoPolicy:
             return _said(AIMessage(content=""), self._final_report())
         target = remaining[0]
         self.read.append(target)
+        lines = self._lines_that_fit(target)
+        if lines is not None:
+            return self._call("read_file", {"file_path": target, "offset": 1, "limit": lines},
+                              f"Read the first {lines} lines of {target} (file {len(self.read)}): the whole file "
+                              "is over the read limit, so page it.")
         return self._call("read_file", {"file_path": target}, f"Read {target} (file {len(self.read)}).")
+
+    def _lines_that_fit(self, target: str) -> int | None:
+        """How many first lines of ``target`` fit read_file's limit (numbered as it returns them, with a
+        margin); None when the whole file fits or there is no limit — a capable model pages a large
+        file instead of asking for all of it and being refused."""
+        if self.read_max_tokens <= 0:
+            return None
+        try:
+            lines = (self.root / target).read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return None
+        budget, used = int(self.read_max_tokens * 0.8), 0
+        for count, line in enumerate(lines):
+            used += count_text_tokens(f"{count + 1:6d}\t{line}\n")
+            if used > budget:
+                return max(count, 1)
+        return None
 
     def _copy_next(self, text: str, failed: bool) -> AIMessage:
         if self.copy_source is None:
@@ -339,7 +362,8 @@ def run_demo(cwd: str | Path | None = None, window: int = DEFAULT_WINDOW, *,
     session_id = schema.new_session_id()
     scratch = paths.ensure_dir(paths.session_artifact_dir(root, session_id) / "scratch")
     settings = settings or demo_settings(window, scratch)
-    policy = DemoPolicy(root=root, scratch=scratch, max_files=max_files)
+    policy = DemoPolicy(root=root, scratch=scratch, max_files=max_files,
+                        read_max_tokens=settings.read_file.max_tokens)
     model = ScriptedChatModel(policy=policy, model_name=DEMO_MODEL_NAME)
     with AgentSession.create(root, model=model, settings=settings, approval="auto",
                              session_id=session_id, events=events) as session:

@@ -48,7 +48,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "trust": ("mtagent.cli.trust_cmd", "Trust a project so its .mtagent/config.toml may set approvals, "
               "workspace roots, shell settings and the model endpoint (untrusted projects' security keys "
               "are ignored with a warning)."),
-    "mcp": ("mtagent.cli.mcp_cmd", "List the MCP servers a session here would start: source, trusted or not, state, tools."),
+    "mcp": ("mtagent.cli.mcp_cmd", "List, add, show and remove MCP servers: what a session here would start."),
     "tools": ("mtagent.cli.tools_cmd", "List the tools a session here would have (built-in, MCP, skills; loaded or deferred) and search them."),
     "ui": ("mtagent.cli.ui_cmd", "Open the explain UI: a local, read-only web app over every "
            "session's transcript."),

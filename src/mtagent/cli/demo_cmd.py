@@ -89,6 +89,10 @@ def run_demo_command(cwd: Path | None, window: int | None) -> None:
 # What the words in the summary and the grid mean, for someone who has just seen them for the first time.
 TERMS = (
     "\n[bold]What you saw[/]\n"
+    "  [bold]⏺ tool(…)[/]         each tool call with what it does (command, path, pattern); under it, "
+    "how it ended: the exit code when not 0 and the first lines of the output\n"
+    "  [bold]range read[/]        a file over read_file's limit read a page at a time (offset, limit), "
+    "as a capable model does\n"
     "  [bold]offloaded result[/]  a large tool result saved to a file; the model sees a preview and the path\n"
     "  [bold]microcompact[/]      old tool results cleared from what the model sees (the transcript keeps them)\n"
     "  [bold]session memory[/]    notes kept up to date in the background; a compaction can use them instead of "

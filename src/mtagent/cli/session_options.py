@@ -40,6 +40,24 @@ def session_ids(root: Path) -> list[str]:
     return shared_store(load_settings(root)).sessions(paths.project_hash(root))
 
 
+def demo_root() -> Path:
+    """The folder ``mtagent demo`` works on without ``--cwd``: the installed package's own source."""
+    import mtagent
+
+    return Path(mtagent.__file__).resolve().parent
+
+
+def demo_hint(root: Path) -> str:
+    """Where the demo's sessions are, when ``root`` has none and the demo ran on its own folder."""
+    from mtagent import paths
+
+    demo = demo_root()
+    if root.resolve() == demo or not any(paths.history_dir(demo).glob("*.jsonl")):
+        return ""
+    return (f" (`mtagent demo` keeps its sessions with the folder it ran on: "
+            f"`mtagent sessions list --cwd {demo}`, or run `mtagent demo --cwd .` here)")
+
+
 def resolve_session_id(root: Path, given: str, ids: list[str] | None = None) -> str:
     """``latest``, a full id or a unique prefix → the full id; else a one-line error that helps.
 
@@ -47,7 +65,7 @@ def resolve_session_id(root: Path, given: str, ids: list[str] | None = None) -> 
     ids = session_ids(root) if ids is None else ids
     if given == LATEST:
         if not ids:
-            raise SessionNotFound(f"no sessions yet for {root}; start one with `mtagent`")
+            raise SessionNotFound(f"no sessions yet for {root}; start one with `mtagent`{demo_hint(root)}")
         return ids[-1]
     if given in ids:
         return given

@@ -22,7 +22,7 @@ from mtagent import paths
 from mtagent.cli.fit import Column, dropped_note, fit_table
 from mtagent.cli.output import bare_group_help, console, err_console, fail, user_errors
 from mtagent.terminal_text import json_text, sanitize_deep, terminal_safe
-from mtagent.cli.session_options import resolve_session_id
+from mtagent.cli.session_options import demo_hint, resolve_session_id
 from mtagent.errors import ArtifactPathError, UsageError
 
 if TYPE_CHECKING:  # the transcript reader and its LangChain message types load only for show/export
@@ -124,7 +124,7 @@ def list_cmd(
                                "model": i.model, "path": str(i.path)} for i in sessions]))
         return
     if not sessions:
-        console.print(f"no sessions yet for {escape(str(root.resolve()))}")
+        console.print(f"no sessions yet for {escape(str(root.resolve()))}{escape(demo_hint(root))}", soft_wrap=True)
         return
     # the id is what users copy: never cut; on a narrow terminal the model wraps and the least
     # needed columns go first (in a pipe: everything whole, ASCII borders — see cli.output)

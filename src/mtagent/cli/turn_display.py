@@ -24,6 +24,7 @@ from rich.markup import escape
 from rich.status import Status
 
 from mtagent.cli.glyphs import glyphs
+from mtagent.cli.tool_lines import call_line, exit_code_of, result_lines
 from mtagent.events import Event, EventBus, EventType
 from mtagent.terminal_text import terminal_safe
 
@@ -144,12 +145,30 @@ class TurnDisplay:
                    f"failures;[/] {escape(str(event.data.get('hint', 'run /compact manually')))}")
 
     def _tool_started(self, event: Event) -> None:
-        self._note(f"[dim]{glyphs().tool} {escape(str(event.data.get('tool', '?')))}[/]")
+        args = event.data.get("args")
+        line = call_line(str(event.data.get("tool", "?")), args if isinstance(args, dict) else {},
+                         self.activity.width - 2)
+        self._note(f"{glyphs().tool} {escape(line)}")
 
     def _tool_finished(self, event: Event) -> None:
-        if event.data.get("status") == "error":
-            tool = str(event.data.get("tool", "?"))
-            self._note(f"[dim]  {glyphs().result}[/] {trouble_markup(tool, str(event.data.get('error') or ''))}")
+        """How the call ended: a denial or failure with its whole reason, else the exit code and a
+        preview of the output (a large result's offload has its own line, :meth:`_persisted`)."""
+        tool = str(event.data.get("tool", "?"))
+        failed = event.data.get("status") == "error"
+        content = str(event.data.get("content") or event.data.get("error") or "")
+        first = str(event.data.get("error") or "")
+        if failed and (denial_reason(first) is not None or not content.strip()):
+            self._note(f"[dim]  {glyphs().result}[/] {trouble_markup(tool, first)}")
+            return
+        if "<persisted-output" in content:
+            return
+        lines = result_lines(content, failed=failed, exit_code=exit_code_of(event.data.get("artifact")),
+                             width=self.activity.width - 4, tool=tool)
+        bad = failed or bool(exit_code_of(event.data.get("artifact")))
+        style = "red" if bad else "dim"
+        pad = " " * (len(glyphs().result) + 3)
+        body = "\n".join(f"{pad if i else ''}{escape(line)}" for i, line in enumerate(lines))
+        self._note(f"[dim]  {glyphs().result}[/] [{style}]{body}[/]")
 
     def _persisted(self, event: Event) -> None:
         original = int(event.data.get("original_chars") or 0)

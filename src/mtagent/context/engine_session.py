@@ -222,12 +222,13 @@ class EngineSession:
         with self.lock:
             return [m for m in messages if self.record(m)]
 
-    def record_event(self, event: EventType | str, **data: Any) -> None:
-        """An ``event`` record in the transcript, and the same event on the bus."""
+    def record_event(self, event: EventType | str, *, live: Mapping[str, Any] | None = None, **data: Any) -> None:
+        """An ``event`` record in the transcript, and the same event on the bus; ``live`` goes on the
+        bus only (what a front end shows that the transcript already holds elsewhere)."""
         self.sink.append(schema.event_record(getattr(event, "value", event), data))
         if isinstance(event, EventType):
             extra = {"session_id": self.session_id} if self.session_id else {}
-            self.events.emit(event, **extra, **data)
+            self.events.emit(event, **extra, **(live or {}), **data)
 
     def record_reply(self, reply: AIMessage, now: float | None = None, *, keep_id: bool = False) -> AIMessage:
         """Stamp the reply with the time it arrived and a stable id, then record it (in place).
@@ -352,7 +353,7 @@ class EngineSession:
                 self.record(lost)
                 return lost
             self.guard.started.add(call_id)
-        self.record_event(EventType.TOOL_STARTED, tool_call_id=call_id, tool=name, **event)
+        self.record_event(EventType.TOOL_STARTED, tool_call_id=call_id, tool=name, live={"args": dict(args)}, **event)
         return True
 
     def record_state(self, messages: Sequence[BaseMessage]) -> list[ToolMessage]:
@@ -394,7 +395,8 @@ class EngineSession:
                 self.counters.executed.append(final.tool_call_id)
         if count:
             self.record_event(EventType.TOOL_FINISHED, tool_call_id=final.tool_call_id, tool=final.name,
-                              status=final.status, **_failure_reason(final))
+                              status=final.status, live={"content": str(final.text), "artifact": final.artifact},
+                              **_failure_reason(final))
         return final
 
 
