@@ -38,6 +38,8 @@ def replay(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no notes: only the tables."),
     per_session: bool = typer.Option(False, "--per-session", help="A table for every session before the overall "
                                      "one (the default when there is only one session)."),
+    summary_price: float = typer.Option(1.0, "--summary-price", min=0.0, max=100.0, help="Price summary calls at this "
+                                        "share of the main model (0.25: a compact model at a quarter of the price)."),
     tune: bool = typer.Option(False, "--tune", help="Search the context policy's knobs (trigger, tail sizes, "
                               "clearing) on these sessions; print the best setting as a config snippet."),
     executor: str = executor_option(),
@@ -49,7 +51,8 @@ def replay(
     if tune:
         run_tune(files, window, fmt, as_json, quiet=quiet, run=run)
         return
-    run_replay(files, strategy, window, fmt, as_json, html, quiet=quiet, per_session=per_session, run=run)
+    run_replay(files, strategy, window, fmt, as_json, html, quiet=quiet, per_session=per_session, run=run,
+               summary_price=summary_price)
 
 
 @user_errors
@@ -88,7 +91,7 @@ def run_tune(files: list[Path], window: int, fmt: str | None, as_json: bool, *, 
 @user_errors
 def run_replay(
     files: list[Path], strategies: list[str], window: int, fmt: str | None, as_json: bool, html: Path | None,
-    *, quiet: bool = False, per_session: bool = False, run: ExecutorChoice | None = None,
+    *, quiet: bool = False, per_session: bool = False, run: ExecutorChoice | None = None, summary_price: float = 1.0,
 ) -> None:
     unknown = [s for s in strategies if s not in STRATEGY_NAMES]
     if unknown:
@@ -103,7 +106,7 @@ def run_replay(
     try:
         with replay_progress(err_console, enabled=not quiet and err_console.is_terminal) as progress:
             sessions, failures = replay_parallel(files, names, window, fmt, load_settings(Path.cwd()), executor,
-                                                 progress=progress)
+                                                 progress=progress, summary_price=summary_price)
     finally:
         executor.close()
     for failure in failures:
@@ -126,7 +129,8 @@ def run_replay(
     if not quiet:
         console.print(f"replay at a {window:,}-token window · cost in input-token equivalents "
                       + ("(A: Anthropic-style cache, O: OpenAI-style)" if both_costs
-                         else "with an Anthropic-style cache (--json or a wider terminal adds OpenAI-style)"))
+                         else "with an Anthropic-style cache (--json or a wider terminal adds OpenAI-style)")
+                      + (f" · summary calls at {summary_price:g}× the main model's price" if summary_price != 1.0 else ""))
     by_file: dict[str, list[dict]] = {}
     for r in table_rows:
         by_file.setdefault(str(r["file"]), []).append(r)
@@ -138,7 +142,8 @@ def run_replay(
         console.print(_table(title, overall, both_costs))
     if not quiet:
         console.print("sum.: summary calls · viol.: tool-pairing violations · ret.: fact retention"
-                      + (" (mean)" if len(by_file) > 1 else "") + " · ⚠: over the window")
+                      + (" (mean)" if len(by_file) > 1 else "") + " · work: work-state items lost / checked at "
+                      "compactions · ⚠: over the window")
         if len(by_file) > 1 and not per_session:
             console.print("--per-session adds a table for each session")
     if html is not None:
@@ -151,7 +156,8 @@ def run_replay(
 REPLAY_COLUMNS = (Column("strategy"), Column("turns", "right", drop=5), Column("tokens", "right"),
                   Column("× raw", "right", drop=7), Column("cost A", "right", drop=8),
                   Column("cost O", "right", drop=1), Column("peak", "right", drop=6),
-                  Column("sum.", "right", drop=3), Column("viol.", "right", drop=2), Column("ret.", "right", drop=4))
+                  Column("sum.", "right", drop=3), Column("viol.", "right", drop=2), Column("ret.", "right", drop=4),
+                  Column("work", "right", drop=9))
 
 
 def _table(title: str, group: list[dict], both_costs: bool) -> Table:
@@ -166,6 +172,7 @@ def _table(title: str, group: list[dict], both_costs: bool) -> Table:
             f"{costs.get('anthropic', 0):,.0f}", f"{costs.get('openai', 0):,.0f}",
             f"{r['peak_tokens']:,}" + (" ⚠" if r["overflows"] else ""), str(r["summary_calls"]),
             str(r["violations"]), f"{r['retention']:.3f}" if r["retention"] is not None else "-",
+            _work(r.get("work_state")),
         ]
         if not both_costs:
             del cells[5]
@@ -176,6 +183,13 @@ def _table(title: str, group: list[dict], both_costs: bool) -> Table:
     if note:
         table.caption, table.caption_justify = note, "left"
     return table
+
+
+def _work(state: dict | None) -> str:
+    """``lost/checked`` work-state items; ``-`` when nothing was checked (no compaction)."""
+    if not state or not state.get("checked"):
+        return "-"
+    return f"{state['lost']}/{state['checked']}"
 
 
 def register(app: typer.Typer) -> None:

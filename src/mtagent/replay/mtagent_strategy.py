@@ -144,6 +144,8 @@ class MTAgentStrategy:
         settings = replay_settings(self.ctx.settings, self.ctx.window, session_memory=self.session_memory)
         self._summarizer = self.ctx.summarizer_factory()
         self._summarizer.message_tokens = self.ctx.counter.message_tokens
+        # the engine renders the ledger itself: the model writes (and is priced for) its own part only
+        self._summarizer.model = self._summarizer.model.model_copy(update={"model_part": True})
         workdir = self.ctx.workdir
         if workdir is None:
             self._scratch = tempfile.TemporaryDirectory(prefix="mtagent-replay-")

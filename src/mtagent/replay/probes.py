@@ -29,6 +29,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from mtagent.context.tokens import message_text
 from mtagent.replay.trajectory import Trajectory
+from mtagent.replay.work_state import WorkStateProbe
 
 CATEGORIES = ("task", "error", "files_changed", "constraints")
 MAX_TASK_PROBES = 12
@@ -69,6 +70,7 @@ class ProbeSet:
     probes: list[Probe]
     active: list[int]
     category_masks: dict[str, int]
+    work: WorkStateProbe | None = None  # the work-state ledger per model call (replay.work_state)
     _memo: dict[tuple[object, ...], int] = field(default_factory=dict)
 
     def visible_mask(self, view: Sequence[BaseMessage]) -> int:
@@ -219,4 +221,4 @@ def build_probes(traj: Trajectory) -> ProbeSet:
     category_masks = {c: 0 for c in CATEGORIES}
     for i, p in enumerate(probes):
         category_masks[p.category] |= 1 << i
-    return ProbeSet(probes=probes, active=active, category_masks=category_masks)
+    return ProbeSet(probes=probes, active=active, category_masks=category_masks, work=WorkStateProbe(traj.messages))

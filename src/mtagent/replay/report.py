@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mtagent.config import Settings
+from mtagent.replay.cost import DEFAULT_CACHE_MODELS, lower_bounds
 from mtagent.replay.formats import load_trajectories
 from mtagent.replay.probes import build_probes
 from mtagent.replay.simulate import DEFAULT_WINDOW, ReplayResult, simulate
 from mtagent.replay.trajectory import Trajectory
+from mtagent.replay.work_state import WorkStateCount
 
 
 @dataclass(slots=True)
@@ -32,6 +34,13 @@ class SessionReplay:
     @property
     def raw(self) -> ReplayResult:
         return self.results["raw"]
+
+    @property
+    def bounds(self) -> dict[str, list[float]]:
+        """Per cache model, the session's two cost floors ``[b1, b2]`` (:func:`~mtagent.replay.cost.lower_bounds`,
+        from the raw replay's requests): every token written once; that + a 10K working context re-read."""
+        requests = [(t.view_tokens, t.shared_tokens) for t in self.raw.turns]
+        return {m.name: [round(b, 1) for b in lower_bounds(requests, m)] for m in DEFAULT_CACHE_MODELS}
 
 
 def session_label(path: Path, index: int, count: int) -> str:
@@ -55,12 +64,14 @@ def replay_session(
     window: int = DEFAULT_WINDOW,
     settings: Settings | None = None,
     progress: ReplayProgress | None = None,
+    summary_price: float = 1.0,
 ) -> SessionReplay:
     settings = settings or Settings()
     probes = build_probes(traj)
     results = {}
     for name in replay_names(strategies):
-        results[name] = simulate(traj, name, window=window, probes=probes, label=label, settings=settings)
+        results[name] = simulate(traj, name, window=window, probes=probes, label=label, settings=settings,
+                                 summary_price=summary_price)
         if progress is not None:
             progress.replay_done(label, name)
     return SessionReplay(label, traj, window, results)
@@ -112,6 +123,9 @@ def row(session: SessionReplay, strategy: str) -> dict[str, Any]:
         "violations": r.violations,
         "overflows": r.overflows,
         "retention": round(r.retention, 4) if r.retention is not None else None,
+        "work_state": r.work_state.as_dict(),
+        "summary_output_tokens": r.summary_output_tokens,
+        "bounds": session.bounds,
         "recorded_input_tokens": r.recorded_input,
     }
 
@@ -136,9 +150,15 @@ def overall_rows(table_rows: Sequence[dict[str, Any]], strategies: Sequence[str]
         raw = sum(raw_by_file.get(r["file"], 0) for r in group)
         kept = [r["retention"] for r in group if r["retention"] is not None]
         costs: dict[str, float] = {}
+        bounds: dict[str, list[float]] = {}
+        work = WorkStateCount()
         for r in group:
             for model, value in r["cached_cost"].items():
                 costs[model] = costs.get(model, 0.0) + value
+            for model, pair in (r.get("bounds") or {}).items():
+                mine = bounds.setdefault(model, [0.0, 0.0])
+                mine[0], mine[1] = mine[0] + pair[0], mine[1] + pair[1]
+            work.merge(WorkStateCount.from_dict(r.get("work_state")))
         out.append({
             "strategy": name, "sessions": len(group), "turns": sum(r["turns"] for r in group),
             "cumulative_tokens": tokens, "ratio_to_raw": round(tokens / raw, 4) if raw else None,
@@ -148,5 +168,8 @@ def overall_rows(table_rows: Sequence[dict[str, Any]], strategies: Sequence[str]
             "summary_calls": sum(r["summary_calls"] for r in group),
             "violations": sum(r["violations"] for r in group),
             "retention": round(sum(kept) / len(kept), 4) if kept else None,
+            "work_state": work.as_dict(),
+            "summary_output_tokens": sum(r.get("summary_output_tokens", 0) for r in group),
+            "bounds": {m: [round(b, 1) for b in pair] for m, pair in bounds.items()},
         })
     return out

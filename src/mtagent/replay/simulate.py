@@ -33,6 +33,7 @@ from mtagent.replay.names import DEFAULT_WINDOW
 from mtagent.replay.probes import ProbeSet, build_probes
 from mtagent.replay.strategies import StrategyContext, make_strategy
 from mtagent.replay.trajectory import Trajectory, pairing_violations
+from mtagent.replay.work_state import WorkStateCount
 
 
 @dataclass(slots=True)
@@ -51,6 +52,8 @@ class TurnRecord:
     recorded_input: int | None = None
     summary_costs: dict[str, float] = field(default_factory=dict)
     retention_by_kind: dict[str, float] = field(default_factory=dict)
+    work_checked: int = 0  # work-state items looked for after this turn's compaction (replay.work_state)
+    work_lost: dict[str, int] = field(default_factory=dict)  # … and those missing, by kind
 
 
 @dataclass(slots=True)
@@ -115,6 +118,18 @@ class ReplayResult:
         return sum(values) / len(values) if values else None
 
     @property
+    def work_state(self) -> WorkStateCount:
+        """Work-state items checked at this replay's compactions and how many the next view lost."""
+        count = WorkStateCount()
+        for t in self.turns:
+            count.merge(WorkStateCount(t.work_checked, sum(t.work_lost.values()), t.work_lost))
+        return count
+
+    @property
+    def summary_output_tokens(self) -> int:
+        return sum(t.summary_output_tokens for t in self.turns)
+
+    @property
     def recorded_input(self) -> int | None:
         values = [t.recorded_input for t in self.turns if t.recorded_input is not None]
         return sum(values) if values else None
@@ -153,8 +168,13 @@ def simulate(
     settings: Settings | None = None,
     label: str | None = None,
     workdir: Path | None = None,
+    summary_price: float = 1.0,
 ) -> ReplayResult:
-    """Replay ``traj`` through ``strategy`` at ``window`` tokens; one record per model call."""
+    """Replay ``traj`` through ``strategy`` at ``window`` tokens; one record per model call.
+
+    ``summary_price`` prices every summary call at that share of the main model (a cheaper
+    ``agent.compact_model``): 0.25 makes a summary cost a quarter of the same call to the main model.
+    """
     settings = settings or Settings()
     counter = MessageTokenCounter(
         encoding=settings.context.encoding,
@@ -170,7 +190,8 @@ def simulate(
         strat = make_strategy(strategy, ctx)
         try:
             return _replay(traj, strat, ctx, cache_models, probes, ReplayResult(
-                label or str(traj.meta.get("source", "")), traj.format, strategy, window, threshold=ctx.threshold))
+                label or str(traj.meta.get("source", "")), traj.format, strategy, window, threshold=ctx.threshold),
+                summary_price)
         finally:
             close = getattr(strat, "close", None)
             if close is not None:
@@ -178,7 +199,7 @@ def simulate(
 
 
 def _replay(traj: Trajectory, strat: Any, ctx: StrategyContext, cache_models: Sequence[CacheModel],
-            probes: ProbeSet, result: ReplayResult) -> ReplayResult:
+            probes: ProbeSet, result: ReplayResult, summary_price: float = 1.0) -> ReplayResult:
     """The turns of one replay (see :func:`simulate`)."""
     counter, system = ctx.counter, ctx.system
     cache = PrefixCache(counter, cache_models, ctx.settings.context.encoding)
@@ -191,10 +212,13 @@ def _replay(traj: Trajectory, strat: Any, ctx: StrategyContext, cache_models: Se
         summaries = {model.name: 0.0 for model in cache_models}
         for call in step.summary_calls:
             for name, value in summary_costs(call, cache).items():
-                summaries[name] += value
+                summaries[name] += value * summary_price
         request = cache.request(step.view)
         costs = {name: value + summaries[name] for name, value in request.costs.items()}
         kinds = probes.retention_by_kind(turn, step.view)
+        work_checked, work_lost = 0, {}
+        if step.compacted and probes.work is not None:
+            work_checked, work_lost = probes.work.check(call_index, step.view)
         orphans, unanswered = pairing_violations(step.view)
         recorded = traj.recorded_usage[turn] if turn < len(traj.recorded_usage) else None
         result.turns.append(
@@ -213,6 +237,8 @@ def _replay(traj: Trajectory, strat: Any, ctx: StrategyContext, cache_models: Se
                 recorded_input=recorded.total_input if recorded is not None else None,
                 summary_costs=summaries,
                 retention_by_kind=kinds,
+                work_checked=work_checked,
+                work_lost=work_lost,
             )
         )
     return result

@@ -23,7 +23,8 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer
+from mtagent.context.compaction.facts import extract_facts
+from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, render_handoff
 from mtagent.context.tokens import count_text_tokens, message_text
 
 
@@ -42,9 +43,19 @@ class SummaryCall:
 
 
 class ExtractiveChatModel(BaseChatModel):
-    """A chat model that answers with the extractive hand-off sheet of the messages it is given."""
+    """A chat model that answers with the extractive hand-off of the messages it is given.
+
+    ``model_part`` says what the asking strategy expects a model to write. The peers ask a model
+    for the *whole* hand-off sheet — goal, rules, files, state, next step — and get it
+    (:func:`~mtagent.context.compaction.summarize.render_handoff`, a previous summary's facts merged
+    in, as every summarizing agent's prompt asks). mtagent renders the work-state ledger itself
+    and asks the model only for its own part (state, findings, hypotheses, next step:
+    :class:`~mtagent.context.compaction.summarize.ExtractiveSummarizer`), so only that part is
+    the call's output — and priced as output.
+    """
 
     max_items: int = 12
+    model_part: bool = False
 
     @property
     def _llm_type(self) -> str:
@@ -58,7 +69,10 @@ class ExtractiveChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         previous = kwargs.get("previous_summary")
-        text = ExtractiveSummarizer(max_items=self.max_items).summarize(messages, previous_summary=previous)
+        if self.model_part:
+            text = ExtractiveSummarizer(max_items=self.max_items).summarize(messages, previous_summary=previous)
+        else:
+            text = render_handoff(extract_facts(messages, previous), max_items=self.max_items)
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
 
 

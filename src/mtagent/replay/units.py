@@ -48,6 +48,7 @@ class ReplayUnit:
     strategy: str
     window: int
     settings: Settings
+    summary_price: float = 1.0  # summary calls at this share of the main model's price
 
 
 @dataclass(slots=True)
@@ -95,7 +96,8 @@ def load_session(ref: SessionRef) -> tuple[Trajectory, ProbeSet]:
 def run_replay_unit(unit: ReplayUnit) -> ReplayResult:
     """The worker side: one strategy over one session (module-level, so it pickles by name)."""
     traj, probes = load_session(unit.session)
-    return simulate(traj, unit.strategy, window=unit.window, probes=probes, label=unit.label, settings=unit.settings)
+    return simulate(traj, unit.strategy, window=unit.window, probes=probes, label=unit.label, settings=unit.settings,
+                    summary_price=unit.summary_price)
 
 
 def replay_parallel(
@@ -108,6 +110,7 @@ def replay_parallel(
     progress: ReplayProgress | None = None,
     *,
     run: Callable[[ReplayUnit], ReplayResult] = run_replay_unit,
+    summary_price: float = 1.0,
 ) -> tuple[list[SessionReplay], list[UnitFailure]]:
     """Every session of ``paths`` × ``raw`` and ``strategies``, on ``executor``, in serial order."""
     names = replay_names(strategies)
@@ -121,7 +124,7 @@ def replay_parallel(
         for ref, traj in zip(refs_for(path, len(trajs), fmt, inline=inline), trajs, strict=True):
             label = session_label(path, ref.index, len(trajs))
             sessions.append((path, len(trajs), label, traj))
-            units += [ReplayUnit(ref, label, name, window, settings) for name in names]
+            units += [ReplayUnit(ref, label, name, window, settings, summary_price) for name in names]
     results: list[Outcome] = []
     for outcome in executor.map(run, units):
         session_index, slot = divmod(outcome.index, len(names))

@@ -1,0 +1,90 @@
+"""The plan calls of recorded sessions (Claude Code TodoWrite, Codex update_plan, deepagents write_todos,
+OpenHands task_tracker) as a replay reads them — through the engine's own reader, so the replayed
+mtagent session's plan state and the work-state ledger follow them — and hostile arguments never
+crash or inflate a replay."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from mtagent.context.ledger import PlanStep, WorkPlan, current_plan, ledger_from_messages, plan_from_call
+from mtagent.context.ledger.workplan import MAX_STEP_CHARS, MAX_STEPS
+
+
+def _call(name: str, args: object, call_id: str = "c1") -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"id": call_id, "name": name, "args": args, "type": "tool_call"}])
+
+
+def test_claude_code_todowrite_maps_its_three_statuses() -> None:
+    plan = plan_from_call("TodoWrite", {"todos": [
+        {"content": "Read the parser", "status": "completed", "activeForm": "Reading the parser"},
+        {"content": "Fix the off-by-one", "status": "in_progress", "activeForm": "Fixing"},
+        {"content": "Run the tests", "status": "pending", "activeForm": "Running the tests"},
+    ]})
+    assert plan is not None and plan.steps == (PlanStep("Read the parser", "done"),
+                                               PlanStep("Fix the off-by-one", "in_progress"),
+                                               PlanStep("Run the tests", "pending"))
+
+
+def test_codex_update_plan_and_deepagents_write_todos() -> None:
+    codex = plan_from_call("update_plan", {"explanation": "why", "plan": [
+        {"step": "Reproduce", "status": "completed"}, {"step": "Patch", "status": "in_progress"}]})
+    assert codex is not None and codex.steps == (PlanStep("Reproduce", "done"), PlanStep("Patch", "in_progress"))
+    todos = plan_from_call("write_todos", {"todos": [{"content": "Write docs", "status": "pending"}]})
+    assert todos is not None and todos.steps == (PlanStep("Write docs", "pending"),)
+
+
+def test_openhands_task_tracker_plan_sets_and_view_only_reads() -> None:
+    plan = plan_from_call("task_tracker", {"command": "plan", "task_list": [
+        {"id": "1", "title": "Find the bug", "status": "done", "notes": "in lexer.pony"},
+        {"id": "2", "title": "Add a test", "status": "todo"}]})
+    assert plan is not None and plan.steps == (PlanStep("Find the bug", "done"), PlanStep("Add a test", "pending"))
+    assert plan_from_call("task_tracker", {"command": "view"}) is None
+
+
+@pytest.mark.parametrize("name,args", [
+    ("TodoWrite", "not an object"),
+    ("TodoWrite", "{broken json"),
+    ("TodoWrite", {"todos": "a string"}),
+    ("TodoWrite", {"todos": {"content": "x"}}),
+    ("update_plan", None),
+    ("update_plan", 42),
+    ("Bash", {"todos": [{"content": "not a plan tool", "status": "done"}]}),
+    (None, {"todos": []}),
+])
+def test_malformed_or_foreign_calls_set_no_plan(name: object, args: object) -> None:
+    assert plan_from_call(name, args) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("items", [
+    [1, None, [], {"status": "done"}, {"content": {"deep": ["x"]}, "status": ["weird"]}],
+    [{"content": "x\x00\x1b[31m\nred", "status": 5}],
+])
+def test_garbage_items_never_crash_and_read_as_plain_pending_lines(items: list) -> None:
+    plan = plan_from_call("TodoWrite", {"todos": items})
+    assert plan is not None
+    for step in plan.steps:
+        assert step.status in ("pending", "in_progress", "done")
+        assert "\x00" not in step.text and "\n" not in step.text and "\x1b" not in step.text
+
+
+def test_a_crafted_plan_is_capped_in_steps_and_characters() -> None:
+    plan = plan_from_call("TodoWrite", {"todos": [{"content": "x" * 10 * MAX_STEP_CHARS, "status": "done"}] * 10_000})
+    assert plan is not None and len(plan.steps) == MAX_STEPS
+    assert len(plan.steps[0].text) <= MAX_STEP_CHARS
+
+
+def test_the_ledger_of_a_recorded_session_holds_its_latest_plan() -> None:
+    messages = [
+        HumanMessage("do it"),
+        _call("TodoWrite", {"todos": [{"content": "first", "status": "pending"}]}, "a"),
+        ToolMessage("ok", tool_call_id="a"),
+        _call("TodoWrite", {"todos": [{"content": "first", "status": "completed"}]}, "b"),
+        ToolMessage("ok", tool_call_id="b"),
+        _call("TodoWrite", {"todos": "garbage"}, "c"),
+        ToolMessage("Error: todos must be a list", tool_call_id="c", status="error"),
+    ]
+    plan = ledger_from_messages(messages).plan
+    assert isinstance(plan, WorkPlan) and plan.steps == (PlanStep("first", "done"),)
+    assert current_plan(messages) == plan
