@@ -24,7 +24,7 @@ PACKAGE = "mtagent"
 MAX_MODULE_LINES = 500
 MAX_CLASS_LINES = 250
 
-BASE = {"config", "config_sections", "config_ranges", "trust", "paths", "errors", "events", "redaction", "safe_open", "confine", "terminal_text",
+BASE = {"config", "config_sections", "config_ranges", "config_file", "trust", "trust_scope", "paths", "errors", "events", "redaction", "safe_open", "confine", "terminal_text",
         "pricing",
         "safe_open", "confine",
         "__init__", "py"}

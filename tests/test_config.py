@@ -40,7 +40,7 @@ def test_defaults_are_the_spec_numbers():
 
 
 def test_layers_apply_in_order_global_project_env_arguments(tmp_path):
-    _write(paths.global_config_path(), "[context]\ntoken_limit = 1000\nsummary_reserved_tokens = 100\n")
+    _write(paths.global_config_path(), "[context]\ntoken_limit = 4000\nsummary_reserved_tokens = 100\n")
     _write(tmp_path / ".mtagent" / "config.toml", "[context]\ntoken_limit = 2000\nautocompact_buffer_tokens = 50\n")
     env = {"MTAGENT_CONTEXT__AUTOCOMPACT_BUFFER_TOKENS": "60", "MTAGENT_HOME": os.environ["MTAGENT_HOME"]}
     s = load_settings(tmp_path, environ=env)

@@ -18,7 +18,6 @@ below is ~80 lines and keeps those messages. The models themselves are plain pyd
 from __future__ import annotations
 
 import os
-import stat
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from pydantic import Field, ValidationError, model_validator
 
 from mtagent import paths, trust
+from mtagent.config_file import MAX_CONFIG_BYTES, read_toml as _read_toml  # noqa: F401  (re-exported)
 from mtagent.config_ranges import SettingRangeError, check_ranges
 from mtagent.errors import ConfigError
 from mtagent.config_sections import (  # noqa: F401  (re-exported: the public names of mtagent.config)
@@ -57,8 +57,6 @@ from mtagent.config_sections import (  # noqa: F401  (re-exported: the public na
 )
 
 ENV_PREFIX = "MTAGENT_"
-# config.toml is a few lines; reading stops here, so /dev/zero cannot hang or exhaust memory
-MAX_CONFIG_BYTES = 1024 * 1024
 _NON_SETTING_ENV = {"MTAGENT_HOME"}
 
 
@@ -119,41 +117,6 @@ class Settings(_Section):
 SECTIONS: dict[str, type[_Section]] = {
     name: field.annotation for name, field in Settings.model_fields.items()  # type: ignore[misc]
 }
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    """A config file's tables. Only a regular file is read, and at most :data:`MAX_CONFIG_BYTES`
-    of it: a config.toml that is a symlink to ``/dev/zero`` or a FIFO is an error, not a hang."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return {}
-    except PermissionError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}; fix its permissions") from exc
-    except OSError as exc:
-        raise ConfigError(f"cannot open config file {path}: {exc.strerror}; point it at a TOML file") from exc
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            if stat.S_ISDIR(os.fstat(fh.fileno()).st_mode):
-                raise IsADirectoryError(path)
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise ConfigError(f"config file {path} is not a regular file (a device, pipe or socket); "
-                                  "make it a TOML file")
-            raw = fh.read(MAX_CONFIG_BYTES + 1)
-        if len(raw) > MAX_CONFIG_BYTES:
-            raise ConfigError(f"config file {path} is over {MAX_CONFIG_BYTES // 1024} KB; a config file is a few "
-                              "lines of TOML — check that it is the right file")
-        return tomllib.loads(raw.decode("utf-8"))
-    except RecursionError as exc:
-        raise ConfigError(f"config file {path} nests tables or arrays too deeply to read") from exc
-    except PermissionError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}; fix its permissions") from exc
-    except IsADirectoryError as exc:
-        raise ConfigError(f"config file {path} is a directory; it must be a TOML file") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"config file {path} is not UTF-8 text") from exc
 
 
 _FOREIGN_MCP_TABLES = {"mcp_servers": "Codex", "mcpServers": "Claude Code", "mcp-servers": "another agent"}
@@ -236,6 +199,18 @@ def _validate(data: dict[str, Any], sources: dict[tuple[str, str], str]) -> Sett
         raise ConfigError(f"invalid value for '{key}' in {where}: {err['msg']}") from exc
 
 
+def _below(user_layer: dict[str, Any]) -> Any:
+    """``(section, key) →`` the value under a project's config: the user's config, else the default
+    (what an untrusted project's size and budget keys may only lower, :data:`mtagent.trust.NARROW_ONLY`)."""
+    def lookup(section: str, key: str) -> Any:
+        body = user_layer.get(section)
+        if isinstance(body, dict) and key in body:
+            return body[key]
+        field = SECTIONS[section].model_fields[key]
+        return field.get_default(call_default_factory=True)
+    return lookup
+
+
 def load_settings(
     project_root: str | os.PathLike[str] | None = None,
     overrides: dict[str, dict[str, Any]] | None = None,
@@ -247,7 +222,8 @@ def load_settings(
     layers.append((str(global_path), _read_toml(global_path)))
     if project_root is not None:
         project_path = paths.project_config_path(project_root)
-        project_layer = trust.filter_project_layer(_read_toml(project_path), project_root, str(project_path))
+        project_layer = trust.filter_project_layer(_read_toml(project_path), project_root, str(project_path),
+                                                   below=_below(layers[0][1]))
         layers.append((str(project_path), project_layer))
     layers.append(("the environment", _env_layer(dict(os.environ if environ is None else environ))))
     if overrides:

@@ -12,7 +12,12 @@ even when it is trusted: they name files outside the project.
 
 Decisions live in the user's home (``$MTAGENT_HOME/trust.json``), keyed by the project's resolved
 path, never in the project. A decision is ``trusted`` or ``untrusted``; no entry means undecided
-(treated as untrusted, and the REPL asks).
+(treated as untrusted, and the REPL asks). A ``trusted`` decision binds to contents: it stores the
+fingerprint of what it covered (:mod:`mtagent.trust_scope`), and a project whose servers, security
+keys, skills or profiles were added or changed since is *changed* — treated as untrusted until the
+user confirms again (the REPL asks showing the change; ``run``, ``mcp list``, ``tools list`` and
+``eval`` refuse with one line, :func:`refuse_if_changed`). A decision recorded before fingerprints
+existed counts as changed (nothing says what it covered).
 """
 
 from __future__ import annotations
@@ -22,10 +27,12 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mtagent import paths
+from mtagent import paths, trust_scope
+from mtagent.config_file import read_toml
 from mtagent.errors import ConfigError
 
 # (section, key) pairs a project may not set until trusted; a key of "*" covers the whole section.
@@ -48,6 +55,34 @@ USER_ONLY_KEYS: frozenset[tuple[str, str]] = frozenset({("memory", "allow_extern
 # Lists that add up over the config layers instead of replacing: redactions only ever grow, so an
 # untrusted project may set them (more redaction is safe) but can never drop one the user configured.
 ADDITIVE_KEYS: frozenset[tuple[str, str]] = frozenset({("security", "redact_values"), ("security", "redact_env")})
+# Size and budget keys an untrusted project may set only to read, keep or send *less* than the layers
+# below it (defaults, the user's config): "max" — a larger number widens; "subset" — a list whose new
+# names widen (tools whose results are never cut); "superset" — a list whose dropped names widen
+# (tools whose results are cleared, or left out of compact mode); "max_each" — a table of numbers,
+# each entry no larger than below. A trusted project sets them freely (they are in its fingerprint).
+NARROW_ONLY: dict[tuple[str, str], str] = {
+    **{("tool_results", k): "max" for k in ("grep_max_chars", "shell_max_chars", "default_max_chars",
+                                            "aggregate_max_chars", "preview_chars", "artifact_max_bytes")},
+    ("tool_results", "per_tool_max_chars"): "max_each", ("tool_results", "self_limiting_tools"): "subset",
+    **{("read_file", k): "max" for k in ("max_size_bytes", "max_tokens", "default_limit_lines", "max_line_chars",
+                                         "count_lines_max_bytes", "edit_max_bytes")},
+    **{("memory", k): "max" for k in ("index_max_lines", "rules_max_chars", "include_max_depth",
+                                      "context_file_max_bytes", "extract_max_facts", "extract_input_max_tokens")},
+    **{("recall", k): "max" for k in ("workspace_max_file_bytes", "item_max_chars", "default_k", "snippet_chars",
+                                      "max_query_terms", "retrieved_max_fraction", "retrieve_max_hits")},
+    **{("context", k): "max" for k in ("token_limit", "reattach_max_files", "reattach_max_tokens")},
+    **{("session_memory", k): "max" for k in ("section_max_tokens", "total_max_tokens", "update_input_max_tokens")},
+    **{("microcompact", k): "max" for k in ("keep_recent", "gap_threshold_minutes", "size_trigger_fraction",
+                                            "size_target_fraction")},
+    ("microcompact", "compactable_tools"): "superset",
+    **{("tools", k): "max" for k in ("listing_max_tokens", "search_default_k", "search_max_k", "defer_share")},
+    ("tools", "core"): "subset",
+    **{("agent", k): "max" for k in ("max_steps", "max_output_tokens", "tool_schema_max_share")},
+    ("agent", "compact_drop_tools"): "superset", ("agent", "model_windows"): "max_each",
+    **{("subagents", k): "max" for k in ("max_depth", "max_parallel", "max_per_turn", "max_steps",
+                                         "report_max_tokens", "files_max_tokens", "task_state_max_tokens",
+                                         "evidence_max_refs")},
+}
 _MAX_STORE_BYTES = 4 * 1024 * 1024
 _warned: set[str] = set()
 
@@ -85,22 +120,98 @@ def _save(data: dict[str, dict[str, Any]]) -> None:
 
 
 def decision(project_root: str | os.PathLike[str]) -> bool | None:
-    """True (trusted), False (the user said no) or None (never asked)."""
+    """True (trusted), False (the user said no) or None (never asked) — what the user decided, whether
+    or not the project changed since (:func:`changes_since_trusted`)."""
     entry = _load().get(_key(project_root))
     return None if entry is None else bool(entry.get("trusted"))
 
 
-def is_trusted(project_root: str | os.PathLike[str]) -> bool:
-    return decision(project_root) is True
+LEGACY = ("trusted by an earlier mtagent that did not record what the trust covered; nothing of it "
+          "applies until you confirm it again")
 
 
-def set_trust(project_root: str | os.PathLike[str], trusted: bool) -> str:
-    """Record the user's decision; returns the key (the resolved path)."""
+def changes_since_trusted(project_root: str | os.PathLike[str], layer: dict[str, Any] | None = None) -> list[str] | None:
+    """None unless the project is trusted; then one line per item added or changed since the user
+    trusted it ([] when it is as trusted; :data:`LEGACY` for a decision without a fingerprint)."""
+    entry = _load().get(_key(project_root))
+    if entry is None or not entry.get("trusted"):
+        return None
+    stored = entry.get("covers")
+    if not isinstance(stored, dict):
+        return [LEGACY]
+    return [c.line() for c in trust_scope.changes(stored, covered(project_root, layer))]
+
+
+def keys_needing_trust(layer: dict[str, Any]) -> list[str]:
+    """The ``section.key`` names of a project config ``layer`` a trust decision covers: its security
+    keys and the size and budget keys an untrusted project may only narrow (:data:`NARROW_ONLY`)."""
+    found = security_keys_in(layer)
+    return found + [k for k in security_keys_in(layer, frozenset(NARROW_ONLY)) if k not in found]
+
+
+def covered(project_root: str | os.PathLike[str], layer: dict[str, Any] | None = None) -> dict[str, trust_scope.CoveredItem]:
+    """What trusting ``project_root`` lets apply or run now (:func:`mtagent.trust_scope.covered`);
+    ``layer``: its config as the caller read it (read here when not given)."""
+    if layer is None:
+        try:
+            layer = read_toml(paths.project_config_path(project_root))
+        except ConfigError as exc:
+            items = trust_scope.covered(project_root, {}, [])
+            item = trust_scope.unreadable_config(str(exc))
+            return {**items, item.id: item}
+    return trust_scope.covered(project_root, layer, keys_needing_trust(layer))
+
+
+def is_trusted(project_root: str | os.PathLike[str], layer: dict[str, Any] | None = None) -> bool:
+    """Trusted, and nothing it covers was added or changed since (``layer``: the project's config as
+    the caller read it, so what is checked is what applies)."""
+    return changes_since_trusted(project_root, layer) == []
+
+
+def changed_message(project_root: str | os.PathLike[str], changes: list[str]) -> str:
+    """One line: what changed since the user trusted the project, and the way on."""
+    return (f"{_key(project_root)} changed since you trusted it: {'; '.join(changes)}; nothing of it was started "
+            f"or applied — review it with `mtagent trust {_key(project_root)}`")
+
+
+def refuse_if_changed(project_root: str | os.PathLike[str]) -> None:
+    """For the commands no one answers a question in (``run``, ``mcp list``, ``tools list``, ``eval``):
+    a trusted project that changed since is a :class:`ConfigError` naming the change."""
+    changes = changes_since_trusted(project_root)
+    if changes:
+        raise ConfigError(changed_message(project_root, changes))
+
+
+def set_trust(project_root: str | os.PathLike[str], trusted: bool,
+              covers: dict[str, trust_scope.CoveredItem] | None = None) -> str:
+    """Record the user's decision; returns the key (the resolved path). A yes stores the fingerprint of
+    ``covers`` — what the user was shown — (of the project as it is now when not given)."""
     data = _load()
     key = _key(project_root)
-    data[key] = {"trusted": trusted, "decided_at": time.time()}
+    entry: dict[str, Any] = {"trusted": trusted, "decided_at": time.time()}
+    if trusted:
+        entry["covers"] = trust_scope.record(covered(project_root) if covers is None else covers)
+    data[key] = entry
     _save(data)
     return key
+
+
+def set_file_trust(path: str | os.PathLike[str], digest: str | None) -> str:
+    """Trust the file at ``path`` (a task file) while its contents hash to ``digest``; None revokes."""
+    data = _load()
+    key = _key(path)
+    if digest is None:
+        data.pop(key, None)
+    else:
+        data[key] = {"trusted": True, "decided_at": time.time(), "kind": "file", "digest": digest}
+    _save(data)
+    return key
+
+
+def file_trusted(path: str | os.PathLike[str], digest: str) -> bool:
+    """Whether the user trusted the file at ``path`` as it is now (its contents hash to ``digest``)."""
+    entry = _load().get(_key(path))
+    return bool(entry and entry.get("kind") == "file" and entry.get("trusted") and entry.get("digest") == digest)
 
 
 def forget(project_root: str | os.PathLike[str]) -> bool:
@@ -151,9 +262,51 @@ def _without(layer: dict[str, Any], dropped: list[str]) -> dict[str, Any]:
     return kept
 
 
-def filter_project_layer(layer: dict[str, Any], project_root: str | os.PathLike[str], source: str) -> dict[str, Any]:
-    """``layer`` without its security keys unless the project is trusted, and never with a
-    user-only key (one warning line per file and reason)."""
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _widens(section: str, key: str, value: Any, below: Callable[[str, str], Any]) -> bool:
+    """Whether the project's ``value`` for a :data:`NARROW_ONLY` key reads, keeps or sends more than
+    the layers below it. A value of the wrong type is left to the settings' own validation."""
+    rule, lower = NARROW_ONLY[(section, key)], below(section, key)
+    if rule == "max":
+        if not _number(value):
+            return False
+        return not _number(lower) or value > lower
+    if rule in ("subset", "superset"):
+        if not isinstance(value, list):
+            return False
+        lower = lower if isinstance(lower, list) else []
+        return bool(set(map(str, value)) - set(lower)) if rule == "subset" else bool(set(lower) - set(map(str, value)))
+    if not isinstance(value, dict):  # "max_each"
+        return False
+    lower = lower if isinstance(lower, dict) else {}
+    floor = (min(below("tool_results", k) for k in ("grep_max_chars", "shell_max_chars", "default_max_chars"))
+             if (section, key) == ("tool_results", "per_tool_max_chars") else None)
+    for name, number in value.items():
+        limit = lower.get(name, floor)
+        if _number(number) and (not _number(limit) or number > limit):
+            return True
+    return False
+
+
+def widening_keys_in(layer: dict[str, Any], below: Callable[[str, str], Any]) -> list[str]:
+    """The :data:`NARROW_ONLY` keys ``layer`` sets above what ``below(section, key)`` (the merged
+    defaults and user config) allows, as ``section.key``."""
+    found = []
+    for name in security_keys_in(layer, frozenset(NARROW_ONLY)):
+        section, key = name.split(".", 1)
+        if _widens(section, key, layer[section][key], below):
+            found.append(name)
+    return found
+
+
+def filter_project_layer(layer: dict[str, Any], project_root: str | os.PathLike[str], source: str,
+                         below: Callable[[str, str], Any] | None = None) -> dict[str, Any]:
+    """``layer`` without its security keys, and without a size or budget key that would widen what
+    ``below`` (the layers under the project's) allows, unless the project is trusted as it is now;
+    never with a user-only key (one warning line per file and reason)."""
     user_only = security_keys_in(layer, USER_ONLY_KEYS)
     if user_only:
         layer = _without(layer, user_only)
@@ -161,12 +314,17 @@ def filter_project_layer(layer: dict[str, Any], project_root: str | os.PathLike[
             _warned.add(f"user-only:{source}")
             sys.stderr.write(f"warning: ignoring {', '.join(user_only)} from {source}: only your own "
                              f"{paths.global_config_path()} may set it\n")
-    dropped = security_keys_in(layer)
-    if not dropped or is_trusted(project_root):
+    changes = changes_since_trusted(project_root, layer)
+    if changes == []:
         return layer
-    kept = _without(layer, dropped)
-    if source not in _warned:
+    dropped = security_keys_in(layer) + (widening_keys_in(layer, below) if below is not None else [])
+    if source not in _warned and (dropped or changes):
         _warned.add(source)
-        sys.stderr.write(f"warning: ignoring {', '.join(dropped)} from {source}: this project is not trusted "
-                         f"(run `mtagent trust {_key(project_root)}` if you trust it)\n")
-    return kept
+        why = ("it changed since you trusted it (" + "; ".join(changes) + ")" if changes
+               else "this project is not trusted")
+        what = (f"ignoring {', '.join(dropped)} from {source}" if dropped
+                else f"not using what {source} and the project bring")
+        widened = " (an untrusted project may only lower sizes and budgets)" if set(dropped) - set(security_keys_in(layer)) else ""
+        sys.stderr.write(f"warning: {what}{widened}: {why} (run `mtagent trust {_key(project_root)}` if you "
+                         "trust it)\n")
+    return _without(layer, dropped)

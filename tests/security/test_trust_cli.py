@@ -73,7 +73,7 @@ def test_the_repl_question_answered_yes_trusts_the_project(project, tmp_path, pi
 
 def test_trust_command_trusts_lists_and_revokes(project) -> None:
     runner = CliRunner()
-    out = runner.invoke(app, ["trust", str(project), "--json"])
+    out = runner.invoke(app, ["trust", str(project), "--json", "--yes"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert data["trusted"] is True and "agent.approval" in data["security_keys"]

@@ -190,7 +190,7 @@ def _pg_records(dsn: str, tenant: str, project: Path, sid: str) -> list[dict]:
 
 
 def test_trust_decisions_are_audited(project: Path) -> None:
-    assert runner.invoke(app, ["trust", str(project)]).exit_code == 0
+    assert runner.invoke(app, ["trust", str(project), "--yes"]).exit_code == 0
     assert runner.invoke(app, ["trust", str(project), "--revoke"]).exit_code == 0
     events = json.loads(runner.invoke(app, ["audit", "--json", "--action", "trust"]).output)
     assert [(e["detail"]["project"], e["detail"]["trusted"]) for e in events] == \

@@ -48,8 +48,9 @@ def eval_command(
     policy: list[str] = typer.Option([], "--policy", "-p", help="A context policy: mtagent, threshold, masking, "
                                      "lc-summarization, or a settings .toml file. Repeat to compare (default "
                                      "mtagent)."),
-    suite: str | None = typer.Option(None, "--suite", help="Run a built-in suite instead of a file: builtin (24 "
-                                     "generated tasks that need the session's memory)."),
+    suite: str | None = typer.Option(None, "--suite", help="Run a built-in suite instead of a file: builtin (42 "
+                                     "generated tasks that need the session's memory, controls among them) or extra "
+                                     "(20 tasks of other shapes)."),
     model: str | None = typer.Option(None, "--model", "-m", help="provider:name for every task (same model under "
                                      "every policy); the built-in suite defaults to the context-test: model."),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint for --model."),
@@ -69,11 +70,13 @@ def eval_command(
     workers: int | None = workers_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object: per-policy figures, "
                                  "paired comparisons, per-task outcomes."),
+    trust_tasks: bool = typer.Option(False, "--trust-tasks", help="Run the task file's setup/check commands and "
+                                     "test patches although it lies in a project you have not trusted."),
 ) -> None:
     """Evaluate context policies closed-loop: every task under every policy, with checks (resumable)."""
     choice = ExecutorChoice(executor, ray_address, workers)
     code = run_eval(tasks_file, policy, suite, model, base_url, chain, limit, out, scratch, root, repos, choice,
-                    as_json, setting)
+                    as_json, setting, trust_tasks)
     raise typer.Exit(code)
 
 
@@ -81,12 +84,14 @@ def eval_command(
 def run_eval(tasks_file: Path | None, policy_specs: list[str], suite: str | None, model: str | None,
              base_url: str | None, chain: int, limit: int | None, out: Path | None, scratch: Path | None,
              root: Path | None, repos: Path | None, choice: ExecutorChoice, as_json: bool,
-             settings: list[str] | None = None) -> int:
+             settings: list[str] | None = None, trust_tasks: bool = False) -> int:
     from mtagent.eval.policies import load_policies, parse_settings
     from mtagent.eval.registry import register_run
     from mtagent.eval.report import report
     from mtagent.eval.runner import finished_pairs, plan_units, run_units
     from mtagent.eval.suite import SUITE_NAMES, builtin_tasks
+    from mtagent import trust
+    from mtagent.eval.task_trust import refusal
     from mtagent.eval.tasks import read_eval_tasks
 
     if (tasks_file is None) == (suite is None):
@@ -97,13 +102,18 @@ def run_eval(tasks_file: Path | None, policy_specs: list[str], suite: str | None
         if suite not in SUITE_NAMES:
             raise UsageError(f"unknown suite {suite!r}; suites: {', '.join(SUITE_NAMES)}")
         scratch = (scratch or Path("mtagent-eval")).resolve()
-        tasks = builtin_tasks(scratch / "suite")
+        tasks = builtin_tasks(scratch / suite, name=suite)
         out = out or scratch / f"{suite}.eval.jsonl"
         model = model or BUILTIN_MODEL
     else:
         assert tasks_file is not None
         out, scratch = beside_task_file(tasks_file, root, out, scratch, ".eval.jsonl", ".eval-scratch")
         tasks = read_eval_tasks(tasks_file, root, repos)
+        refused = refusal(tasks_file, tasks, trust_tasks=trust_tasks)  # a task file's commands are untrusted input
+        if refused:
+            raise UsageError(refused)
+        for project in {t.batch.cwd for t in tasks if not t.batch.repo and t.batch.cwd}:
+            trust.refuse_if_changed(project)
     tasks = tasks[:limit] if limit else tasks
     units, skipped = plan_units(tasks, policies, scratch, model=model, base_url=base_url, chain=chain,
                                 done=finished_pairs(out), overrides=overrides)

@@ -104,6 +104,9 @@ def run_once(options: SessionOptions, task: str, *, as_json: bool = False,
 
     # the agent stack imports in the background while the task is read and the kernel reads the
     # session's files (config, transcript tail, context files) and the stack's own into memory
+    from mtagent import trust
+
+    trust.refuse_if_changed(options.root)  # nobody is here to answer: a project changed since trusted stops
     read_ahead(module_files(), limit=MAX_MODULE_FILES)
     Warmup(modules_for(options.model) if options.model else AGENT_STACK).start()
     read_ahead(session_files(options.root, resume=options.resume, latest=options.continue_))

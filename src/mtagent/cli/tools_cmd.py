@@ -22,6 +22,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from mtagent import trust
 from mtagent.cli.output import console, err_console, user_errors
 from mtagent.config import Settings, load_settings
 from mtagent.context.recall.embeddings import make_embeddings
@@ -59,6 +60,7 @@ def _embeddings(settings: Settings) -> Any:
 @contextmanager
 def project_toolset(root: Path, *, window: int | None, mcp: bool) -> Iterator[tuple[Toolset, list[str]]]:
     """The toolset a session in ``root`` would open, and notes (MCP servers that did not start)."""
+    trust.refuse_if_changed(root)
     settings = load_settings(root)
     tools: list[Any] = list(default_tools(root, settings=settings))
     instructions: dict[str, str] = {}

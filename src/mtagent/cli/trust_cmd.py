@@ -1,60 +1,69 @@
-"""``mtagent trust [PATH] [--revoke] [--list] [--json]``: let a project's own config relax security.
+"""``mtagent trust [PATH] [--revoke] [--list] [--json] [--yes]``: let a project's own config relax security.
 
-A repository's ``.mtagent/config.toml`` is written by whoever wrote the repository, so its
-security keys (approval rules, extra workspace roots, shell settings, the model endpoint) are
-ignored until the user trusts that project here or answers the REPL's first-run question. The
-decision is stored in the user's home (``$MTAGENT_HOME/trust.json``), never in the project.
+A repository's ``.mtagent/config.toml``, ``.mcp.json``, skills and agent profiles are written by
+whoever wrote the repository, so what of them needs trust (approval rules, workspace roots, shell
+settings, the model endpoint, MCP servers, sizes above the defaults, skills) is ignored until the
+user trusts the project here or answers the REPL's question. The decision is stored in the user's
+home (``$MTAGENT_HOME/trust.json``), never in the project, with the fingerprint of what it covered
+(:mod:`mtagent.trust_scope`): a later change is asked about again.
+
+What is asked about is printed *before* anything is recorded, every command whole with its control
+characters and newlines shown escaped (:func:`mtagent.trust_scope.visible`) — a name with a newline
+cannot print a line of its own, a long command hides nothing past a cut. PATH may also be a task
+file (``mtagent eval``): trusting it lets its ``setup``, ``check`` and ``test_patch`` run.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+import click
 import typer
 
-from mtagent import paths, trust
-from mtagent.cli.output import console, user_errors
-from mtagent.config import _read_toml
+from mtagent import trust, trust_scope
+from mtagent.cli.output import console, err_console, user_errors
+from mtagent.errors import UsageError
+
+_shown: dict[str, dict[str, trust_scope.CoveredItem]] = {}  # the items a REPL question showed, by project
 
 
-def _project_keys(root: Path) -> list[str]:
-    return trust.security_keys_in(_read_toml(paths.project_config_path(root)))
-
-
-def project_server_lines(root: Path) -> list[str]:
-    """The MCP servers the project brings. Only a project with an ``.mcp.json`` or ``mcp`` table pays
-    for importing the tools (seconds on a busy machine, before the REPL's first prompt)."""
-    try:
-        brings = os.path.lexists(root / ".mcp.json") or "mcp" in _read_toml(paths.project_config_path(root))
-    except Exception:  # a broken project config: the MCP reader says what is wrong
-        brings = True
-    if not brings:
-        return []
-    from mtagent.tools.mcp import project_server_lines as lines
-
-    return lines(root)
+def _item_lines(items: dict[str, trust_scope.CoveredItem]) -> list[str]:
+    return [f"{item.label}: {item.shows}" for item in items.values()]
 
 
 def first_run_question(root: Path) -> str | None:
-    """The REPL's question for a project never decided on whose config sets security keys (else None)."""
-    if trust.decision(root) is not None:
+    """The REPL's question for a project never decided on that brings anything needing trust, or for
+    a trusted project that changed since (what changed); None when there is nothing to ask."""
+    decided = trust.decision(root)
+    if decided is False:
         return None
-    keys = _project_keys(root)
-    servers = project_server_lines(root)
-    if not keys and not servers:
+    items = trust.covered(root)
+    if decided is None:
+        if not items:
+            return None
+        _shown[str(root)] = items
+        lines = "".join(f"\n  {line}" for line in _item_lines(items))
+        return (f"This project brings what needs your trust (it came with the repository):{lines}\n"
+                "Trust this project so they apply and run? [y/N] ")
+    changes = trust.changes_since_trusted(root)
+    if not changes:
         return None
-    runs = "".join(f"\n  MCP server {line}" for line in servers)
-    return (f"This project's .mtagent/config.toml sets {', '.join(keys) or 'no security keys'} (it came with "
-            f"the repository).{runs}\nTrust this project so they apply{' and run' if servers else ''}? [y/N] ")
+    _shown[str(root)] = items
+    lines = "".join(f"\n  {line}" for line in changes)
+    return (f"This project changed since you trusted it:{lines}\n"
+            "Trust it as it is now (they apply and run)? [y/N] ")
 
 
 def answer_first_run(root: Path, answer: str) -> bool:
-    """Store the user's answer to :func:`first_run_question`; anything but yes is no."""
+    """Store the user's answer to :func:`first_run_question` — a yes binds to what the question showed.
+    Anything but yes is no: a project never decided on is recorded untrusted; a changed one keeps its
+    old decision (and is asked about again), and nothing of the change applies."""
     trusted = answer.strip().lower() in ("y", "yes")
-    trust.set_trust(root, trusted)
-    _audit(root, trusted)
+    shown = _shown.pop(str(root), None)
+    if trusted or trust.decision(root) is None:
+        trust.set_trust(root, trusted, covers=shown if trusted else None)
+        _audit(root, trusted)
     return trusted
 
 
@@ -66,46 +75,124 @@ def _audit(root: Path, trusted: bool) -> None:
     record_audit(load_settings(None), "trust", None, {"project": str(root), "trusted": trusted})
 
 
+def _confirm(question: str, yes: bool) -> bool:
+    if yes:
+        return True
+    try:
+        return bool(typer.confirm(question, default=False, err=True))
+    except (click.exceptions.Abort, EOFError):  # no answer (stdin closed): not trusted
+        err_console.print("")
+        return False
+
+
+def _print_items(title: str, lines: list[str]) -> None:
+    console.print(title, markup=False, soft_wrap=True)
+    for line in lines:
+        console.print(f"  {line}", markup=False, soft_wrap=True)
+
+
+def _list(as_json: bool) -> None:
+    decisions = trust.all_decisions()
+    if as_json:
+        typer.echo(json.dumps(decisions, indent=1, sort_keys=True))
+        return
+    if not decisions:
+        console.print("no trust decisions yet; `mtagent trust PATH` trusts a project", markup=False)
+    for key, entry in sorted(decisions.items()):
+        state = "trusted  " if entry.get("trusted") else "untrusted"
+        console.print(f"{state}  {trust_scope.visible(key)}", markup=False, soft_wrap=True)
+
+
+def _trust_project(root: Path, revoke: bool, as_json: bool, yes: bool) -> None:
+    items = trust.covered(root)
+    lines = _item_lines(items)
+    servers = [line for item_id, line in zip(items, lines) if item_id.startswith("mcp:")]
+    keys = [item.label for item in items.values() if item.id.startswith("config:")]
+    shown = trust_scope.visible(root)
+    if revoke:
+        trust.set_trust(root, False)
+        _audit(root, False)
+        if as_json:
+            typer.echo(json.dumps({"project": str(root), "trusted": False, "security_keys": keys,
+                                   "mcp_servers": servers, "covers": lines}))
+        else:
+            console.print(f"{shown} is no longer trusted: what it brings is ignored and nothing of it runs",
+                          markup=False, soft_wrap=True)
+        return
+    out = err_console if as_json else console
+    changes = trust.changes_since_trusted(root) or []
+    if as_json and yes:  # a script: what is trusted is in the JSON ("covers")
+        lines, changes = [], []
+    if changes and changes != [trust.LEGACY]:
+        out.print("Changed since you trusted it:", markup=False)
+        for change in changes:
+            out.print(f"  {change}", markup=False, soft_wrap=True)
+    if lines:
+        out.print(f"Trusting {shown} lets these apply and run (they came with the project):", markup=False,
+                  soft_wrap=True)
+        for line in lines:
+            out.print(f"  {line}", markup=False, soft_wrap=True)
+    elif not (as_json and yes):
+        out.print(f"{shown} brings nothing that needs trust now; whatever it adds later is asked about again",
+                  markup=False, soft_wrap=True)
+    if not _confirm("Trust it as shown?", yes):
+        out.print("not trusted: nothing was recorded", markup=False)
+        raise typer.Exit(1)
+    trust.set_trust(root, True, covers=items)  # what was shown, not what is there a moment later
+    _audit(root, True)
+    if as_json:
+        typer.echo(json.dumps({"project": str(root), "trusted": True, "security_keys": keys, "mcp_servers": servers,
+                               "covers": _item_lines(items)}))
+    else:
+        console.print(f"{shown} is trusted as shown; a change to any of it is asked about again", markup=False,
+                      soft_wrap=True)
+
+
+def _trust_task_file(path: Path, revoke: bool, as_json: bool, yes: bool) -> None:
+    """A task file: its setup, check and test_patch commands are shown whole before it is trusted."""
+    from mtagent.eval.task_trust import task_commands
+
+    if revoke:
+        trust.set_file_trust(path, None)
+        console.print(f"{trust_scope.visible(path)} is no longer trusted", markup=False, soft_wrap=True)
+        return
+    commands, digest = task_commands(path)
+    out = err_console if as_json else console
+    out.print(f"Trusting {trust_scope.visible(path)} lets these commands run (and its test patches apply):",
+              markup=False, soft_wrap=True)
+    for line in commands or ["(no setup, check or test_patch in it)"]:
+        out.print(f"  {line}", markup=False, soft_wrap=True)
+    if not _confirm("Trust this task file as shown?", yes):
+        out.print("not trusted: nothing was recorded", markup=False)
+        raise typer.Exit(1)
+    trust.set_file_trust(path, digest)
+    if as_json:
+        typer.echo(json.dumps({"task_file": str(path), "trusted": True, "commands": commands}))
+    else:
+        console.print(f"{trust_scope.visible(path)} is trusted as shown; a change to it is refused again",
+                      markup=False, soft_wrap=True)
+
+
 @user_errors
 def trust_command(
-    path: Path = typer.Argument(Path("."), help="Project folder (default: the current folder)."),
-    revoke: bool = typer.Option(False, "--revoke", help="Stop trusting the project: its security keys are "
-                                "ignored again."),
+    path: Path = typer.Argument(Path("."), help="Project folder (default: the current folder), or a task file."),
+    revoke: bool = typer.Option(False, "--revoke", help="Stop trusting it: what it brings is ignored again."),
     list_: bool = typer.Option(False, "--list", help="List every trust decision instead."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON (for scripts)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Trust without asking (what is trusted is still printed)."),
 ) -> None:
     """Trust a project so its .mtagent/config.toml may set approvals, workspace roots, shell settings
-    and the model endpoint (untrusted projects' security keys are ignored with a warning)."""
+    and the model endpoint, and its MCP servers and skills may run (shown whole and asked first)."""
     if list_:
-        decisions = trust.all_decisions()
-        if as_json:
-            typer.echo(json.dumps(decisions, indent=1, sort_keys=True))
-            return
-        if not decisions:
-            console.print("no trust decisions yet; `mtagent trust PATH` trusts a project", markup=False)
-        for key, entry in sorted(decisions.items()):
-            console.print(f"{'trusted  ' if entry.get('trusted') else 'untrusted'}  {key}", markup=False)
+        _list(as_json)
         return
-    root = path.expanduser().resolve()
-    if not root.is_dir():
-        from mtagent.errors import UsageError
-
-        raise UsageError(f"{path} is not a folder; give the project folder to trust")
-    key = trust.set_trust(root, not revoke)
-    _audit(root, not revoke)
-    keys = _project_keys(root)
-    servers = project_server_lines(root)
-    if as_json:
-        typer.echo(json.dumps({"project": key, "trusted": not revoke, "security_keys": keys, "mcp_servers": servers}))
-        return
-    verb = "no longer trusted: its" if revoke else "trusted: its"
-    what = ", ".join(keys) if keys else "security keys (none set now)"
-    console.print(f"{key} is {verb} {what} {'are ignored' if revoke else 'apply'}", markup=False)
-    if servers:
-        console.print("MCP servers it " + ("no longer starts:" if revoke else "starts when a session needs them:"),
-                      markup=False)
-        for line in servers:
-            console.print(f"  {line}", markup=False)
+    target = path.expanduser().resolve()
+    if target.is_file():
+        _trust_task_file(target, revoke, as_json, yes)
+    elif target.is_dir():
+        _trust_project(target, revoke, as_json, yes)
+    else:
+        raise UsageError(f"{path} is not a folder or a file; give the project folder (or task file) to trust")
 
 
 def register(app: typer.Typer) -> None:

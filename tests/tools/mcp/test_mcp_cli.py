@@ -49,9 +49,9 @@ def test_mcp_list_json_shows_every_server_and_leaves_no_process(project: Path, m
 
 def test_mcp_list_no_start_reads_the_config_only(project: Path, mtagent_home: Path) -> None:
     _user_config(mtagent_home, _fixture("fx"))
-    trust.set_trust(project, True)
     (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"repo": {"type": "http", "url": "http://127.0.0.1:9/mcp",
                                                                         "headers": {"Authorization": "Bearer s3cr3t"}}}}))
+    trust.set_trust(project, True)  # trust binds to what the project holds when it is given
     result = runner.invoke(app, ["mcp", "list", "--no-start", "--cwd", str(project)], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "not started" in result.output and "http://127.0.0.1:9/mcp (headers: Authorization)" in result.output

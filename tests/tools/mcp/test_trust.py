@@ -68,11 +68,11 @@ def test_trusting_the_project_lets_its_servers_run(project: Path) -> None:
 
 def test_mtagent_trust_lists_what_will_run(project: Path) -> None:
     _write_mcp_json(project, {"fx": {"command": "node", "args": ["server.js", "--port", "1"], "env": {"TOKEN": "x"}}})
-    result = CliRunner().invoke(app, ["trust", str(project)])
+    result = CliRunner().invoke(app, ["trust", str(project)], input="y\n")
     assert result.exit_code == 0, result.output
     assert "fx (.mcp.json): node server.js --port 1 (env: TOKEN)" in result.output
     as_json = json.loads(CliRunner().invoke(app, ["trust", str(project), "--revoke", "--json"]).output)
-    assert as_json["trusted"] is False and as_json["mcp_servers"] == ["fx (.mcp.json): node server.js --port 1 (env: TOKEN)"]
+    assert as_json["trusted"] is False and as_json["mcp_servers"] == ["MCP server fx (.mcp.json): node server.js --port 1 (env: TOKEN)"]
 
 
 @pytest.mark.parametrize("content, problem", [

@@ -14,8 +14,6 @@ use it to say what *would* run.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,11 +24,9 @@ from pydantic import ValidationError
 from mtagent import paths, trust
 from mtagent.config import McpServerSettings, Settings, _read_toml
 from mtagent.tools.mcp.untrusted import clean_text, server_key
+from mtagent.trust_scope import MAX_MCP_JSON_BYTES, MCP_JSON, read_mcp_json  # noqa: F401  (read the one way)
 
 Source = Literal["user config", "project config", ".mcp.json"]
-MCP_JSON = ".mcp.json"
-# .mcp.json is a few lines; a bigger file (or /dev/zero behind a symlink) is refused, not read
-MAX_MCP_JSON_BYTES = 1024 * 1024
 _JSON_KEYS = {"type", "command", "args", "env", "cwd", "url", "headers"}
 
 
@@ -100,35 +96,6 @@ def _from_mcp_json(name: str, raw: Any, trusted: bool) -> ServerSpec:
                           f"unknown key {clean_text(unknown[0], 40)!r} (known: {', '.join(sorted(_JSON_KEYS))})",
                           server_key(name))
     return _parsed(name, {k: v for k, v in raw.items() if k != "type"}, ".mcp.json", trusted)
-
-
-def read_mcp_json(project_root: Path) -> tuple[dict[str, Any], str]:
-    """The ``mcpServers`` table of the project's ``.mcp.json`` and a problem ("" when none).
-
-    Opened like a config file: only a regular file, at most :data:`MAX_MCP_JSON_BYTES`, never
-    followed into a device or FIFO (a hostile repository's ``.mcp.json`` → ``/dev/zero``).
-    """
-    path = project_root / MCP_JSON
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return {}, ""
-    except OSError as exc:
-        return {}, f"cannot open {MCP_JSON}: {exc.strerror}"
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return {}, f"{MCP_JSON} is not a regular file; ignored"
-        raw = fh.read(MAX_MCP_JSON_BYTES + 1)
-    if len(raw) > MAX_MCP_JSON_BYTES:
-        return {}, f"{MCP_JSON} is over {MAX_MCP_JSON_BYTES // 1024} KB; ignored"
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return {}, f"{MCP_JSON} is not valid JSON; ignored"
-    servers = data.get("mcpServers") if isinstance(data, dict) else None
-    if not isinstance(servers, dict):
-        return {}, f'{MCP_JSON} has no "mcpServers" object; ignored'
-    return servers, ""
 
 
 def _project_config_servers(project_root: Path) -> dict[str, Any]:
