@@ -172,3 +172,15 @@ def test_table_shows_lost_over_checked(tmp_path: Path) -> None:
     lost, checked = row.split()[-1].split("/")
     assert int(checked) > 0 and 0 <= int(lost) <= int(checked)
     assert "work-state items lost / checked" in result.output
+
+
+def test_html_report_shows_work_state_per_strategy(tmp_path: Path) -> None:
+    from mtagent.replay.report_html import render_report
+
+    traj = load_trajectory(write_session(tmp_path / "s.traj.json"))
+    session = replay_session(traj, "s", ["raw", "threshold-compact"], window=8192)
+    html = render_report([session], ["raw", "threshold-compact"])
+    state = session.results["threshold-compact"].work_state
+    assert "work state lost / checked" in html
+    assert f"{state.lost} / {state.checked}" in html
+    assert 'title="lost: ' in html and "plan step" in html

@@ -203,7 +203,7 @@ def retention_chart(session: SessionReplay, strategies: Sequence[str]) -> str:
 
 def totals_table(session: SessionReplay, strategies: Sequence[str]) -> str:
     head = ("strategy", "tokens sent", "× raw", "cost anthropic", "cost openai", "peak", "compactions",
-            "summary calls", "violations", "retention")
+            "summary calls", "violations", "retention", "work state lost / checked")
     lines = ['<div class="tw"><table><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for name in strategies:
         r = row(session, name)
@@ -213,13 +213,23 @@ def totals_table(session: SessionReplay, strategies: Sequence[str]) -> str:
             f"{r['cached_cost'].get('anthropic', 0):,.0f}", f"{r['cached_cost'].get('openai', 0):,.0f}",
             f"{r['peak_tokens']:,}", str(r["compactions"]), str(r["summary_calls"]), str(r["violations"]),
             f"{r['retention']:.3f}" if r["retention"] is not None else "–",
+            _work_cell(r["work_state"]),
         ]
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     recorded = session.raw.recorded_input
     if recorded:
-        lines.append(f'<tr><td>recorded (the agent\'s own usage)</td><td>{recorded:,}</td><td colspan="8"></td></tr>')
+        lines.append(f'<tr><td>recorded (the agent\'s own usage)</td><td>{recorded:,}</td><td colspan="9"></td></tr>')
     lines.append("</table></div>")
     return "".join(lines)
+
+
+def _work_cell(state: dict) -> str:
+    """``lost / checked`` with what was lost by kind as a tooltip; ``–`` when nothing was checked."""
+    if not state.get("checked"):
+        return "–"
+    kinds = ", ".join(f"{kind} {n}" for kind, n in state.get("lost_by_kind", {}).items())
+    title = f' title="lost: {escape(kinds)}"' if kinds else ""
+    return f"<span{title}>{state['lost']} / {state['checked']}</span>"
 
 
 def _swatch(name: str) -> str:
@@ -239,7 +249,9 @@ def render_report(sessions: Sequence[SessionReplay], strategies: Sequence[str]) 
          "Costs are input-token equivalents under a prefix-cache model (summary calls included). "
          "Where strategies send the same view their lines coincide: each is drawn narrower than the one "
          "beneath it, so a coloured edge shows every strategy. The dashed black line is the window; "
-         "the strip under a chart marks each strategy's compactions.</p>"),
+         "the strip under a chart marks each strategy's compactions. Work state: at each compaction, the items "
+         "of the recording's hand-off ledger (goal, latest request, rules, plan steps, files changed, last "
+         "verification …) that the next view lost, of those checked.</p>"),
         f'<p class="legend">{legend}</p>',
     ]
     for session in sessions:
