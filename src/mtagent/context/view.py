@@ -31,6 +31,7 @@ from mtagent import paths
 from mtagent.context.boundary import summary_message_from_record
 from mtagent.context.compaction.microcompact import cleared_copy
 from mtagent.errors import SessionNotFound
+from mtagent.frames import frame
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.index import ResumePoint, locate_resume_point
@@ -88,7 +89,7 @@ def _last_compaction(records: Sequence[dict[str, Any]]) -> int | None:
 
 def _session_memory_message(text: str) -> HumanMessage:
     return HumanMessage(
-        content=f"<session_memory>\n{text.strip()}\n</session_memory>",
+        content=frame("session_memory", text.strip()),
         id=SESSION_MEMORY_MESSAGE_ID,
         response_metadata={"mtagent": {"kind": "session_memory"}},
     )

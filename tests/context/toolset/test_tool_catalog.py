@@ -133,7 +133,7 @@ def test_server_instructions_are_framed_once_and_inert() -> None:
     message = instructions_message({"a": framed, "b\"><x": raw})
     assert message is not None and message.response_metadata["mtagent"]["bucket"] == "mcp_instructions"
     text = str(message.content)
-    assert text.count("<mcp_server_instructions") == 2 and 'server="b><x"' in text
+    assert text.count("<mcp_server_instructions") == 2 and 'server="bx"' in text  # no quote or bracket in an attribute
     assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
     assert instructions_message({"a": "   "}) is None
 

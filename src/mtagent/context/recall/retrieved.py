@@ -30,6 +30,7 @@ from mtagent.context.recall.query import identifiers
 from mtagent.context.recall.router import Recaller, RecallHit
 from mtagent.context.recall.temperature import BudgetCandidate, over_budget_actions
 from mtagent.context.tokens import message_text
+from mtagent.frames import frame
 
 if TYPE_CHECKING:
     from mtagent.context.plan import ContextPlan
@@ -71,13 +72,11 @@ class Retrieval:
     def message(self) -> HumanMessage | None:
         if not self.items:
             return None
-        blocks = [f'<retrieved_context reason="{self.reason}">',
-                  "Recalled from earlier in this project (compacted away); verify before relying on it."]
+        blocks = ["Recalled from earlier in this project (compacted away); verify before relying on it."]
         for n, item in enumerate(self.items, 1):
             blocks += [f"[{n}] {item.reference} — names {item.identifier!r}, confidence {item.confidence:.2f}",
                        item.text]
-        blocks.append("</retrieved_context>")
-        return HumanMessage(content="\n".join(blocks), id=RETRIEVED_ID,
+        return HumanMessage(content=frame("retrieved_context", "\n".join(blocks), reason=self.reason), id=RETRIEVED_ID,
                             response_metadata={"mtagent": {"kind": "retrieved", "bucket": "retrieved"}})
 
     def as_dict(self) -> dict[str, object]:

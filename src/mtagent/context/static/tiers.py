@@ -39,6 +39,7 @@ from mtagent.context.static.authority import Authority, AuthorityItem, Conflict,
 from mtagent.context.static.rules import RuleSet, load_project_rules
 from mtagent.redaction import Redactor, collect_secrets
 from mtagent.context.tokens import count_text_tokens
+from mtagent.frames import frame, neutralize
 
 log = logging.getLogger(__name__)
 
@@ -160,11 +161,11 @@ def build_session_context(
         "<session_context>",
         f"Today's date: {today.isoformat()}",
         f"OS: {os_name}",
-        f"Working directory: {Path(working_directory)}",
+        f"Working directory: {neutralize(str(Path(working_directory)))}",
     ]
-    for source, text in project_sections:
+    for source, text in project_sections:  # the repository's words: they cannot close either frame
         if text.strip():
-            lines += ["", f'<project_context source="{source}">', text.strip(), "</project_context>"]
+            lines += ["", frame("project_context", text.strip(), source=source)]
     lines.append("</session_context>")
     return HumanMessage(
         content="\n".join(lines),

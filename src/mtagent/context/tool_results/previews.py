@@ -14,13 +14,14 @@ is what lets a resumed session rebuild a byte-identical prompt.
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from mtagent.frames import frame
 
 PreviewKind = Literal["grep", "shell", "json", "text"]
 
@@ -404,21 +405,16 @@ def persisted_output(tool_name: str, content: str, artifact_meta: Any, preview: 
     path = str(_meta_get(artifact_meta, "path", ""))
     original = int(_meta_get(artifact_meta, "original_chars", len(content)))
     line_count = content.count("\n") + (0 if content.endswith("\n") else 1)
-    attrs = (
-        f'tool="{html.escape(tool_name, quote=True)}" path="{html.escape(path, quote=True)}" '
-        f'original_chars="{original}"'
-    )
     cut = " The saved copy was cut at the artifact size cap." if _meta_get(artifact_meta, "truncated") else ""
     pointer = (
         f"[Full output ({original:,} chars, {line_count:,} lines) saved to {path}.{cut} "
         f'Page through it with read_tool_result(path="{path}", offset=<line>, limit=<lines>), '
         "or rerun with a narrower query.]"
     )
-    return f"<persisted-output {attrs}>\n{preview}\n{pointer}\n</persisted-output>"
+    return frame("persisted-output", f"{preview}\n{pointer}", tool=tool_name, path=path, original_chars=original)
 
 
 def truncated_output(tool_name: str, content: str, preview: str) -> str:
     """The wrapper when no artifact store is available: the rest is gone, and it says so."""
-    attrs = f'tool="{html.escape(tool_name, quote=True)}" original_chars="{len(content)}"'
     note = "[Output was too large and no session artifact store was available; only this preview was kept.]"
-    return f"<truncated-output {attrs}>\n{preview}\n{note}\n</truncated-output>"
+    return frame("truncated-output", f"{preview}\n{note}", tool=tool_name, original_chars=len(content))

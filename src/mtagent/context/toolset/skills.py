@@ -29,6 +29,7 @@ from pathlib import Path
 from mtagent import confine, paths, trust
 from mtagent.config import SkillsSettings
 from mtagent.context.toolset.frontmatter import FrontMatterError, clean, parse
+from mtagent.frames import frame
 from mtagent.redaction import Redactor
 
 SKILL_FILE = "SKILL.md"
@@ -167,9 +168,9 @@ class SkillBook:
         with self._lock:
             if skill.name not in self.pinned:
                 self.pinned.append(skill.name)
-        return (f'<skill name="{skill.name}" folder="{skill.folder}">\n'
-                f"Files this skill mentions are relative to its folder: read one with "
-                f"skill(name=\"{skill.name}\", file=\"<path>\") when you need it.\n\n{body}\n</skill>")
+        return frame("skill", f"Files this skill mentions are relative to its folder: read one with "
+                     f"skill(name=\"{skill.name}\", file=\"<path>\") when you need it.\n\n{body}",
+                     name=skill.name, folder=skill.folder)
 
     def read_file(self, name: str, file: str) -> str:
         """A file the skill bundles (``file`` relative to its folder), read under the same rule as the
@@ -182,7 +183,7 @@ class SkillBook:
         if result.text is None:
             raise OSError(result.problem or "unreadable")
         note = f"\n[{result.problem}]" if result.truncated else ""
-        return f'<skill-file skill="{skill.name}" path="{str(file)[:200]}">\n{result.text}{note}\n</skill-file>'
+        return frame("skill-file", f"{result.text}{note}", skill=skill.name, path=str(file)[:200])
 
     def compacted(self) -> None:
         """A compaction summarized the loaded bodies away: they may be loaded again by name."""
