@@ -90,3 +90,76 @@ def test_the_opener_and_the_storage_layer_may_build_them(tmp_path: Path) -> None
     (tmp_path / "context" / "recall" / "sink.py").write_text(
         "class IndexingSink: ...\ndef recall_sink(i): return IndexingSink(i)\n")
     assert offenders(tmp_path) == ["session/rogue.py:1 builds EngineSession"]
+
+
+# ── tools travel with each call: nothing re-binds a model after opening (issue 35) ──────────────
+
+# Where a model meets its tools: the request of one call (the agent's loop, the cache-aligned
+# summarizer and notes model), and the cancellable child model that wraps whatever it is bound to.
+BINDS_PER_CALL = {"agent/graph.py", "context/opener/wiring.py", "agent/subagents/child.py"}
+
+
+def rebinders(root: Path) -> list[str]:
+    """``x.model = …`` on another object, ``setattr(x, "model", …)``, and ``bind_tools`` outside a per-call binding."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Attribute) and t.attr == "model" and not (
+                            isinstance(t.value, ast.Name) and t.value.id == "self"):
+                        out.append(f"{rel}:{node.lineno} sets .model")
+            elif isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Name) and func.id == "setattr" and len(node.args) > 1 and \
+                        isinstance(node.args[1], ast.Constant) and node.args[1].value == "model":
+                    out.append(f"{rel}:{node.lineno} setattr model")
+                if isinstance(func, ast.Attribute) and func.attr == "bind_tools" and rel not in BINDS_PER_CALL:
+                    out.append(f"{rel}:{node.lineno} binds tools")
+    return out
+
+
+def test_nothing_rebinds_a_model_after_opening() -> None:
+    # ui/ and cli/session_report read records into report rows; replay configures its metered summarizer before opening
+    found = [f for f in rebinders(SRC) if not f.startswith(("ui/catalog.py", "cli/session_report.py", "replay/"))]
+    assert found == [], "a model is re-bound from the side:\n" + "\n".join(found)
+
+
+def test_the_rebind_scan_finds_a_listener_that_rebinds(tmp_path: Path) -> None:
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "session.py").write_text(
+        "toolset.listeners.append(lambda: setattr(self.runtime, 'model', model.bind_tools(toolset.bound())))\n"
+        "opened.summarizer.model = bound\n")
+    assert sorted(rebinders(tmp_path)) == ["agent/session.py:1 binds tools", "agent/session.py:1 setattr model",
+                                           "agent/session.py:2 sets .model"]
+
+
+def test_a_load_changes_the_next_request_and_rebinds_nothing(tmp_path: Path) -> None:
+    """A ``tool_search`` load inside a tool call: the next request carries the loaded tool, while the
+    runtime's model and the summarizer stay the objects the session was opened with (tests/agent/test_prompt_cache.py:
+    the cache-aligned summarizer binds the tools of the request it extends)."""
+    from langchain_core.tools import StructuredTool
+
+    from mtagent.agent.scripted import ScriptedChatModel, reply, tool_call
+    from mtagent.agent.session import AgentSession
+    from mtagent.config import Settings
+    from mtagent.tools import default_tools
+
+    def op(target: str) -> str:
+        return f"rotated {target}"
+
+    extra = [StructuredTool.from_function(op, name=f"mcp__fake__op_{i}", description=f"Rotate widget kind {i}.")
+             for i in range(40)]
+    model = ScriptedChatModel([tool_call("tool_search", {"query": "rotate widget kind 7", "k": 1}),
+                               tool_call("mcp__fake__op_7", {"target": "gear"}), reply("done")])
+    settings = Settings.model_validate({"tools": {"defer": "always"}, "session_memory": {"enabled": False}})
+    with AgentSession.create(tmp_path, model=model, settings=settings, approval="auto",
+                             tools=lambda ctx: [*default_tools(ctx.workspace.root, context=ctx), *extra]) as session:
+        runtime_model, summarizer = session.runtime.model, session.window_manager.summarizer
+        assert session.run_turn("rotate kind 7").reply == "done"
+        assert session.runtime.model is runtime_model is model
+        assert session.window_manager.summarizer is summarizer
+    sent = [[t["function"]["name"] for t in tools] for tools in model.call_tools]
+    assert "mcp__fake__op_7" not in sent[0] and sent[1][-1] == "mcp__fake__op_7"

@@ -134,7 +134,8 @@ def test_the_sessions_own_model_writes_cache_aligned_hand_offs_with_the_main_too
     with AgentSession.create(tmp_path, model=chat, settings=Settings()) as session:
         summarizer = session.window_manager.summarizer
         assert isinstance(summarizer, LLMSummarizer) and summarizer.cache_aligned
-        assert summarizer.model is session.runtime.model  # the same tools bound: the same cached prefix
+        assert summarizer.model.model is session.runtime.model  # the main model with the main request's tools:
+        assert summarizer.model.tools() == session.runtime.request_tools()  # the same cached prefix
     off = Settings(context={"cache_aligned_summaries": False})
     with AgentSession.create(tmp_path, model=chat, settings=off) as session:
         assert not session.window_manager.summarizer.cache_aligned
@@ -151,3 +152,4 @@ def test_the_sessions_own_model_writes_cache_aligned_notes(tmp_path, stub_url):
         memory = session.parts.opened.session_memory
         assert memory is not None and memory.model.cache_aligned
         assert memory.model.model is session.runtime.model
+        assert memory.model.tools() == session.runtime.request_tools()

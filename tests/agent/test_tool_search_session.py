@@ -37,7 +37,7 @@ def open_session(tmp_path: Path, steps: list, **sections) -> AgentSession:
 
 
 def bound_names(session: AgentSession) -> list[str]:
-    return [t["function"]["name"] for t in session.runtime.model.kwargs["tools"]]
+    return [t["function"]["name"] if isinstance(t, dict) else t.name for t in session.runtime.request_tools()]
 
 
 def test_deferred_tool_is_found_loaded_appended_and_run(tmp_path: Path) -> None:

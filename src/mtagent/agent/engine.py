@@ -58,13 +58,12 @@ def build(opened: OpenedSession, tools: ToolsSpec = None) -> EngineParts:
         tool_list = list(tools(context))
     else:
         tool_list = list(tools)
-    mcp = McpManager.for_project(opened.settings, opened.project_root) if tools is None else None  # starts nothing yet
+    mcp = McpManager.for_session(opened.settings, opened.project_root, opened.events) if tools is None else None
     return EngineParts(opened, tool_list, context, mcp=mcp)
 
 
-def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int,
-                        mcp: Any = None) -> tuple[list[Any], SchemaChoice]:
-    """The tools to bind and the session's tool catalog (:mod:`mtagent.context.toolset`): built-in and
+def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int, mcp: Any = None) -> SchemaChoice:
+    """The session's tool catalog (:mod:`mtagent.context.toolset`): built-in and
     MCP tools (``mcp``: an :class:`~mtagent.tools.mcp.McpToolSource`), full or compact schemas measured
     with the system prompt each set goes with, the non-core ones deferred behind ``tool_search`` past
     ``tools.defer_share`` of the window, and the skills. ``parts.runnable`` becomes every tool the
@@ -97,7 +96,7 @@ def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int,
                  record_event=parts.opened.engine.record_event, session_id=parts.opened.session_id)
     if mcp is not None and hasattr(mcp, "on_new_tools"):
         mcp.on_new_tools(lambda tools: _add_late_tools(parts, toolset, tools))
-    return toolset.bound(), toolset.catalog.schema_choice
+    return toolset.catalog.schema_choice
 
 
 def _add_late_tools(parts: EngineParts, toolset: Toolset, tools: list[BaseTool]) -> None:
@@ -107,20 +106,3 @@ def _add_late_tools(parts: EngineParts, toolset: Toolset, tools: list[BaseTool])
     parts.runnable.extend(t for t in tools if t.name in added)
     if added:
         toolset.changed()
-
-
-def rebind_on_load(parts: EngineParts, model: Any, set_model: Callable[[Any], None],
-                   share: OpenedSession | None = None) -> None:
-    """A ``tool_search`` load appends schemas: bind the catalog's tools again from the next call (core,
-    then loads in load order, so the cached prefix survives); ``share``: the session whose summarizer
-    and notes use the main model's binding gets the new one too. Called after :func:`choose_tool_schemas`."""
-    toolset = parts.toolset
-    assert toolset is not None
-
-    def rebind() -> None:
-        bound = model.bind_tools(toolset.bound())
-        set_model(bound)
-        if share is not None:
-            share.share_main_model(bound)
-
-    toolset.listeners.append(rebind)

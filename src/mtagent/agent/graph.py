@@ -3,7 +3,9 @@
 * **reason** calls the model through the engine session
   (:meth:`~mtagent.context.engine_session.EngineSession.call_model`: prepare — microcompact, auto
   compact, plan —, transient retries with backoff, one reactive compact and retry on a
-  context-length rejection) with the tools bound, and records the reply at once.
+  context-length rejection) with this call's tools (:meth:`AgentRuntime.model_for_call`: what the
+  session's catalog offers now, so a ``tool_search`` load shows in the next request; nothing
+  re-binds the model), and records the reply at once.
 * **approve** decides each requested tool call (:class:`~mtagent.agent.approval.ApprovalPolicy`);
   calls that need the user's yes are put to them through LangGraph's ``interrupt()``. The node
   has no side effects, so re-running it on resume is harmless.
@@ -54,9 +56,11 @@ APPROVAL_KIND = "tool_approval"
 
 @dataclass
 class AgentRuntime:
-    """Everything the nodes use that cannot live in a checkpoint (models, files, callbacks)."""
+    """Everything the nodes use that cannot live in a checkpoint (models, files, callbacks).
 
-    model: Runnable[Any, Any]
+    ``model``: the chat model, unbound; ``request_tools()``: the tools the next request carries."""
+
+    model: Any
     model_name: str
     engine: EngineSession
     tools: dict[str, Any]
@@ -74,6 +78,18 @@ class AgentRuntime:
     ready_result: Callable[[PendingCall], tuple[str, str] | None] = lambda call: None
     tools_epoch: int = 0  # executions of the tools node (an interrupt inside it re-runs it)
     tools_round: int = 0  # completed runs of the tools node
+    request_tools: Callable[[], list[Any]] = list
+    _bound: tuple[tuple[int, ...], Runnable[Any, Any]] | None = None
+
+    def model_for_call(self) -> Runnable[Any, Any]:
+        """The model with this call's tools (the binding is reused while the tool list is the same)."""
+        tools = self.request_tools()
+        if not tools:
+            return self.model
+        key = tuple(id(t) for t in tools)
+        if self._bound is None or self._bound[0] != key:
+            self._bound = (key, self.model.bind_tools(tools))
+        return self._bound[1]
 
     @property
     def counters(self) -> EngineCounters:
@@ -131,11 +147,12 @@ def normalize_reply(message: AIMessage) -> AIMessage:
 
 
 def _invoke(rt: AgentRuntime, messages: list[BaseMessage]) -> AIMessage:
+    model = rt.model_for_call()
     if rt.on_token is None:
-        result = rt.model.invoke(messages)
+        result = model.invoke(messages)
         return result if isinstance(result, AIMessage) else AIMessage(content=str(result))
     acc: AIMessageChunk | None = None
-    for chunk in rt.model.stream(messages):
+    for chunk in model.stream(messages):
         text = chunk.text if isinstance(chunk.text, str) else chunk.text()
         if text:
             rt.on_token(text)

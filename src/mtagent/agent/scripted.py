@@ -74,6 +74,7 @@ class ScriptedChatModel(BaseChatModel):
 
     _cursor: int = PrivateAttr(default=0)
     _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _call_tools: list[list[Any]] = PrivateAttr(default_factory=list)
     _tool_names: list[str] = PrivateAttr(default_factory=list)
 
     def __init__(self, steps: Sequence[Any] = (), **kwargs: Any) -> None:
@@ -88,6 +89,11 @@ class ScriptedChatModel(BaseChatModel):
         return self._calls
 
     @property
+    def call_tools(self) -> list[list[Any]]:
+        """The tool schemas each call carried (as sent: OpenAI function dicts)."""
+        return self._call_tools
+
+    @property
     def bound_tool_names(self) -> list[str]:
         return list(self._tool_names)
 
@@ -99,6 +105,7 @@ class ScriptedChatModel(BaseChatModel):
 
     def _next_reply(self, messages: list[BaseMessage], tools: list[Any] | None = None) -> AIMessage:
         self._calls.append(list(messages))
+        self._call_tools.append(list(tools or []))
         if self._cursor < len(self.steps):
             step = self.steps[self._cursor]
             self._cursor += 1

@@ -56,7 +56,7 @@ from mtagent.errors import ModelError, SessionNotFound
 from mtagent.events import EventBus
 from mtagent.session import schema
 from mtagent.session.store import shared_store
-from mtagent.tools import ReadState
+from mtagent.tools import ReadState, sandbox
 
 # Model names recorded by scripted policies (the demo): not something a resume can reconnect to.
 SCRIPTED_PREFIX = "scripted"
@@ -81,7 +81,8 @@ class AgentSession:
         self.sink = opened.sink  # redacted, indexed for recall, audited
         self.artifacts = opened.artifacts
         self._db = open_session_storage(self.settings, opened.artifacts.root)  # the checkpoints beside the artifacts
-        self.policy = ApprovalPolicy.from_rules(self.settings.agent.approval, approval)
+        self.policy = ApprovalPolicy.from_rules(self.settings.agent.approval, approval,
+                                                sandboxed=sandbox.status(self.settings).active)
         self.last_prepared: Any = None
         self.resume_warnings: list[str] = []
         self.turn_count = sum(1 for m in history if isinstance(m, HumanMessage))
@@ -91,19 +92,14 @@ class AgentSession:
         self.window_manager = opened.window  # the context window manager (compaction, plans)
         self.tools = {t.name: t for t in parts.tools}
         self.static = opened.system.static
-        offered, self.schema_choice = engine_factory.choose_tool_schemas(parts, self.settings, self.window)
+        self.schema_choice = engine_factory.choose_tool_schemas(parts, self.settings, self.window)
         self.tools.update({t.name: t for t in parts.runnable})  # MCP tools, tool_search, skill
         if parts.toolset is not None:  # an MCP server's tools added later (engine._add_late_tools)
             parts.toolset.listeners.append(lambda: self.tools.update({t.name: t for t in parts.runnable}))
         self.conversation = Conversation(guard=opened.engine.guard)  # one answered set: the engine's
         self.conversation.replace(redact_messages(self.redactor, history))  # today's secrets, on resume too
-        bound = model.bind_tools(offered) if offered else model
-        if summarizer_model is model:
-            opened.share_main_model(bound)
-        engine_factory.rebind_on_load(parts, model, lambda bound: setattr(self.runtime, "model", bound),
-                                      opened if summarizer_model is model else None)
         self.runtime = AgentRuntime(
-            model=bound, model_name=model_name, engine=opened.engine, tools=self.tools, policy=self.policy,
+            model=model, model_name=model_name, request_tools=lambda: opened.system.tools.request_tools(), engine=opened.engine, tools=self.tools, policy=self.policy,
             conversation=self.conversation, settings=self.settings, events=self.events,
             stats=self.stats, on_token=on_token, on_prepared=lambda p: setattr(self, "last_prepared", p),
             secrets=self.redactor.secrets, on_message=lambda m: opened.system.touch([m]),
@@ -127,7 +123,7 @@ class AgentSession:
         settings = settings.with_token_limit(window[0])
         opened = open_engine_session(
             shared_store(settings), root, settings, session_id=session_id, resume=resume,
-            model_name=model_name, model=summarizer_model, parent=parent, secrets=secrets, events=events,
+            model_name=model_name, model=summarizer_model, main_model=summarizer_model is model, parent=parent, secrets=secrets, events=events,
             read_state=ReadState())
         try:
             return cls(opened=opened, model=model, model_name=model_name, window=window, history=list(history),

@@ -11,7 +11,7 @@ from typing import Any
 from mtagent import __version__
 from mtagent.config import Settings
 from mtagent.context.compaction.reattach import RecentReads
-from mtagent.context.compaction.summarize import LLMSummarizer, Summarizer
+from mtagent.context.compaction.summarize import Summarizer
 from mtagent.context.engine_session import EngineSession, ToolGuard
 from mtagent.context.model_gate import background
 from mtagent.context.opener.system import SystemContext, SystemPrompt, SessionTools
@@ -102,19 +102,6 @@ class OpenedSession:
         """The view's fixed part now: system prompt, session context and bound tool schemas."""
         return self.engine.system.fixed_tokens(self.engine.window.counter.estimate)
 
-    def share_main_model(self, bound_model: Any) -> None:
-        """When the session's own model writes the hand-offs (and notes), give the summarizer that model
-        *with the main tools bound* and mark it cache-aligned: a summary or notes request is then the
-        last main request + one instruction, served from the provider's prompt cache
-        (``context/compaction/cache_align.py``). The notes model still waits for the main call."""
-        if not self.settings.context.cache_aligned_summaries:
-            return
-        if isinstance(self.summarizer, LLMSummarizer):
-            self.summarizer.model = bound_model
-            self.summarizer.cache_aligned = True
-        if self.session_memory is not None and self.session_memory.model is not None:
-            self.session_memory.model = background(CacheAlignedModel(bound_model))
-
     def end_turn(self) -> None:
         """The turn's records are durable (per ``transcript.fsync``) and indexed for recall."""
         self.writer.end_turn()
@@ -139,6 +126,7 @@ def open_engine_session(
     resume: bool | Sequence[dict[str, Any]] = True,
     model_name: str | None = None,
     model: Any = None,
+    main_model: bool = False,
     summarizer: Summarizer | None = None,
     memory_model: Any = None,
     parent: ParentLink | None = None,
@@ -157,6 +145,10 @@ def open_engine_session(
     records the caller already read (with its own corruption policy); ``False`` opens it as new.
     ``model``: the model that writes hand-offs and session-memory notes (``None``: extractive, no
     model call); ``summarizer`` overrides the hand-off writer; ``memory_model`` the notes model.
+    ``main_model``: ``model`` is the session's own main model — with ``context.cache_aligned_summaries``
+    it writes hand-offs and notes with the tools the main request carries (bound per request), so a
+    summary or notes request is the last main request + one instruction, served from the provider's
+    prompt cache (``context/compaction/cache_align.py``).
     The notes model always waits for the main call (:mod:`mtagent.context.model_gate`).
     ``read_state``: what the session's tools have read (the compactor re-attaches recent reads).
     ``tools``: the session's tool catalog (:class:`SessionTools`; it can be set later too).
@@ -181,6 +173,10 @@ def open_engine_session(
                 extra.update(parent_session_id=parent.session_id, parent_tool_call_id=parent.tool_call_id,
                              agent=parent.agent, depth=parent.depth, description=parent.description)
             sink.append(schema.session_start_record(session_id, str(root), model_name, __version__, **extra))
+        context = SystemContext(StaticContext(root, settings.memory, redactor=redactor, home=store.local_home),
+                                root, tools or SessionTools())  # the tenant's memory
+        if main_model and model is not None and settings.context.cache_aligned_summaries:
+            model = CacheAlignedModel(model, lambda: context.tools.request_tools())
         memory = None
         if settings.session_memory.enabled:
             memory = SessionMemoryManager(path=artifacts.session_memory_path, settings=settings,
@@ -189,8 +185,6 @@ def open_engine_session(
             memory.restore(records)
         guard = ToolGuard()
         guard.restore(records)
-        static = StaticContext(root, settings.memory, redactor=redactor, home=store.local_home)  # the tenant's memory
-        context = SystemContext(static, root, tools or SessionTools())
         chosen = make_summarizer(settings, model, summarizer)
         engine = build_engine_session(
             settings, sink=sink, artifacts=artifacts, summarizer=chosen, session_memory=memory, events=events,

@@ -30,7 +30,9 @@ class SessionTools:
     leave the list out). ``schema_tokens``: tokens of the schemas bound to the model (they fill the
     window like history). ``context``: extra context buckets that travel with the catalog (MCP
     server instructions, a skills listing), sent after the static context on every call and counted
-    as part of the view's fixed part.
+    as part of the view's fixed part. ``sent``: the tool definitions as the next request carries them
+    (the catalog's core tools then its loads, in load order; compact schemas in a small window) —
+    ``None``: the offered tools as they are.
 
     A front end that builds tools (the agent, an MCP client, the skills loader) fills this and
     hands it to :func:`~mtagent.context.opener.open_engine_session` as ``tools=`` (or sets the opened
@@ -44,9 +46,14 @@ class SessionTools:
     list_tools: bool = True
     schema_tokens: int = 0
     context: list[BaseMessage] = field(default_factory=list)
+    sent: list[Any] | None = None
 
     def offered_tools(self) -> list[Any]:
         return [t for t in self.tools if self.offered is None or t.name in self.offered]
+
+    def request_tools(self) -> list[Any]:
+        """What the next model request carries with its messages (a load changes it from the next call)."""
+        return list(self.sent) if self.sent is not None else self.offered_tools()
 
 
 class SystemPrompt:

@@ -36,20 +36,25 @@ def make_summarizer(settings: Settings, model: Any | None = None, summarizer: Su
     if summarizer is not None:
         return summarizer
     if model is not None:
-        return LLMSummarizer(model, tool_result_chars=settings.tool_results.preview_chars)
+        return LLMSummarizer(model, tool_result_chars=settings.tool_results.preview_chars,
+                             cache_aligned=isinstance(model, CacheAlignedModel))
     return ExtractiveSummarizer()
 
 
 @dataclass(slots=True)
 class CacheAlignedModel:
-    """The main model (main tools bound) writing session-memory notes: ``cache_aligned`` tells the
-    updater it may send the main request + one instruction (a prompt-cache hit)."""
+    """The session's main model writing hand-offs and session-memory notes with the tools the main
+    request carries now (``tools()``, bound per request like the main call's): ``cache_aligned`` tells
+    the summarizer and the notes updater they may send the main request + one instruction (a
+    prompt-cache hit)."""
 
     model: Any
+    tools: Callable[[], list[Any]] = list
     cache_aligned: bool = True
 
     def invoke(self, request: Any, *args: Any, **kwargs: Any) -> Any:
-        return self.model.invoke(request, *args, **kwargs)
+        tools = self.tools()
+        return (self.model.bind_tools(tools) if tools else self.model).invoke(request, *args, **kwargs)
 
 
 def build_engine_session(

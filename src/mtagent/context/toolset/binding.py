@@ -3,9 +3,10 @@
 The opener gives every session a :class:`~mtagent.context.opener.SessionTools` slot: the tools the
 session can run, which of them are sent with their schema, the schemas' tokens and the context
 that travels with them. :func:`bind_toolset` fills that slot from a toolset and refills it whenever
-the toolset changes — a ``tool_search`` load (and the front end's ``rebind`` re-binds the model to
-the longer, appended tool list) or a compaction (seen on the session's event bus, from any
-trigger: auto, reactive, ``/compact``), after which the listings carry the post-compaction delta.
+the toolset changes — a ``tool_search`` load (the next request carries the longer, appended tool
+list: :meth:`SessionTools.request_tools`; no model is re-bound) or a compaction (seen on the
+session's event bus, from any trigger: auto, reactive, ``/compact``), after which the listings carry
+the post-compaction delta.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def session_tools(toolset: Toolset, runnables: Sequence[Any]) -> SessionTools:
     names = frozenset(b["function"]["name"] if isinstance(b, dict) else getattr(b, "name", "") for b in bound)
     full = toolset.catalog.schema_choice.mode == "full"
     return SessionTools(list(runnables), names, list_tools=full, schema_tokens=toolset.tokens(),
-                        context=list(toolset.messages()))
+                        context=list(toolset.messages()), sent=bound)
 
 
 TOOLS_LOADED = "tools_loaded"  # the transcript event of a load: names, tokens, cache cost
@@ -43,7 +44,6 @@ def restore_loads(toolset: Toolset, records: Iterable[Mapping[str, Any]]) -> lis
 
 def bind_toolset(toolset: Toolset, system: SystemContext, runnables: Sequence[Any], *, events: EventBus | None = None,
                  last_tokens: Callable[[], int] | None = None,
-                 rebind: Callable[[list[Any]], None] | None = None,
                  record_event: Callable[..., None] | None = None,
                  session_id: str | None = None) -> Callable[[], None]:
     """Fill ``system.tools`` from ``toolset`` and keep it filled (see the module docstring).
@@ -63,8 +63,6 @@ def bind_toolset(toolset: Toolset, system: SystemContext, runnables: Sequence[An
         if record_event is not None and len(loaded) > seen[0]:
             record_event(TOOLS_LOADED, names=list(loaded[seen[0]:]), **toolset.catalog.stats.to_dict())
         seen[0] = len(loaded)
-        if rebind is not None:
-            rebind(toolset.bound())
 
     if last_tokens is not None:
         toolset.after_tokens = lambda: max(0, last_tokens() - int(toolset.tokens()))
