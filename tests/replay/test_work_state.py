@@ -184,3 +184,15 @@ def test_html_report_shows_work_state_per_strategy(tmp_path: Path) -> None:
     assert "work state lost / checked" in html
     assert f"{state.lost} / {state.checked}" in html
     assert 'title="lost: ' in html and "plan step" in html
+
+
+def test_a_multi_line_command_kept_in_the_view_is_not_lost() -> None:
+    command = "cat > check.py << 'EOF'\nimport sys\nprint(sys.argv)\nEOF\npython -m pytest -q check.py"
+    messages = [
+        HumanMessage("Write a check script and run the tests."),
+        AIMessage("", tool_calls=[{"id": "1", "name": "bash", "type": "tool_call", "args": {"command": command}}]),
+        ToolMessage("1 passed", tool_call_id="1"),
+        AIMessage("done"),
+    ]
+    # the view is the transcript itself: the call's arguments hold the command with its line breaks
+    assert WorkStateProbe(messages).check(3, messages[:3])[1] == {}

@@ -34,8 +34,12 @@ LEDGER_HEADINGS: tuple[str, ...] = (
 )
 MAX_FILES_READ = 30
 MAX_EARLIER_REQUESTS = 10
+# Characters of the requests between the first and the latest a hand-off repeats (both of those
+# are always whole): a long session's every request, repeated in every hand-off, would never shrink.
+MAX_EARLIER_CHARS = 4_000
 REQUEST_SEPARATOR = "---"
 _PLAN_LINE = re.compile(r"^\[( |~|x)\] (.+) \((pending|in progress|done)\)$")
+_OMITTED = re.compile(r"\(\d+ earlier requests omitted: .*\)")
 _CHANGED_LINE = re.compile(r"^(.+?) — (created|edited|deleted)(?:: (.*))?$")
 
 
@@ -53,6 +57,20 @@ def _changed_line(path: str, kind: str, why: str) -> str:
     return f"{path} — {kind}: {why}" if why and kind != DELETED else f"{path} — {kind}"
 
 
+def earlier_requests(requests: Sequence[str]) -> tuple[list[str], int]:
+    """The requests between the first and the latest that a hand-off repeats — newest first, each
+    whole or not at all (never clipped), within :data:`MAX_EARLIER_CHARS` and
+    :data:`MAX_EARLIER_REQUESTS` — and how many it leaves out."""
+    kept: list[str] = []
+    used = 0
+    for request in reversed(requests):
+        if len(kept) == MAX_EARLIER_REQUESTS or used + len(request) > MAX_EARLIER_CHARS:
+            break
+        kept.insert(0, request)
+        used += len(request)
+    return kept, len(requests) - len(kept)
+
+
 def ledger_sections(ledger: HandoffLedger) -> dict[str, str]:
     """Heading → body of each non-empty section, in reading order."""
     sections: dict[str, str] = {}
@@ -60,9 +78,10 @@ def ledger_sections(ledger: HandoffLedger) -> dict[str, str]:
         sections[F.SECTION_GOAL] = _verbatim(ledger.goal)
     if ledger.requests:
         sections[SECTION_LAST_REQUEST] = _verbatim(ledger.requests[-1])
-    earlier = ledger.requests[:-1][-MAX_EARLIER_REQUESTS:]
-    if earlier:
-        sections[SECTION_EARLIER] = f"\n{REQUEST_SEPARATOR}\n".join(_verbatim(r) for r in earlier)
+    earlier, omitted = earlier_requests(ledger.requests[:-1])
+    if earlier or omitted:
+        note = [f"({omitted} earlier requests omitted: they are in the session transcript)"] if omitted else []
+        sections[SECTION_EARLIER] = f"\n{REQUEST_SEPARATOR}\n".join([*note, *(_verbatim(r) for r in earlier)])
     if ledger.constraints:
         sections[F.SECTION_CONSTRAINTS] = _bullets(ledger.constraints)
     if ledger.plan is not None:
@@ -114,9 +133,20 @@ def _view_text(view: str | Sequence[BaseMessage]) -> str:
     parts: list[str] = []
     for message in view:
         parts.append(message_text(message))
-        if isinstance(message, AIMessage):
-            parts += [str(call.get("args")) for call in message.tool_calls]
+        if isinstance(message, AIMessage):  # arguments as written: a multi-line command is not JSON-escaped
+            for call in message.tool_calls:
+                parts += _strings(call.get("args"))
     return "\n".join(parts)
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def missing_from(ledger: HandoffLedger, view: str | Sequence[BaseMessage]) -> list[str]:
@@ -148,7 +178,8 @@ def parse_rendered(text: str) -> HandoffLedger:
     ledger = HandoffLedger(goal=goal, constraints=list(facts.constraints), files_read=list(facts.files_read),
                            verification=facts.latest_verification)
     earlier = sections.get(SECTION_EARLIER, "").split(f"\n{REQUEST_SEPARATOR}\n")
-    ledger.requests = [r.strip() for r in earlier if r.strip()] or list(facts.user_requests)
+    ledger.requests = [r.strip() for r in earlier if r.strip() and not _OMITTED.fullmatch(r.strip())] or list(
+        facts.user_requests)
     last = sections.get(SECTION_LAST_REQUEST, "").strip()
     if last:
         ledger.requests.append(last)
