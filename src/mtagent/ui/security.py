@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 TOKEN_COOKIE = "mtagent_ui_token"
 TOKEN_PARAM = "token"
@@ -61,6 +61,14 @@ def _host_name(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
+def same_site_path(path: str) -> str:
+    """``path`` as a ``Location`` that stays on this server: one leading ``/`` (a browser reads
+    ``//evil.example/`` and ``/\\evil.example/`` as another host), backslashes, control characters
+    and anything else outside a URL path percent-encoded (so no header can be forged either)."""
+    quoted = quote(path, safe="/:@!$&'()*+,;=-._~")
+    return "/" + quoted.lstrip("/")
+
+
 @dataclass(slots=True)
 class Guard:
     """ASGI middleware enforcing the rules in the module docstring."""
@@ -85,7 +93,7 @@ class Guard:
             given = dict(query).get(TOKEN_PARAM)
             if given is not None and hmac.compare_digest(given.encode(), self.token.encode()):
                 rest = urlencode([(k, v) for k, v in query if k != TOKEN_PARAM])
-                location = scope.get("path", "/") + (f"?{rest}" if rest else "")
+                location = same_site_path(scope.get("path", "/")) + (f"?{rest}" if rest else "")
                 cookie = f"{TOKEN_COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/"
                 await _plain(send, 303, "signed in", [(b"location", location.encode()), (b"set-cookie", cookie.encode())])
                 return
