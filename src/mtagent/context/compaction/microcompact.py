@@ -37,6 +37,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from mtagent.config import MicrocompactSettings
 from mtagent.context.compaction.facts import ERROR_LINE, PATH_KEYS, call_path
+from mtagent.context.invariants import unanswered_round_start
 from mtagent.context.tokens import message_text
 
 CLEARED_PLACEHOLDER = "[Old tool result content cleared. Full result is available in the session transcript artifact.]"
@@ -92,16 +93,19 @@ def compactable_results(
 
 
 def _newest_compactable(messages: Sequence[BaseMessage], tools: Collection[str], keep: int) -> set[str]:
-    """Ids of the ``keep`` newest results of compactable tools (cleared or not)."""
+    """Ids of the ``keep`` newest results of compactable tools (cleared or not), and always those
+    of the round the model has not answered yet (it would call the tools again, #38)."""
+    start = unanswered_round_start(messages)
+    unseen = {str(m.id) for m in messages[start:] if isinstance(m, ToolMessage) and m.id} if start is not None else set()
     if keep <= 0:
-        return set()
+        return unseen
     newest: list[str] = []
     for m in reversed(messages):
         if isinstance(m, ToolMessage) and m.name in tools and m.id:
             newest.append(m.id)
             if len(newest) >= keep:
                 break
-    return set(newest)
+    return set(newest) | unseen
 
 
 def _clear(messages: Sequence[BaseMessage], ids: set[str], trigger: str) -> list[BaseMessage]:
