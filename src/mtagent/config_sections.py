@@ -413,6 +413,8 @@ class McpSettings(_Section):
                                                   "(command, args, env, cwd, or url, headers)")
     project_mcp_json: bool = Field(True, description="read a trusted project's .mcp.json (Claude Code's format)")
     start_timeout_seconds: float = Field(30, gt=0, description="a server not ready after this long is marked failed")
+    ready_wait_seconds: float = Field(3, ge=0, description="a session's first request waits this long at most for "
+                                      "its servers; the tools of one still starting arrive when it is ready")
     call_timeout_seconds: float = Field(300, gt=0, description="one MCP tool call, at most")
     description_max_chars: int = Field(2_048, gt=0, description="a server's tool description is cut to this "
                                        "(untrusted text)")

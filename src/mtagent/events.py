@@ -24,6 +24,7 @@ class EventType(str, Enum):
     MODEL_RETRY = "model_retry"
     TOOL_STARTED = "tool_started"
     TOOL_FINISHED = "tool_finished"
+    MCP_SERVER = "mcp_server"  # a server still starting after a session's bounded wait, failed, or late and ready
 
 
 @dataclass(slots=True, frozen=True)

@@ -16,7 +16,7 @@ from mtagent.tools.files import ReadFileTool
 
 from .conftest import Kit
 
-EXPECTED = ["read_file", "write_file", "edit_file", "grep", "glob", "ls", "shell", "read_tool_result"]
+EXPECTED = ["read_file", "write_file", "edit_file", "grep", "glob", "ls", "shell", "update_plan", "read_tool_result"]
 
 
 def test_default_tools_names_and_precise_schemas(kit: Kit, tmp_path) -> None:

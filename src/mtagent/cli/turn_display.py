@@ -97,6 +97,7 @@ class TurnDisplay:
             EventType.TOOL_RESULT_PERSISTED: self._persisted,
             EventType.MICRO_COMPACTED: self._microcompacted,
             EventType.MODEL_RETRY: self._retry,
+            EventType.MCP_SERVER: self._mcp_server,
         }
         for event_type, handler in handlers.items():
             self._unsubscribe.append(bus.subscribe(handler, event_type))
@@ -185,6 +186,18 @@ class TurnDisplay:
     def _retry(self, event: Event) -> None:
         self._note(f"[yellow]model call failed ({escape(str(event.data.get('kind', '')))}); retry "
                    f"{event.data.get('attempt')} in {float(event.data.get('wait_seconds') or 0):.1f}s[/]")
+
+    def _mcp_server(self, event: Event) -> None:
+        """A server the session did not wait for: starting, failed and why, or ready with its tools."""
+        name = escape(terminal_safe(str(event.data.get("server", "?"))))
+        note = escape(terminal_safe(str(event.data.get("note") or "")))
+        state = event.data.get("state")
+        if state == "failed":
+            self._note(f"[yellow]MCP server {name} failed:[/] {note} [dim](/mcp)[/]")
+        elif state == "starting":
+            self._note(f"[dim]MCP server {name} is starting: {note} (/mcp)[/]")
+        else:
+            self._note(f"[dim]MCP server {name} ready: {note}[/]")
 
     def stop_spinner(self) -> None:
         if self._status is not None:

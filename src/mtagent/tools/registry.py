@@ -16,6 +16,7 @@ from mtagent.tools.recall import RecallTool
 from mtagent.tools.read_state import ReadState
 from mtagent.tools.search import GlobTool, GrepTool, LsTool
 from mtagent.tools.shell import ShellTool
+from mtagent.tools.update_plan import build_update_plan_tool
 
 WORKSPACE_TOOLS = (ReadFileTool, WriteFileTool, EditFileTool, GrepTool, GlobTool, LsTool, ShellTool)
 
@@ -30,7 +31,7 @@ def default_tools(
     context: ToolContext | None = None,
     include_memory: bool = True,
 ) -> list[BaseTool]:
-    """read_file, write_file, edit_file, grep, glob, ls, shell, read_tool_result (+ save_memory, recall).
+    """read_file, write_file, edit_file, grep, glob, ls, shell, update_plan, read_tool_result (+ save_memory, recall).
 
     Results go through the session's budgeter as they are produced; ``tools[0].context``
     gives the shared :class:`ToolContext` (its ``budgeter.finalize_turn`` and ``read_state``
@@ -40,6 +41,7 @@ def default_tools(
     ctx = context or ToolContext.create(workspace_root, session, settings, approval=approval,
                                         read_state=read_state)
     tools: list[BaseTool] = [cls(context=ctx) for cls in WORKSPACE_TOOLS]
+    tools.append(build_update_plan_tool())  # the plan the engine keeps through compactions (context/ledger)
     if ctx.artifacts is not None:
         tools.append(ReadToolResultTool(context=ctx))
     if include_memory:

@@ -36,7 +36,7 @@ MAX_FILES_READ = 30
 MAX_EARLIER_REQUESTS = 10
 # Characters of the requests between the first and the latest a hand-off repeats (both of those
 # are always whole): a long session's every request, repeated in every hand-off, would never shrink.
-MAX_EARLIER_CHARS = 4_000
+MAX_EARLIER_CHARS = 2_000
 REQUEST_SEPARATOR = "---"
 _PLAN_LINE = re.compile(r"^\[( |~|x)\] (.+) \((pending|in progress|done)\)$")
 _OMITTED = re.compile(r"\(\d+ earlier requests omitted: .*\)")

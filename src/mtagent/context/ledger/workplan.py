@@ -180,12 +180,26 @@ def plan_calls(messages: Iterable[BaseMessage]) -> PlanCalls:
     failed = {m.tool_call_id for m in messages_of(messages, ToolMessage) if m.status == "error"}
     for message in messages_of(messages, AIMessage):
         for call in message.tool_calls:
-            plan = plan_from_call(call["name"], call.get("args"))
+            plan = _own_plan(call.get("args")) if call["name"] == PLAN_TOOL else plan_from_call(
+                call["name"], call.get("args"))
             if plan is None or call.get("id") in failed:
                 continue
             found.latest = plan
             found.call_ids.append(str(call.get("id")))
     return found
+
+
+def _own_plan(args: Any) -> WorkPlan | None:
+    """An ``update_plan`` call: mtagent's own (``steps``) only when :func:`validate_plan` accepts it —
+    a refused call never becomes the plan, whatever its result says; a recorded Codex call
+    (``plan``, ``completed``) is read leniently."""
+    args = _args(args)
+    if "steps" not in args:
+        return plan_from_call(PLAN_TOOL, args)
+    try:
+        return validate_plan(args.get("steps"), args.get("note"))
+    except PlanError:
+        return None
 
 
 def messages_of(messages: Iterable[BaseMessage], kind: type) -> list[Any]:

@@ -15,6 +15,7 @@ servers that offer resources add the ``mcp_list_resources`` / ``mcp_read_resourc
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import threading
 import weakref
@@ -26,6 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 from langchain_core.tools import BaseTool
 
 from mtagent.config import McpSettings, Settings
+from mtagent.events import EventBus, EventType
 from mtagent.tools.mcp.adapter import McpTool
 from mtagent.tools.mcp.errors import McpServerError
 from mtagent.tools.mcp.resources import resource_tools
@@ -93,6 +95,9 @@ class McpManager:
         self._late_lock = threading.Lock()  # not self._lock: start() holds that while the loop runs
         self._late: list[BaseTool] = []  # tools a server added after start, not yet handed on
         self._late_listeners: list[Callable[[list[BaseTool]], None]] = []
+        self._status_listeners: list[Callable[[dict[str, str]], None]] = []
+        self._pending: set[str] = set()  # servers still starting after a bounded start (their tools come late)
+        self.ready_wait: float | None = None  # a session's bound on start(); None: wait for every server
         self._calls = 0  # calls in flight: tools that arrive during one are handed on when it returns
         # a session never closed (a crash, a forgotten close) still stops its servers at exit
         self._finalizer = weakref.finalize(self, _close_quietly, self._connections, self._loop_box)
@@ -102,6 +107,15 @@ class McpManager:
         root = Path(project_root).resolve()
         specs, notes = discover_servers(settings, root)
         return cls(specs, settings.mcp, root, notes)
+
+    @classmethod
+    def for_session(cls, settings: Settings, project_root: str | os.PathLike[str], events: EventBus) -> McpManager:
+        """A session's servers: its first request waits at most ``mcp.ready_wait_seconds`` for them, and
+        each server it went on without is told on ``events`` (``EventType.MCP_SERVER``) for the front end."""
+        manager = cls.for_project(settings, project_root)
+        manager.ready_wait = settings.mcp.ready_wait_seconds
+        manager.on_status(lambda status: events.emit(EventType.MCP_SERVER, **status))
+        return manager
 
     @property
     def startable(self) -> list[ServerSpec]:
@@ -121,7 +135,11 @@ class McpManager:
         return self._loop_box[0]
 
     def start(self) -> None:
-        """Start every startable server at once and wait for all (each bounded by its start timeout)."""
+        """Start every startable server at once and wait for all (each bounded by its start timeout),
+        or, with :attr:`ready_wait` set (a session), at most that long: a server still starting then
+        goes on in the background and its tools reach :meth:`on_new_tools` listeners when it is ready,
+        so a slow or hung server never holds the first request. :meth:`on_status` hears about each
+        server that is still starting or failed, and when a late one is ready or fails."""
         with self._lock:
             if self._tools is not None or not self.startable:
                 return
@@ -133,21 +151,71 @@ class McpManager:
                 self._tools = []
                 return
             bound = max(c.start_timeout for c in self._connections.values()) + SAFETY_SECONDS
+            connections = list(self._connections.values())
             try:
-                loop.run(_start_all(list(self._connections.values())), bound)
+                if self.ready_wait is None:
+                    loop.run(_start_all(connections), bound)
+                else:
+                    started = asyncio.run_coroutine_threadsafe(_start_all(connections, self._started_late),
+                                                               loop.loop)
+                    try:
+                        started.result(min(self.ready_wait, bound))
+                    except concurrent.futures.TimeoutError:
+                        pass  # the rest start in the background (not cancelled)
             except TimeoutError:
                 self.notes.append(f"MCP servers were still starting after {bound:g} s")
             with self._late_lock:  # a re-list arriving now waits, then sees these tools as known
+                self._pending = {c.spec.name for c in connections if c.state not in ("ready", "failed")}
                 self._tools = self._build_tools()
                 if any(conn.has_resources for conn in self._connections.values()):
                     self._tools += resource_tools(self)
+            for conn in connections:
+                if conn.spec.name in self._pending:
+                    self._tell(conn.spec, "starting", "its tools arrive when it is ready")
+                elif conn.state == "failed":
+                    self._tell(conn.spec, "failed", conn.note)
 
     def _build_tools(self) -> list[BaseTool]:
         tools: list[BaseTool] = []
         taken: set[str] = set()
         for spec in self.startable:
-            tools += self._server_tools(spec, self._connections[spec.name], taken)
+            if spec.name not in self._pending:
+                tools += self._server_tools(spec, self._connections[spec.name], taken)
         return tools
+
+    def on_status(self, listener: Callable[[dict[str, str]], None]) -> None:
+        """Call ``listener({"server", "state", "note", "transport"})`` when a bounded start leaves a server
+        starting or failed, and when such a server later is ready or fails (on the MCP loop's thread)."""
+        self._status_listeners.append(listener)
+
+    def _tell(self, spec: ServerSpec, state: str, note: str) -> None:
+        status = {"server": clean_text(spec.name, 64), "state": state, "note": note, "transport": spec.transport}
+        for listener in list(self._status_listeners):
+            try:
+                listener(status)
+            except Exception:  # noqa: S112 - a front end's failure must not take the MCP loop down
+                continue
+
+    def _started_late(self, conn: Any) -> None:
+        """One server's start ended (on the loop thread); if the session went on without it, its tools
+        join now through the late-tools path, or its failure is told."""
+        with self._late_lock:
+            if self._tools is None or self._closed or conn.spec.name not in self._pending:
+                return  # start() is still waiting and builds from the fresh state, or it was not late
+            self._pending.discard(conn.spec.name)
+            fresh: list[BaseTool] = []
+            if conn.state == "ready":
+                taken = {t.name for t in self._tools}
+                fresh = self._server_tools(conn.spec, conn, taken, budget=self.config.max_tools_per_server)
+                self._tools.extend(fresh)
+                self._late.extend(fresh)
+            idle = self._calls == 0
+        if conn.state == "ready":
+            self._tell(conn.spec, "ready", f"{len(fresh)} tool{'s' if len(fresh) != 1 else ''} added")
+        else:
+            self._tell(conn.spec, "failed", conn.note)
+        if idle:
+            self._deliver()
 
     def _server_tools(self, spec: ServerSpec, conn: Any, taken: set[str], *,
                       budget: int | None = None) -> list[BaseTool]:
@@ -290,8 +358,15 @@ class McpManager:
         self.close()
 
 
-async def _start_all(connections: list[Any]) -> None:
-    results = await asyncio.gather(*(c.ensure_started() for c in connections), return_exceptions=True)
+async def _start_all(connections: list[Any], on_done: Callable[[Any], None] | None = None) -> None:
+    async def one(conn: Any) -> None:
+        try:
+            await conn.ensure_started()
+        finally:
+            if on_done is not None:
+                on_done(conn)
+
+    results = await asyncio.gather(*(one(c) for c in connections), return_exceptions=True)
     for result in results:
         if isinstance(result, BaseException) and not isinstance(result, Exception):
             raise result

@@ -128,7 +128,7 @@ class ServerConnection:
             raise
         except Exception as exc:
             await self._stop_holder()
-            raise self._fail(f"could not start: {_describe(exc)}") from exc
+            raise self._fail(f"could not start{self._where()}: {_describe(exc)}") from exc
         self.state = "ready"
 
     async def _hold(self, stop: asyncio.Event, ready: asyncio.Future[None]) -> None:
@@ -202,6 +202,11 @@ class ServerConnection:
         except (OSError, ValueError):
             return ""
         return clean_text(" | ".join(line.strip() for line in tail.splitlines() if line.strip()), STDERR_TAIL_CHARS)
+
+    def _where(self) -> str:
+        """`` at URL`` for an HTTP server (a connection error alone does not say which endpoint is down)."""
+        url = self.spec.settings.url if self.spec.settings is not None else None
+        return f" at {clean_text(_without_credentials(str(url)), 200)}" if url else ""
 
     def _fail(self, what: str) -> McpServerError:
         tail = self.stderr_tail()
@@ -317,6 +322,13 @@ def _connection_lost(exc: MCPError) -> bool:
     from mcp_types import CONNECTION_CLOSED
 
     return exc.code == CONNECTION_CLOSED
+
+
+def _without_credentials(url: str) -> str:
+    """The URL without a ``user:password@`` part (a note is shown and written to the transcript)."""
+    scheme, sep, rest = url.partition("://")
+    host, at, path = rest.partition("@") if "@" in rest.split("/", 1)[0] else ("", "", rest)
+    return f"{scheme}{sep}{path}" if at else url
 
 
 def _describe(exc: BaseException) -> str:
