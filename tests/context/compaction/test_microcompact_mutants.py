@@ -97,10 +97,15 @@ def test_the_gap_must_exceed_the_threshold_exactly():
 
 
 def test_keep_recent_counts_exactly_and_zero_keeps_nothing():
-    msgs = rounds(4)
+    msgs = [*rounds(4), AIMessage("all read", id="a-end")]  # every round answered
     assert cleared_ids_after_idle(msgs, keep_recent=0) == ["t0", "t1", "t2", "t3"]
     assert cleared_ids_after_idle(msgs, keep_recent=1) == ["t0", "t1", "t2"]
     assert cleared_ids_after_idle(msgs, keep_recent=2) == ["t0", "t1"]
+
+
+def test_zero_kept_still_keeps_the_round_the_model_has_not_answered():
+    """The model has not seen t3 yet: clearing it would make it call the tool again (#38)."""
+    assert cleared_ids_after_idle(rounds(4), keep_recent=0) == ["t0", "t1", "t2"]
 
 
 def test_only_compactable_results_count_toward_the_kept_newest():
