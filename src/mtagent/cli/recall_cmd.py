@@ -3,7 +3,8 @@
 The same search the model's ``recall`` tool and the REPL's ``/recall`` run: the project's index
 is caught up from the transcripts first (so it works for sessions run anywhere), then ranked
 hits are printed with their references, authority, freshness and temperature. ``--ref`` prints
-one item in full; ``--json`` is for scripts.
+one item in full; ``--json`` is for scripts. Every line printed goes through today's redactor (the
+index may hold what was written before a secret was configured, and the query is echoed).
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ def recall_cmd(
     settings = load_settings(root)
     if session:
         paths.validate_session_id(session)
+    redactor = Redactor(collect_secrets(settings=settings))  # today's secrets, whatever the index holds
     recaller = Recaller(RecallIndexer(root, settings.recall, tenant=settings.storage.tenant,
-                                      redactor=Redactor(collect_secrets(settings=settings)),
+                                      redactor=redactor,
                                       home=local_home(settings),
                                       history=recall_history(settings, root)),
                         make_embeddings(settings.recall.embeddings))
@@ -53,7 +55,8 @@ def recall_cmd(
         recaller.indexer.refresh()
         if ref:
             text = recaller.rehydrate(ref)
-            typer.echo(json_text({"ref": ref, "text": text}) if as_json else terminal_safe(text))
+            typer.echo(json_text(redactor.deep({"ref": ref, "text": text})) if as_json
+                       else terminal_safe(redactor.text(text)))
             return
         if not query.strip():
             raise UsageError("give a QUERY to search for (or --ref REF to print one item); "
@@ -62,10 +65,10 @@ def recall_cmd(
         hits = recaller.search(query, scope=chosen, k=k, session=session,
                                stale="filter" if fresh_only else "mark")
         if as_json:
-            typer.echo(json_text([h.as_dict() for h in hits]))
+            typer.echo(json_text(redactor.deep([h.as_dict() for h in hits])))
         else:
-            console.print(terminal_safe(render_hits(query, hits, mode=recaller.mode, scope=chosen,
-                                                    backend=recaller.vector_backend)),
+            console.print(terminal_safe(redactor.text(render_hits(query, hits, mode=recaller.mode, scope=chosen,
+                                                                  backend=recaller.vector_backend))),
                           markup=False, highlight=False, soft_wrap=True)
     finally:
         recaller.indexer.close()
@@ -77,8 +80,9 @@ def print_recall(out: Console, cwd: Path, text: str) -> None:
     root = cwd.resolve()
     settings = load_settings(root)
     recall = settings.recall
+    redactor = Redactor(collect_secrets(settings=settings))
     recaller = Recaller(RecallIndexer(root, recall, tenant=settings.storage.tenant,
-                                      redactor=Redactor(collect_secrets(settings=settings)),
+                                      redactor=redactor,
                                       home=local_home(settings),
                                       history=recall_history(settings, root)), make_embeddings(recall.embeddings))
     try:
@@ -86,12 +90,14 @@ def print_recall(out: Console, cwd: Path, text: str) -> None:
         if words[:1] == ["--ref"]:
             if len(words) != 2:
                 raise UsageError("usage: /recall --ref <ref> (a ref printed by /recall)")
-            out.print(terminal_safe(recaller.rehydrate(words[1])), markup=False, highlight=False, soft_wrap=True)
+            out.print(terminal_safe(redactor.text(recaller.rehydrate(words[1]))), markup=False, highlight=False,
+                      soft_wrap=True)
             return
         if not text.strip():
             raise UsageError("usage: /recall QUERY — e.g. /recall TypeError user.id")
         hits = recaller.search(text)
-        out.print(terminal_safe(render_hits(text, hits, mode=recaller.mode, backend=recaller.vector_backend)),
+        out.print(terminal_safe(redactor.text(render_hits(text, hits, mode=recaller.mode,
+                                                          backend=recaller.vector_backend))),
                   markup=False, highlight=False, soft_wrap=True)
     finally:
         recaller.indexer.close()
