@@ -170,9 +170,10 @@ def read_text(root: str | os.PathLike[str], path: str | os.PathLike[str], *, max
                                         "/sys for context; it was refused")
     inside = _under(target, root_path)
     if not inside and not externally_allowed(target, allow_external):
-        return ReadResult(target, None, f"{name} is outside the project ({target}); it was refused. Allow it in "
-                                        "your own ~/.mtagent/config.toml: [memory] allow_external_includes = "
-                                        f"[\"{_suggest(target)}\"]")
+        # the way on is named, never the line that would allow it: the repository chose this path
+        return ReadResult(target, None, f"{name} is outside the project ({target}); it was refused. Files outside "
+                                        "a project are read only when you list them yourself in "
+                                        "[memory] allow_external_includes of your own ~/.mtagent/config.toml")
     walk_root = root_path if inside else Path(target.anchor)
     try:
         with safe_open.reading((walk_root,), target) as (fh, _st):
@@ -192,11 +193,6 @@ def read_text(root: str | os.PathLike[str], path: str | os.PathLike[str], *, max
     problem = (f"{name} is larger than {max_bytes:,} bytes; only the first {max_bytes:,} were read"
                if truncated else None)
     return ReadResult(target, text, problem, truncated, external=not inside)
-
-
-def _suggest(target: Path) -> str:
-    home = Path.home()
-    return f"~/{target.relative_to(home).as_posix()}" if _under(target, home) and target != home else str(target)
 
 
 def list_files(root: str | os.PathLike[str], folder: str | os.PathLike[str], *, suffix: str = ".md",

@@ -19,6 +19,7 @@ from rich.console import Console
 from mtagent.cli.session_options import SessionOptions
 from mtagent.errors import UsageError
 from mtagent.events import Event, EventBus, EventType
+from mtagent.terminal_text import terminal_safe
 
 if TYPE_CHECKING:  # the rest loads on first use: the REPL's prompt is drawn before any of it (cli/warmup.py)
     from mtagent.agent.session import AgentSession
@@ -239,6 +240,11 @@ class ReplHost:
     def prepare_skill(self, name: str, request: str) -> None:
         """``/skill NAME [request]``: the skill's instructions (and the request) become the next message."""
         toolset = getattr(getattr(self._live(), "parts", None), "toolset", None)
+        untrusted = toolset.skills.discovery.untrusted if toolset is not None else []
+        if untrusted and (name in untrusted or not toolset.skills.skills):
+            raise UsageError(f"{terminal_safe(name) if name in untrusted else 'this project has skills'} "
+                             f"({', '.join(untrusted)}): the project is not trusted (or changed since it was), so "
+                             "its skills are not loaded; `mtagent trust` shows what trusting it covers")
         if toolset is None or not toolset.skills.skills:
             raise UsageError("no skills found: add one as .mtagent/skills/<name>/SKILL.md (a trusted project) "
                              "or ~/.mtagent/skills/<name>/SKILL.md")

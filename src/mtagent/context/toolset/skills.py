@@ -64,6 +64,7 @@ class Skill:
 class Discovery:
     skills: list[Skill] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # one line each: what and why
+    untrusted: list[str] = field(default_factory=list)  # the project's skill folders, not loaded: not trusted
 
 
 def skill_files(base: Path, folder: Sequence[str]) -> list[tuple[str, ...]]:
@@ -122,8 +123,11 @@ def discover(project_root: Path | None, cfg: SkillsSettings, *, home: Path | Non
         is_trusted = trust.is_trusted(project_root) if trusted is None else trusted
         if is_trusted:
             places += [(project_root, d, "project") for d in PROJECT_DIRS]
-        elif any(skill_files(project_root, d) for d in PROJECT_DIRS):
-            found.skipped.append("project skills: not loaded, the project is not trusted (mtagent trust)")
+        else:
+            found.untrusted = sorted({clean(parts[-2], 64) for d in PROJECT_DIRS for parts in skill_files(project_root, d)})
+            if found.untrusted:
+                found.skipped.append(f"project skills ({', '.join(found.untrusted)}): not loaded, the project is not "
+                                     "trusted or changed since it was (mtagent trust)")
     names: set[str] = set()
     unread = 0
     for base, folder, scope in places:

@@ -133,6 +133,9 @@ class Toolset:
         try:
             return self.skills.read_file(name, file) if file else self.skills.load(name)
         except KeyError:
+            if str(name) in self.skills.discovery.untrusted:
+                return (f"Error: skill {str(name)[:80]!r} is this project's, and the project is not trusted (or changed "
+                        "since it was), so it was not loaded; the user can run `mtagent trust` to use it.")
             known = ", ".join(s.name for s in self.skills.skills) or "none"
             return f"Error: no skill named {str(name)[:80]!r}. Skills: {known}."
         except (OSError, ValueError) as exc:
