@@ -37,8 +37,9 @@ def make_summarizer(settings: Settings, model: Any | None = None, summarizer: Su
         return summarizer
     if model is not None:
         return LLMSummarizer(model, tool_result_chars=settings.tool_results.preview_chars,
-                             cache_aligned=isinstance(model, CacheAlignedModel))
-    return ExtractiveSummarizer()
+                             cache_aligned=isinstance(model, CacheAlignedModel),
+                             output_tokens=settings.context.summary_output_tokens)
+    return ExtractiveSummarizer(max_tokens=settings.context.summary_output_tokens)
 
 
 @dataclass(slots=True)
