@@ -126,3 +126,48 @@ def test_a_deeply_nested_rules_tree_is_a_short_walk_not_a_crash(tmp_path: Path) 
     finally:
         remove_nested(folder)
     assert [r.text for r in rules.rules] == ["shallow rule", "top rule"]
+
+
+# ── planted-bug tests (#33): the suite stayed green with /sys dropped from the trees never read and with
+# the last component's O_NOFOLLOW gone; each of these fails then ──
+
+@pytest.mark.parametrize("special", ["/sys/devices/system/cpu/online", "/proc/self/status", "/dev/null"])
+def test_proc_dev_and_sys_are_never_read_even_when_the_user_allows_them(tmp_path: Path, special: str) -> None:
+    if not os.path.exists(special):
+        pytest.skip(f"{special} does not exist on this machine")
+    top = "/" + special.split("/")[1]
+    result = confine.read_text(tmp_path, special, allow_external=[f"{top}/**", "/**"])
+    assert result.text is None and "never reads" in (result.problem or ""), result
+
+
+def test_a_file_swapped_for_a_symlink_after_resolution_is_not_followed(tmp_path: Path, monkeypatch) -> None:
+    project, outside = tmp_path / "p", tmp_path / "outside"
+    project.mkdir()
+    outside.mkdir()
+    (outside / "secret").write_text("CANARY-outside\n")
+    (project / "notes.md").write_text("inside\n")
+    resolve = confine._resolve
+
+    def resolve_then_swap(path: Path) -> Path | None:
+        resolved = resolve(path)  # what the check sees; the attacker swaps the file right after
+        if resolved is not None and resolved.name == "notes.md":
+            resolved.unlink()
+            resolved.symlink_to(outside / "secret")
+        return resolved
+
+    monkeypatch.setattr(confine, "_resolve", resolve_then_swap)
+    result = confine.read_text(project, "notes.md")
+    assert result.text is None or "CANARY" not in result.text, "the swapped-in symlink was followed"
+    assert result.text is None and "refused" in (result.problem or ""), result
+
+
+def test_open_file_refuses_a_symlink_as_the_last_component(tmp_path: Path) -> None:
+    from mtagent import safe_open
+    from mtagent.errors import WorkspacePathError
+
+    (tmp_path / "outside").write_text("CANARY\n")
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "link").symlink_to(tmp_path / "outside")
+    with pytest.raises(WorkspacePathError):
+        safe_open.open_file((root,), root / "link")

@@ -215,3 +215,33 @@ def test_slash_recall_ref_shows_hostile_text_visibly(tmp_path):
     print_recall(console, tmp_path, "needle")
     assert "\\x1b]0;owned" in out.getvalue()
     assert_clean(out.getvalue(), "/recall")
+
+
+# ── keys are text too (#33: the suite stayed green with a sanitizer that cleaned values only) ──
+
+KEY_ATTACK = "\x9b2J\u202ecod\x1b]0;owned\x07"
+
+
+def test_a_records_keys_are_cleaned_like_its_values() -> None:
+    from mtagent.terminal_text import sanitize_deep
+
+    record = {KEY_ATTACK: {KEY_ATTACK: [{KEY_ATTACK: KEY_ATTACK}]}}
+    cleaned = sanitize_deep(record)
+    assert_clean(json.dumps(cleaned, ensure_ascii=False), "sanitize_deep")
+    [key] = cleaned
+    assert key == "\\x9b2J\\u202ecod\\x1b]0;owned\\x07"  # shown, not dropped
+
+
+@pytest.mark.parametrize("args", [["sessions", "show", "s1"], ["sessions", "show", "s1", "--full"],
+                                  ["sessions", "export", "s1", "--format", "md"]])
+def test_a_tool_calls_argument_name_is_shown_visibly(tmp_path, args):
+    """A model names a tool argument with a C1 CSI and a bidi override: JSON keeps both raw."""
+    with TranscriptWriter(paths.session_transcript_path(tmp_path, "s1"), session_id="s1") as writer:
+        for m in (HumanMessage("hi", id="u1"),
+                  AIMessage("", id="a1", tool_calls=[{"id": "c1", "name": "shell", "args": {KEY_ATTACK: "ls"}}]),
+                  ToolMessage("done", tool_call_id="c1", id="t1", name="shell")):
+            writer.append(schema.message_to_record(m))
+    result = runner.invoke(app, [*args, "--cwd", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert_clean(result.output, " ".join(args))
+    assert "\\u202ecod" in result.output
