@@ -3,19 +3,23 @@
 Paths recorded in a transcript are relative to the session's artifact folder
 (``tool-results/<tool-call-id>.txt``). A transcript is untrusted input, so every path read or
 written is resolved and refused with :class:`ArtifactPathError` if it lands outside that folder
-(``..``, absolute paths, symlinks that point out).
+(``..``, absolute paths, symlinks that point out); a file is read through the folder's descriptor
+and refused when it has more than one hard link (:mod:`mtagent.safe_open`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from mtagent import paths
-from mtagent.errors import ArtifactPathError
+from mtagent import paths, safe_open
+from mtagent.errors import ArtifactPathError, WorkspacePathError
 from mtagent.redaction import Redactor, collect_secrets
 
 DEFAULT_ARTIFACT_MAX_BYTES = 64 * 1024 * 1024
@@ -98,29 +102,23 @@ class ArtifactStore:
         os.replace(tmp, target)
         return ArtifactMeta(relative, len(text), len(data), truncated, hashlib.sha256(data).hexdigest())
 
-    def read_text(self, relative: str) -> str:
+    def _reading(self, relative: str) -> contextlib.AbstractContextManager[tuple[Any, os.stat_result]]:
+        """The artifact opened for reading through the store's folder descriptor, refused when its last
+        component is a symlink or it has more than one hard link (its other name may be anywhere:
+        ``ln ~/.ssh/id_rsa tool-results/x.txt``), like every other confined open."""
         target = self.resolve(relative)
-        try:
-            return target.read_bytes().decode("utf-8", errors="replace")
-        except FileNotFoundError as exc:
-            raise ArtifactPathError(
-                f"artifact {relative!r} is missing from {self.root}; the session's artifact folder "
-                "may have been moved or cleaned"
-            ) from exc
+        return _confined(self.root.resolve(), target, relative, self.root)
+
+    def read_text(self, relative: str) -> str:
+        with self._reading(relative) as (fh, _):
+            return fh.read().decode("utf-8", errors="replace")
 
     def read_head(self, relative: str, max_bytes: int) -> str:
         """At most ``max_bytes`` of an artifact as text, with a note of what was left out (readers
         that print artifacts must not load 64 MB to show a screenful)."""
-        target = self.resolve(relative)
-        try:
-            with target.open("rb") as fh:
-                data = fh.read(max_bytes + 1)
-                size = os.fstat(fh.fileno()).st_size
-        except FileNotFoundError as exc:
-            raise ArtifactPathError(
-                f"artifact {relative!r} is missing from {self.root}; the session's artifact folder "
-                "may have been moved or cleaned"
-            ) from exc
+        with self._reading(relative) as (fh, st):
+            data = fh.read(max_bytes + 1)
+            size = st.st_size
         text = data[:max_bytes].decode("utf-8", errors="replace")
         if len(data) > max_bytes:
             text += f"… [{size - max_bytes:,} more bytes in {relative}]"
@@ -139,6 +137,20 @@ class ArtifactStore:
     @property
     def session_memory_path(self) -> Path:
         return self.root / SESSION_MEMORY_DIR / "summary.md"
+
+
+@contextlib.contextmanager
+def _confined(root: Path, target: Path, relative: str, shown: Path) -> Iterator[tuple[Any, os.stat_result]]:
+    try:
+        with safe_open.reading((root,), target) as (fh, st):
+            yield fh, st
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise ArtifactPathError(
+            f"artifact {relative!r} is missing from {shown}; the session's artifact folder "
+            "may have been moved or cleaned"
+        ) from exc
+    except WorkspacePathError as exc:
+        raise ArtifactPathError(f"artifact {relative!r} was not read: {exc}") from exc
 
 
 def get_session_artifact_dir(project_root: str | os.PathLike[str], session_id: str) -> Path:
