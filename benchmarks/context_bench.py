@@ -1,4 +1,4 @@
-"""Context benchmark: every strategy over the shared real trajectories, at two windows.
+"""Context benchmark: every strategy over the shared real trajectories, at three windows.
 
 For each recorded session (Claude Code, mini-swe-agent, SWE-agent, OpenHands, aider) and each
 strategy (raw, mtagent, mtagent-sm, masking, lc-summarization, lc-clear-tool-uses, threshold-compact) the
@@ -19,8 +19,16 @@ compactions, queries built from compacted-away facts (error lines, file paths, i
 find a message holding the fact in the top 5 (:func:`mtagent.replay.recall_probe.probe_trajectory`,
 the probe ``recall_bench`` runs too).
 
-    python benchmarks/context_bench.py            # both windows, all files (~5 min on 2 cores)
+Issue 34's **work-state probe** (:mod:`mtagent.replay.work_state`) runs for every strategy: at each
+compaction the recording's hand-off ledger before it (goal, latest request, rules, plan steps,
+files changed, last verification …) is checked against the next view; the table per window gives
+items checked and lost, the sessions with a loss, and what was lost by kind. The ``RESULT`` lines
+add mtagent's summary output tokens per summary call and the work-state counts of mtagent and
+each peer.
+
+    python benchmarks/context_bench.py            # 131K, 65K and 32K windows, all files (~5 min on 2 cores)
     python benchmarks/context_bench.py --quick    # a few files, one window (< 1 min)
+    python benchmarks/context_bench.py --summary-price 0.25   # summary calls at a quarter of the price
 
 Writes benchmarks/results/context_bench.md and ends with ``RESULT name=value`` lines.
 """
@@ -41,9 +49,10 @@ from mtagent.replay.formats import load_trajectories
 from mtagent.replay.recall_probe import probe_trajectory
 from mtagent.replay.report import replay_session
 from mtagent.replay.strategies import PEERS, STRATEGY_NAMES
+from mtagent.replay.work_state import WorkStateCount
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "trajectories"
-WINDOWS = (131_072, 65_536)
+WINDOWS = (131_072, 65_536, 32_768)
 QUICK_FILES = (
     "mini-swe-agent/tests__test_data__github_issue.traj.json",
     "mini-swe-agent/deepseek_chat_test_1-100__django__django-14730.traj.json",
@@ -78,6 +87,9 @@ class Stats:
     pressured_kinds: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in PROBE_KINDS})
     recall_probes: int = 0  # issue 16's recall probe (mtagent only): probes after its compactions
     recall_hits: int = 0  # … whose fact a top-5 hit holds
+    summary_output: int = 0  # tokens the summary calls wrote
+    work: WorkStateCount = field(default_factory=WorkStateCount)  # issue 34's work-state probe
+    work_lost_sessions: list[str] = field(default_factory=list)  # sessions with any work-state item lost
 
     def add(self, other: Stats) -> None:
         self.sessions += other.sessions
@@ -92,6 +104,9 @@ class Stats:
         self.pressured_retentions += other.pressured_retentions
         self.recall_probes += other.recall_probes
         self.recall_hits += other.recall_hits
+        self.summary_output += other.summary_output
+        self.work.merge(other.work)
+        self.work_lost_sessions += other.work_lost_sessions
         for k, v in other.cost.items():
             self.cost[k] = self.cost.get(k, 0.0) + v
         for k, v in other.summary_cost.items():
@@ -134,7 +149,7 @@ class FileResult:
     seconds: float = 0.0
 
 
-def run_file(rel: str, root: str, window: int) -> FileResult:
+def run_file(rel: str, root: str, window: int, summary_price: float = 1.0) -> FileResult:
     """Replay every session of one file with every strategy (runs in a worker process)."""
     started = time.perf_counter()
     sessions = load_trajectories(Path(root) / rel)
@@ -144,7 +159,7 @@ def run_file(rel: str, root: str, window: int) -> FileResult:
     has_recorded = False
     threshold = Settings().auto_compact_threshold_tokens(window)
     for i, traj in enumerate(sessions):
-        replay = replay_session(traj, f"{rel}#{i}", STRATEGY_NAMES, window)
+        replay = replay_session(traj, f"{rel}#{i}", STRATEGY_NAMES, window, summary_price=summary_price)
         pressured = replay.raw.peak_tokens >= threshold
         requests = [(t.view_tokens, t.shared_tokens) for t in replay.raw.turns]
         bounds = {m.name: list(lower_bounds(requests, m)) for m in DEFAULT_CACHE_MODELS}
@@ -155,7 +170,9 @@ def run_file(rel: str, root: str, window: int) -> FileResult:
                       summary_calls=r.summary_calls, compactions=r.compactions, violations=r.violations,
                       overflows=r.overflows, retentions=kept, pressured_retentions=kept if pressured else [],
                       cost=dict(r.cached_cost), summary_cost=dict(r.summary_cost), bounds=bounds,
-                      kinds=kinds, pressured_kinds=kinds if pressured else {})
+                      kinds=kinds, pressured_kinds=kinds if pressured else {},
+                      summary_output=r.summary_output_tokens, work=r.work_state,
+                      work_lost_sessions=[f"{rel}#{i}"] if r.work_state.lost else [])
             stats[name].add(s)
         probe = probe_trajectory(traj, label=f"{rel}#{i}", window=window)
         stats["mtagent"].add(Stats(recall_probes=probe.probes, recall_hits=probe.hits))
@@ -268,6 +285,23 @@ def cost_table(tot: dict[str, Stats], label: str) -> list[str]:
     return lines
 
 
+def work_state_table(tot: dict[str, Stats], label: str) -> list[str]:
+    """Issue 34's work-state probe per strategy: ledger items checked at compactions, lost, where."""
+    lines = [f"### Work state at compactions — {label}", "",
+             "| strategy | compactions | items checked | lost | sessions with a loss | lost by kind |",
+             "|---|---:|---:|---:|---:|---|"]
+    for name in STRATEGY_NAMES:
+        st = tot[name]
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(st.work.lost_by_kind.items(), key=lambda kv: -kv[1]))
+        lines.append(f"| {name} | {st.compactions} | {st.work.checked:,} | {st.work.lost:,} | "
+                     f"{len(st.work_lost_sessions)} | {kinds or '–'} |")
+    lost = tot["mtagent"].work_lost_sessions
+    if lost:
+        lines += ["", "mtagent lost work state in: " + ", ".join(sorted(lost)[:20])
+                  + (f" (+{len(lost) - 20} more)" if len(lost) > 20 else "")]
+    return lines
+
+
 def comparable_peers(tot: dict[str, Stats]) -> list[str]:
     """Peers whose pressured retention is within COMPARABLE_RETENTION of mtagent's."""
     mine = tot["mtagent"].pressured_retention
@@ -296,6 +330,12 @@ def acceptance_lines(tot: dict[str, Stats], w: int) -> list[str]:
         out.append(f"RESULT mtagent_vs_bound1_{model}_{w}={mt.cost[model] / lb1:.3f}")
         out.append(f"RESULT mtagent_vs_bound2_{model}_{w}={mt.cost[model] / lb2:.3f}")
     out.append(f"RESULT mtagent_retention_pressured_{w}={mt.pressured_retention or 0.0:.4f}")
+    out.append(f"RESULT mtagent_summary_output_per_summary_{w}="
+               f"{mt.summary_output / mt.summary_calls if mt.summary_calls else 0.0:.1f}")
+    for name in ("mtagent", *PEERS):
+        st = tot[name]
+        out.append(f"RESULT work_state_lost_{name}_{w}={st.work.lost}/{st.work.checked}"
+                   f" sessions={len(st.work_lost_sessions)}")
     error = mt.kind_retention("error", pressured=True)
     out.append(f"RESULT mtagent_error_retention_pressured_{w}={error if error is not None else 0.0:.4f}")
     out.append(f"RESULT mtagent_recall_probe_top5_{w}={_fmt_rate(mt.recall_rate)}")
@@ -344,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=ROOT, help="the shared trajectories folder")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "context_bench.md")
+    parser.add_argument("--summary-price", type=float, default=1.0,
+                        help="price summary calls at this share of the main model (0.25: a compact model at a quarter)")
     args = parser.parse_args(argv)
     if not args.root.is_dir():
         print(f"trajectories not found at {args.root}; pass --root", file=sys.stderr)
@@ -353,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = sorted(((f, w) for f in files for w in windows), key=lambda j: -(args.root / j[0]).stat().st_size)
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(run_file, f, str(args.root), w) for f, w in jobs]
+        futures = [pool.submit(run_file, f, str(args.root), w, args.summary_price) for f, w in jobs]
         results = [fut.result() for fut in futures]
     elapsed = time.perf_counter() - started
     lines = [
@@ -361,7 +403,9 @@ def main(argv: list[str] | None = None) -> int:
         "",
         (f"Open-loop replay of {len(files)} files at windows {', '.join(f'{w:,}' for w in windows)}; "
          f"{elapsed:.0f} s with {args.jobs} worker(s). Reproduce: `python benchmarks/context_bench.py"
-         f"{' --quick' if args.quick else ''}`."),
+         f"{' --quick' if args.quick else ''}"
+         f"{f' --summary-price {args.summary_price:g}' if args.summary_price != 1.0 else ''}`."
+         + (f" Summary calls priced at {args.summary_price:g}× the main model." if args.summary_price != 1.0 else "")),
         ("Cost = input-token equivalents (uncached input = 1; Anthropic-style cache read 0.1 / write 1.25, "
          "OpenAI-style cached 0.1 from 1,024 tokens; summary calls: output 5 (Anthropic) / 4 (OpenAI), input "
          "uncached unless the request shares the previous request's prefix, which is then priced as cache reads)."),
@@ -376,8 +420,9 @@ def main(argv: list[str] | None = None) -> int:
     for w in windows:
         lines += totals_table(totals(results, w), f"window {w:,}") + [""]
         lines += cost_table(totals(results, w), f"window {w:,}") + [""]
+        lines += work_state_table(totals(results, w), f"window {w:,}") + [""]
     if len(windows) > 1:
-        lines += totals_table(totals(results, None), "both windows") + [""]
+        lines += totals_table(totals(results, None), "all windows") + [""]
     for w in windows:
         lines += file_table(results, w) + [""]
     results_text = result_lines(results, windows)

@@ -9,8 +9,8 @@ within ``retention_slack`` of the current configuration's; it is printed as a TO
 paste into ``.mtagent/config.toml``.
 
 The knobs searched (:data:`GRID`): the trigger (cost-aware or threshold), the tail a cost-triggered
-compaction keeps, how many calls the cost trigger waits for, and size-based clearing of old tool
-results. Each candidate changes only those keys on top of the user's settings.
+compaction keeps, the tail a threshold compaction keeps, how many calls the cost trigger waits
+for, and size-based clearing of old tool results. Each candidate changes only those keys on top of the user's settings.
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ GRID: tuple[Candidate, ...] = (
     {("context", "cost_tail_min_tokens"): 1_500, ("context", "cost_tail_max_tokens"): 5_000},
     {("context", "cost_tail_min_tokens"): 3_000, ("context", "cost_tail_max_tokens"): 10_000},
     {("context", "cost_tail_min_tokens"): 5_000, ("context", "cost_tail_max_tokens"): 20_000},
+    {("context", "cost_tail_min_tokens"): 1_000, ("context", "cost_tail_max_tokens"): 4_000},
+    # the tail a threshold compaction keeps (the ceiling the cost trigger leaves in place)
+    {("context", "compression_preserve_min_tokens"): 5_000, ("context", "compression_preserve_max_tokens"): 20_000},
+    {("context", "compression_preserve_min_tokens"): 2_000, ("context", "compression_preserve_max_tokens"): 10_000},
     {("context", "cost_min_calls"): 4},
     {("context", "cost_min_calls"): 16},
     {("microcompact", "size_trigger_fraction"): 0.5},

@@ -1,0 +1,54 @@
+"""context_bench reports issue 34's figures: work state per strategy, summary output per summary call,
+summary calls priced at --summary-price."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from mtagent.replay.work_state import WorkStateCount
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "context_bench.py"
+SMALL = "mini-swe-agent/tests__test_data__github_issue.traj.json"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("context_bench_work_state", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+def test_work_state_and_summary_output_reach_the_tables_and_result_lines(bench) -> None:
+    stats = {name: bench.Stats(sessions=1, cumulative=100, cost={"anthropic": 50.0, "openai": 40.0},
+                               bounds={"anthropic": [10.0, 20.0], "openai": [8.0, 16.0]})
+             for name in bench.STRATEGY_NAMES}
+    stats["raw"].cost = {"anthropic": 100.0, "openai": 100.0}
+    stats["mtagent"].add(bench.Stats(summary_calls=4, summary_output=1_000, work=WorkStateCount(30, 0, {}),
+                                     compactions=4))
+    stats["threshold-compact"].add(bench.Stats(work=WorkStateCount(20, 3, {"goal": 2, "plan step": 1}),
+                                               work_lost_sessions=["a#0"], compactions=2))
+    lines = bench.acceptance_lines(stats, 32_768)
+    assert "RESULT mtagent_summary_output_per_summary_32768=250.0" in lines
+    assert "RESULT work_state_lost_mtagent_32768=0/30 sessions=0" in lines
+    assert "RESULT work_state_lost_threshold-compact_32768=3/20 sessions=1" in lines
+    table = "\n".join(bench.work_state_table(stats, "window 32,768"))
+    assert "| threshold-compact | 2 | 20 | 3 | 1 | goal 2, plan step 1 |" in table
+    assert "mtagent lost work state in" not in table
+
+
+def test_run_file_prices_summaries_at_the_given_share(bench, trajectories: Path) -> None:
+    full = bench.run_file(SMALL, str(trajectories), 4_096)
+    cheap = bench.run_file(SMALL, str(trajectories), 4_096, 0.25)
+    for name in ("mtagent", "threshold-compact"):
+        a, b = full.stats[name], cheap.stats[name]
+        assert b.summary_cost["anthropic"] == pytest.approx(0.25 * a.summary_cost["anthropic"])
+    assert full.stats["threshold-compact"].summary_cost["anthropic"] > 0
+    assert full.stats["threshold-compact"].work.checked > 0
