@@ -1,12 +1,13 @@
-"""Issues #13's and #27's attacks against the code before each security wave and against today's code.
+"""Issues #13's, #27's and #33's attacks against the code before each security wave and against today's code.
 
-    python benchmarks/security_regress.py [--quick] [--wave 13|27] [--old COMMIT] [--old27 COMMIT]
+    python benchmarks/security_regress.py [--quick] [--wave 13|27|33] [--old COMMIT] [--old27 COMMIT] [--old33 COMMIT]
 
 For each wave, makes a git worktree of its "old" commit (``--old``: the parent of the first #13
 commit; ``--old27``: the parent of the first #27 commit — the code each issue was filed against),
 runs one probe per attack class in a subprocess against that tree's ``src`` and against this
 checkout's ``src``, prints which attacks got through where, and removes the worktree. #27's probes
-live in ``security_probes_27.py`` and ``security_probes_27b.py``. A probe is an attack through public surfaces both versions have (``AgentSession`` with a
+live in ``security_probes_27.py`` and ``security_probes_27b.py``; #33's (``--old33``: the parent of the
+lead's first #33 commit) in ``security_probes_33_trust.py``. A probe is an attack through public surfaces both versions have (``AgentSession`` with a
 scripted model, ``load_settings``, the CLI), so old code is measured as it shipped; the tests in
 ``tests/security/`` go further (races, 300+ path corpus, fuzzing) and import modules the old code
 lacks. ``--quick`` is the same run (each probe takes seconds); ``RESULT`` lines close the output.
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from security_probes_27 import FIRST_COMMIT_27, PROBE_ENV, PROBE_FUNCS_27, PROBES_27
 from security_probes_27b import PROBE_FUNCS_27B, PROBES_27B
+from security_probes_33_trust import FIRST_COMMIT_33, PROBE_FUNCS_33_TRUST, PROBES_33_TRUST
 
 REPO = Path(__file__).resolve().parents[1]
 FIRST_SECURITY_COMMIT = "85ebb51"  # tools: open every workspace file through directory descriptors (#13)
@@ -295,7 +297,9 @@ def probe_typed_secret(tmp: Path) -> bool:
 PROBE_FUNCS: dict[str, Callable[[Path], bool]] = {name: globals()[f"probe_{name}"] for name in PROBES}
 PROBE_FUNCS.update(PROBE_FUNCS_27)
 PROBE_FUNCS.update(PROBE_FUNCS_27B)
-WAVES: dict[str, dict[str, tuple[str, str]]] = {"13": PROBES, "27": {**PROBES_27, **PROBES_27B}}
+PROBE_FUNCS.update(PROBE_FUNCS_33_TRUST)
+WAVES: dict[str, dict[str, tuple[str, str]]] = {"13": PROBES, "27": {**PROBES_27, **PROBES_27B},
+                                               "33": {**PROBES_33_TRUST}}
 
 
 # ── driver ──────────────────────────────────────────────────────────────────────────────────────
@@ -332,13 +336,14 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="same probes (each takes seconds)")
     parser.add_argument("--old", default=f"{FIRST_SECURITY_COMMIT}^", help="#13's 'before' commit")
     parser.add_argument("--old27", default=f"{FIRST_COMMIT_27}^", help="#27's 'before' commit")
+    parser.add_argument("--old33", default=f"{FIRST_COMMIT_33}^", help="#33's 'before' commit")
     parser.add_argument("--wave", choices=sorted(WAVES), help="only this wave's attacks")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe:
         run_probe(args.probe)
         return 0
-    olds = {"13": args.old, "27": args.old27}
+    olds = {"13": args.old, "27": args.old27, "33": args.old33}
     rows = []
     for wave in [args.wave] if args.wave else sorted(WAVES):
         rows += run_wave(wave, olds[wave])
