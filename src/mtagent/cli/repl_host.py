@@ -155,6 +155,12 @@ class ReplHost:
             return None
         return max(1, session.window - session.settings.context.summary_reserved_tokens)
 
+    def work_plan(self) -> Any:
+        """The engine's plan now (``update_plan``; carried through compactions), or None."""
+        from mtagent.context.ledger import current_plan
+
+        return current_plan(self._live().history)
+
     def history_rows(self) -> list[tuple[str, str, str]]:
         """(id, role, first line) of each message the engine plans from, for ``/compact from``."""
         rows: list[tuple[str, str, str]] = []

@@ -229,7 +229,15 @@ def _json_result(result: TurnResult, session: AgentSession, messages: list[Any],
     price = price_for(session.model_name, session.settings.agent.prices)
     return {"answer": result.reply, "status": result.status, "session_id": session.session_id,
             "model": session.model_name, "model_calls": model_calls, "tokens": usage.as_dict(),
-            "cost_usd": cost_usd(usage, price), "window": _window_json(session)}
+            "cost_usd": cost_usd(usage, price), "window": _window_json(session), "plan": _plan_json(session)}
+
+
+def _plan_json(session: AgentSession) -> dict[str, Any] | None:
+    """The engine's plan after the turn (``update_plan``; kept through compactions), or None."""
+    from mtagent.context.ledger import current_plan
+
+    plan = current_plan(session.history)
+    return plan.to_dict() if plan is not None else None
 
 
 def _window_json(session: AgentSession) -> dict[str, Any]:

@@ -286,7 +286,19 @@ def show_cmd(
         else:
             _render_record(console, entry.record, store, full, redactor)
     _print_warnings(report)
+    _print_plan(path)
     _print_subagents(path)
+
+
+def _print_plan(path: Path) -> None:
+    """The session's plan as the engine holds it now (its last plan call, or the last hand-off's)."""
+    from mtagent.context.ledger import plan_from_transcript
+
+    plan = plan_from_transcript(path)
+    if plan is not None:
+        _rule(console, f"plan · {plan.summary_line()}")
+        for line in plan.render().splitlines():
+            console.print(Text(terminal_safe(line)), soft_wrap=True)
 
 
 def _print_subagents(path: Path) -> None:

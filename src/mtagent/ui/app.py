@@ -158,7 +158,18 @@ class Pages:
         return self.render("session.html", title=f"Session {entry.key}", entry=entry, points=points,
                            chart=Markup(chart), buckets=timeline_buckets(points), window=window,
                            threshold=threshold, compactions=compactions, microcompacts=micro, links=links,
-                           warnings=outline.warnings)
+                           warnings=outline.warnings, plan=self.redacted_plan(entry.path))
+
+    def redacted_plan(self, path: Any) -> Any:
+        """The session's plan (its last plan call, or the last hand-off's), its text redacted like the page's."""
+        from mtagent.context.ledger import plan_from_transcript
+
+        plan = plan_from_transcript(path)
+        if plan is None:
+            return None
+        text = self.transcripts.redactor.text
+        return {"summary": text(plan.summary_line()), "note": text(plan.note),
+                "steps": [{"text": text(s.text), "status": s.status} for s in plan.steps]}
 
     def call(self, request: Request) -> Response:
         entry, outline = self._session(request)

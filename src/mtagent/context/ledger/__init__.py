@@ -27,10 +27,10 @@ from mtagent.context.ledger.workplan import (
     plan_from_call,
     validate_plan,
 )
-from mtagent.context.ledger.current import current_plan
+from mtagent.context.ledger.current import current_plan, plan_from_records, plan_from_transcript
 
 __all__ = [
     "LEDGER_HEADINGS", "PLAN_TOOL", "STATUSES", "FailedCommand", "HandoffLedger", "PlanError", "PlanStep", "WorkPlan",
     "current_plan", "is_plan_call", "ledger_from_dict", "ledger_from_messages", "ledger_items", "merge_ledgers",
-    "missing_from", "parse_rendered", "plan_from_call", "render_ledger", "stored_ledger", "validate_plan",
+    "missing_from", "parse_rendered", "plan_from_call", "plan_from_records", "plan_from_transcript", "render_ledger", "stored_ledger", "validate_plan",
 ]
