@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mtagent import paths, trust_scope
+from mtagent import paths, secret_rules, trust_scope
 from mtagent.config_file import read_toml
 from mtagent.errors import ConfigError
 
@@ -52,8 +52,9 @@ SECURITY_KEYS: frozenset[tuple[str, str]] = frozenset({
 # Keys only the user's own layers (home config, environment, arguments) may set — a project's
 # config cannot set them even once trusted, because they say what lies *outside* the project.
 USER_ONLY_KEYS: frozenset[tuple[str, str]] = frozenset({("memory", "allow_external_includes")})
-# Lists that add up over the config layers instead of replacing: redactions only ever grow, so an
-# untrusted project may set them (more redaction is safe) but can never drop one the user configured.
+# Lists that add up over the config layers instead of replacing: redactions only ever grow, so a
+# project can never drop one the user configured; an untrusted one adds only what looks like a secret
+# and never a variable commands need (:func:`mtagent.secret_rules.untrusted_redactions`).
 ADDITIVE_KEYS: frozenset[tuple[str, str]] = frozenset({("security", "redact_values"), ("security", "redact_env")})
 # Size and budget keys an untrusted project may set only to read, keep or send *less* than the layers
 # below it (defaults, the user's config): "max" — a larger number widens; "subset" — a list whose new
@@ -317,12 +318,16 @@ def filter_project_layer(layer: dict[str, Any], project_root: str | os.PathLike[
     changes = changes_since_trusted(project_root, layer)
     if changes == []:
         return layer
+    narrowed: list[str] = []
+    if isinstance(layer.get("security"), dict):  # redactions may not hide code or strip the commands' environment
+        security, narrowed = secret_rules.untrusted_redactions(layer["security"])
+        layer = {**layer, "security": security}
     dropped = security_keys_in(layer) + (widening_keys_in(layer, below) if below is not None else [])
-    if source not in _warned and (dropped or changes):
+    if source not in _warned and (dropped or changes or narrowed):
         _warned.add(source)
         why = ("it changed since you trusted it (" + "; ".join(changes) + ")" if changes
                else "this project is not trusted")
-        what = (f"ignoring {', '.join(dropped)} from {source}" if dropped
+        what = (f"ignoring {', '.join(dropped + narrowed)} from {source}" if dropped or narrowed
                 else f"not using what {source} and the project bring")
         widened = " (an untrusted project may only lower sizes and budgets)" if set(dropped) - set(security_keys_in(layer)) else ""
         sys.stderr.write(f"warning: {what}{widened}: {why} (run `mtagent trust {_key(project_root)}` if you "

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mtagent import paths
+from mtagent import paths, trust
 from mtagent.agent.scripted import ScriptedChatModel, tool_call
 from mtagent.agent.session import AgentSession
 from mtagent.cli.app import app
@@ -28,6 +28,7 @@ URL_PW = "urlcanarypw"  # agent.base_url = http://u:urlcanarypw@...
 HEADER = "hdr-canary-token"  # agent.model_options[...].extra_headers.Authorization = "Bearer ..."
 TYPED = "tok-typed-canary-value"  # an env secret (SERVICE_TOKEN) the user pastes into a message
 NEEDLES = [VALUE, ENV_VALUE, DSN_PW, URL_PW, HEADER, TYPED]
+ADDED = "projAddedCanary7Qx9Lm2Vb8Nz4Kt"  # a project's own redaction: random-looking, so it needs no trust
 CONFIG = f"""
 [security]
 redact_values = ["{VALUE}"]
@@ -150,13 +151,13 @@ def test_a_project_config_adds_redactions_but_cannot_remove_the_users(configured
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     (configured / ".mtagent").mkdir()
     (configured / ".mtagent" / "config.toml").write_text(
-        '[security]\nredact_values = ["project added canary"]\nredact_env = []\n')
+        f'[security]\nredact_values = ["{ADDED}"]\nredact_env = []\n')
     settings = load_settings(configured, environ={"MTAGENT_SECURITY__REDACT_VALUES": "[]"})
-    assert settings.security.redact_values == [VALUE, "project added canary"]
+    assert settings.security.redact_values == [VALUE, ADDED]
     assert settings.security.redact_env == [ENV_NAME]
-    assert "not trusted" not in capsys.readouterr().err  # adding a redaction needs no trust
-    out = Redactor(collect_secrets(os.environ, settings=settings)).text(f"{VALUE} project added canary")
-    assert out == "[redacted] [redacted]"
+    assert "not trusted" not in capsys.readouterr().err  # adding a secret-shaped redaction needs no trust
+    out = Redactor(collect_secrets(os.environ, settings=settings)).text(f"{VALUE} {ADDED}")
+    assert out == "[redacted] [redacted]"  # (plain words from an untrusted project: test_untrusted_redactions.py)
 
 
 @pytest.mark.parametrize("values, why", [(["tiny7"], "shorter than 8"), (["x" * 9] * 300, "at most 256")])
@@ -164,6 +165,7 @@ def test_bad_redact_values_are_one_error_naming_the_key_without_the_value(
         configured: Path, values: list[str], why: str) -> None:
     (configured / ".mtagent").mkdir()
     (configured / ".mtagent" / "config.toml").write_text(f"[security]\nredact_values = {json.dumps(values)}\n")
+    trust.set_trust(configured, True)  # (untrusted, entries that do not look like secrets are ignored)
     with pytest.raises(ConfigError) as err:
         load_settings(configured)
     assert "security.redact_values" in str(err.value) and why in str(err.value)
