@@ -16,7 +16,7 @@ from langchain_core.messages import HumanMessage
 
 from mtagent import paths
 from mtagent.context.tokens import message_text
-from mtagent.eval.policies import load_policies, load_policy
+from mtagent.eval.policies import Policy, load_policies, load_policy, merge_sections
 from mtagent.eval.runner import plan_units
 from mtagent.eval.suite import builtin_tasks
 from mtagent.eval.worker import EvalUnit, run_unit, session_id_for
@@ -79,10 +79,12 @@ def test_the_context_model_counts_its_tool_call_ids() -> None:
 
 
 def test_the_same_unit_sends_byte_identical_requests_on_every_run(tmp_path: Path) -> None:
-    """b01-constant recalls a fact: its recall result lists message and session ids."""
+    """b01-constant recalls a fact: its recall result lists message and session ids. (With extractive
+    hand-offs: the test model's own keep the fact, and it never needs to recall.)"""
     task = builtin_tasks(tmp_path / "suite")[0]
-    units, _ = plan_units([task], load_policies(["mtagent"]), tmp_path / "scratch", model="context-test:",
-                          chain=1, done=set())
+    extractive = [Policy(p.name, merge_sections(p.overlay, {"agent": {"compact_model": "extractive"}}))
+                  for p in load_policies(["mtagent"])]
+    units, _ = plan_units([task], extractive, tmp_path / "scratch", model="context-test:", chain=1, done=set())
     runs = []
     for _ in range(2):
         models: list[ContextTestModel] = []

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mtagent.cli.app import app
-from mtagent.eval.policies import load_policies
+from mtagent.eval.policies import Policy, load_policies, merge_sections
 from mtagent.eval.report import report
 from mtagent.eval.runner import finished_pairs, plan_units, run_units
 from mtagent.eval.suite import builtin_tasks
@@ -28,11 +28,15 @@ DETERMINISTIC = ("task", "policy", "chain", "status", "solved", "calls", "compac
                  "session_id")
 
 
+EXTRACTIVE = {"agent": {"compact_model": "extractive"}}  # hand-offs that keep no fact: policies part ways
+
+
 def _run(tmp_path: Path, executor_name: str, out: Path, chain: int = 1, subset: list[int] = SUBSET) -> list[dict]:
     every = builtin_tasks(tmp_path / "suite")
     tasks = [every[i] for i in subset]
-    units, _ = plan_units(tasks, load_policies(["mtagent", "threshold"]), tmp_path / "scratch",
-                          model="context-test:", chain=chain, done=finished_pairs(out))
+    policies = [Policy(p.name, merge_sections(p.overlay, EXTRACTIVE)) for p in load_policies(["mtagent", "threshold"])]
+    units, _ = plan_units(tasks, policies, tmp_path / "scratch", model="context-test:", chain=chain,
+                          done=finished_pairs(out))
     executor = make_executor(executor_name, workers=2)
     try:
         return run_units(units, executor, out)

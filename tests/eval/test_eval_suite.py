@@ -12,7 +12,7 @@ from mtagent.config import Settings
 from mtagent.errors import UsageError
 from mtagent.eval.checks import run_command
 from mtagent.eval.policies import BUILTIN_POLICIES, load_policies, load_policy
-from mtagent.eval.suite import SUITE_SIZE, build_task, builtin_tasks
+from mtagent.eval.suite import KINDS, SUITE_SIZE, build_task, builtin_tasks
 from mtagent.agent.context_model import LOST_REPLY, UNKNOWN, ContextTestModel, decide
 
 TASK = "TASK t1\nConstraint: COLOR = teal\n1. Read `a.py`.\n2. Write the value of LIMIT into `out.txt`.\n"
@@ -21,7 +21,8 @@ TASK = "TASK t1\nConstraint: COLOR = teal\n1. Read `a.py`.\n2. Write the value o
 def test_the_suite_has_twenty_odd_tasks_each_with_a_check_that_tells_right_from_wrong(tmp_path: Path) -> None:
     tasks = builtin_tasks(tmp_path)
     assert len(tasks) == SUITE_SIZE >= 20 and len({t.id for t in tasks}) == len(tasks)
-    assert {build_task(i).kind for i in range(SUITE_SIZE)} == {"constant", "error", "constraint"}
+    assert {build_task(i).kind for i in range(SUITE_SIZE)} == set(KINDS) >= {"constant", "error", "constraint",
+                                                                            "control", "log", "json", "yaml"}
     assert max(build_task(i).distance for i in range(SUITE_SIZE)) >= 40
     for index in (0, 1, 2):
         task, spec = tasks[index], build_task(index)
@@ -66,7 +67,9 @@ def test_the_model_reads_a_fact_it_can_see() -> None:
 def test_a_lost_fact_is_recalled_when_it_can_be_and_guessed_when_not() -> None:
     messages = [SystemMessage("s"), HumanMessage(TASK), AIMessage("", tool_calls=[
         {"name": "read_file", "args": {"file_path": "a.py"}, "id": "c1", "type": "tool_call"}]),
-        ToolMessage("[cleared]", tool_call_id="c1")]
+        ToolMessage("[cleared]", tool_call_id="c1"), AIMessage("", tool_calls=[
+            {"name": "read_file", "args": {"file_path": "a.py"}, "id": "c2", "type": "tool_call"}]),
+        ToolMessage("Error: file not found: a.py", tool_call_id="c2")]  # the look-up re-read found nothing
     call = decide(messages, ["read_file", "recall"]).tool_calls[0]
     assert (call["name"], call["args"]) == ("recall", {"query": "LIMIT"})
     assert decide(messages, ["read_file", "write_file"]).tool_calls[0]["args"]["content"] == UNKNOWN + "\n"
@@ -132,3 +135,47 @@ def test_policies_are_interleaved_and_their_order_rotates_from_task_to_task(tmp_
         (tasks[0].id, "mtagent", "p0"), (tasks[0].id, "threshold", "p1"), (tasks[1].id, "threshold", "p1"),
         (tasks[1].id, "mtagent", "p0"), (tasks[2].id, "mtagent", "p0")]
     assert skipped == 1
+
+
+def test_every_task_of_both_suites_has_a_check_that_tells_right_from_wrong(tmp_path: Path) -> None:
+    from mtagent.agent.context_model import parse_task
+    from mtagent.eval.suite import suite_task
+
+    for name, tasks in (("builtin", builtin_tasks(tmp_path / "b")), ("extra", builtin_tasks(tmp_path / "x", name="extra"))):
+        assert len({t.id for t in tasks}) == len(tasks) >= 20
+        for index, task in enumerate(tasks):
+            spec = suite_task(name, index)
+            parsed = parse_task(task.prompt)
+            assert parsed is not None and parsed[2][-1].kind == "write", task.id  # the model reads every step
+            assert len(parsed[2][-1].facts) == len(spec.value.splitlines()), task.id
+            folder = Path(str(task.batch.cwd))
+            (folder / "answer.txt").write_text(spec.value + "\n")
+            assert run_command(str(task.check), folder, 30).ok, task.id
+            (folder / "answer.txt").write_text("unknown\n" * len(spec.value.splitlines()))
+            assert not run_command(str(task.check), folder, 30).ok, task.id
+
+
+def test_the_later_shapes_put_the_fact_where_they_say() -> None:
+    from mtagent.eval.shapes import LOG_LINES
+    from mtagent.eval.suite import FIRST_SIZE, LATER_SHAPES, suite_task
+
+    made = {}
+    for i, shape in enumerate(LATER_SHAPES):
+        made.setdefault(shape, build_task(FIRST_SIZE + i))
+    first = made["first-of-many"]
+    holders = [p for p, text in first.files.items() if f"SHARD_COUNT = {first.value}" in text]
+    assert holders == ["data/table_00.py"] and all(60 <= t.count("\n") <= 115 for t in first.files.values())
+    log = made["log"].files["tools/build.py"]
+    at = next(i for i, line in enumerate(log.split("\\n")) if "BUILD_ID=" in line)
+    assert log.count("\\n") > LOG_LINES and 300 < at < LOG_LINES - 300  # neither the preview's head nor its tail
+    long = made["long-prompt"]
+    assert long.prompt.index(long.value) > 2_000 and long.value not in "".join(long.files.values())
+    changed = made["changed"]
+    assert f"QUEUE_DEPTH = {changed.value}" not in changed.files["config/queue.py"]  # the migration makes it so
+    assert f'"API_VERSION": "{made["json"].value}"' in made["json"].files["config/service.json"]
+    assert f"REGION_CODE: {made['yaml'].value}" in made["yaml"].files["deploy/values.yaml"]
+    assert len(made["two"].value.splitlines()) == 2 and LATER_SHAPES.count("control") >= 4
+    huge = suite_task("extra", 0)
+    from mtagent.context.tokens import count_text_tokens
+
+    assert huge.kind == "huge-file" and 9_500 < count_text_tokens(huge.files["data/catalog.py"], "o200k_base") < 12_000

@@ -4,7 +4,8 @@ A user who steers ``/compact <instructions>`` expects a model to read them: extr
 cannot follow instructions. So the session's own model writes summaries by default;
 ``agent.compact_model`` names another (usually cheaper) one; ``agent.compact_model = "extractive"``
 chooses no model call. A scripted or fake model (tests, the demo, ``--model scripted:FILE``)
-replays answers it was given, so it cannot summarize: those sessions stay extractive.
+replays answers it was given, so it cannot summarize: those sessions stay extractive — unless it
+says it ``summarizes`` (the context-test model, a summarizer told the task).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ def is_scripted(model: Any) -> bool:
     """A model that replays a script (mtagent's scripted model, LangChain's fake chat models)."""
     from mtagent.agent.scripted import ScriptedChatModel
 
+    if getattr(model, "summarizes", False) is True:  # a fake that writes hand-offs itself (agent/context_model)
+        return False
     if isinstance(model, ScriptedChatModel):
         return True
     kind = type(model)

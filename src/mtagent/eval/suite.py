@@ -12,6 +12,11 @@ Between seeing the fact and answering, the task reads ``distance`` filler module
 calls), so on the suite's small window a policy must compact, and what its compaction kept — or
 what it can recall — decides the answer. The check compares ``answer.txt`` with the fact.
 
+Those 24 favour a policy that recalls (the fact is gone from disk and said once). The tasks after
+them (:data:`LATER_SHAPES`, built by :mod:`mtagent.eval.shapes`) vary where the fact sits — still
+on disk, in a saved 900-line log, in a long prompt, changed later, in JSON or YAML, two at once —
+and add **controls** every policy must solve.
+
 Everything is derived from the task index (no randomness, no clock), so every machine, executor
 and policy sees byte-identical repositories. The window is small (``context.token_limit``) so
 compaction happens within a task; a real endpoint's window is overridden the same way.
@@ -19,24 +24,23 @@ compaction happens within a task; a real endpoint's window is overridden the sam
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mtagent.eval.shapes import ANSWER_FILE, SHAPES, WORDS, SuiteTask, digest, filler
+from mtagent.eval.shapes_extra import EXTRA_ORDER, build_extra_task
 from mtagent.eval.tasks import EvalTask, read_eval_tasks
 
-SUITE_NAMES = ("builtin",)
-SUITE_SIZE = 24
-KINDS = ("constant", "error", "constraint")
+SUITE_NAMES = ("builtin", "extra")
+FIRST_KINDS = ("constant", "error", "constraint")
+FIRST_SIZE = 24
+LATER_SHAPES = ("control", "first-of-many", "log", "long-prompt", "changed", "json", "yaml", "two", "control",
+                "first-of-many", "log", "long-prompt", "changed", "json", "yaml", "two", "control", "control")
+SUITE_SIZE = FIRST_SIZE + len(LATER_SHAPES)
+KINDS = (*FIRST_KINDS, *dict.fromkeys(LATER_SHAPES))
 DISTANCES = (8, 40, 14, 32, 20, 26, 10, 36, 16, 28, 22, 34, 12, 38, 18, 30, 24, 40, 8, 20, 32, 14, 26, 36)
-FILLER_LINES = 28
-ANSWER_FILE = "answer.txt"
-WORDS = ("amber", "basil", "cedar", "delta", "ember", "fjord", "garnet", "harbor", "indigo", "juniper", "kelp",
-         "lumen", "maple", "nectar", "onyx", "pepper", "quartz", "raven", "sable", "tundra", "umber", "velvet",
-         "willow", "xenon", "yarrow", "zephyr")
 FACT_NAMES = ("RETRY_LIMIT", "CACHE_TTL", "SHARD_COUNT", "PORT_BASE", "BATCH_WINDOW", "QUEUE_DEPTH", "LEASE_SECONDS",
               "POOL_SIZE")
 SUITE_SETTINGS: dict[str, dict[str, Any]] = {
@@ -51,25 +55,8 @@ SUITE_SETTINGS: dict[str, dict[str, Any]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class SuiteTask:
-    """One generated task before it is written: its files, prompt and the fact's value."""
-
-    task_id: str
-    kind: str
-    fact: str
-    value: str
-    distance: int
-    files: dict[str, str]
-    prompt: str
-
-
-def _digest(*parts: object) -> str:
-    return hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()
-
-
 def _value(index: int, kind: str) -> str:
-    h = int(_digest("value", index), 16)
+    h = int(digest("value", index), 16)
     if kind == "constraint":
         return f"{WORDS[h % len(WORDS)]}-{WORDS[(h // 31) % len(WORDS)]}-{h % 97}"
     if kind == "error":
@@ -77,34 +64,23 @@ def _value(index: int, kind: str) -> str:
     return str(100 + h % 9000)
 
 
-def _filler(index: int, k: int) -> str:
-    """A module that looks like code and holds other constants (distractors), never the fact."""
-    lines = [f'"""Module {k} of task {index}: helpers for the {WORDS[(index + k) % len(WORDS)]} service."""', ""]
-    for j in range(FILLER_LINES):
-        h = _digest("filler", index, k, j)
-        word = WORDS[int(h[:4], 16) % len(WORDS)]
-        if j % 7 == 0:
-            lines.append(f"{word.upper()}_LEVEL_{j} = {int(h[4:8], 16) % 1000}")
-        else:
-            lines.append(f"def {word}_{k}_{j}(value):  # {h[8:24]}")
-            lines.append(f"    return value * {int(h[24:28], 16) % 17 + 1} + {int(h[28:32], 16) % 23}")
-    return "\n".join(lines) + "\n"
-
-
 def build_task(index: int) -> SuiteTask:
     """Task ``index`` of the suite (0-based)."""
-    kind = KINDS[index % len(KINDS)]
+    if index >= FIRST_SIZE:
+        shape = LATER_SHAPES[(index - FIRST_SIZE) % len(LATER_SHAPES)]
+        return SHAPES[shape](index, f"b{index + 1:02d}-{shape}")
+    kind = FIRST_KINDS[index % len(FIRST_KINDS)]
     fact = FACT_NAMES[index % len(FACT_NAMES)] if kind == "constant" else ("ERROR_CODE" if kind == "error"
                                                                               else "OUTPUT_TAG")
     value = _value(index, kind)
     distance = DISTANCES[index % len(DISTANCES)]
     task_id = f"b{index + 1:02d}-{kind}"
-    files = {f"src/mod_{k:02d}.py": _filler(index, k) for k in range(distance)}
+    files = {f"src/mod_{k:02d}.py": filler(index, k) for k in range(distance)}
     files["README.md"] = f"# Task {task_id}\n\nA generated repository of mtagent's built-in evaluation suite.\n"
     head = [f"TASK {task_id}"]
     steps: list[str] = []
     if kind == "constant":
-        others = "\n".join(f"{n}_DEFAULT = {int(_digest(index, n)[:4], 16) % 500}" for n in FACT_NAMES[:3])
+        others = "\n".join(f"{n}_DEFAULT = {int(digest(index, n)[:4], 16) % 500}" for n in FACT_NAMES[:3])
         files["config/limits.py"] = f'"""Limits of the service."""\n\n{fact} = {value}\n{others}\n'
         steps.append("Read `config/limits.py`.")
     elif kind == "error":
@@ -131,12 +107,23 @@ def _check_command(value: str) -> str:
     return "python3 -c " + shlex.quote(script)
 
 
-def write_builtin_suite(dest: Path, count: int | None = None) -> Path:
+def suite_size(name: str = "builtin") -> int:
+    return SUITE_SIZE if name == "builtin" else len(EXTRA_ORDER)
+
+
+def suite_task(name: str, index: int) -> SuiteTask:
+    """Task ``index`` of suite ``name`` (``builtin`` or ``extra``, the second set)."""
+    if name not in SUITE_NAMES:
+        raise ValueError(f"unknown suite {name!r}; suites: {', '.join(SUITE_NAMES)}")
+    return build_task(index) if name == "builtin" else build_extra_task(index)
+
+
+def write_builtin_suite(dest: Path, count: int | None = None, name: str = "builtin") -> Path:
     """Write the suite's repositories and its task file (``tasks.jsonl``) under ``dest``; the file's path."""
     repos = dest / "repos"
     lines: list[str] = []
-    for index in range(count if count is not None else SUITE_SIZE):
-        task = build_task(index)
+    for index in range(count if count is not None else suite_size(name)):
+        task = suite_task(name, index)
         folder = repos / task.task_id
         for rel, text in task.files.items():
             path = folder / rel
@@ -151,6 +138,6 @@ def write_builtin_suite(dest: Path, count: int | None = None) -> Path:
     return path
 
 
-def builtin_tasks(dest: Path, count: int | None = None) -> list[EvalTask]:
-    """The suite written under ``dest`` and read back through the task-file checks."""
-    return read_eval_tasks(write_builtin_suite(dest, count))
+def builtin_tasks(dest: Path, count: int | None = None, name: str = "builtin") -> list[EvalTask]:
+    """Suite ``name`` written under ``dest`` and read back through the task-file checks."""
+    return read_eval_tasks(write_builtin_suite(dest, count, name))
