@@ -1,4 +1,5 @@
-"""Every test runs with MTAGENT_HOME in a temp dir and no MTAGENT_* settings from the caller."""
+"""Every test runs with MTAGENT_HOME in a temp dir and no MTAGENT_* settings from the caller (but
+sandbox.mode = "off": see the fixture)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ def mtagent_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
         if name.startswith("MTAGENT_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("MTAGENT_HOME", str(home))
+    # Sessions run shell commands as on a machine without bubblewrap, whatever this one has: whether a
+    # command asks must not depend on the machine. Sandbox tests set sandbox.mode themselves.
+    monkeypatch.setenv("MTAGENT_SANDBOX__MODE", "off")
     return home
 
 

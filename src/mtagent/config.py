@@ -46,6 +46,7 @@ from mtagent.config_sections import (  # noqa: F401  (re-exported: the public na
     AgentSettings,
     SubagentSettings,
     SecuritySettings,
+    SandboxSettings,
     McpSettings,
     McpServerSettings,
     effective_context_limit,
@@ -79,6 +80,7 @@ class Settings(_Section):
     ui: UiSettings = Field(default_factory=UiSettings)
     subagents: SubagentSettings = Field(default_factory=SubagentSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
 
     @model_validator(mode="after")

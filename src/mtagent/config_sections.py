@@ -323,6 +323,42 @@ class ShellSettings(_Section):
     )
 
 
+# Secrets a sandboxed command never sees (docs/security.md), relative to the home folder; mtagent's own
+# home is hidden too. sandbox.hide_paths adds to it (a layer adds, never removes).
+SANDBOX_HIDDEN_HOME_PATHS: tuple[str, ...] = (
+    ".ssh", ".aws", ".azure", ".config/gcloud", ".netrc", ".docker/config.json", ".kube", ".gnupg",
+    ".git-credentials", ".config/gh", ".config/hub", ".npmrc", ".pypirc", ".cargo/credentials",
+    ".cargo/credentials.toml", ".gem/credentials", ".password-store", ".vault-token", ".terraform.d",
+    ".config/op", ".local/share/keyrings", ".mozilla", ".config/google-chrome", ".config/chromium",
+)
+# Inside the writable workspace, what must stay read-only: files that make something run *outside* the
+# sandbox later (git hooks and config on the user's next commit, the project's own mtagent config).
+SANDBOX_PROTECTED_PATHS: tuple[str, ...] = (".git/hooks", ".git/config", ".mtagent", ".envrc", ".vscode", ".idea")
+
+
+class SandboxSettings(_Section):
+    """Commands in a sandbox (docs/security.md): bubblewrap on Linux, the workspace writable, secrets
+    hidden, the network off but for allow_hosts. A project's config can hide more, never less; it sets
+    the rest only once trusted, and allow_write never."""
+
+    mode: Literal["auto", "on", "off"] = Field(
+        "auto", description="auto: sandbox every command where bubblewrap works, else run as before with "
+        "one line saying so; on: the same, but a command that cannot be sandboxed is refused; off: never")
+    allow_hosts: list[str] = Field(
+        default_factory=list, max_length=256,
+        description="hosts sandboxed commands may reach through mtagent's proxy: names, *.suffix globs, "
+        "IP addresses, optionally :port (e.g. pypi.org, *.pythonhosted.org)")
+    hide_paths: list[str] = Field(
+        default_factory=list, max_length=256,
+        description="more files or folders a sandboxed command cannot see (beside ~/.ssh, ~/.aws, "
+        "~/.config/gcloud, ~/.netrc, ~/.kube, ~/.gnupg, $MTAGENT_HOME …); ~ expands")
+    allow_write: list[str] = Field(
+        default_factory=list, max_length=64,
+        description="more folders sandboxed commands may write (your own config only; e.g. ~/.cache/pip)")
+    mcp_servers: bool = Field(False, description="also run MCP stdio servers in the sandbox (their own "
+                              "folder writable; network through allow_hosts)")
+
+
 class UiSettings(_Section):
     """The explain UI (``mtagent ui``): a local, read-only web app over the transcripts."""
 

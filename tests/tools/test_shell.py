@@ -16,6 +16,11 @@ from mtagent.tools.shell import BoundedCapture, run_command
 from .conftest import Kit
 
 
+# These tests read the command's pids on the host: outside the sandbox's pid namespace
+# (tests/tools/test_sandbox.py has the same tests inside it).
+UNCONFINED = {"mode": "off"}
+
+
 def _gone(pid: int, within: float = 3.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -67,7 +72,7 @@ def test_a_small_capture_limit_is_honoured(make_kit) -> None:
 
 
 def test_timeout_kills_the_whole_process_group(make_kit) -> None:
-    kit = make_kit(Settings.model_validate({"shell": {"kill_grace_seconds": 0.5}}))
+    kit = make_kit(Settings.model_validate({"shell": {"kill_grace_seconds": 0.5}, "sandbox": UNCONFINED}))
     started = time.monotonic()
     msg = kit.call("shell", command="sleep 30 & echo $! > child.pid; echo started; sleep 30", timeout=1)
     elapsed = time.monotonic() - started
@@ -78,7 +83,7 @@ def test_timeout_kills_the_whole_process_group(make_kit) -> None:
 
 
 def test_a_command_ignoring_sigterm_is_killed_after_the_grace(make_kit) -> None:
-    kit = make_kit(Settings.model_validate({"shell": {"kill_grace_seconds": 0.3}}))
+    kit = make_kit(Settings.model_validate({"shell": {"kill_grace_seconds": 0.3}, "sandbox": UNCONFINED}))
     started = time.monotonic()
     msg = kit.call("shell", command="trap '' TERM; echo $$ > me.pid; sleep 30", timeout=0.5)
     assert time.monotonic() - started < 4
@@ -86,7 +91,8 @@ def test_a_command_ignoring_sigterm_is_killed_after_the_grace(make_kit) -> None:
     assert _gone(int((kit.root / "me.pid").read_text()))
 
 
-def test_background_children_do_not_keep_the_call_alive(kit: Kit) -> None:
+def test_background_children_do_not_keep_the_call_alive(make_kit) -> None:
+    kit = make_kit(Settings.model_validate({"sandbox": UNCONFINED}))
     started = time.monotonic()
     msg = kit.call("shell", command="sleep 30 & echo $! > bg.pid; echo quick")
     assert time.monotonic() - started < 3

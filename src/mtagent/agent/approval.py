@@ -74,13 +74,15 @@ class ApprovalPolicy:
     ask_tools: frozenset[str] = DEFAULT_ASK_TOOLS
     remembered: set[str] = field(default_factory=set)
     exact_commands: set[str] = field(default_factory=set)
+    sandboxed: bool = False
 
     @classmethod
-    def from_rules(cls, rules: Mapping[str, str], mode: str = "ask") -> ApprovalPolicy:
-        """Parse ``agent.approval``; an unknown decision or mode is a :class:`ConfigError`."""
+    def from_rules(cls, rules: Mapping[str, str], mode: str = "ask", *, sandboxed: bool = False) -> ApprovalPolicy:
+        """Parse ``agent.approval``; an unknown decision or mode is a :class:`ConfigError`.
+        ``sandboxed``: shell commands run in the sandbox (:mod:`mtagent.tools.sandbox`)."""
         if mode not in MODES:
             raise ConfigError(f"unknown approval mode {mode!r}; use one of {', '.join(MODES)}")
-        policy = cls(mode=mode)  # type: ignore[arg-type]
+        policy = cls(mode=mode, sandboxed=sandboxed)  # type: ignore[arg-type]
         for key, value in rules.items():
             decision = str(value).lower()
             if decision not in DECISIONS:
@@ -100,7 +102,7 @@ class ApprovalPolicy:
         """The user said "always" for this call: allow the tool (for shell: this exact command)
         for the rest of the session."""
         if tool == SHELL_TOOL:
-            command = str((args or {}).get("command", "")).strip()
+            command = _remembered_key(args)
             self.exact_commands.add(command)
             self.remembered.add(f"{_SHELL_PREFIX}{command}")
         else:
@@ -114,9 +116,11 @@ class ApprovalPolicy:
         """The verdict for one tool call."""
         if tool == SHELL_TOOL:
             command = str((args or {}).get("command", ""))
-            verdict = self._shell_verdict(command)
+            verdict = self._shell_verdict(command, _remembered_key(args))
             if verdict is not None:
                 return self._apply_mode(verdict)
+            if self.sandboxed and self.mode != "never":  # deny mode asks no one: commands stay denied
+                return self._sandbox_verdict(args)
         if tool in self.tool_rules:
             return self._apply_mode(Verdict(self.tool_rules[tool], self._label(tool)))
         pattern = _best_glob(tool, self.tool_rules)
@@ -135,7 +139,15 @@ class ApprovalPolicy:
         default: Decision = "ask" if tool in self.ask_tools else "allow"
         return self._apply_mode(Verdict(default, f"default for {tool}"))
 
-    def _shell_verdict(self, command: str) -> Verdict | None:
+    def _sandbox_verdict(self, args: Mapping[str, Any] | None) -> Verdict:
+        """With the sandbox on (``ask`` and ``auto`` modes) a command that stays inside it runs without
+        asking; one whose ``needs`` leave it asks, saying why — in ``auto`` mode too."""
+        needs = _needs_of(args)
+        if not needs:
+            return Verdict("allow", "runs in the sandbox (sandbox.mode)")
+        return Verdict("ask", "this command asks to leave the sandbox: " + ", ".join(needs))
+
+    def _shell_verdict(self, command: str, remembered: str | None = None) -> Verdict | None:
         stripped = command.strip()
         parts = [p for p in _SPLIT.split(stripped) if p]
         tokens = shell_words(stripped)
@@ -145,8 +157,9 @@ class ApprovalPolicy:
             verdict = self._match_part(candidate)
             if verdict and verdict.decision == "deny":
                 return verdict
-        if stripped in self.exact_commands:
-            return Verdict("allow", self._label(f"{_SHELL_PREFIX}{stripped}"))
+        key = stripped if remembered is None else remembered
+        if key in self.exact_commands:
+            return Verdict("allow", self._label(f"{_SHELL_PREFIX}{key}"))
         if not self.shell_rules or not is_simple_command(stripped):
             return None
         return self._match_part(stripped)
@@ -168,6 +181,20 @@ class ApprovalPolicy:
             return Verdict("allow", f"{verdict.rule}; --approval allow")
         return Verdict("deny", f"{verdict.rule}; --approval deny (no one to ask)")
 
+
+
+def _needs_of(args: Mapping[str, Any] | None) -> list[str]:
+    """A shell call's ``needs`` (what it asks beyond the sandbox), as plain strings."""
+    raw = (args or {}).get("needs") or []
+    return [str(n) for n in raw] if isinstance(raw, list | tuple) else [str(raw)]
+
+
+def _remembered_key(args: Mapping[str, Any] | None) -> str:
+    """What an "always" for a shell call remembers: the command, and its needs when it has some —
+    so "always" for ``pip install x`` inside the sandbox never lets it run outside."""
+    command = str((args or {}).get("command", "")).strip()
+    needs = _needs_of(args)
+    return command if not needs else f"{command}\x00needs={','.join(sorted(needs))}"
 
 
 def _best_glob(tool: str, rules: Mapping[str, Decision]) -> str | None:

@@ -68,12 +68,14 @@ def become_subreaper() -> bool:
     return _subreaper_done
 
 
-def contained(argv: list[str], grace: float = 1.0) -> list[str]:
+def contained(argv: list[str], grace: float = 1.0, bridge: str | None = None) -> list[str]:
     """``argv`` run under the subreaper runner (where ``/proc`` and ``prctl`` exist), else as is.
-    ``grace``: the call's kill grace (the runner lets a stopped command use half of it)."""
+    ``grace``: the call's kill grace (the runner lets a stopped command use half of it); ``bridge``:
+    in a sandbox, the proxy's unix socket the runner relays a loopback port to."""
     if not sys.platform.startswith("linux") or not Path("/proc/self/stat").exists() or not RUNNER.is_file():
         return argv
-    return [sys.executable, "-I", "-S", str(RUNNER), str(RUNNER_DRAIN_SECONDS), str(grace), *argv]
+    relay = ["--bridge", bridge] if bridge else []
+    return [sys.executable, "-I", "-S", str(RUNNER), *relay, str(RUNNER_DRAIN_SECONDS), str(grace), *argv]
 
 
 def die_with_parent() -> None:

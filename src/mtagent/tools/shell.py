@@ -40,7 +40,8 @@ from pydantic import BaseModel, Field
 
 from mtagent.config import Settings
 from mtagent.redaction import HANDLES, settings_secrets, variable_is_secret  # noqa: F401 - HANDLES: the rule's exceptions
-from mtagent.tools import proctree
+from mtagent.tools import proctree, sandbox as sandboxing
+from mtagent.tools.sandbox import SandboxedCall
 from mtagent.tools.base import ApprovalDecision, ToolInputError, WorkspaceTool
 from mtagent.tools.text_files import human_size
 
@@ -182,13 +183,20 @@ def _end_call(proc: subprocess.Popen[bytes], marker: str, timed_out: bool, kill_
 
 
 def run_command(command: str, cwd: str, *, timeout: float, max_capture_bytes: int,
-                kill_grace: float, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Run ``command``; return exit code, captured text, byte counts, duration and timeout flag."""
+                kill_grace: float, env: dict[str, str] | None = None,
+                sandbox: SandboxedCall | None = None) -> dict[str, Any]:
+    """Run ``command``; return exit code, captured text, byte counts, duration and timeout flag.
+    With ``sandbox`` (an open :class:`~mtagent.tools.sandbox.SandboxedCall`) the runner and the
+    command run inside bubblewrap; its pid namespace dies with the call."""
     shell = shutil.which("bash") or "/bin/sh"
     started = time.monotonic()
     proctree.become_subreaper()
     marker = proctree.new_marker()
     env = {**(os.environ if env is None else env), proctree.MARKER_ENV: marker}
+    argv = proctree.contained([shell, "-c", command], kill_grace, bridge=sandbox.bridge if sandbox else None)
+    if sandbox is not None:
+        argv = sandbox.argv(argv)
+        env["TMPDIR"] = "/tmp"  # the private one; the host's TMPDIR may be read-only in there
     proc: subprocess.Popen[bytes] | None = None
     watchdog = None
     capture = BoundedCapture(max_capture_bytes)
@@ -197,7 +205,7 @@ def run_command(command: str, cwd: str, *, timeout: float, max_capture_bytes: in
     try:
         with interrupts_held():  # a Ctrl-C in here is raised when the call can still be cleaned up
             proc = subprocess.Popen(
-                proctree.contained([shell, "-c", command], kill_grace), cwd=cwd, stdin=subprocess.DEVNULL,
+                argv, cwd=cwd, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env=env,
                 preexec_fn=proctree.die_with_parent,
             )
@@ -236,6 +244,9 @@ def shell_environment(environ: dict[str, str] | os._Environ[str], settings: Sett
 class ShellArgs(BaseModel):
     command: str = Field(description="The shell command to run (bash), in the workspace root.")
     timeout: float | None = Field(None, gt=0, description="Seconds before the command is stopped (default: settings).")
+    needs: list[str] | None = Field(None, max_length=16, description=(
+        "Only if the command must leave the sandbox: 'network:HOST', 'write:PATH' or 'unsandboxed'. "
+        "The user is asked, with these as the reason."))
 
 
 class ShellTool(WorkspaceTool):
@@ -247,13 +258,19 @@ class ShellTool(WorkspaceTool):
     )
     args_schema: type[BaseModel] = ShellArgs
 
-    def execute(self, call_id: str, command: str, timeout: float | None = None) -> tuple[str, dict[str, Any]]:
+    def execute(self, call_id: str, command: str, timeout: float | None = None,
+                needs: list[str] | None = None) -> tuple[str, dict[str, Any]]:
         ctx = self.context
         limits = ctx.settings.shell
         if not command.strip():
             raise ToolInputError("command is empty")
         if "\x00" in command:
             raise ToolInputError("command contains a NUL byte")
+        try:
+            wanted = sandboxing.parse_needs(needs, ctx.workspace.root)
+            confined = sandboxing.call_for(ctx.settings, ctx.workspace.roots, wanted)
+        except (sandboxing.NeedError, sandboxing.SandboxRequired) as exc:
+            raise ToolInputError(str(exc)) from exc
         if ctx.approval is not None:
             decision = ctx.approval(command)
             if isinstance(decision, bool):
@@ -265,9 +282,10 @@ class ShellTool(WorkspaceTool):
         requested = timeout or limits.default_timeout_seconds
         effective = min(requested, limits.max_timeout_seconds)
         env = {**shell_environment(os.environ, ctx.settings), "PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb", "NO_COLOR": "1"}
-        run = run_command(command, str(ctx.workspace.root), timeout=effective,
-                          max_capture_bytes=limits.max_capture_bytes, kill_grace=limits.kill_grace_seconds,
-                          env=env)
+        with confined or contextlib.nullcontext():
+            run = run_command(command, str(ctx.workspace.root), timeout=effective,
+                              max_capture_bytes=limits.max_capture_bytes, kill_grace=limits.kill_grace_seconds,
+                              env=env, sandbox=confined)
         output = run["output"].rstrip("\n")
         parts = [output] if output else ["(no output)"]
         if run["timed_out"]:
@@ -278,8 +296,16 @@ class ShellTool(WorkspaceTool):
             parts.append(f"[exit code {run['exit_code']}]")
         if requested > effective:
             parts.append(f"[timeout {requested:g}s was capped at {effective:g}s]")
+        if confined is not None:
+            parts += confined.notes()
+            hint = None if confined.denied else sandboxing.network_hint(run["output"], run["exit_code"])
+            parts += [hint] if hint else []
         result = {"kind": "shell", "command": command, "exit_code": run["exit_code"],
                   "timed_out": run["timed_out"], "duration_s": run["duration_s"],
                   "output_bytes": run["output_bytes"], "capture_omitted_bytes": run["omitted_bytes"],
-                  "timeout_s": effective}
+                  "timeout_s": effective, "sandboxed": confined is not None}
+        if confined is not None and confined.denied:
+            result["sandbox_denied_hosts"] = confined.denied
+        if wanted:
+            result["needs"] = list(needs or [])
         return "\n".join(parts), result

@@ -11,6 +11,12 @@ and exits with the command's status (a signal death is mirrored). SIGTERM/SIGINT
 call's timeout (sent to the whole group), or mtagent dying (``PR_SET_PDEATHSIG``) — give the
 command half of ``GRACE_SECONDS`` to end on its own, then sweep the same way and die of that signal
 (so mtagent's own SIGKILL after the full grace never finds the runner still sweeping).
+
+In a sandbox (:mod:`mtagent.tools.sandbox`) the runner runs *inside* it, as
+``shell_runner.py --bridge SOCKET DRAIN GRACE ARGV...``: it listens on a loopback port of the
+sandbox's own network namespace, relays each connection there to mtagent's proxy at the unix socket
+``SOCKET``, and gives the command ``HTTP_PROXY``/``HTTPS_PROXY`` (and the lower-case names) pointing
+at that port — the only way out of a sandbox without network.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import socket
 import sys
+import threading
 import time
 
 _PR_SET_PDEATHSIG = 1
@@ -107,10 +115,72 @@ def settle(seconds: float) -> None:
         time.sleep(_POLL_SECONDS)
 
 
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")
+NO_PROXY_VARIABLES = ("NO_PROXY", "no_proxy")
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while True:
+            chunk = src.recv(65536)
+            if not chunk:
+                break
+            dst.sendall(chunk)
+    except OSError:
+        pass
+    try:
+        dst.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+
+def _relay(client: socket.socket, socket_path: str) -> None:
+    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        upstream.connect(socket_path)
+    except OSError:
+        client.close()
+        upstream.close()
+        return
+    back = threading.Thread(target=_pipe, args=(upstream, client), daemon=True)
+    back.start()
+    _pipe(client, upstream)
+    back.join()
+    client.close()
+    upstream.close()
+
+
+def _serve_bridge(listener: socket.socket, socket_path: str) -> None:
+    while True:
+        try:
+            client, _ = listener.accept()
+        except OSError:
+            return
+        threading.Thread(target=_relay, args=(client, socket_path), daemon=True).start()
+
+
+def open_bridge() -> tuple[socket.socket, int]:
+    """A loopback listener of the sandbox's network namespace (its port picked by the kernel)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    return listener, listener.getsockname()[1]
+
+
 def main(argv: list[str]) -> int:
+    bridge = None
+    if argv and argv[0] == "--bridge":
+        bridge, argv = argv[1], argv[2:]
     drain, grace, command = float(argv[0]), float(argv[1]), argv[2:]
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)  # mtagent died: sweep first, then go
+    listener = None
+    if bridge is not None:
+        listener, port = open_bridge()
+        for name in PROXY_VARIABLES:
+            os.environ[name] = f"http://127.0.0.1:{port}"
+        for name in NO_PROXY_VARIABLES:  # "localhost" in it is the sandbox's own loopback: direct is right
+            os.environ[name] = "localhost,127.0.0.1,::1"
     pid = os.fork()
     if pid == 0:
         try:
@@ -119,6 +189,8 @@ def main(argv: list[str]) -> int:
             os.execvp(command[0], command)
         finally:
             os._exit(127)
+    if listener is not None and bridge is not None:
+        threading.Thread(target=_serve_bridge, args=(listener, bridge), daemon=True).start()
     stops = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
     for signum in stops:
         signal.signal(signum, _on_signal)
