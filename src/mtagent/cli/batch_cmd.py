@@ -20,6 +20,7 @@ from rich.table import Table
 from mtagent.cli.executor_options import (ExecutorChoice, beside_task_file, executor_option, ray_address_option,
                                          root_option, workers_option)
 from mtagent.cli.output import console, err_console, table_box, user_errors
+from mtagent.errors import UsageError
 from mtagent.terminal_text import json_text
 
 
@@ -55,19 +56,26 @@ def batch(
     workers: int | None = workers_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object {\"tasks\": [...], \"skipped\": N}: "
                                  "status, steps, tokens, cost_usd and session_id per task."),
+    trust_tasks: bool = typer.Option(False, "--trust-tasks", help="Run \"approval\": \"allow\" tasks although the "
+                                     "file lies in a project you have not trusted."),
 ) -> None:
     """Run the agent on every task of a JSONL file, in parallel, each in its own session (resumable)."""
-    code = run_batch(tasks_file, out, root, scratch, ExecutorChoice(executor, ray_address, workers), as_json)
+    code = run_batch(tasks_file, out, root, scratch, ExecutorChoice(executor, ray_address, workers), as_json,
+                     trust_tasks)
     raise typer.Exit(code)
 
 
 @user_errors
 def run_batch(tasks_file: Path, out: Path | None, root: Path | None, scratch: Path | None, choice: ExecutorChoice,
-              as_json: bool) -> int:
+              as_json: bool, trust_tasks: bool = False) -> int:
     from mtagent.agent.batch import TaskUnit, append_result, finished_ids, read_tasks
+    from mtagent.eval.task_trust import refusal
 
     out, scratch = beside_task_file(tasks_file, root, out, scratch, ".results.jsonl", ".scratch")
     tasks = read_tasks(tasks_file, root)
+    refused = refusal(tasks_file, tasks, trust_tasks=trust_tasks)  # a task file is untrusted input
+    if refused:
+        raise UsageError(refused)
     done = finished_ids(out)
     todo = [t for t in tasks if t.id not in done]
     env = {k: v for k, v in os.environ.items() if k.startswith("MTAGENT_")}

@@ -52,6 +52,9 @@ def task_commands(path: Path) -> tuple[list[str], str]:
                 lines.append(f"{name} {field}: {visible(obj[field])}")
         if obj.get("FAIL_TO_PASS") is not None:
             lines.append(f"{name} check: python3 -m pytest -q {visible(obj['FAIL_TO_PASS'])}")
+        if obj.get("approval") == "allow":
+            lines.append(f"{name} approval: allow (its task text steers commands that run unasked): "
+                         f"{visible(str(obj.get('task', ''))[:2000])}")
         if isinstance(obj.get("test_patch"), str):
             touched = sorted({ln[6:] for ln in obj["test_patch"].splitlines() if ln.startswith("+++ b/")})
             lines.append(f"{name} test_patch: {len(obj['test_patch']):,} characters changing "
@@ -70,10 +73,18 @@ def enclosing_project(path: Path) -> Path | None:
     return None
 
 
+def _runs_unasked(task: Any) -> bool:
+    """An eval task with a setup, check or test patch; a batch task whose file says ``"approval": "allow"``
+    (the model's shell calls run with no question, steered by the file's task text)."""
+    if hasattr(task, "batch"):
+        return bool(task.setup or task.check or task.check_patch)
+    return getattr(task, "approval", "deny") == "allow"
+
+
 def refusal(path: Path, tasks: Sequence[Any], *, trust_tasks: bool) -> str | None:
-    """None when the commands of ``tasks`` (read from ``path``) may run; else the one line saying why
-    not and how to go on."""
-    if trust_tasks or not any(t.setup or t.check or t.check_patch for t in tasks):
+    """None when what ``tasks`` (read from ``path``) would run unasked may run; else the one line
+    saying why not and how to go on."""
+    if trust_tasks or not any(_runs_unasked(t) for t in tasks):
         return None
     project = enclosing_project(path)
     if project is None or trust.is_trusted(project):
@@ -82,5 +93,6 @@ def refusal(path: Path, tasks: Sequence[Any], *, trust_tasks: bool) -> str | Non
     if trust.file_trusted(path, digest):
         return None
     where = f"it lies in {visible(project)}, which is not trusted" if project is not None else "it is not trusted"
-    return (f"refusing to run the setup/check commands and test patches of {visible(path)}: {where}; read them "
-            f"with `mtagent trust {visible(path)}` (it asks before trusting), or pass --trust-tasks")
+    return (f"refusing to run the setup/check commands, test patches or \"approval\": \"allow\" tasks of "
+            f"{visible(path)}: {where}; read them with `mtagent trust {visible(path)}` (it asks before trusting), "
+            "or pass --trust-tasks")
