@@ -16,6 +16,13 @@
   are queried and must find their message in the top 5. Target ≥ 90%. (``context_bench`` reports
   retention; this figure sits beside it here.)
 
+* **compacted facts** — :mod:`recall_facts` (beside this file): context-test sessions at a 12K
+  window on tasks whose fact compaction removes (a constant in a 60–110-line file among other
+  constants, a line of a 900-line log, a value the user stated in a long task); afterwards the
+  fact's name is recalled as the model's ``recall(query=NAME)`` is — its own call already in the
+  index — and the top 5 must show ``NAME = value``. Share of tasks (target ≥ 90%) and mean
+  reciprocal rank. ``--facts N`` tasks (24; 6 with ``--quick``), ``--facts 0`` skips it.
+
 Prints a table, writes benchmarks/results/recall_bench.md, ends with ``RESULT`` lines.
 """
 
@@ -130,7 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer queries, the recall probe on a few sessions")
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="folder of trajectories")
+    parser.add_argument("--facts", type=int, default=None, help="compacted-fact tasks (24; --quick: 6; 0: skip)")
+    parser.add_argument("--facts-only", action="store_true", help="only the compacted-facts section")
     args = parser.parse_args(argv)
+    facts = args.facts if args.facts is not None else (6 if args.quick else 24)
+    if args.facts_only:
+        return _facts_section(facts, args.quick)
     if not args.root.is_dir():
         print(f"trajectories not found at {args.root}; pass --root", file=sys.stderr)
         return 2
@@ -182,6 +194,42 @@ def main(argv: list[str] | None = None) -> int:
     print(f"RESULT recall_p95_wall_ms={wall_p95:.2f}")
     print(f"RESULT recall_index_wall_mb_per_s={wall_mb_per_s:.2f}")
     print(f"RESULT recall_probe_top5={rate:.4f}")
+    return _facts_section(facts, args.quick) if facts else 0
+
+
+def _facts_section(count: int, quick: bool) -> int:
+    """The compacted-facts figure (see the module docstring): its own table and RESULT lines."""
+    sys.path.insert(0, str(HERE))
+    import recall_facts
+
+    with tempfile.TemporaryDirectory(prefix="mtagent-recall-facts-") as tmp:
+        home = os.environ.get("MTAGENT_HOME")
+        os.environ["MTAGENT_HOME"] = str(Path(tmp) / "home")
+        try:
+            rows = recall_facts.run(Path(tmp) / "run", count)
+        finally:
+            if home is None:
+                os.environ.pop("MTAGENT_HOME", None)
+            else:
+                os.environ["MTAGENT_HOME"] = home
+    hits = sum(r["hit"] for r in rows)
+    mrr = sum(1 / r["rank"] for r in rows if r["rank"]) / max(1, len(rows))
+    lines = ["", f"## compacted facts at a {recall_facts.WINDOW:,}-token window" + (" (--quick)" if quick else ""),
+             "", "| shape | tasks | value in recall's top 5 | mean reciprocal rank |", "| --- | --- | --- | --- |"]
+    for shape in recall_facts.SHAPES:
+        part = [r for r in rows if r["shape"] == shape]
+        if part:
+            share = sum(r["hit"] for r in part)
+            shape_mrr = sum(1 / r["rank"] for r in part if r["rank"]) / len(part)
+            lines.append(f"| {shape} | {len(part)} | {share}/{len(part)} | {shape_mrr:.2f} |")
+    lines.append(f"| all | {len(rows)} | {hits}/{len(rows)} = {hits / max(1, len(rows)):.1%} | {mrr:.2f} |")
+    text = "\n".join(lines)
+    print(text)
+    out = HERE / "results" / ("recall_bench_quick.md" if quick else "recall_bench.md")
+    with out.open("a", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+    print(f"RESULT recall_compacted_fact_top5={hits / max(1, len(rows)):.4f}")
+    print(f"RESULT recall_compacted_fact_mrr={mrr:.4f}")
     return 0
 
 

@@ -74,7 +74,7 @@ def test_a_new_message_naming_a_compacted_identifier_gets_the_retrieved_bucket(t
     assert last.id == "retrieved-context" and "frobnicate_quux_total" in str(last.content)
     assert "session s1 message t3" in str(last.content)
     plan = prepared.plan
-    assert plan.retrieved and plan.retrieved["items"][0]["ref"] == "msg:s1:t3"
+    assert plan.retrieved and plan.retrieved["items"][0]["ref"] == "msg:s1:t3:61"  # the chunk holding it (#38)
     assert plan.buckets.tokens[Bucket.RETRIEVED] == plan.retrieved["tokens"] > 0
     assert "Retrieved" in plan.explain() and plan.to_dict()["retrieved"]["items"]
     assert prepared.history[-1].id == "q1"  # ephemeral: never part of the history
@@ -99,7 +99,7 @@ def test_the_bucket_is_bounded_and_drops_are_recorded(tmp_path: Path) -> None:
     prepared = engine.prepare(history)
     assert prepared.messages[-1].id == "q1"
     assert prepared.plan.retrieved and prepared.plan.retrieved["items"] == []
-    assert prepared.plan.retrieved["dropped"][0]["ref"] == "msg:s1:t3"
+    assert prepared.plan.retrieved["dropped"][0]["ref"] == "msg:s1:t3:61"
 
 
 def test_temperature_labels_in_the_plan(tmp_path: Path) -> None:

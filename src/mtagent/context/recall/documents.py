@@ -30,6 +30,10 @@ EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool"})
 EDITOR_WRITES = frozenset({"create", "str_replace", "insert", "undo_edit", "edit"})
 PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path")
 MAX_TRACKED_CALLS = 4096
+# Calls that search the index and the results they return are not indexed: a recall's query is
+# the words it searches for, so the call in progress came back as its own hit #1, and its result
+# is a copy of items already indexed (#38).
+SEARCH_TOOLS = frozenset({"recall"})
 
 
 def text_of(content: Any) -> str:
@@ -134,7 +138,8 @@ def _calls_text(calls: Any, tracker: CallTracker) -> str:
         args = call.get("args")
         if isinstance(call.get("id"), str):
             tracker.remember(call["id"], name, args)
-        parts.append(f"{name}({_args_text(args)})")
+        if name not in SEARCH_TOOLS:
+            parts.append(f"{name}({_args_text(args)})")
     return "\n".join(parts)
 
 
@@ -155,7 +160,9 @@ def _json(value: Any) -> str:
 
 
 def from_message(record: dict[str, Any], session: str, root: Path | None, tracker: CallTracker,
-                 max_chars: int) -> Extracted:
+                 max_chars: int, chunk: int = 0) -> Extracted:
+    """A message's item — in chunks of ``chunk`` lines when it is longer (a read of a 110-line file,
+    a log), so the chunk holding a fact ranks, not the whole message behind short ones."""
     out = Extracted()
     mid = record.get("id")
     if not isinstance(mid, str) or not mid:
@@ -181,6 +188,8 @@ def from_message(record: dict[str, Any], session: str, root: Path | None, tracke
             tool = tool or known[0]
             path = read_path(known[0], known[1])
             reads = file_key(path, root) if path else None
+        if tool in SEARCH_TOOLS:
+            return out
     elif role == "system":
         return out
     if not text.strip():
@@ -188,8 +197,16 @@ def from_message(record: dict[str, Any], session: str, root: Path | None, tracke
     authority = {"user": "user", "tool": "retrieval"}.get(role, "task_state")
     if role == "user" and _author(record) not in (None, "user"):
         authority = "assistant"  # a model wrote it (a subagent's brief): never recalled as the user's word
-    out.docs.append(Doc(uid=f"msg:{session}:{mid}", kind="message", text=text[:max_chars], session=session,
-                        message_id=mid, role=role, tool=tool, authority=authority, ts=ts, file_key=reads))
+    text = text[:max_chars]
+    pieces = chunk_lines(text, chunk) if chunk and text.count("\n") >= chunk else []
+    if len(pieces) < 2:
+        out.docs.append(Doc(uid=f"msg:{session}:{mid}", kind="message", text=text, session=session,
+                            message_id=mid, role=role, tool=tool, authority=authority, ts=ts, file_key=reads))
+        return out
+    for first, last, body in pieces:
+        out.docs.append(Doc(uid=f"msg:{session}:{mid}:{first}", kind="message", text=body, session=session,
+                            message_id=mid, role=role, tool=tool, authority=authority, ts=ts, file_key=reads,
+                            line_start=first, line_end=last))
     return out
 
 

@@ -104,7 +104,8 @@ class RecallIndexer:
         kind = record.get("type")
         cap = self.settings.item_max_chars
         if kind == schema.TRANSCRIPT_MESSAGE:
-            return documents.from_message(record, session, self.root, self._tracker(session), cap)
+            return documents.from_message(record, session, self.root, self._tracker(session), cap,
+                                          self.settings.chunk_lines)
         if kind == schema.TOOL_RESULT_ARTIFACT:
             return documents.from_artifact(record, session, self.artifact_store(session), self._tracker(session),
                                            self.root, self.settings.chunk_lines, cap)

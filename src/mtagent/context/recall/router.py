@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from mtagent.context.recall.collapse import collapse, evidence_first
 from mtagent.context.recall.indexer import RecallIndexer
 from mtagent.context.recall.query import fts_query, query_words
 from mtagent.context.recall.store import Row
@@ -42,6 +43,7 @@ _SCOPE_KINDS: dict[str, tuple[str, ...]] = {
 }
 StaleMode = Literal["mark", "filter"]
 OVERFETCH = 4
+COLLAPSE_OVERFETCH = 2  # collapsing near-copies (collapse.py) drops candidates: fetch more to fill k
 
 
 @dataclass(slots=True, frozen=True)
@@ -75,7 +77,8 @@ class RecallHit:
             return f"file {self.path} lines {self.line_start}-{self.line_end}"
         if self.kind == "session_memory":
             return f"session memory of {self.session} ({self.path})"
-        return f"session {self.session} message {self.message_id}"
+        lines = f" lines {self.line_start}-{self.line_end}" if self.line_start and self.line_end else ""
+        return f"session {self.session} message {self.message_id}{lines}"
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "reference": self.reference}
@@ -145,7 +148,7 @@ class Recaller:
         phrases = [c.lower()[:200] for c in query[:4_000].split()][:self.settings.max_query_terms] \
             if isinstance(query, str) else []
         kinds = _SCOPE_KINDS[scope]
-        limit = k * OVERFETCH
+        limit = k * OVERFETCH * COLLAPSE_OVERFETCH
         keyword = [] if match is None else self.store.search(
             match, kinds=kinds, session=session, limit=limit, exclude_message_ids=exclude_message_ids)
         ranked = [rowid for rowid, _ in keyword]
@@ -161,9 +164,10 @@ class Recaller:
             # Coverage first, BM25 within it: BM25 alone ranks an item that repeats one query word
             # above the one holding every word asked for. (Hybrid keeps the fused order: a vector
             # hit may share no word with the query.)
+            # Among equals, the source before what was derived from it (collapse.evidence_first).
             scored = {row.rowid: confidence(row.doc.text, words) for row in rows}
-            rows.sort(key=lambda row: -scored[row.rowid])
-        return self._hits(rows, words, stale, include_expired, k, phrases)
+            rows.sort(key=lambda row: (-scored[row.rowid], evidence_first(row.doc.kind)))
+        return self._hits(list(collapse(rows)), words, stale, include_expired, k, phrases)
 
     @staticmethod
     def _in_scope(row: Row, kinds: tuple[str, ...], session: str | None, excluded: set[str]) -> bool:
