@@ -168,12 +168,19 @@ def config_items(layer: Mapping[str, Any], keys: list[str]) -> list[CoveredItem]
 
 
 def _file_digest(root: Path, path: Path) -> str:
-    """A digest of one file read through the confined open (never a symlink's target, never a device)."""
+    """A digest of one file read through the confined open (never a device, never beyond the cap). A
+    symlink counts by what it points at inside the project — a skill's SKILL.md linked to a doc the
+    repository later changes changes too — and by where it points when that is outside."""
+    target = path
+    if path.is_symlink():
+        target = Path(os.path.realpath(path))
+        if root != target and root not in target.parents:
+            return _digest(f"outside: {target}")
     try:
-        with safe_open.reading((root,), path) as (fh, st):
+        with safe_open.reading((root,), target) as (fh, st):
             data = fh.read(_MAX_FILE_BYTES)  # type: ignore[attr-defined]
             return _digest(data + f"\0size={st.st_size}".encode())
-    except Exception as exc:  # a link, a FIFO, a hard link: its refusal is its content
+    except Exception as exc:  # a FIFO, a hard link, a race: its refusal is its content
         return _digest(f"unreadable: {type(exc).__name__}")
 
 
