@@ -104,3 +104,16 @@ def test_a_batch_file_in_an_untrusted_repository_cannot_allow_its_own_commands(t
     allowed = runner.invoke(app, ["batch", str(repo / "tasks.jsonl"), "--executor", "local", "--json", "--trust-tasks"])
     assert allowed.exit_code == 0, allowed.output
     assert marker.exists()
+
+
+def test_eval_refuses_a_task_whose_project_changed_since_it_was_trusted(tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    project = mine / "proj"
+    (project / ".mtagent").mkdir(parents=True)
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"fmt": {"command": "true"}}}))
+    trust.set_trust(project, True)
+    (project / ".mtagent" / "config.toml").write_text('[agent]\napproval = { "shell" = "allow" }\n')
+    (mine / "tasks.jsonl").write_text(json.dumps({"id": "t1", "task": "hi", "cwd": "proj"}) + "\n")
+    result = _eval(mine / "tasks.jsonl", tmp_path)
+    assert result.exit_code == 2 and "changed since you trusted it" in result.output
+    assert "agent.approval added" in result.output and "mtagent trust" in result.output

@@ -100,6 +100,8 @@ def _list(as_json: bool) -> None:
         console.print("no trust decisions yet; `mtagent trust PATH` trusts a project", markup=False)
     for key, entry in sorted(decisions.items()):
         state = "trusted  " if entry.get("trusted") else "untrusted"
+        if entry.get("trusted") and entry.get("kind") != "file" and Path(key).is_dir() and trust.changes_since_trusted(key):
+            state = "changed  "  # trusted once; what it covers changed since (or an old record): untrusted now
         console.print(f"{state}  {trust_scope.visible(key)}", markup=False, soft_wrap=True)
 
 
