@@ -56,7 +56,7 @@ class ContextSettings(_Section):
     cost_min_calls: int = Field(8, ge=1, description="calls a session runs before the cost trigger may fire")
     expected_summary_tokens: int = Field(2_000, ge=0, description="summary size the cost trigger assumes")
     summary_output_tokens: int = Field(
-        1_000, ge=64, description="output budget of the model's part of a hand-off (state, findings, hypotheses, "
+        600, ge=64, description="output budget of the model's part of a hand-off (state, findings, hypotheses, "
         "next step); the engine renders the rest (the ledger) itself"
     )
     cache_aligned_summaries: bool = Field(

@@ -128,3 +128,13 @@ def test_stored_ledger_data_is_type_checked() -> None:
     assert ledger is not None and ledger.goal == "" and ledger.requests == [] and ledger.constraints == ["keep"]
     assert ledger.files_changed == {"b": ("edited", "why")} and ledger.open_tasks == {}
     assert ledger_from_dict("nope") is None
+
+
+def test_a_long_command_kept_in_the_tail_counts_as_carried() -> None:
+    command = "cat > check_settings.py << 'EOF'\n" + "\n".join(f"print({i})" for i in range(80)) + "\nEOF\npytest -q"
+    history = [HumanMessage("Check the settings.", id="u0"),
+               AIMessage("", id="a1", tool_calls=[_call("s1", "shell", command=command)]),
+               ToolMessage("1 passed", tool_call_id="s1", name="shell", id="t1")]
+    ledger = ledger_from_messages(history)
+    assert ledger.verification.startswith("`cat > check_settings.py") and "…" in ledger.verification
+    assert missing_from(ledger, history) == []  # the tail holds the whole command; the ledger a clipped copy

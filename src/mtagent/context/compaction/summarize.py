@@ -79,7 +79,7 @@ class ChatModel(Protocol):
 SECTION_FINDINGS = "Findings"
 SECTION_HYPOTHESES = "Hypotheses"
 MODEL_SECTIONS: tuple[str, ...] = (F.SECTION_STATE, SECTION_FINDINGS, SECTION_HYPOTHESES, F.SECTION_NEXT)
-DEFAULT_OUTPUT_TOKENS = 1_000
+DEFAULT_OUTPUT_TOKENS = 600
 
 
 def handoff_prompt(output_tokens: int = DEFAULT_OUTPUT_TOKENS) -> str:
@@ -234,11 +234,11 @@ def render_model_part(found: F.SessionFacts, *, max_items: int = 12, instruction
     if found.last_action:
         state.append(f"Last action: {found.last_action}")
     state.append(f"Summarized {found.message_count} messages with {found.tool_call_count} tool calls.")
-    if found.commands:
-        state.append("Commands run: " + "; ".join(F.tail(found.commands, max_items)))
+    if found.commands:  # the commands themselves: failed ones and the verification are in the ledger
+        state.append(f"{len(found.commands)} distinct commands run, the last: {found.commands[-1]}")
     if instructions:
         state.append(f"Focus requested for this summary: {instructions}")
-    findings = F.tail(found.facts, max_items)
+    findings = F.tail(found.facts, max(1, max_items * 2 // 3))
     if found.latest_error:
         findings.append(f"latest error: {found.latest_error}")
     sections = {
@@ -267,8 +267,8 @@ def render_handoff(found: F.SessionFacts, *, max_items: int = 12, instructions: 
     if found.last_action:
         state.append(f"Last action: {found.last_action}")
     state.append(f"Summarized {found.message_count} messages with {found.tool_call_count} tool calls.")
-    if found.commands:
-        state.append("Commands run: " + "; ".join(F.tail(found.commands, max_items)))
+    if found.commands:  # the commands themselves: failed ones and the verification are in the ledger
+        state.append(f"{len(found.commands)} distinct commands run, the last: {found.commands[-1]}")
     if instructions:
         state.append(f"Focus requested for this summary: {instructions}")
     changed = [f"{path} — {why}" if why else path for path, why in found.files_changed.items()]

@@ -118,10 +118,11 @@ def ledger_items(ledger: HandoffLedger) -> list[tuple[str, str]]:
     if ledger.plan is not None:
         items += [("plan step", f"{s.text} ({s.status.replace('_', ' ')})") for s in ledger.plan.steps]
     items += [(f"file {kind}", path) for path, (kind, _) in ledger.files_changed.items()]
-    items += [("failed command", f.command) for f in ledger.failed_commands]
+    # a long command is held clipped ("…"): what must survive is the part the ledger holds
+    items += [("failed command", f.command.removesuffix("…")) for f in ledger.failed_commands]
     if ledger.verification:  # its command: a view may hold the result as the tool's own output
         command = re.match(r"`(.+?)` (?:passed|failed)", ledger.verification, re.DOTALL)
-        items.append(("verification", command.group(1) if command else ledger.verification))
+        items.append(("verification", (command.group(1) if command else ledger.verification).removesuffix("…")))
     items += [("rule", r) for r in ledger.rules] + [("tool loaded", t) for t in ledger.tools_loaded]
     items += [("open task", t) for t in ledger.open_tasks.values()]
     return items

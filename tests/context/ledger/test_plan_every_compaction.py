@@ -1,0 +1,100 @@
+"""The plan and the latest request are carried whole through every kind of compaction —
+session-memory, full (auto), manual, reactive and ``/compact from`` — and through microcompact,
+which never touches a plan call; a resumed view reads the plan back from the boundary's ledger."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from mtagent.config import Settings
+from mtagent.context.boundary import summary_message_from_record
+from mtagent.context.compaction.microcompact import maybe_time_based_microcompact
+from mtagent.context.ledger import current_plan, ledger_from_messages, missing_from, validate_plan
+from mtagent.context.session_memory.manager import SessionMemoryManager
+from mtagent.context.tokens import message_text
+from mtagent.context.window import ContextWindowManager
+
+PLAN = {"steps": [{"step": "map the modules", "status": "done"}, {"step": "port module 7", "status": "in_progress"},
+                  {"step": "write the report", "status": "pending"}], "note": "module 7 blocks the rest"}
+LATEST = "Now port module 7 first.\n## Why\nthe release needs it"
+FILLER = "lorem ipsum dolor sit amet consectetur " * 60
+
+
+def _settings() -> Settings:
+    return Settings(context={"token_limit": 48_000, "auto_compact_threshold": 15_000,
+                             "compression_preserve_min_tokens": 1_000, "compression_preserve_max_tokens": 3_000},
+                    microcompact={"size_trigger_fraction": 1.0})
+
+
+def _history(rounds: int = 40) -> list[BaseMessage]:
+    history: list[BaseMessage] = [HumanMessage("TASK: port every module.\nNever edit vendor/.", id="u0"),
+                                  AIMessage("Planning.", id="ap", tool_calls=[{"id": "p1", "name": "update_plan", "args": PLAN}]),
+                                  ToolMessage("Plan updated: 1/3 done.", tool_call_id="p1", name="update_plan", id="tp"),
+                                  HumanMessage(LATEST, id="u1")]
+    for i in range(rounds):
+        history += [AIMessage("", id=f"a{i}", tool_calls=[{"id": f"c{i}", "name": "read_file",
+                                                           "args": {"file_path": f"src/m{i}.py"}}]),
+                    ToolMessage(FILLER, tool_call_id=f"c{i}", name="read_file", id=f"t{i}")]
+    return history
+
+
+def _assert_carried(view: list[BaseMessage]) -> None:
+    assert not any(m.id in ("ap", "u1") for m in view)  # summarized away: only the hand-off has them
+    plan = current_plan(view)
+    assert plan == validate_plan(PLAN["steps"], PLAN["note"])
+    text = "\n".join(message_text(m) for m in view)
+    assert LATEST in text and "TASK: port every module." in text
+    assert "- [~] port module 7 (in progress)" in text and "Note: module 7 blocks the rest" in text
+    before = ledger_from_messages(_history())
+    assert [m for m in missing_from(before, view) if not m.startswith("file")] == []
+
+
+def test_full_manual_and_reactive_compactions_carry_the_plan() -> None:
+    for kind in ("manual", "reactive", "auto"):
+        wm = ContextWindowManager(_settings(), sink=[])
+        history = _history()
+        if kind == "manual":
+            result = wm.compact(history)
+        elif kind == "reactive":
+            result = wm.reactive_compact(history)
+        else:
+            prepared = wm.prepare(history)
+            assert prepared.compaction is not None
+            result = prepared.compaction
+        _assert_carried(result.new_history())
+        assert result.boundary_record["ledger"]["plan"]["steps"][1] == {"step": "port module 7", "status": "in_progress"}
+        # resume rebuilds the summary message from the record: the plan comes back as data
+        assert current_plan([summary_message_from_record(result.boundary_record)]) == current_plan(result.new_history())
+
+
+def test_session_memory_compaction_carries_the_plan_and_a_later_full_one_keeps_it(tmp_path: Path) -> None:
+    settings = _settings()
+    memory = SessionMemoryManager(tmp_path / "summary.md", settings)
+    wm = ContextWindowManager(settings, sink=[], session_memory=memory)
+    history = _history(10)
+    memory.update_session_memory(history)
+    history += _history(40)[4 + 20:]
+    first = wm.compact(history)
+    assert first.summary_source == "session_memory"
+    _assert_carried(first.new_history())
+    later = first.new_history()
+    for i in range(40):
+        later += [AIMessage("", id=f"z{i}", tool_calls=[{"id": f"e{i}", "name": "read_file",
+                                                         "args": {"file_path": f"lib/n{i}.py"}}]),
+                  ToolMessage(FILLER, tool_call_id=f"e{i}", name="read_file", id=f"y{i}")]
+    second = wm.compact(later, instructions="keep the plan")  # instructions: a full compaction
+    assert second.summary_source != "session_memory"
+    _assert_carried(second.new_history())
+    assert "# Task specification" in second.summary  # every notes section is carried by the full one
+
+
+def test_compact_from_and_microcompact_keep_the_plan() -> None:
+    wm = ContextWindowManager(_settings(), sink=[])
+    history = _history()
+    result = wm.compact_from(history, "a30", direction="up_to")
+    _assert_carried(result.new_history())
+    cleared = maybe_time_based_microcompact(history, 10_000.0, 0.0, settings=_settings().microcompact)
+    assert cleared.cleared_ids  # it did clear results, and the plan call stays
+    assert current_plan(cleared.messages) == validate_plan(PLAN["steps"], PLAN["note"])
