@@ -52,6 +52,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "tools": ("mtagent.cli.tools_cmd", "List the tools a session here would have (built-in, MCP, skills; loaded or deferred) and search them."),
     "ui": ("mtagent.cli.ui_cmd", "Open the explain UI: a local, read-only web app over every "
            "session's transcript."),
+    "doctor": ("mtagent.cli.doctor_cmd", "Check this machine: which sandbox mode shell commands run in "
+               "(bubblewrap), and why."),
 }
 
 

@@ -8,7 +8,9 @@ needs to see why a check failed), decoded leniently.
 
 A task file comes from others (SWE-bench lines), so its commands get the shell tool's environment,
 not the user's whole one: secret-named variables are withheld unless the user's own
-``shell.env_passthrough`` names them (:func:`check_environment`).
+``shell.env_passthrough`` names them (:func:`check_environment`). Where the sandbox runs
+(:mod:`mtagent.tools.sandbox`, the user's own ``[sandbox]`` settings) they run in it as the shell tool's
+commands do: the task's workspace writable, secrets hidden, network only to ``sandbox.allow_hosts``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from mtagent.config import load_settings
-from mtagent.tools.proctree import kill_group
+from mtagent.tools import sandbox
+from mtagent.tools.proctree import contained, kill_group
 from mtagent.tools.shell import shell_environment
 
 OUTPUT_TAIL_CHARS = 2_000
@@ -58,7 +61,14 @@ def run_command(command: str, cwd: Path, timeout: float, *, stdin: bytes | None 
     """Run ``command`` in ``cwd`` (in :func:`check_environment`, plus ``env``); at ``timeout`` seconds
     its process group is killed."""
     start = time.monotonic()
-    proc = subprocess.Popen(["sh", "-c", command], cwd=cwd, stdin=subprocess.PIPE if stdin is not None else
+    try:  # the shell tool's sandbox, under the user's own settings
+        argv, confined = ["sh", "-c", command], sandbox.call_for(load_settings(), [Path(cwd)])
+    except sandbox.SandboxRequired as exc:
+        return CommandOutcome(None, False, 0.0, str(exc))
+    if confined is not None:
+        confined.__enter__()
+        argv = confined.argv(contained(argv, KILL_GRACE_S, bridge=confined.bridge))
+    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE if stdin is not None else
                             subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, env={**check_environment(), **(env or {})})
     timed_out = False
@@ -76,7 +86,11 @@ def run_command(command: str, cwd: Path, timeout: float, *, stdin: bytes | None 
             kill_group(proc, KILL_GRACE_S)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=KILL_GRACE_S)
+        if confined is not None:
+            confined.__exit__(None, None, None)
     text = out.decode("utf-8", "replace") if out else ""
+    if confined is not None:
+        text = "\n".join([text, *confined.notes()]) if confined.denied else text
     code = None if timed_out else proc.returncode
     return CommandOutcome(code, timed_out, round(time.monotonic() - start, 3), text[-OUTPUT_TAIL_CHARS:])
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from mtagent.tools.sandbox.policy import SandboxPolicy
 
 PROXY_SOCKET_INSIDE = "/run/mtagent/proxy.sock"
+NOT_INSTALLED = "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
 _PROBE_TIMEOUT_S = 10.0
 
 
@@ -98,7 +99,7 @@ def probe(bwrap: str | None = None) -> str | None:
         return f"no sandbox on {sys.platform} yet (bubblewrap is Linux-only; docs/security.md has the macOS plan)"
     bwrap = bwrap or bwrap_path()
     if bwrap is None:
-        return "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+        return NOT_INSTALLED
     true = shutil.which("true") or "/bin/true"
     tmp = Path(os.environ.get("TMPDIR") or "/tmp")
     argv = bwrap_argv(SandboxPolicy(writable=()), tmp if tmp.is_dir() else Path("/tmp"), [true], bwrap=bwrap)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mtagent.config import Settings
-from mtagent.tools.sandbox.bwrap import PROXY_SOCKET_INSIDE, bwrap_argv, bwrap_path, probe
+from mtagent.tools.sandbox.bwrap import NOT_INSTALLED, PROXY_SOCKET_INSIDE, bwrap_argv, bwrap_path, probe
 from mtagent.tools.sandbox.policy import Needs, SandboxPolicy, policy_for
 from mtagent.tools.sandbox.proxy import NetworkProxy, denied_message
 
@@ -51,7 +51,8 @@ def status(settings: Settings, *, notice: bool = True) -> SandboxStatus:
     mode = settings.sandbox.mode
     if mode == "off":
         return SandboxStatus(False, mode)
-    reason = probe(bwrap_path())
+    path = bwrap_path()
+    reason = probe(path) if path is not None else NOT_INSTALLED
     if reason is None:
         return SandboxStatus(True, mode)
     found = SandboxStatus(False, mode, reason)
