@@ -41,6 +41,7 @@ from mtagent.context.boundary import is_summary_message
 from mtagent.context.compaction.reattach import REATTACHED_KIND
 from mtagent.context.model_errors import ErrorKind, RetryPolicy, call_with_retries, classify
 from mtagent.context.model_gate import GATE
+from mtagent.context.tool_results.repeats import RepeatIndex
 from mtagent.context.tool_results.budgeter import ToolResultBudgeter
 from mtagent.context.window import ContextWindowManager, PreparedContext
 from mtagent.errors import CompactionFailed
@@ -191,6 +192,8 @@ class EngineSession:
         self.counters = EngineCounters()
         self.lock = threading.RLock()
         self._turn_results: list[ToolMessage] = []
+        # Runs of lines an earlier result in the view holds become a reference (tool_results.repeats).
+        self.repeats = RepeatIndex()
 
     # ── transcript ──
 
@@ -255,6 +258,7 @@ class EngineSession:
         """The window pipeline on ``history``; a compacted history comes back without stale usage."""
         with self.lock:
             prepared = self.window.prepare(history, system=system, tools_tokens=tools_tokens, conflicts=conflicts)
+            self.repeats.retain(m for m in prepared.messages if isinstance(m, ToolMessage))
         if prepared.compaction is not None:
             prepared.history = without_stale_usage(prepared.history)
         return prepared
@@ -385,9 +389,10 @@ class EngineSession:
             update["id"] = schema.new_message_id()
         message = message.model_copy(update=update)
         with self.lock:
-            budgeted = self.budgeter.budget(message)
+            budgeted = self.budgeter.budget(self.repeats.fold(message))
             final = self.budgeter.budget_turn([*self._turn_results, budgeted])[-1]
             assert isinstance(final, ToolMessage)
+            self.repeats.add(final)
             self._turn_results.append(final)
             self.record(final)
             if count:
