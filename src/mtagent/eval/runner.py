@@ -50,7 +50,7 @@ def plan_units(tasks: list[EvalTask], policies: list[Policy], scratch: Path, *, 
                 skipped += len(group)
                 continue
             units.append(EvalUnit(policy, group, str(scratch), model, base_url, env, dict(overrides or {}),
-                                  f"p{policies.index(policy)}"))
+                                  f"p{policies.index(policy)}", chain))
     return units, skipped
 
 

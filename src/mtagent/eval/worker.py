@@ -35,6 +35,7 @@ from typing import Any
 from mtagent import paths
 from mtagent.agent.batch import APPROVALS, BatchTask, checkout
 from mtagent.eval.checks import CommandOutcome, apply_patch, run_command
+from mtagent.eval.lanes import lane
 from mtagent.eval.metering import METER
 from mtagent.eval.policies import Policy, merge_sections
 from mtagent.eval.tasks import EvalTask
@@ -42,6 +43,7 @@ from mtagent.pricing import Usage, price_for, usage_of_messages, usage_of_transc
 from mtagent.session.ids import sequential_ids
 
 DONE = "done"
+_TASK_LINE = re.compile(r"^TASK [A-Za-z0-9][A-Za-z0-9._-]*[ \t]*$", re.M)
 CONTEXT_TEST_PREFIX = "context-test"
 ModelResolver = Callable[[str | None], Any]
 
@@ -58,15 +60,21 @@ class EvalUnit:
     env: dict[str, str] = field(default_factory=dict)
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # --setting: over the tasks', under the policy
     slot: str = ""  # p0, p1, …: the policy's workspace folder (equal length, so paths tokenize alike)
+    chain_length: int = 0  # --chain N (the last chain of a file may be shorter; its records still say N)
 
     @property
     def key(self) -> str:
         """The unit's folder name: its task id, or ``chain-<first>`` for a chain."""
-        return self.tasks[0].id if len(self.tasks) == 1 else f"chain-{self.tasks[0].id}"
+        return f"chain-{self.tasks[0].id}" if self.chained else self.tasks[0].id
 
     @property
     def chain(self) -> int:
-        return len(self.tasks)
+        return self.chain_length or len(self.tasks)
+
+    @property
+    def chained(self) -> bool:
+        """Whether the tasks are turns of one session in sub-folders (``--chain`` above 1)."""
+        return self.chain > 1
 
 
 def resolve_model(spec: str | None) -> Any:
@@ -81,9 +89,10 @@ def resolve_model(spec: str | None) -> Any:
 def chained_prompt(task: EvalTask, folder: str) -> str:
     """The task's text, told which sub-folder of the chain's workspace it is about."""
     where = f"Work in the folder `{folder}`."
-    head, sep, rest = task.prompt.partition("\n")
-    if head.startswith("TASK "):  # the step language of the built-in suite: the folder goes in its block
-        return f"{head}\n{where}{sep}{rest}"
+    headers = list(_TASK_LINE.finditer(task.prompt))
+    if headers:  # the step language of the built-in suites: the folder goes in the (last) task's block
+        at = headers[-1].end()
+        return f"{task.prompt[:at]}\n{where}{task.prompt[at:]}"
     return f"{where}\n\n{task.prompt}"
 
 
@@ -114,9 +123,25 @@ def _settings_for(unit: EvalUnit) -> dict[str, dict[str, Any]]:
 
 
 def run_unit(unit: EvalUnit, resolve: ModelResolver = resolve_model) -> list[dict[str, Any]]:
-    """Run the unit; one record per task (a task that could not run says why in ``error``)."""
+    """Run the unit in a lane (:mod:`mtagent.eval.lanes`: the path the model sees does not depend on
+    ``--scratch``), then keep its workspace under the scratch folder; one record per task (a task
+    that could not run says why in ``error``)."""
     os.environ.update(unit.env)
-    root = Path(unit.scratch) / (unit.slot or unit.policy.name) / unit.key
+    kept = Path(unit.scratch) / (unit.slot or unit.policy.name) / unit.key
+    with lane() as where:
+        root = where / (unit.slot or unit.policy.name) / unit.key
+        records = _run_in(unit, root, resolve)
+        if kept.exists():
+            shutil.rmtree(kept)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(root), str(kept))
+    for record in records:
+        if isinstance(record.get("workdir"), str):
+            record["workdir"] = str(kept / Path(record["workdir"]).relative_to(root))
+    return records
+
+
+def _run_in(unit: EvalUnit, root: Path, resolve: ModelResolver) -> list[dict[str, Any]]:
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
@@ -150,7 +175,7 @@ def _run_session(unit: EvalUnit, tasks: list[EvalTask], spaces: dict[str, Path],
                  resolve: ModelResolver) -> list[dict[str, Any]]:
     from mtagent.config import load_settings
 
-    project = root if unit.chain > 1 else spaces[tasks[0].id]
+    project = root if unit.chained else spaces[tasks[0].id]
     _forget(project)
     settings = load_settings(project, overrides=_settings_for(unit) or None)
     model = resolve(unit.model or tasks[0].batch.model)
@@ -173,7 +198,7 @@ def _run_tasks(unit: EvalUnit, tasks: list[EvalTask], spaces: dict[str, Path], p
         return [{**_base_record(unit, t), "status": "error", "error": f"session: {str(exc)[:500]}"} for t in tasks]
     try:
         for task in tasks:
-            prompt = chained_prompt(task, task.id) if unit.chain > 1 else task.prompt
+            prompt = chained_prompt(task, task.id) if unit.chained else task.prompt
             records.append(_run_task(unit, session, task, prompt, spaces[task.id]))
     finally:
         session.close()
