@@ -100,3 +100,20 @@ def test_a_lanes_folder_that_is_a_link_is_refused(tmp_path: Path, monkeypatch) -
         assert first != second and first.parent == second.parent == tmp_path / "mine"
         assert len(first.name) == len(second.name) == 1
     assert (tmp_path / "mine").stat().st_mode & 0o077 == 0
+
+
+def test_hand_offs_and_session_notes_are_priced_like_main_calls(tmp_path: Path) -> None:
+    """The context-test model writes them itself: they are model calls, metered apart and priced at the
+    same row, cache reads included (they cost $0 when the test model's sessions stayed extractive)."""
+    from mtagent.pricing import Usage, cost_usd
+
+    task = builtin_tasks(tmp_path / "suite", count=2)[1]  # 40 reads on a 12K window
+    out = tmp_path / "side.jsonl"
+    records = _run([task], tmp_path / "s", out, policies=("mtagent", "threshold"))
+    for record in records:
+        side = Usage.from_dict(record["side"])
+        assert side.calls >= 1 and side.output > 0 and side.cache_read > 0, record["policy"]
+    data = report(out, ["mtagent", "threshold"])
+    for summary, record in zip(data["policies"], sorted(records, key=lambda r: r["policy"] != "mtagent")):
+        expected = cost_usd(Usage.from_dict(record["side"]), record["prices"])
+        assert summary["side_cost_usd"] == round(expected, 6) > 0
