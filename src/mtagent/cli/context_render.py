@@ -273,6 +273,9 @@ def render_context_stats(usage: WindowUsage, report: SessionReport | None = None
     if report is not None:  # the whole session, earlier processes too (a resume starts the counters below at 0)
         facts.add_row("compactions (whole session)", f"{len(report.compactions):,}")
         facts.add_row("persisted tool results (whole session)", f"{len(report.persisted):,}")
+        if report.shell_commands:
+            facts.add_row("shell commands sandboxed (whole session)",
+                          f"{report.sandboxed_commands:,} of {report.shell_commands:,}")
     if counters:
         facts.add_row(Text("since this session was opened here:", style="dim"), "")
     for name, value in (counters or {}).items():

@@ -224,12 +224,14 @@ def _finish(display: TurnDisplay, result: TurnResult, session: AgentSession, as_
 def _json_result(result: TurnResult, session: AgentSession, messages: list[Any],
                  model_calls: int) -> dict[str, Any]:
     from mtagent.cli.usage import cost_usd, price_for, usage_of_messages
+    from mtagent.tools.sandbox import shell_commands
 
     usage = usage_of_messages(messages)
     price = price_for(session.model_name, session.settings.agent.prices)
     return {"answer": result.reply, "status": result.status, "session_id": session.session_id,
             "model": session.model_name, "model_calls": model_calls, "tokens": usage.as_dict(),
-            "cost_usd": cost_usd(usage, price), "window": _window_json(session), "plan": _plan_json(session)}
+            "cost_usd": cost_usd(usage, price), "window": _window_json(session), "plan": _plan_json(session),
+            "commands": shell_commands(messages)}
 
 
 def _plan_json(session: AgentSession) -> dict[str, Any] | None:

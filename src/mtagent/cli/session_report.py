@@ -91,6 +91,8 @@ class SessionReport:
     input_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    shell_commands: int = 0
+    sandboxed_commands: int = 0
 
     @property
     def compaction_tokens_saved(self) -> int:
@@ -156,6 +158,9 @@ def _apply(report: SessionReport, rec: dict[str, Any], previews: dict[str, int])
         report.cache_write_tokens += _int(details.get("cache_creation"))
     if kind == schema.TRANSCRIPT_MESSAGE and rec.get("role") == "tool":
         result = rec.get("toolUseResult") or {}
+        if isinstance(result, dict) and result.get("kind") == "shell":  # issue 37: did it run in the sandbox
+            report.shell_commands += 1
+            report.sandboxed_commands += result.get("sandboxed") is True
         if result.get("artifact") and rec.get("tool_call_id"):
             previews[str(rec["tool_call_id"])] = _int(result.get("preview_chars"))
 

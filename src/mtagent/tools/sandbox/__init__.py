@@ -29,11 +29,12 @@ from mtagent.tools.sandbox.runtime import (
     call_for,
     network_hint,
     private_tmp,
+    shell_commands,
     status,
 )
 
 __all__ = [
     "PROXY_SOCKET_INSIDE", "NeedError", "Needs", "NetworkProxy", "SandboxPolicy", "SandboxStatus",
     "SandboxedCall", "SandboxRequired", "bwrap_argv", "call_for", "network_hint", "denied_message", "host_allowed", "parse_needs", "policy_for",
-    "private_tmp", "probe", "status",
+    "private_tmp", "probe", "shell_commands", "status",
 ]

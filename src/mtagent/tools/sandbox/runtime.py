@@ -18,6 +18,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mtagent.config import Settings
 from mtagent.tools.sandbox.bwrap import NOT_INSTALLED, PROXY_SOCKET_INSIDE, bwrap_argv, bwrap_path, probe
@@ -150,3 +151,17 @@ def network_hint(output: str, exit_code: int | None) -> str | None:
     return ("[sandbox: this command has no network of its own; hosts in `sandbox.allow_hosts` are reached "
             "through mtagent's proxy (HTTP_PROXY/HTTPS_PROXY). Add the host to `sandbox.allow_hosts` in your "
             'config, or run the command again with needs: ["network:HOST"] to ask the user]')
+
+
+def shell_commands(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """The shell commands of a turn's tool results, each with whether it ran sandboxed (``run --json``)."""
+    found = []
+    for message in messages:
+        meta = getattr(message, "artifact", None)
+        if isinstance(meta, dict) and meta.get("kind") == "shell":
+            entry = {"command": meta.get("command"), "exit_code": meta.get("exit_code"),
+                     "sandboxed": meta.get("sandboxed") is True}
+            if meta.get("sandbox_denied_hosts"):
+                entry["denied_hosts"] = meta["sandbox_denied_hosts"]
+            found.append(entry)
+    return found
