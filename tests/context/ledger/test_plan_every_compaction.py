@@ -13,6 +13,7 @@ from mtagent.context.boundary import summary_message_from_record
 from mtagent.context.compaction.microcompact import maybe_time_based_microcompact
 from mtagent.context.ledger import current_plan, ledger_from_messages, missing_from, validate_plan
 from mtagent.context.session_memory.manager import SessionMemoryManager
+from mtagent.context.session_memory.notes import SECTIONS
 from mtagent.context.tokens import message_text
 from mtagent.context.window import ContextWindowManager
 
@@ -87,7 +88,11 @@ def test_session_memory_compaction_carries_the_plan_and_a_later_full_one_keeps_i
     second = wm.compact(later, instructions="keep the plan")  # instructions: a full compaction
     assert second.summary_source != "session_memory"
     _assert_carried(second.new_history())
-    assert "# Task specification" in second.summary  # every notes section is carried by the full one
+    notes = memory.read_notes()
+    written = [name for name in SECTIONS if notes.bodies.get(name, "").strip()]
+    assert len(written) >= 4
+    for name in written:  # every notes section the session-memory hand-off had, not only goal/constraints/files
+        assert f"# {name}" in second.summary, name
 
 
 def test_compact_from_and_microcompact_keep_the_plan() -> None:
