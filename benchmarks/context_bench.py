@@ -311,7 +311,10 @@ def comparable_peers(tot: dict[str, Stats]) -> list[str]:
             and abs(tot[p].pressured_retention - mine) <= COMPARABLE_RETENTION]
 
 
-def acceptance_lines(tot: dict[str, Stats], w: int) -> list[str]:
+QUARTER = 0.25
+
+
+def acceptance_lines(tot: dict[str, Stats], w: int, summary_price: float = 1.0) -> list[str]:
     """The issue's figures for one window: cost share of raw, the gap to comparable peers, the
     summary share, the distance from the bounds, pressured retention (all kinds, latest error)."""
     out: list[str] = []
@@ -329,6 +332,12 @@ def acceptance_lines(tot: dict[str, Stats], w: int) -> list[str]:
         lb1, lb2 = tot["raw"].bounds[model]
         out.append(f"RESULT mtagent_vs_bound1_{model}_{w}={mt.cost[model] / lb1:.3f}")
         out.append(f"RESULT mtagent_vs_bound2_{model}_{w}={mt.cost[model] / lb2:.3f}")
+        # Summary calls are priced after the fact (the replayed trigger is not told), so the cost at
+        # a quarter-price summary model is exact from this run: what --summary-price 0.25 prints.
+        if summary_price > 0:
+            full_summary = mt.summary_cost[model] / summary_price
+            quarter = mt.cost[model] - mt.summary_cost[model] + QUARTER * full_summary
+            out.append(f"RESULT mtagent_vs_bound2_{model}_{w}_summary_price_0.25={quarter / lb2:.3f}")
     out.append(f"RESULT mtagent_retention_pressured_{w}={mt.pressured_retention or 0.0:.4f}")
     out.append(f"RESULT mtagent_summary_output_per_summary_{w}="
                f"{mt.summary_output / mt.summary_calls if mt.summary_calls else 0.0:.1f}")
@@ -348,10 +357,10 @@ def _fmt_rate(rate: float | None) -> str:
     return "none" if rate is None else f"{rate:.4f}"
 
 
-def result_lines(results: list[FileResult], windows: tuple[int, ...]) -> list[str]:
+def result_lines(results: list[FileResult], windows: tuple[int, ...], summary_price: float = 1.0) -> list[str]:
     out: list[str] = []
     for w in windows:
-        out += acceptance_lines(totals(results, w), w)
+        out += acceptance_lines(totals(results, w), w, summary_price)
     for w in windows:
         tot = totals(results, w)
         out.append(f"RESULT mtagent_ratio_to_raw_{w}={tot['mtagent'].cumulative / tot['raw'].cumulative:.4f}")
@@ -425,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += totals_table(totals(results, None), "all windows") + [""]
     for w in windows:
         lines += file_table(results, w) + [""]
-    results_text = result_lines(results, windows)
+    results_text = result_lines(results, windows, args.summary_price)
     report = "\n".join(lines)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join([report, "```", *results_text, "```"]) + "\n", encoding="utf-8")

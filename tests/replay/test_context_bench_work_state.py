@@ -52,3 +52,15 @@ def test_run_file_prices_summaries_at_the_given_share(bench, trajectories: Path)
         assert b.summary_cost["anthropic"] == pytest.approx(0.25 * a.summary_cost["anthropic"])
     assert full.stats["threshold-compact"].summary_cost["anthropic"] > 0
     assert full.stats["threshold-compact"].work.checked > 0
+
+
+def test_the_quarter_price_line_is_what_a_quarter_price_run_prints(bench, trajectories: Path) -> None:
+    full = bench.run_file(SMALL, str(trajectories), 4_096)
+    cheap = bench.run_file(SMALL, str(trajectories), 4_096, 0.25)
+    derived = [line for line in bench.result_lines([full], (4_096,)) if "summary_price_0.25" in line]
+    direct = {line.split("=")[0]: line.split("=")[1] for line in bench.result_lines([cheap], (4_096,), 0.25)}
+    assert len(derived) == 2
+    for line in derived:
+        name, value = line.split("=")
+        assert direct[name] == value
+        assert direct[name.replace("_summary_price_0.25", "")] == value  # the run at 0.25 prices it directly
