@@ -23,6 +23,7 @@ from mtagent.errors import ConfigError
 from mtagent.context.recall.embeddings import make_embeddings
 from mtagent.context.toolset import Toolset
 from mtagent.context.toolset.binding import bind_toolset, restore_loads
+from mtagent.context.toolset.late import add_late_tools
 from mtagent.context.toolset.schemas import SchemaChoice
 from mtagent.tools.skill_tool import make_skill_tool
 from mtagent.tools.tool_search import make_tool_search_tool
@@ -100,9 +101,15 @@ def choose_tool_schemas(parts: EngineParts, settings: Settings, window: int, mcp
 
 
 def _add_late_tools(parts: EngineParts, toolset: Toolset, tools: list[BaseTool]) -> None:
-    """Tools an MCP server added after start (``tools/list_changed``): into the catalog (appended,
-    deferred when it defers, else loaded and priced like a load) and runnable from now on."""
-    added = set(toolset.catalog.add(tools, after_tokens=toolset.after_tokens()))
+    """Tools an MCP server added after start (``tools/list_changed``): into the catalog under the start's
+    deferral rule (:func:`~mtagent.context.toolset.late.add_late_tools`: appended, deferred when the
+    catalog defers or now should, else loaded and priced like a load) and runnable from now on."""
+    names, started = add_late_tools(toolset.catalog, tools, after_tokens=toolset.after_tokens())
+    added = set(names)
     parts.runnable.extend(t for t in tools if t.name in added)
+    if started:  # the same rule as at start now defers: tool_search is offered from here on
+        tcfg = toolset.catalog.settings.tools
+        parts.runnable.append(make_tool_search_tool(lambda: toolset, default_k=tcfg.search_default_k,
+                                                    max_k=tcfg.search_max_k))
     if added:
         toolset.changed()
