@@ -176,3 +176,68 @@ def test_a_refused_compact_stops_its_spinner(tmp_path, mtagent_home):
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
+
+
+def _a_session(project: Path, tmp_path: Path, home: Path) -> str:
+    script = tmp_path / "first.json"
+    script.write_text(json.dumps(["First answer."]), encoding="utf-8")
+    child = spawn(project, script, home)
+    try:
+        child.expect("›")
+        child.sendline("hello")
+        child.expect("First answer")
+        child.expect("›")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    return FilesStore().session_infos(paths.project_hash(project))[-1].session_id
+
+
+def test_resume_draws_its_prompt_before_the_session_is_loaded(tmp_path, mtagent_home):
+    """--resume reaches its prompt as a new session does: the load happens behind it (issue 36)."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    sid = _a_session(project, tmp_path, mtagent_home)
+    script = tmp_path / "second.json"
+    script.write_text(json.dumps(["Second answer."]), encoding="utf-8")
+    child = spawn(project, script, mtagent_home, "--resume", "latest")
+    try:
+        child.expect("resuming")  # the header names the session (the line may wrap on a long script path)
+        child.expect("›")
+        prompt_at = len(child.before)
+        child.expect(rf"session {sid} \(resumed\)")  # the banner comes after the prompt, once loaded
+        assert prompt_at >= 0
+        child.sendline("and again")
+        child.expect("Second answer")
+        child.expect("›")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    records = list(read_records(FilesStore().session_infos(paths.project_hash(project))[-1].path))
+    assert [r["content"] for r in records if r.get("role") == "user"] == ["hello", "and again"]
+
+
+def test_resume_of_a_session_another_repl_holds_is_refused_before_loading(tmp_path, mtagent_home):
+    project = tmp_path / "proj"
+    project.mkdir()
+    sid = _a_session(project, tmp_path, mtagent_home)
+    script = tmp_path / "hold.json"
+    script.write_text(json.dumps(["Holding."]), encoding="utf-8")
+    holder = spawn(project, script, mtagent_home, "--resume", sid)
+    try:
+        holder.expect(rf"session {sid} \(resumed\)")
+        second = spawn(project, script, mtagent_home, "--resume", sid)
+        try:
+            second.expect(pexpect.EOF, timeout=30)
+            out = second.before
+        finally:
+            second.close(force=True)
+        assert second.exitstatus == 1 or second.exitstatus == 2, (second.exitstatus, out)
+        assert f"session {sid} is in use by pid {holder.pid}" in out
+        assert "starting…" not in out  # refused before the prompt and the load
+    finally:
+        holder.sendeof()
+        holder.expect(pexpect.EOF)
+        holder.close(force=True)

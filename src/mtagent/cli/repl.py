@@ -56,6 +56,9 @@ def history_path() -> Path:
     return paths.ensure_dir(paths.mtagent_home()) / HISTORY_FILE
 
 
+SETTLE = "\x00settle"  # what the prompt returns when the session opened behind it waits on an approval
+
+
 def continue_line(text: str) -> str | None:
     """If ``text`` ends with a line-continuation backslash, the text with it turned into a newline."""
     stripped = text.rstrip(" \t")
@@ -105,6 +108,8 @@ class Repl:
             prompt_continuation=lambda width, line_number, wrap_count: CONTINUATION.rjust(width),
         )
         self._ask_session: PromptSession[str] | None = None
+        self._settle_first = False  # a resumed session's pending approval is asked before anything else
+        self._carry = ""
         self.warmup: Warmup | None = None
         self._answer = ask or self._ask
         self.approver = make_approver(self.console, ask or self._ask, before=self.display.end_text)
@@ -140,7 +145,15 @@ class Repl:
         options = self.host.options
         options.validate()
         self.host.settings = options.settings()  # read once: the session opens with them
-        spec = options.model or self.host.settings.agent.model
+        resuming = ""
+        recorded = None
+        if options.resume or options.continue_:  # which session, held elsewhere or not: known before the prompt
+            from mtagent.cli.session_options import resume_target
+
+            target, recorded = resume_target(options.root, self.host.settings, options.resume, options.continue_)
+            options.resume, options.continue_ = target, False
+            resuming = f" resuming {target}…"
+        spec = options.model or recorded or self.host.settings.agent.model
         if not spec:
             from mtagent.cli.session_options import NO_MODEL
             from mtagent.errors import ModelConfigError
@@ -149,7 +162,7 @@ class Repl:
         self.warmup = Warmup((*REPL_STACK, *modules_for(spec)))  # started once the prompt is drawn
         read_ahead(module_files(), limit=MAX_MODULE_FILES)
         read_ahead(session_files(options.root, resume=options.resume, latest=options.continue_))
-        self.console.print(f"[bold]mtagent[/] · {escape(terminal_safe(str(spec)))} [dim](starting…)[/]")
+        self.console.print(f"[bold]mtagent[/] · {escape(terminal_safe(str(spec)))} [dim](starting…{escape(resuming)})[/]")
         self.console.print(HELP_LINE)
 
     def ensure_open(self) -> None:
@@ -162,6 +175,7 @@ class Repl:
 
             remember_modules()
             self.banner(with_help=False)
+            self._settle_first = bool(self.host.options.resume)  # asked on the main thread (:meth:`_loop`)
 
     def _schedule_open(self) -> None:
         """``pre_run`` of the prompt: once it is drawn, import in the background (the imports would
@@ -194,6 +208,11 @@ class Repl:
             await run_in_terminal(self.ensure_open)
         except Exception as exc:  # a bad model spec, a locked session: end the prompt with it
             get_app().exit(exception=exc)
+            return
+        if self._settle_first:  # a resumed session may wait on an approval: leave the prompt to look
+            app = get_app()
+            self._carry = app.current_buffer.text  # what the user had typed comes back in the next prompt
+            app.exit(result=SETTLE)
 
     def ask_project_trust(self) -> None:
         """First run in a project whose own config sets security keys: ask once, store the answer
@@ -214,13 +233,7 @@ class Repl:
         self.display.attach(self.host.events)
         self.ask_project_trust()
         try:
-            options = self.host.options
-            if options.resume or options.continue_:  # a resumed session shows where it stood first
-                self.host.open()
-                self.banner()
-                self.settle_pending_approval()
-            else:
-                self.start_early()
+            self.start_early()  # a resumed session too: the prompt first, the load behind it
             self._loop()
         finally:
             self.display.detach()
@@ -230,16 +243,22 @@ class Repl:
     def _loop(self) -> None:
         while True:
             try:
-                line = self.prompt.prompt(PROMPT, pre_run=self._schedule_open)
+                carry, self._carry = self._carry, ""
+                line = self.prompt.prompt(PROMPT, pre_run=self._schedule_open, default=carry)
             except KeyboardInterrupt:
                 continue
             except EOFError:
                 self.console.print("[dim]bye[/]")
                 return
-            if not line.strip():
+            if line != SETTLE and not line.strip():
                 continue
-            if line.strip() not in LEAVE:
+            if line.strip() not in LEAVE or self.host.options.resume:  # a resumed session is seen before it is left
                 self.ensure_open()
+            if self._settle_first:
+                self._settle_first = False
+                self.settle_pending_approval()
+                if line == SETTLE:
+                    continue
             try:
                 slash = _slash()
                 outcome = slash.dispatch(self.host, line)

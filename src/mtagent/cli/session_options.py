@@ -40,6 +40,30 @@ def session_ids(root: Path) -> list[str]:
     return shared_store(load_settings(root)).sessions(paths.project_hash(root))
 
 
+def resume_target(root: Path, settings: Any, given: str | None, latest: bool) -> tuple[str, str | None]:
+    """The session ``--resume``/``--continue`` names and the model it recorded, fast: no agent import.
+
+    A session another mtagent holds is refused here (:class:`~mtagent.errors.SessionLocked`), before
+    anything is loaded, so the REPL can draw its prompt and open the session behind it."""
+    from mtagent import paths
+    from mtagent.session.store import shared_store
+    from mtagent.session.transcript import probe_lock
+
+    store = shared_store(settings)
+    project = paths.project_hash(root)
+    ids = store.sessions(project)
+    if given is None:
+        if not ids:
+            raise UsageError(f"no session to continue in {root}; start one with `mtagent`{demo_hint(root)}")
+        target = ids[-1]
+    else:
+        target = resolve_session_id(root, given, ids)
+    if store.dsn is None:  # the files backend's writer lock (PostgreSQL's is checked when it opens)
+        probe_lock(store.transcript_file(project, target), target)
+    model = (store.session_start(project, target) or {}).get("model")
+    return target, model if isinstance(model, str) else None
+
+
 def demo_root() -> Path:
     """The folder ``mtagent demo`` works on without ``--cwd``: the installed package's own source."""
     import mtagent

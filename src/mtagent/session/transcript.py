@@ -77,6 +77,25 @@ def _acquire_lock(path: Path, session_id: str) -> int:
     return fd
 
 
+def probe_lock(transcript: Path, session_id: str) -> None:
+    """:class:`SessionLocked` now if another process holds the session's writer lock, without taking it
+    (a front end says so before it loads the session, not after)."""
+    try:
+        fd = os.open(lock_path(transcript), os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return  # no lock file (never opened) or unreadable: the writer's own open decides
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise SessionLocked(session_id, _read_pid(fd)) from None
+            return
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 def _read_pid(fd: int) -> int | None:
     try:
         raw = os.pread(fd, 32, 0).strip()

@@ -98,6 +98,7 @@ class McpManager:
         self._status_listeners: list[Callable[[dict[str, str]], None]] = []
         self._pending: set[str] = set()  # servers still starting after a bounded start (their tools come late)
         self.ready_wait: float | None = None  # a session's bound on start(); None: wait for every server
+        self._starting: concurrent.futures.Future[None] | None = None  # a bounded start still going on
         self._calls = 0  # calls in flight: tools that arrive during one are handed on when it returns
         # a session never closed (a crash, a forgotten close) still stops its servers at exit
         self._finalizer = weakref.finalize(self, _close_quietly, self._connections, self._loop_box)
@@ -158,6 +159,7 @@ class McpManager:
                 else:
                     started = asyncio.run_coroutine_threadsafe(_start_all(connections, self._started_late),
                                                                loop.loop)
+                    self._starting = started
                     try:
                         started.result(min(self.ready_wait, bound))
                     except concurrent.futures.TimeoutError:
@@ -349,6 +351,8 @@ class McpManager:
                 return
             self._closed = True
             self._finalizer.detach()
+            if self._starting is not None:  # a server still starting in the background: stop waiting for it
+                self._starting.cancel()
             _close_quietly(self._connections, self._loop_box)
 
     def __enter__(self) -> McpManager:
