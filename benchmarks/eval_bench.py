@@ -1,15 +1,19 @@
 """Closed-loop evaluation: solve rate and cost per context policy on the built-in suite.
 
-    python benchmarks/eval_bench.py [--quick] [--policy P ...] [--model M] [--executor local|ray]
+    python benchmarks/eval_bench.py [--quick] [--suite builtin|extra] [--policy P ...] [--model M]
+                                    [--executor local|ray]
 
-Runs ``mtagent eval --suite builtin`` (24 generated tasks, each needing a fact the session saw
-earlier) under each policy with the context-sensitive test model of ``mtagent.testing`` — it acts
-only on what its input shows, so a policy that loses a fact fails that task — through the real
-agent loop, engine, tools, transcript and checks. ``--quick`` runs 8 tasks. Cost is cache-aware at
-the suite's price row (``context-test*`` priced like a mid-size hosted model: $3 / $15 per million
-input / output tokens, cache reads $0.30). Prints the eval table, writes
-benchmarks/results/eval_bench.md, ends with ``RESULT`` lines per policy and the paired comparison
-of the first policy with each other one.
+Runs ``mtagent eval --suite builtin`` (42 generated tasks, each needing a fact the session saw
+earlier, controls among them) or ``--suite extra`` (the second set: 20 tasks of other shapes)
+under each policy with the context-test model (``mtagent.agent.context_model``) — it acts only on
+what its input shows, looks a lost fact up as a capable model would, and writes its own hand-offs
+— through the real agent loop, engine, tools, transcript and checks. ``--quick`` runs 8 tasks.
+Cost is cache-aware at the suite's price row (``context-test*`` priced like a mid-size hosted
+model: $3 / $15 per million input / output tokens, cache reads $0.30; illustrative — the model
+runs locally); side $ is the hand-offs' and session notes' calls. Prints the eval table, writes
+benchmarks/results/eval_bench[_extra].md, ends with ``RESULT`` lines per policy (solve rate, cost,
+side cost, calls, tasks that ended at the step limit) and the paired comparison of the first
+policy with each other one.
 """
 
 from __future__ import annotations
@@ -33,9 +37,25 @@ def _slug(name: str) -> str:
     return name.replace("-", "_").replace(".", "_")
 
 
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _step_limited(results: Path) -> dict[str, list[str]]:
+    """Per policy, the tasks whose turn ended at the step limit (a loop, not a wrong answer)."""
+    found: dict[str, list[str]] = {}
+    if results.is_file():
+        for line in results.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            if record.get("turn_status") == "max_steps":
+                found.setdefault(record["policy"], []).append(record["task"])
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"the first {QUICK_TASKS} tasks only")
+    parser.add_argument("--suite", default="builtin", choices=("builtin", "extra"))
     parser.add_argument("--policy", action="append", default=None, help="policies (default: all four built-in)")
     parser.add_argument("--model", default="context-test:")
     parser.add_argument("--executor", default="local")
@@ -44,7 +64,7 @@ def main() -> int:
     policies = args.policy or POLICIES
     with tempfile.TemporaryDirectory(prefix="eval-bench-") as tmp:
         env = {**os.environ, "MTAGENT_HOME": str(Path(tmp) / "home"), "COLUMNS": "80"}
-        cmd = [sys.executable, "-m", "mtagent", "eval", "--suite", "builtin", "--scratch", str(Path(tmp) / "s"),
+        cmd = [sys.executable, "-m", "mtagent", "eval", "--suite", args.suite, "--scratch", str(Path(tmp) / "s"),
                "--model", args.model, "--executor", args.executor, "--json"]
         cmd += [x for p in policies for x in ("-p", p)]
         cmd += ["--limit", str(QUICK_TASKS)] if args.quick else []
@@ -52,16 +72,18 @@ def main() -> int:
         start = time.monotonic()
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
         wall = time.monotonic() - start
+        limited = _step_limited(Path(tmp) / "s" / f"{args.suite}.eval.jsonl")
     if done.returncode not in (0, 1):
         print(done.stderr, file=sys.stderr)
         return done.returncode
     data = json.loads(done.stdout)
-    lines = ["| policy | solved | solve rate (95% CI) | cost $ | side $ | tokens | calls | compactions | recalls |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| policy | solved | solve rate (95% CI) | cost $ | side $ | tokens | calls | compactions | recalls "
+             "| step limit |", "|---|---|---|---|---|---|---|---|---|---|"]
     for p in data["policies"]:
         lines.append(f"| {p['policy']} | {p['solved']}/{p['tasks']} | {p['solve_rate']:.3f} ({p['solve_low']:.2f}–"
-                     f"{p['solve_high']:.2f}) | {p['cost_usd']:.4f} | {p['side_cost_usd']:.4f} | "
-                     f"{p['tokens'] + p['side_tokens']:,} | {p['calls']} | {p['compactions']} | {p['recalls']} |")
+                     f"{p['solve_high']:.2f}) | {_money(p['cost_usd'])} | {_money(p['side_cost_usd'])} | "
+                     f"{p['tokens'] + p['side_tokens']:,} | {p['calls']} | {p['compactions']} | {p['recalls']} | "
+                     f"{', '.join(limited.get(p['policy'], [])) or 0} |")
     lines += ["", "| A vs B | solved by A only | by B only | diff | 95% CI (Newcombe) | McNemar p | verdict |",
               "|---|---|---|---|---|---|---|"]
     for c in data["paired"]:
@@ -69,14 +91,18 @@ def main() -> int:
                      f"{c['ci_low']:+.3f} … {c['ci_high']:+.3f} | {c['p_value']:.3f} | {c['verdict']} |")
     table = "\n".join(lines)
     print(table)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(f"# eval_bench ({'quick' if args.quick else 'full'}; {args.model}; wall {wall:.0f} s)\n\n"
-                       f"{table}\n", encoding="utf-8")
+    results = RESULTS if args.suite == "builtin" else RESULTS.with_name(f"eval_bench_{args.suite}.md")
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(f"# eval_bench ({args.suite}; {'quick' if args.quick else 'full'}; {args.model}; "
+                       f"wall {wall:.0f} s)\n\n{table}\n", encoding="utf-8")
     for p in data["policies"]:
         name = _slug(p["policy"])
         print(f"RESULT {name}_solve_rate={p['solve_rate']:.4f}")
-        print(f"RESULT {name}_cost_usd={p['cost_usd']:.4f}")
+        print(f"RESULT {name}_cost_usd={_money(p['cost_usd'])}")
+        print(f"RESULT {name}_side_cost_usd={_money(p['side_cost_usd'])}")
+        print(f"RESULT {name}_errors={p['errors']}")
         print(f"RESULT {name}_calls={p['calls']}")
+        print(f"RESULT {name}_step_limit_endings={len(limited.get(p['policy'], []))}")
     first = _slug(policies[0])
     for c in data["paired"]:
         if _slug(c["a"]) == first:

@@ -159,3 +159,33 @@ def test_the_test_model_writes_its_own_hand_offs_so_they_are_priced() -> None:
     from mtagent.agent.scripted import ScriptedChatModel
 
     assert summary_model(ScriptedChatModel(["x"]), None, None) is None  # a replaying fake still cannot summarize
+
+
+PLAN_TASK = ("TASK t5\n1. Plan the stages `audit a`, `check b` and `sign c`.\n2. Read `x.py`.\n"
+             "3. Mark the stage `audit a` done.\n4. Read `y.py`.\n5. Mark the stage `sign c` done.\n"
+             "6. Write the stages' statuses into `o.txt`.\n")
+
+
+def _planned(*statuses: str) -> dict:
+    return {"steps": [{"step": s, "status": st} for s, st in zip(("audit a", "check b", "sign c"), statuses)]}
+
+
+def test_a_plan_is_written_marked_and_reported_from_what_the_view_shows() -> None:
+    messages: list[BaseMessage] = [HumanMessage(PLAN_TASK)]
+    assert _next(messages) == ("update_plan", _planned("pending", "pending", "pending"))
+    messages += [_call("update_plan", _planned("pending", "pending", "pending"), "p1"), ToolMessage("ok", tool_call_id="p1"),
+                 _call("read_file", {"file_path": "x.py"}, "r1"), ToolMessage("x", tool_call_id="r1")]
+    assert _next(messages) == ("update_plan", _planned("done", "pending", "pending"))
+    messages += [_call("update_plan", _planned("done", "pending", "pending"), "p2"), ToolMessage("ok", tool_call_id="p2"),
+                 _call("read_file", {"file_path": "y.py"}, "r2"), ToolMessage("y", tool_call_id="r2")]
+    assert _next(messages) == ("update_plan", _planned("done", "pending", "done"))
+    messages += [_call("update_plan", _planned("done", "pending", "done"), "p3"), ToolMessage("ok", tool_call_id="p3")]
+    assert _next(messages) == ("write_file", {"file_path": "o.txt", "content": "audit a: done\ncheck b: pending\nsign c: done\n"})
+
+
+def test_a_plan_carried_by_a_hand_off_is_kept_and_a_lost_one_is_planned_again() -> None:
+    carried = HumanMessage(f"{PLAN_TASK}\nProgress: 4 of 6 steps done (TASK t5).\n## Plan\n- [x] audit a (done)\n"
+                           "- [ ] check b (pending)\n- [ ] sign c (pending)\n")
+    assert _next([carried]) == ("update_plan", _planned("done", "pending", "done"))
+    lost = HumanMessage(f"{PLAN_TASK}\nProgress: 4 of 6 steps done (TASK t5).")
+    assert _next([lost]) == ("update_plan", _planned("pending", "pending", "done"))  # "audit a" forgotten

@@ -30,6 +30,10 @@ _RANGE = re.compile(r"\{(\d+)\.\.(\d+)\}")
 _NAMES = r"[A-Z][A-Z0-9_]*(?:(?:,\s*|\s+and\s+)[A-Z][A-Z0-9_]*)*"
 _STEP = re.compile(r"^\s*\d+\.\s+(?:(Read)(?: the files)? `([^`]+)`|(Run) `([^`]+)`"
                    rf"|(Write) the values? of ({_NAMES}) into `([^`]+)`)", re.M)
+_PLAN_STEP = re.compile(r"^\s*\d+\.\s+(?:(Plan) the stages ((?:`[^`]+`(?:,\s*|\s+and\s+|,\s+and\s+)?)+)"
+                        r"|(Mark) the stage `([^`]+)` done|(Write) the stages' statuses into `([^`]+)`)", re.M)
+_RENDERED_PLAN = re.compile(r"^- \[[x~ ]\] (.+) \((done|in progress|pending)\)\s*$", re.M)
+PLAN_TOOL = "update_plan"
 _PROGRESS = re.compile(r"Progress: (\d+) of \d+ steps done \(TASK ([A-Za-z0-9._-]+)\)")
 _SAVED = re.compile(r'read_tool_result\(path="([^"]+)"')
 _CONTINUE = re.compile(r"Continue with offset=(\d+)")
@@ -77,16 +81,44 @@ def parse_task(text: str) -> tuple[str, str, tuple[Step, ...]] | None:
 
 
 def _steps(block: str) -> tuple[Step, ...]:
-    steps: list[Step] = []
+    found: list[tuple[int, list[Step]]] = []
     for m in _STEP.finditer(block):
         if m.group(1):
             paths = expand(m.group(2))
-            steps += [Step("read", path, ranged=len(paths) > 1) for path in paths]
+            found.append((m.start(), [Step("read", path, ranged=len(paths) > 1) for path in paths]))
         elif m.group(3):
-            steps.append(Step("run", m.group(4)))
+            found.append((m.start(), [Step("run", m.group(4))]))
         else:
-            steps.append(Step("write", m.group(7), tuple(re.split(r",\s*|\s+and\s+", m.group(6)))))
-    return tuple(steps)
+            found.append((m.start(), [Step("write", m.group(7), tuple(re.split(r",\s*|\s+and\s+", m.group(6))))]))
+    for m in _PLAN_STEP.finditer(block):  # the plan kept with update_plan (the engine carries it)
+        if m.group(1):
+            found.append((m.start(), [Step("plan", "", tuple(re.findall(r"`([^`]+)`", m.group(2))))]))
+        elif m.group(3):
+            found.append((m.start(), [Step("mark", m.group(4))]))
+        else:
+            found.append((m.start(), [Step("plan-write", m.group(6))]))
+    return tuple(step for _, group in sorted(found, key=lambda f: f[0]) for step in group)
+
+
+def current_plan(task: Task, messages: Sequence[BaseMessage]) -> list[tuple[str, str]]:
+    """The plan as the input shows it — the newest ``update_plan`` call, or a hand-off's rendered plan
+    (``- [x] step (done)``) — else the task's stages, all pending (a lost plan is planned again)."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            for call in reversed(message.tool_calls):
+                steps = (call.get("args") or {}).get("steps") if call["name"] == PLAN_TOOL else None
+                if isinstance(steps, list) and steps:
+                    return [(str(s.get("step")), str(s.get("status", "pending"))) for s in steps if isinstance(s, dict)]
+        elif not isinstance(message, ToolMessage):
+            rendered = _RENDERED_PLAN.findall(message_text(message))
+            if rendered:
+                return [(text, status.replace(" ", "_")) for text, status in rendered]
+    stages = next((step.facts for step in task.steps if step.kind == "plan"), ())
+    return [(stage, "pending") for stage in stages]
+
+
+def _plan_args(plan: list[tuple[str, str]]) -> dict[str, Any]:
+    return {"steps": [{"step": text, "status": status} for text, status in plan]}
 
 
 def _cut(block: str) -> str:
@@ -177,6 +209,12 @@ def _command(task: Task, command: str) -> str:
 
 def _matches(task: Task, step: Step, call: dict[str, Any]) -> bool:
     args = call.get("args") or {}
+    if step.kind in ("plan", "mark"):
+        planned = args.get("steps") if call["name"] == PLAN_TOOL else None
+        if not isinstance(planned, list):
+            return False
+        pairs = [(s.get("step"), s.get("status")) for s in planned if isinstance(s, dict)]
+        return [text for text, _ in pairs] == list(step.facts) if step.kind == "plan" else (step.target, "done") in pairs
     if step.kind == "read":
         return call["name"] == "read_file" and args.get("file_path") == _path(task, step.target)
     if step.kind == "run":
@@ -317,6 +355,14 @@ def decide(messages: Sequence[BaseMessage], tool_names: Sequence[str]) -> AIMess
         return tool_call("read_file", {"file_path": _path(task, step.target)})
     if step.kind == "run":
         return tool_call("shell", {"command": _command(task, step.target)})
+    if step.kind == "plan":
+        return tool_call(PLAN_TOOL, _plan_args([(stage, "pending") for stage in step.facts]))
+    if step.kind == "mark":
+        plan = [(text, "done" if text == step.target else status) for text, status in current_plan(task, messages)]
+        return tool_call(PLAN_TOOL, _plan_args(plan))
+    if step.kind == "plan-write":
+        content = "".join(f"{text}: {status}\n" for text, status in current_plan(task, messages))
+        return tool_call("write_file", {"file_path": _path(task, step.target), "content": content})
     values = {name: fact_value(name, messages) for name in step.facts}
     tried = looked_up(task, index, messages)
     for name in (n for n, v in values.items() if v is None):

@@ -48,7 +48,7 @@ def eval_command(
     policy: list[str] = typer.Option([], "--policy", "-p", help="A context policy: mtagent, threshold, masking, "
                                      "lc-summarization, or a settings .toml file. Repeat to compare (default "
                                      "mtagent)."),
-    suite: str | None = typer.Option(None, "--suite", help="Run a built-in suite instead of a file: builtin (42 "
+    suite: str | None = typer.Option(None, "--suite", help="Run a built-in suite instead of a file: builtin (44 "
                                      "generated tasks that need the session's memory, controls among them) or extra "
                                      "(20 tasks of other shapes)."),
     model: str | None = typer.Option(None, "--model", "-m", help="provider:name for every task (same model under "

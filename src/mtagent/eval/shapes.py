@@ -16,7 +16,9 @@ policy is favoured by construction; each is a function ``(index, task_id) -> Sui
   ``NAME: value`` in a YAML file (kept);
 * ``two`` — two facts from two places (a file, deleted; a probe's output), answered together;
 * ``control`` — read a small file, answer at once: every policy must solve it (a policy that
-  fails a control is broken, not frugal).
+  fails a control is broken, not frugal);
+* ``plan`` — four stages planned with ``update_plan``, two marked done far apart: the answer is
+  the plan's state at the end, which needs the plan kept through the compactions.
 
 Everything is derived from the index (no randomness, no clock), as in :mod:`mtagent.eval.suite`.
 """
@@ -237,7 +239,21 @@ def control(index: int, task_id: str) -> SuiteTask:
                                head=(f"Constraint (stated once; remember it): {fact} = {value}",)))
 
 
+def plan(index: int, task_id: str) -> SuiteTask:
+    """Stages planned with ``update_plan`` and marked done far apart: the answer is the plan's state
+    at the end, which only a plan kept through the compactions still shows."""
+    stages = [f"{verb} {WORDS[(index + k) % len(WORDS)]}" for k, verb in enumerate(("audit", "check", "tidy", "sign"))]
+    chunk = 8 + index % 5
+    steps = ["Plan the stages " + ", ".join(f"`{s}`" for s in stages) + ".", reads(0, chunk - 1),
+             f"Mark the stage `{stages[0]}` done.", reads(chunk, 2 * chunk - 1), f"Mark the stage `{stages[2]}` done.",
+             reads(2 * chunk, 3 * chunk - 1), f"Write the stages' statuses into `{ANSWER_FILE}`."]
+    value = "\n".join(f"{s}: {'done' if k in (0, 2) else 'pending'}" for k, s in enumerate(stages))
+    return SuiteTask(task_id, "plan", "the plan", value, 3 * chunk, fillers(index, 3 * chunk),
+                     prompt_of(task_id, steps, "each stage and its status (done or pending), one a line, as "
+                               "`stage: status`"))
+
+
 Shape = Callable[[int, str], SuiteTask]
 SHAPES: dict[str, Shape] = {"first-of-many": first_of_many, "log": log, "long-prompt": long_prompt,
                             "changed": changed, "json": json_fact, "yaml": yaml_fact, "two": two_facts,
-                            "control": control}
+                            "control": control, "plan": plan}

@@ -37,7 +37,8 @@ SUITE_NAMES = ("builtin", "extra")
 FIRST_KINDS = ("constant", "error", "constraint")
 FIRST_SIZE = 24
 LATER_SHAPES = ("control", "first-of-many", "log", "long-prompt", "changed", "json", "yaml", "two", "control",
-                "first-of-many", "log", "long-prompt", "changed", "json", "yaml", "two", "control", "control")
+                "first-of-many", "log", "long-prompt", "changed", "json", "yaml", "two", "control", "control", "plan",
+                "plan")
 SUITE_SIZE = FIRST_SIZE + len(LATER_SHAPES)
 KINDS = (*FIRST_KINDS, *dict.fromkeys(LATER_SHAPES))
 DISTANCES = (8, 40, 14, 32, 20, 26, 10, 36, 16, 28, 22, 34, 12, 38, 18, 30, 24, 40, 8, 20, 32, 14, 26, 36)
