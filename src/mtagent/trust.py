@@ -48,14 +48,18 @@ SECURITY_KEYS: frozenset[tuple[str, str]] = frozenset({
     ("agent", "model_options"),  # request fields: another `model`, `n`, `messages`, headers — agent.model by the back door
     ("ui", "host"),  # the explain UI (transcripts, artifacts) served beyond localhost
     ("memory", "auto_extract"),  # facts written to memory after turns, with no save_memory call to approve
+    # the sandbox (issue 37): turning it off, opening hosts, sandboxing MCP servers or not is the user's call
+    ("sandbox", "mode"), ("sandbox", "allow_hosts"), ("sandbox", "mcp_servers"),
 })
 # Keys only the user's own layers (home config, environment, arguments) may set — a project's
 # config cannot set them even once trusted, because they say what lies *outside* the project.
-USER_ONLY_KEYS: frozenset[tuple[str, str]] = frozenset({("memory", "allow_external_includes")})
+USER_ONLY_KEYS: frozenset[tuple[str, str]] = frozenset({("memory", "allow_external_includes"),
+                                                     ("sandbox", "allow_write")})  # folders outside the project
 # Lists that add up over the config layers instead of replacing: redactions only ever grow, so a
 # project can never drop one the user configured; an untrusted one adds only what looks like a secret
 # and never a variable commands need (:func:`mtagent.secret_rules.untrusted_redactions`).
-ADDITIVE_KEYS: frozenset[tuple[str, str]] = frozenset({("security", "redact_values"), ("security", "redact_env")})
+ADDITIVE_KEYS: frozenset[tuple[str, str]] = frozenset({("security", "redact_values"), ("security", "redact_env"),
+                                                    ("sandbox", "hide_paths")})  # hidden paths only grow
 # Size and budget keys an untrusted project may set only to read, keep or send *less* than the layers
 # below it (defaults, the user's config): "max" — a larger number widens; "subset" — a list whose new
 # names widen (tools whose results are never cut); "superset" — a list whose dropped names widen
