@@ -92,6 +92,42 @@ def test_the_opener_and_the_storage_layer_may_build_them(tmp_path: Path) -> None
     assert offenders(tmp_path) == ["session/rogue.py:1 builds EngineSession"]
 
 
+# ── the whole session: only the opener opens a tool catalog or the MCP servers (issue 35) ──────
+
+TOOL_OPENERS = ("context/opener/", "agent/opener.py")
+
+
+def catalog_openers(root: Path) -> list[str]:
+    """Calls of ``Toolset.open``, ``McpManager(...)`` or ``McpManager.for_*`` outside the opener."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(TOOL_OPENERS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+            if (owner == "Toolset" and func.attr == "open") or (owner == "McpManager" and func.attr.startswith("for_")) \
+                    or (isinstance(func, ast.Name) and func.id == "McpManager"):
+                out.append(f"{rel}:{node.lineno}")
+    return out
+
+
+def test_only_the_opener_opens_a_tool_catalog_or_mcp_servers() -> None:
+    assert catalog_openers(SRC) == [], "tools wired outside the opener"
+
+
+def test_the_catalog_scan_finds_a_front_end_with_its_own_tools(tmp_path: Path) -> None:
+    (tmp_path / "cli").mkdir()
+    (tmp_path / "cli" / "tools_cmd.py").write_text(
+        "t = Toolset.open(tools, settings)\nm = McpManager.for_project(s, r)\nn = McpManager(specs)\n")
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "opener.py").write_text("m = McpManager.for_session(s, r, e)\n")
+    assert catalog_openers(tmp_path) == ["cli/tools_cmd.py:1", "cli/tools_cmd.py:2", "cli/tools_cmd.py:3"]
+
+
 # ── tools travel with each call: nothing re-binds a model after opening (issue 35) ──────────────
 
 # Where a model meets its tools: the request of one call (the agent's loop, the cache-aligned
@@ -163,3 +199,31 @@ def test_a_load_changes_the_next_request_and_rebinds_nothing(tmp_path: Path) -> 
         assert session.window_manager.summarizer is summarizer
     sent = [[t["function"]["name"] for t in tools] for tools in model.call_tools]
     assert "mcp__fake__op_7" not in sent[0] and sent[1][-1] == "mcp__fake__op_7"
+
+
+def test_tools_list_and_the_middleware_count_tool_schemas_alike_in_the_configured_encoding(tmp_path: Path,
+                                                                                             monkeypatch) -> None:
+    """One catalog opening, one count: ``mtagent tools list`` counted schemas in the default encoding while
+    the middleware counted the same schemas in ``context.encoding``."""
+    import json
+
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from typer.testing import CliRunner
+
+    from mtagent.cli.app import app
+    from mtagent.config import load_settings
+    from mtagent.context.tokens import count_text_tokens
+    from mtagent.integrations.engine import ToolsTokens
+    from mtagent.tools import default_tools
+
+    monkeypatch.setenv("MTAGENT_CONTEXT__ENCODING", "'cl100k_base'")
+    root = tmp_path / "project"
+    root.mkdir()
+    result = CliRunner().invoke(app, ["tools", "list", "--cwd", str(root), "--no-mcp", "--json"])
+    assert result.exit_code == 0, result.output
+    tools = default_tools(root, settings=load_settings(root))
+    schemas = [json.dumps(convert_to_openai_tool(t), sort_keys=True) for t in tools]
+    expected = sum(count_text_tokens(s, "cl100k_base") for s in schemas)
+    assert expected != sum(count_text_tokens(s, "o200k_base") for s in schemas)
+    assert json.loads(result.stdout)["summary"]["definition_tokens"] == expected
+    assert ToolsTokens(load_settings(root).context.encoding)(tools) == expected

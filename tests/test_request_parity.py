@@ -100,6 +100,8 @@ def normalized(requests: Sequence[tuple[list[BaseMessage], list[Any]]], roots: S
     """The requests without what legitimately differs between two runs: the project's path, message
     and tool-call ids (numbered in order of appearance), and — with ``system=False`` — system messages."""
     call_ids: dict[str, str] = {}
+    roots = [*roots, *(Path(m) for messages, _ in requests[:1] for x in messages  # where the session says it works
+                       for m in re.findall(r"Working directory: ([^\n<]+)", str(x.content)))]
 
     def cid(value: Any) -> Any:
         return call_ids.setdefault(str(value), f"call_{len(call_ids) + 1}") if value else value
@@ -152,7 +154,8 @@ def project(tmp_path: Path, mtagent_home: Path, monkeypatch: pytest.MonkeyPatch)
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text(SKILL, encoding="utf-8")
     for name, value in {"TOOLS__DEFER": "'always'", "SESSION_MEMORY__ENABLED": "false",
-                        "AGENT__RETRY_BASE_SECONDS": "0", "MEMORY__AUTO_EXTRACT": "false"}.items():
+                        "AGENT__RETRY_BASE_SECONDS": "0", "MEMORY__AUTO_EXTRACT": "false",
+                        "MCP__READY_WAIT_SECONDS": "120"}.items():  # on a busy machine too: the server is in the catalog
         monkeypatch.setenv(f"MTAGENT_{name}", value)
     root = tmp_path / "proj"
     root.mkdir()

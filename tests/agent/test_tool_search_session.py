@@ -53,7 +53,7 @@ def test_deferred_tool_is_found_loaded_appended_and_run(tmp_path: Path) -> None:
         assert after[: len(before)] == before and after[len(before):] == ["mcp__fake__op_7"]
         stats = session.parts.toolset.catalog.stats
         assert stats.loads == 1 and stats.cache_invalidations == 1 and stats.cache_cost > 0
-        buckets = session.last_prepared.plan.buckets.as_dict()
+        buckets = session.last_plan.buckets.as_dict()
         assert buckets["mcp_tools"] > 0 and buckets["deferred_tools"] > 0 and buckets["tools"] > 0
         system = session.opened.system
         assert system.schema_tokens() == int(session.parts.toolset.tokens())
@@ -115,8 +115,8 @@ def test_a_real_mcp_servers_deferred_tool_is_searched_loaded_and_called(tmp_path
         rows = {r["name"]: r for r in session.parts.toolset.rows()}
         assert rows["mcp__fixture__echo"]["source"] == "mcp:fixture" and rows["mcp__fixture__echo"]["state"] == "loaded"
         assert rows["mcp__fixture__sleep"]["state"] == "deferred"
-        assert json.dumps(session.last_prepared.plan.buckets.as_dict())  # plan records the buckets
-        assert session.last_prepared.plan.buckets.as_dict()["mcp_instructions"] > 0
+        assert json.dumps(session.last_plan.buckets.as_dict())  # plan records the buckets
+        assert session.last_plan.buckets.as_dict()["mcp_instructions"] > 0
 
 
 def test_a_deferred_tool_called_by_name_runs_and_is_loaded(tmp_path: Path) -> None:
@@ -157,8 +157,8 @@ def test_a_recall_embeddings_setting_that_cannot_be_set_up_is_one_warning_and_ke
     import logging
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with caplog.at_level(logging.WARNING, logger="mtagent.agent.engine"):
+    with caplog.at_level(logging.WARNING, logger="mtagent.agent.opener"):
         with open_session(tmp_path, [reply("ok")], recall={"embeddings": "bogus"}) as session:
             assert session.parts.toolset is not None  # the session opened, tool_search on BM25
-    said = [r.getMessage() for r in caplog.records if r.name == "mtagent.agent.engine"]
+    said = [r.getMessage() for r in caplog.records if r.name == "mtagent.agent.opener"]
     assert len(said) == 1 and "recall.embeddings" in said[0] and "keywords only" in said[0]

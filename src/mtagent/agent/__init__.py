@@ -2,7 +2,7 @@
 
 * :mod:`mtagent.agent.session` — :class:`~mtagent.agent.session.AgentSession`, what front ends drive
 * :mod:`mtagent.agent.graph` — the reason → approve → tools graph and its nodes
-* :mod:`mtagent.agent.engine` — wiring of the engine, tools and static context for one session
+* :mod:`mtagent.agent.opener` — the agent's half of the opener: tools, MCP servers, skills, the catalog
 * :mod:`mtagent.agent.models` / :mod:`~mtagent.context.model_errors` — chat models, windows, retries
 * :mod:`mtagent.agent.approval` — ask / allow / deny rules; :mod:`~mtagent.agent.prompts` — what the
   agent writes instead of a tool result

@@ -46,6 +46,7 @@ from mtagent.agent.state import (
 )
 from mtagent.config import Settings
 from mtagent.context.engine_session import EngineCounters, EngineSession
+from mtagent.context.opener import SystemContext
 from mtagent.context.model_errors import RETRYABLE, classify, to_model_error
 from mtagent.errors import CompactionFailed, ModelError
 from mtagent.events import EventBus, EventType, SessionStats
@@ -58,7 +59,9 @@ APPROVAL_KIND = "tool_approval"
 class AgentRuntime:
     """Everything the nodes use that cannot live in a checkpoint (models, files, callbacks).
 
-    ``model``: the chat model, unbound; ``request_tools()``: the tools the next request carries."""
+    ``model``: the chat model, unbound; ``system``: the session's system context — the tools the next
+    request carries (:meth:`~mtagent.context.opener.SessionTools.request_tools`) and the path-scoped
+    rules each new message may switch on."""
 
     model: Any
     model_name: str
@@ -69,8 +72,7 @@ class AgentRuntime:
     settings: Settings
     events: EventBus
     on_token: Callable[[str], None] | None = None
-    on_prepared: Callable[[Any], None] | None = None
-    on_message: Callable[[BaseMessage], None] | None = None
+    system: SystemContext | None = None
     secrets: tuple[str, ...] = ()
     clock: Callable[[], float] = time.time
     stats: SessionStats | None = None  # the session's statistics (``/context stats``), shared with the engine
@@ -78,8 +80,11 @@ class AgentRuntime:
     ready_result: Callable[[PendingCall], tuple[str, str] | None] = lambda call: None
     tools_epoch: int = 0  # executions of the tools node (an interrupt inside it re-runs it)
     tools_round: int = 0  # completed runs of the tools node
-    request_tools: Callable[[], list[Any]] = list
     _bound: tuple[tuple[int, ...], Runnable[Any, Any]] | None = None
+
+    def request_tools(self) -> list[Any]:
+        """The tools the next request carries (what the session's catalog offers now)."""
+        return self.system.tools.request_tools() if self.system is not None else []
 
     def model_for_call(self) -> Runnable[Any, Any]:
         """The model with this call's tools (the binding is reused while the tool list is the same)."""
@@ -111,8 +116,8 @@ class AgentRuntime:
 
     def _adopt(self, message: BaseMessage) -> None:
         self.conversation.add(message)
-        if self.on_message is not None:
-            self.on_message(message)
+        if self.system is not None:
+            self.system.touch([message])
 
     def record_event(self, event: EventType | str, **data: Any) -> None:
         self.engine.record_event(event, **data)
@@ -187,8 +192,7 @@ def _strict_streamed_calls(message: AIMessage, acc: AIMessageChunk) -> AIMessage
 def call_model(rt: AgentRuntime) -> AIMessage:
     """One model call through the engine session; a failure becomes one clear :class:`ModelError`."""
     try:
-        call = rt.engine.call_model(list(rt.conversation.messages), lambda sent: _invoke(rt, sent),
-                                    on_prepared=rt.on_prepared)
+        call = rt.engine.call_model(list(rt.conversation.messages), lambda sent: _invoke(rt, sent))
     except Exception as exc:
         if isinstance(exc.__cause__, CompactionFailed):
             raise ModelError(

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mtagent.agent.approval import ApprovalPolicy
-from mtagent.agent.engine import EngineParts
+from mtagent.agent.opener import SessionParts
 from mtagent.agent.graph import AgentRuntime
 from mtagent.agent.state import Conversation
 from mtagent.config import Settings
@@ -32,7 +32,7 @@ class SessionHost(Protocol):
     redactor: Redactor
     policy: ApprovalPolicy
     opened: OpenedSession
-    parts: EngineParts
+    parts: SessionParts
     runtime: AgentRuntime
     conversation: Conversation
     graph: Any  # the compiled LangGraph graph

@@ -29,10 +29,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.types import Command
 
 from mtagent import paths
-from mtagent.agent import engine as engine_factory
 from mtagent.agent import prompts, subagents
 from mtagent.agent.approval import ApprovalPolicy
 from mtagent.agent.graph import APPROVAL_KIND, AgentRuntime, build_graph
+from mtagent.agent.opener import ToolsSpec, open_tools
 from mtagent.agent.models import create_chat_model, model_window
 from mtagent.redaction import collect_secrets, redact_messages
 from mtagent.agent.state import Conversation, initial_state
@@ -47,7 +47,7 @@ from mtagent.agent import storage as agent_storage
 from mtagent.agent.storage import open_session_storage
 from mtagent.config import Settings, load_settings
 from mtagent.context.compaction.compactor import CompactionResult
-from mtagent.context.opener import OpenedSession, ParentLink, open_engine_session
+from mtagent.context.opener import OpenedSession, open_engine_session
 from mtagent.context.static.memory_extract import MemoryExtractor
 from mtagent.context.plan import ContextPlan
 from mtagent.context.session_memory.manager import session_memory_for_resume
@@ -66,9 +66,9 @@ class AgentSession:
     """See the module docstring. Build with :meth:`create` or :meth:`resume`."""
 
     def __init__(self, *, opened: OpenedSession, model: BaseChatModel, model_name: str,
-                 window: tuple[int, str, list[str]], history: list[BaseMessage], tools: engine_factory.ToolsSpec,
+                 window: tuple[int, str, list[str]], history: list[BaseMessage], tools: ToolsSpec,
                  approval: str, on_token: Callable[[str], None] | None,
-                 summarizer_model: BaseChatModel | None) -> None:
+                 summarizer_model: BaseChatModel | None, child: subagents.ChildSpec | None = None) -> None:
         self.opened = opened
         self.project_root = project_root = opened.project_root
         self.session_id = opened.session_id
@@ -81,29 +81,22 @@ class AgentSession:
         self.sink = opened.sink  # redacted, indexed for recall, audited
         self.artifacts = opened.artifacts
         self._db = open_session_storage(self.settings, opened.artifacts.root)  # the checkpoints beside the artifacts
-        self.policy = ApprovalPolicy.from_rules(self.settings.agent.approval, approval,
-                                                sandboxed=sandbox.status(self.settings).active)
-        self.last_prepared: Any = None
+        self.policy = child.policy if child is not None else ApprovalPolicy.from_rules(
+            self.settings.agent.approval, approval, sandboxed=sandbox.status(self.settings).active)
         self.resume_warnings: list[str] = []
         self.turn_count = sum(1 for m in history if isinstance(m, HumanMessage))
-        parts = engine_factory.build(opened, tools)
-        self.subagents = subagents.attach(self, parts, tools, model)  # the task tool and its children
-        self.parts = parts
+        self.subagents = subagents.attach(self, tools, model, child)  # the task tool and its children
+        self.parts = parts = open_tools(opened, tools, window=self.window, host=self.subagents.hosted_tools)
         self.window_manager = opened.window  # the context window manager (compaction, plans)
-        self.tools = {t.name: t for t in parts.tools}
+        self.tools = parts.runnable  # by name; an MCP server's tools added later join it
         self.static = opened.system.static
-        self.schema_choice = engine_factory.choose_tool_schemas(parts, self.settings, self.window)
-        self.tools.update({t.name: t for t in parts.runnable})  # MCP tools, tool_search, skill
-        if parts.toolset is not None:  # an MCP server's tools added later (engine._add_late_tools)
-            parts.toolset.listeners.append(lambda: self.tools.update({t.name: t for t in parts.runnable}))
+        self.schema_choice = parts.schema_choice
         self.conversation = Conversation(guard=opened.engine.guard)  # one answered set: the engine's
         self.conversation.replace(redact_messages(self.redactor, history))  # today's secrets, on resume too
         self.runtime = AgentRuntime(
-            model=model, model_name=model_name, request_tools=lambda: opened.system.tools.request_tools(), engine=opened.engine, tools=self.tools, policy=self.policy,
-            conversation=self.conversation, settings=self.settings, events=self.events,
-            stats=self.stats, on_token=on_token, on_prepared=lambda p: setattr(self, "last_prepared", p),
-            secrets=self.redactor.secrets, on_message=lambda m: opened.system.touch([m]),
-        )
+            model=model, model_name=model_name, engine=opened.engine, tools=self.tools, policy=self.policy,
+            conversation=self.conversation, settings=self.settings, events=self.events, stats=self.stats,
+            on_token=on_token, secrets=self.redactor.secrets, system=opened.system)
         opened.system.touch(history)
         # End-of-turn memory extraction (memory.auto_extract): the compaction model when set, else the main one.
         self.memory_extractor = (MemoryExtractor(summarizer_model or model, project_root, self.settings)
@@ -114,20 +107,23 @@ class AgentSession:
     # construction ------------------------------------------------------------------------
     @classmethod
     def open(cls, root: Path, session_id: str, settings: Settings, model: Any, model_name: str, *,
-             secrets: Sequence[str], summarizer_model: BaseChatModel | None, tools: engine_factory.ToolsSpec,
+             secrets: Sequence[str], summarizer_model: BaseChatModel | None, tools: ToolsSpec,
              approval: str, events: EventBus | None, on_token: Callable[[str], None] | None,
              resume: bool | Sequence[dict[str, Any]] = False, history: Sequence[BaseMessage] = (),
-             parent: ParentLink | None = None) -> AgentSession:
-        """Open the session through the one opener, in this model's window, and wrap it."""
+             child: subagents.ChildSpec | None = None) -> AgentSession:
+        """Open the session through the one opener (:func:`open_engine_session`, then :func:`open_tools`),
+        in this model's window, and wrap it. ``child``: a subagent child's link, role, tools and policy."""
         window = model_window(settings, model_name, model).parts()
         settings = settings.with_token_limit(window[0])
         opened = open_engine_session(
             shared_store(settings), root, settings, session_id=session_id, resume=resume,
-            model_name=model_name, model=summarizer_model, main_model=summarizer_model is model, parent=parent, secrets=secrets, events=events,
-            read_state=ReadState())
+            model_name=model_name, model=summarizer_model, main_model=summarizer_model is model, secrets=secrets,
+            events=events, read_state=ReadState(), parent=child.link if child else None,
+            role=child.role if child else None, rules=child.rules if child else True)
         try:
             return cls(opened=opened, model=model, model_name=model_name, window=window, history=list(history),
-                       tools=tools, approval=approval, on_token=on_token, summarizer_model=summarizer_model)
+                       tools=child.tools if child else tools, approval=approval, on_token=on_token,
+                       summarizer_model=summarizer_model, child=child)
         except BaseException:
             opened.close()
             raise
@@ -135,7 +131,7 @@ class AgentSession:
     @classmethod
     def create(cls, project_root: str | os.PathLike[str] = ".", *, model: str | BaseChatModel | None = None,
                settings: Settings | None = None, base_url: str | None = None, api_key: str | None = None,
-               approval: str = "ask", tools: engine_factory.ToolsSpec = None, session_id: str | None = None,
+               approval: str = "ask", tools: ToolsSpec = None, session_id: str | None = None,
                events: EventBus | None = None, on_token: Callable[[str], None] | None = None,
                environ: dict[str, str] | None = None) -> AgentSession:
         """A new session in ``project_root``; writes its ``session_start`` record."""
@@ -150,7 +146,7 @@ class AgentSession:
     def resume(cls, session_id: str | None = None, project_root: str | os.PathLike[str] = ".", *,
                model: str | BaseChatModel | None = None, settings: Settings | None = None,
                base_url: str | None = None, api_key: str | None = None, approval: str = "ask",
-               tools: engine_factory.ToolsSpec = None, events: EventBus | None = None,
+               tools: ToolsSpec = None, events: EventBus | None = None,
                on_token: Callable[[str], None] | None = None, environ: dict[str, str] | None = None,
                skip_corrupt: bool = False) -> AgentSession:
         """Continue a session (``None`` = the latest of this project): summary + recent tail."""
@@ -296,8 +292,7 @@ class AgentSession:
 
     def close(self) -> None:
         self.subagents.close()
-        if self.parts.mcp is not None:
-            self.parts.mcp.close()  # every MCP server process stops with the session
+        self.parts.close()  # every MCP server process stops with the session
         self.opened.close()  # the writer, then what the recall index still holds
         self._db.close()
 

@@ -27,7 +27,7 @@ from mtagent.cli.output import console, user_errors
 from mtagent.errors import UsageError
 from mtagent.config import load_settings
 from mtagent.terminal_text import json_text, terminal_safe
-from mtagent.tools.mcp import McpManager, McpServerStatus
+from mtagent.tools.mcp import McpServerStatus
 
 HELP = "List, add, show and remove MCP servers: what a session here would start."
 mcp_app = typer.Typer(help=HELP, no_args_is_help=True)
@@ -72,7 +72,9 @@ def list_cmd(
     """Every configured MCP server: source, trusted, state, tool count, and what it runs."""
     root = cwd.resolve()
     trust.refuse_if_changed(root)
-    with McpManager.for_project(load_settings(root), root) as manager:
+    from mtagent.agent.opener import open_mcp  # the agent stack only for this command (keeps --help quick)
+
+    with open_mcp(load_settings(root), root) as manager:
         if start:
             manager.start()
         servers, notes = manager.servers(), list(manager.notes)

@@ -24,66 +24,30 @@ from rich.table import Table
 
 from mtagent import trust
 from mtagent.cli.output import console, err_console, user_errors
-from mtagent.config import Settings, load_settings
-from mtagent.context.recall.embeddings import make_embeddings
-from mtagent.context.static.tiers import RuntimeContext, StaticContext
-from mtagent.context.tokens import MessageTokenCounter
+from mtagent.config import load_settings
 from mtagent.context.toolset import Toolset
 from mtagent.errors import ConfigError, UsageError
 from mtagent.terminal_text import json_text, terminal_safe
-from mtagent.tools import default_tools
 
 HELP = "List the tools a session here would have (built-in, MCP, skills; loaded or deferred) and search them."
 tools_app = typer.Typer(help=HELP, no_args_is_help=True)
 
 
-def _system_tokens(root: Path, settings: Settings) -> Any:
-    """The system prompt that goes with a schema set, counted as a session counts it."""
-    static = StaticContext(root, settings.memory)
-    counter = MessageTokenCounter(encoding=settings.context.encoding,
-                                  overhead_tokens=settings.context.message_overhead_tokens)
-    runtime = RuntimeContext(working_directory=str(root))
-    return lambda tools, mode: counter.estimate(static.build(list(tools), runtime, list_tools=mode == "full").messages)
-
-
-def _embeddings(settings: Settings) -> Any:
-    """The embedding client a session would get: a setting that cannot be set up is one warning and
-    keyword-only search (BM25), as :func:`mtagent.agent.engine.choose_tool_schemas` falls back."""
-    try:
-        return make_embeddings(settings.recall.embeddings)
-    except ConfigError as exc:
-        err_console.print(f"[yellow]warning:[/] {escape(terminal_safe(str(exc)))} — tool search uses keywords "
-                          "only, as a session would", soft_wrap=True)
-        return None
+def _warn(exc: ConfigError) -> None:
+    """A ``recall.embeddings`` that cannot be set up: one warning, keyword-only search (BM25), as a session."""
+    err_console.print(f"[yellow]warning:[/] {escape(terminal_safe(str(exc)))} — tool search uses keywords "
+                      "only, as a session would", soft_wrap=True)
 
 
 @contextmanager
 def project_toolset(root: Path, *, window: int | None, mcp: bool) -> Iterator[tuple[Toolset, list[str]]]:
-    """The toolset a session in ``root`` would open, and notes (MCP servers that did not start)."""
-    trust.refuse_if_changed(root)
-    settings = load_settings(root)
-    tools: list[Any] = list(default_tools(root, settings=settings))
-    instructions: dict[str, str] = {}
-    notes: list[str] = []
-    manager = None
-    if mcp and settings.mcp.enabled:
-        from mtagent.tools.mcp import McpManager
+    """The toolset a session in ``root`` would open (the opener's :func:`~mtagent.agent.opener.project_catalog`),
+    and notes (MCP servers that did not start, skills skipped)."""
+    from mtagent.agent.opener import project_catalog  # the agent stack only for this command
 
-        manager = McpManager.for_project(settings, root)
-    try:
-        if manager is not None:
-            tools += manager.tools()
-            instructions = manager.instructions()
-            notes += [f"MCP server {s.name}: {s.state}{' — ' + s.note if s.note else ''}"
-                      for s in manager.servers() if s.state != "ready"]
-        toolset = Toolset.open(tools, settings, project_root=root, window=window or settings.context.token_limit,
-                               system_tokens=_system_tokens(root, settings),
-                               embeddings=_embeddings(settings), instructions=instructions)
-        notes += [f"skill skipped: {s}" for s in toolset.skills.discovery.skipped]
-        yield toolset, notes
-    finally:
-        if manager is not None:
-            manager.close()
+    trust.refuse_if_changed(root)
+    with project_catalog(root, load_settings(root), window=window, mcp=mcp, warn=_warn) as opened:
+        yield opened
 
 
 def _cwd_option() -> Any:

@@ -21,7 +21,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from mtagent.config import Settings, load_settings
 from mtagent.context.compaction.summarize import Summarizer
-from mtagent.context.tokens import count_text_tokens
+from mtagent.context.toolset.schemas import schema_tokens
 from mtagent.events import EventBus
 from mtagent.integrations.thread_session import (
     ThreadSession,
@@ -34,7 +34,9 @@ from mtagent.session.store import open_store
 
 
 class ToolsTokens:
-    """Tokens of a request's tool schemas (they count against the window too), counted once per set of tool names."""
+    """Tokens of a request's tool schemas (they count against the window too), counted once per set of
+    tool names — as the catalog counts them (:func:`~mtagent.context.toolset.schemas.schema_tokens`, in
+    the configured encoding), so ``mtagent tools list`` and the middleware agree."""
 
     def __init__(self, encoding: str) -> None:
         self.encoding = encoding
@@ -44,8 +46,7 @@ class ToolsTokens:
         key = tuple(sorted(json.dumps(t, sort_keys=True, default=str) if isinstance(t, dict)  # a schema as sent
                            else str(getattr(t, "name", None) or t) for t in tools))
         if key not in self._known:
-            self._known[key] = sum(count_text_tokens(json.dumps(_schema(t), sort_keys=True, default=str), self.encoding)
-                                   for t in tools)
+            self._known[key] = schema_tokens([_schema(t) for t in tools], self.encoding)
         return self._known[key]
 
 

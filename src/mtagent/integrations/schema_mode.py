@@ -40,7 +40,8 @@ class RequestSchemas:
                 agent = self.settings.agent
                 sent, choice = choose_schemas(own, window=self.settings.context.token_limit,
                                               setting=agent.tool_schemas, max_share=agent.tool_schema_max_share,
-                                              drop=(), system_tokens=lambda _tools, _mode: system_tokens)
+                                              drop=(), system_tokens=lambda _tools, _mode: system_tokens,
+                                              encoding=self.settings.context.encoding)
                 compact = iter(sent)
                 self._chosen[key] = ([next(compact) if isinstance(t, BaseTool) else t for t in tools], choice)
             tools_out, self.last = self._chosen[key]
@@ -52,6 +53,7 @@ class RequestSchemas:
         if not any(isinstance(t, BaseTool) for t in tools):
             return request
         system = getattr(request, "system_message", None)
-        system_tokens = count_text_tokens(message_text(system)) if system is not None else 0
+        encoding = self.settings.context.encoding
+        system_tokens = count_text_tokens(message_text(system), encoding) if system is not None else 0
         sent, choice = self.choose(tools, system_tokens)
         return request if choice.mode == "full" else request.override(tools=sent)

@@ -25,6 +25,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import Field
 
 from mtagent.config import Settings
+from mtagent.context.opener.catalog import open_catalog
 from mtagent.context.toolset import TOOL_SEARCH, Toolset
 from mtagent.context.toolset.catalog import tool_search_schema
 from mtagent.integrations.engine import ThreadSessions
@@ -50,9 +51,8 @@ class RequestToolsets:
             own = [t for t in tools if isinstance(t, BaseTool) and t.name != TOOL_SEARCH]
             key = tuple(t.name for t in own)
             if known is None or known[0] != key:
-                toolset = Toolset.open(own, self.settings, project_root=session.project_root, drop=(),
-                                       window=self.settings.context.token_limit, builtin_core=False,
-                                       skills=False)
+                toolset = open_catalog(own, self.settings, session.project_root,
+                                       window=self.settings.context.token_limit, agent=False)
                 known = self._toolsets[session.session_id] = (key, toolset)
                 self._compactions[session.session_id] = session.stats.compactions
             # the middleware's event bus is shared by every thread: a thread's own statistics say it compacted

@@ -11,31 +11,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from mtagent.agent.subagents.child import ChildTools, SubagentCancelled
+from mtagent.agent.subagents.child import ChildSpec, ChildTools, SubagentCancelled
 from mtagent.agent.subagents.profiles import BUILTIN_PROFILES, AgentProfile, load_profiles
 from mtagent.agent.subagents.report import SubagentReport, parse_report
 from mtagent.agent.subagents.runner import SubagentRunner
-from mtagent.tools.task import TASK_TOOL, build_task_tool
+from mtagent.tools.task import TASK_TOOL
 
-from mtagent.agent.engine import EngineParts
 from mtagent.agent.host import SessionHost
 
 
-def attach(session: SessionHost, parts: EngineParts, tools: Any, model: Any) -> SubagentRunner:
-    """The session's runner; adds the ``task`` tool when subagents are enabled at this depth.
+def attach(session: SessionHost, tools: Any, model: Any, child: ChildSpec | None = None) -> SubagentRunner:
+    """The session's runner; it hosts the ``task`` tool (:meth:`SubagentRunner.hosted_tools`) when
+    subagents are enabled at this depth.
 
     A main session gets it with the default tools only (a caller's own tool list stays as given);
-    a child (built with :class:`ChildTools`) gets it while below ``subagents.max_depth`` and when
-    its profile allows ``task``.
+    a child (``child``) gets it while below ``subagents.max_depth`` and when its profile allows ``task``,
+    and shares its parent's model choice, ``max_parallel`` slots and Ctrl-C.
     """
-    depth = tools.depth if isinstance(tools, ChildTools) else 0
-    runner = SubagentRunner(session, depth, model)
+    depth = child.link.depth if child is not None else 0
+    runner = SubagentRunner(session, depth, model, child)
     cfg = session.settings.subagents
-    wanted = tools is None or (isinstance(tools, ChildTools) and tools.profile.allows(TASK_TOOL))
-    if cfg.enabled and depth < cfg.max_depth and wanted:
-        parts.tools.append(build_task_tool(runner, agents=runner.profiles.names))
+    wanted = child.profile.allows(TASK_TOOL) if child is not None else tools is None
+    runner.hosting = cfg.enabled and depth < cfg.max_depth and wanted
     return runner
 
 
-__all__ = ["BUILTIN_PROFILES", "AgentProfile", "SubagentCancelled", "SubagentReport", "SubagentRunner",
+__all__ = ["BUILTIN_PROFILES", "AgentProfile", "ChildSpec", "SubagentCancelled", "SubagentReport", "SubagentRunner",
            "attach", "load_profiles", "parse_report"]

@@ -91,6 +91,23 @@ class CancellableModel:
         return _Guarded(self.inner, self.cancel).invoke(messages, config, **kwargs)
 
 
+@dataclass(slots=True, frozen=True)
+class ChildSpec:
+    """How a child session is opened, besides its parent's model and settings: its link to the parent
+    (``session_start``), its tools, approval policy and role in the system prompt, whether it gets the
+    parent's rules, and ``tree`` — the parent's runner, whose model choice and ``max_parallel`` slots
+    the whole tree shares — with ``cancel``, the parent's Ctrl-C."""
+
+    link: ParentLink
+    profile: AgentProfile
+    tools: ChildTools
+    policy: ApprovalPolicy
+    role: str
+    rules: bool
+    tree: Any
+    cancel: threading.Event
+
+
 @dataclass(slots=True)
 class ChildRun:
     """What one child produced, for the parent's records and display."""
@@ -129,22 +146,16 @@ def child_policy(parent: ApprovalPolicy, profile: AgentProfile) -> ApprovalPolic
 def open_child(parent: SessionHost, *, child_id: str, profile: AgentProfile, depth: int, model: Any,
                model_name: str, tool_call_id: str, description: str, cancel: threading.Event,
                rules: bool) -> SessionHost:
-    """Open the child's session (the parent's class) through the one opener; its ``session_start``
-    names the parent and the ``task`` call."""
-    settings = child_settings(parent.settings, profile, parent.window)
-    link = ParentLink(parent.session_id, tool_call_id, profile.name, depth, description)
-    child = type(parent).open(
-        parent.project_root, child_id, settings, CancellableModel(model, cancel), model_name,
-        secrets=parent.redactor.secrets, summarizer_model=None, tools=ChildTools(profile, depth),
-        approval=parent.policy.mode, events=None, on_token=None, parent=link)
-    child.policy = child_policy(parent.policy, profile)
-    child.runtime.policy = child.policy
-    child.opened.system.role = f"\n## Your role: subagent '{profile.name}'\n{profile.instructions}\n\n{REPORT_INSTRUCTIONS}\n"
-    child.opened.system.rules = rules
-    child.subagents.model_factory = parent.subagents.model_factory  # one model choice for the whole tree
-    child.subagents.slots = parent.subagents.slots  # max_parallel bounds the whole tree
-    child.subagents.parent_cancel = cancel  # the parent's Ctrl-C stops this child's children too
-    return child
+    """Open the child's session (the parent's class) through the one opener, as a :class:`ChildSpec`
+    says; its ``session_start`` names the parent and the ``task`` call."""
+    spec = ChildSpec(ParentLink(parent.session_id, tool_call_id, profile.name, depth, description), profile,
+                     ChildTools(profile, depth), child_policy(parent.policy, profile),
+                     f"\n## Your role: subagent '{profile.name}'\n{profile.instructions}\n\n{REPORT_INSTRUCTIONS}\n",
+                     rules, parent.subagents, cancel)
+    return type(parent).open(
+        parent.project_root, child_id, child_settings(parent.settings, profile, parent.window),
+        CancellableModel(model, cancel), model_name, secrets=parent.redactor.secrets, summarizer_model=None,
+        tools=spec.tools, approval=parent.policy.mode, events=None, on_token=None, child=spec)
 
 
 def drive_to_report(child: SessionHost, brief: Brief, *, repair_attempts: int,

@@ -34,7 +34,7 @@ from langchain_core.tools import ToolException
 
 from mtagent.agent.subagents.asks import AskBridge
 from mtagent.agent.subagents.brief import build_brief
-from mtagent.agent.subagents.child import ChildRun, SubagentCancelled, drive_to_report, open_child
+from mtagent.agent.subagents.child import ChildRun, ChildSpec, SubagentCancelled, drive_to_report, open_child
 from mtagent.agent.subagents.evidence import complete_report, trace_child
 from mtagent.agent.subagents.merge import merge_into_session_memory
 from mtagent.agent.subagents.profiles import AgentProfile, ProfileSet, load_profiles
@@ -44,7 +44,7 @@ from mtagent.agent.subagents.stored import keep_in_store
 from mtagent import paths
 from mtagent.session import schema
 from mtagent.session.ids import new_child_id
-from mtagent.tools.task import TASK_TOOL, TaskRequest
+from mtagent.tools.task import TASK_TOOL, TaskRequest, build_task_tool
 
 from mtagent.agent.host import SessionHost
 
@@ -87,20 +87,26 @@ class SubagentRunner:
     """See the module docstring. ``model_factory(profile, request) -> (chat model, name)`` picks a
     child's model; the default is the profile's model (a trusted profile), else the parent's."""
 
-    def __init__(self, session: SessionHost, depth: int, model: Any) -> None:
+    def __init__(self, session: SessionHost, depth: int, model: Any, child: ChildSpec | None = None) -> None:
         self.session = session
         self.depth = depth
         self.model = model
         self.cfg = session.settings.subagents
-        self.model_factory: ModelFactory | None = None
+        self.hosting = False  # serves the task tool (attach decides)
+        self.model_factory: ModelFactory | None = child.tree.model_factory if child is not None else None
         self.children: dict[str, ChildEntry] = {}  # by tool_call_id
         self._profiles: ProfileSet | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._cancel = threading.Event()
         self._lock = threading.Lock()
         self.asks = AskBridge(session)
-        self.slots = TreeSlots(self.cfg.max_parallel)  # a child's runner shares its root's (open_child)
-        self.parent_cancel: threading.Event | None = None  # a child's runner: its parent's Ctrl-C
+        # a child's runner shares its root's slots (max_parallel bounds the whole tree) and its parent's Ctrl-C
+        self.slots = child.tree.slots if child is not None else TreeSlots(self.cfg.max_parallel)
+        self.parent_cancel: threading.Event | None = child.cancel if child is not None else None
+
+    def hosted_tools(self, _context: Any = None) -> list[Any]:
+        """The ``task`` tool when this session hosts subagents, else nothing."""
+        return [build_task_tool(self, agents=self.profiles.names)] if self.hosting else []
 
     # profiles and models --------------------------------------------------------------
     @property

@@ -134,6 +134,8 @@ def open_engine_session(
     events: EventBus | None = None,
     tools: SessionTools | None = None,
     system: SystemPrompt | None = None,
+    role: str | None = None,
+    rules: bool = True,
     source: str | None = None,
     read_state: RecentReads | None = None,
     counter: MessageTokenCounter | None = None,
@@ -152,7 +154,8 @@ def open_engine_session(
     The notes model always waits for the main call (:mod:`mtagent.context.model_gate`).
     ``read_state``: what the session's tools have read (the compactor re-attaches recent reads).
     ``tools``: the session's tool catalog (:class:`SessionTools`; it can be set later too).
-    ``system``: a fixed system prompt instead of the session's static context (replay).
+    ``system``: a fixed system prompt instead of the session's static context (replay). ``role``: a
+    subagent's role, appended to the system prompt; ``rules=False``: without Tier 1/2 context.
     """
     root = Path(root)
     io = open_session_io(store, root, session_id, child_of=parent.session_id if parent else None,
@@ -174,7 +177,7 @@ def open_engine_session(
                              agent=parent.agent, depth=parent.depth, description=parent.description)
             sink.append(schema.session_start_record(session_id, str(root), model_name, __version__, **extra))
         context = SystemContext(StaticContext(root, settings.memory, redactor=redactor, home=store.local_home),
-                                root, tools or SessionTools())  # the tenant's memory
+                                root, tools or SessionTools(), role=role, rules=rules)  # the tenant's memory
         if main_model and model is not None and settings.context.cache_aligned_summaries:
             model = CacheAlignedModel(model, lambda: context.tools.request_tools())
         memory = None

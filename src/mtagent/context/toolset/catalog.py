@@ -112,7 +112,7 @@ class ToolCatalog:
     embeddings: Embeddings | None = None
     loaded: list[str] = field(default_factory=list)
     stats: LoadStats = field(default_factory=LoadStats)
-    version: int = 0  # bumps on every load: a front end re-binds when it changed
+    version: int = 0  # bumps on every load
     _index: ToolSearchIndex | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _by_name: dict[str, ToolEntry] = field(default_factory=dict)
@@ -131,7 +131,7 @@ class ToolCatalog:
         (default ``agent.compact_drop_tools``); ``builtin_core=False``: tools that are not MCP tools are
         deferrable too (a ``create_agent``'s own tools: only ``tools.core`` names them core).
         """
-        entries = [entry_for(t) for t in tools]
+        entries = [entry_for(t, encoding=settings.context.encoding) for t in tools]
         if not builtin_core:
             for e in entries:
                 e.core = False
@@ -152,7 +152,7 @@ class ToolCatalog:
         core_bound, choice = choose_schemas(
             [e.tool if e.tool is not None else e.schema for e in sent], window=win, setting=agent.tool_schemas,
             max_share=agent.tool_schema_max_share,
-            drop=agent.compact_drop_tools if drop is None else drop,
+            drop=agent.compact_drop_tools if drop is None else drop, encoding=settings.context.encoding,
             system_tokens=system_tokens or (lambda _tools, _mode: 0))
         deferral = Deferral(deferring, tcfg.defer, win, tcfg.defer_share, all_tokens, len(noncore) if deferring else 0,
                             len(noncore), tcfg.defer_min_tools)
@@ -192,6 +192,11 @@ class ToolCatalog:
             by_name = self.by_name
             return [*self.core_bound, *(self._shaped(by_name[n]) for n in self.loaded)]
 
+    @property
+    def encoding(self) -> str:
+        """The session's token encoding (``context.encoding``): schemas are counted in it, like messages."""
+        return self.settings.context.encoding
+
     def tokens(self) -> ToolTokens:
         """Tokens of :meth:`bound`, split into built-in and MCP buckets."""
         with self._lock:
@@ -202,13 +207,13 @@ class ToolCatalog:
                 name = str(schema.get("function", {}).get("name", ""))
                 entry = by_name.get(name)
                 bucket = MCP_TOOLS_BUCKET if entry is not None and entry.is_mcp else TOOLS_BUCKET
-                buckets[bucket] += schema_tokens([schema])
+                buckets[bucket] += schema_tokens([schema], self.encoding)
             return ToolTokens(buckets)
 
     def _schema_of(self, tool: Any) -> dict[str, Any]:
         name = getattr(tool, "name", None)
         entry = self.by_name.get(str(name)) if name else None
-        return entry.schema if entry is not None else entry_for(tool).schema
+        return entry.schema if entry is not None else entry_for(tool, encoding=self.encoding).schema
 
     def runnable(self, name: str) -> Any:
         """The tool object to run for ``name`` (deferred ones too: calling one loads it), or None."""
@@ -244,7 +249,7 @@ class ToolCatalog:
                     continue
                 self.loaded.append(name)
                 added.append(name)
-            tokens = schema_tokens([self._schema_of_shaped(by_name[n]) for n in added])
+            tokens = schema_tokens([self._schema_of_shaped(by_name[n]) for n in added], self.encoding)
             cost = load_cost(after_tokens if added else 0, tokens, Prices.from_settings(self.settings))
             if added:
                 self.stats.add(len(added), cost)
@@ -269,7 +274,7 @@ class ToolCatalog:
         """Tools that arrived after the session opened (an MCP server that connected late). Deferred
         when the catalog defers, else loaded at once (appended, priced like a load). Returns their names."""
         with self._lock:
-            fresh = [e for e in (entry_for(t) for t in tools) if e.name not in self._by_name]
+            fresh = [e for e in (entry_for(t, encoding=self.encoding) for t in tools) if e.name not in self._by_name]
             for e in fresh:
                 e.core = False
                 self.entries.append(e)
@@ -280,8 +285,8 @@ class ToolCatalog:
             with self._lock:
                 self.loaded.extend(names)
                 self.version += 1
-                cost = load_cost(after_tokens, schema_tokens([self._schema_of_shaped(e) for e in fresh]),
-                                 Prices.from_settings(self.settings))
+                fresh_tokens = schema_tokens([self._schema_of_shaped(e) for e in fresh], self.encoding)
+                cost = load_cost(after_tokens, fresh_tokens, Prices.from_settings(self.settings))
                 self.stats.add(len(fresh), cost)
         return names
 
@@ -290,11 +295,11 @@ class ToolCatalog:
         ``tool_search`` too when it is offered."""
         with self._lock:
             rows = [{"name": e.name, "source": e.source or BUILTIN, "state": self.state(e.name), "core": e.core,
-                     "tokens": schema_tokens([self._schema_of_shaped(e)]) if self.state(e.name) == "loaded"
-                     else e.tokens, "description": e.listing} for e in self.entries]
+                     "tokens": schema_tokens([self._schema_of_shaped(e)], self.encoding)
+                     if self.state(e.name) == "loaded" else e.tokens, "description": e.listing} for e in self.entries]
             if self.deferral.deferring:
                 search = self.core_bound[-1] if self.core_bound else {}
                 rows.append({"name": TOOL_SEARCH, "source": BUILTIN, "state": "loaded", "core": True,
-                             "tokens": schema_tokens([search]), "description": one_line(
+                             "tokens": schema_tokens([search], self.encoding), "description": one_line(
                                  str(search.get("function", {}).get("description", "")))})
             return rows

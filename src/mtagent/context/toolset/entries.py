@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mtagent.context.toolset.frontmatter import CONTROL
+from mtagent.context.tokens import DEFAULT_ENCODING
 from mtagent.context.toolset.schemas import first_sentence, openai_schema, schema_tokens
 
 BUILTIN = "builtin"
@@ -93,7 +94,8 @@ def _declared_mcp_source(tool: Any) -> str | None:
     return declared if isinstance(declared, str) and declared.startswith("mcp:") else None
 
 
-def entry_for(tool: Any, *, source: str | None = None, core: bool | None = None) -> ToolEntry:
+def entry_for(tool: Any, *, source: str | None = None, core: bool | None = None,
+              encoding: str = DEFAULT_ENCODING) -> ToolEntry:
     """The catalog entry of ``tool`` (a ``BaseTool``, a callable or an OpenAI schema dict).
 
     ``source`` defaults to ``mcp:<server>`` for ``mcp__<server>__<tool>`` names, else ``builtin``;
@@ -104,5 +106,5 @@ def entry_for(tool: Any, *, source: str | None = None, core: bool | None = None)
     name = str(function["name"])
     src = source or mcp_source(name) or _declared_mcp_source(tool) or BUILTIN
     return ToolEntry(name=name, source=src, description=str(function.get("description") or ""), schema=schema,
-                     tokens=schema_tokens([schema]), parameters=parameter_names(schema),
+                     tokens=schema_tokens([schema], encoding), parameters=parameter_names(schema),
                      core=(src == BUILTIN) if core is None else core, tool=tool)

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from mtagent.config_sections import COMPACT_DESCRIPTION_CHARS
-from mtagent.context.tokens import count_text_tokens
+from mtagent.context.tokens import DEFAULT_ENCODING, count_text_tokens
 
 SchemaMode = Literal["full", "compact"]
 # JSON-schema keys that only document a parameter; the compact set leaves them out.
@@ -39,9 +39,10 @@ def openai_schema(tool: Any) -> dict[str, Any]:
     return convert_to_openai_tool(tool)
 
 
-def schema_tokens(schemas: Iterable[Mapping[str, Any]]) -> int:
-    """Tokens of the schemas as they are counted for the window (the engine's ``tools`` bucket)."""
-    return sum(count_text_tokens(json.dumps(s, sort_keys=True)) for s in schemas)
+def schema_tokens(schemas: Iterable[Mapping[str, Any]], encoding: str = DEFAULT_ENCODING) -> int:
+    """Tokens of the schemas as they are counted for the window (the engine's ``tools`` bucket), in the
+    session's encoding (``context.encoding``): every front end counts a request's tools with this."""
+    return sum(count_text_tokens(json.dumps(s, sort_keys=True), encoding) for s in schemas)
 
 
 def first_sentence(text: str, limit: int = COMPACT_DESCRIPTION_CHARS) -> str:
@@ -148,14 +149,15 @@ SystemTokens = Callable[[Sequence[Any], SchemaMode], int]
 
 
 def choose_schemas(tools: Sequence[Any], *, window: int, setting: str, max_share: float,
-                   drop: Iterable[str], system_tokens: SystemTokens) -> tuple[list[Any], SchemaChoice]:
+                   drop: Iterable[str], system_tokens: SystemTokens,
+                   encoding: str = DEFAULT_ENCODING) -> tuple[list[Any], SchemaChoice]:
     """The tools to bind (``BaseTool`` objects in full; OpenAI schema dicts when compact) and the choice.
 
     ``system_tokens(offered_tools, mode)`` counts the system messages that go with a schema set
     (the compact prompt leaves out its ``## Tools`` list: the schemas already name every tool).
     """
     full_schemas = [openai_schema(t) for t in tools]
-    full_schema_tokens = schema_tokens(full_schemas)
+    full_schema_tokens = schema_tokens(full_schemas, encoding)
     full_tokens = full_schema_tokens + system_tokens(tools, "full")
     wanted = setting if setting in ("full", "compact") else (
         "compact" if full_tokens > max_share * window else "full")
@@ -167,7 +169,7 @@ def choose_schemas(tools: Sequence[Any], *, window: int, setting: str, max_share
     kept = [t for t, s in zip(tools, full_schemas) if s["function"]["name"] not in dropped_names]
     dropped = tuple(s["function"]["name"] for s in full_schemas if s["function"]["name"] in dropped_names)
     compact = [compact_schema(t) for t in kept]
-    compact_tokens = schema_tokens(compact)
+    compact_tokens = schema_tokens(compact, encoding)
     tokens = compact_tokens + system_tokens(compact, "compact")
     names = tuple(s["function"]["name"] for s in compact)
     return compact, SchemaChoice("compact", setting, window, max_share, full_tokens, tokens, compact_tokens,

@@ -148,7 +148,8 @@ class Toolset:
         rows = self.catalog.rows()
         for skill in self.skills.skills:
             line = f"- {skill.name}: {skill.description}"
-            rows.append({"name": skill.name, "source": SKILL, "tokens": count_text_tokens(line),
+            tokens = count_text_tokens(line, self.catalog.encoding)
+            rows.append({"name": skill.name, "source": SKILL, "tokens": tokens,
                          "state": self.skills.state(skill.name), "core": False, "description": skill.description})
         return rows
 
@@ -158,7 +159,8 @@ class Toolset:
         by_bucket: dict[str, int] = dict(tokens.buckets)
         for message in self.messages():
             bucket = str(message.response_metadata["mtagent"]["bucket"])
-            by_bucket[bucket] = by_bucket.get(bucket, 0) + count_text_tokens(str(message.content))
+            by_bucket[bucket] = by_bucket.get(bucket, 0) + count_text_tokens(str(message.content),
+                                                                             self.catalog.encoding)
         return {"definition_tokens": int(tokens), "context_tokens": sum(by_bucket.values()), "buckets": by_bucket,
                 "deferral": self.catalog.deferral.to_dict(), "loads": self.catalog.stats.to_dict(),
                 "skipped_skills": list(self.skills.discovery.skipped)}
