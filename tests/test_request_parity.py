@@ -7,7 +7,7 @@ the tool schemas that travel with them — is captured at the model and compared
 and against a golden file captured before issue 35's refactoring (``tests/data/requests/``, a request a line;
 ``PARITY_REGOLD=1`` rewrites it). A ``tool_search`` load must change what the *next* request
 carries. The given-tools front ends — ``AgentSession(tools=…)``, ``create_agent`` + the
-middleware, a subagent child and replay — send equal views with equal tool schemas too.
+middleware, a subagent child and replay — are compared in ``tests/integrations/test_engine_parity.py``.
 """
 
 from __future__ import annotations
@@ -16,16 +16,12 @@ import json
 import os
 import re
 import sys
-import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.tools import tool
-from langgraph.checkpoint.memory import InMemorySaver
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from prompt_toolkit import PromptSession
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
@@ -34,19 +30,12 @@ from typer.testing import CliRunner
 
 from mtagent.agent.scripted import ScriptedChatModel, reply, tool_call
 from mtagent.agent.session import AgentSession
-from mtagent.agent.subagents import child as child_module
-from mtagent.agent.subagents.profiles import BUILTIN_PROFILES
 from mtagent.cli.app import app
 from mtagent.cli.repl import Repl, key_bindings
 from mtagent.cli.run_cmd import SessionOptions
-from mtagent.config import Settings
-from mtagent.context.tokens import MessageTokenCounter
 from mtagent.eval.policies import load_policy
 from mtagent.eval.tasks import read_eval_tasks
 from mtagent.eval.worker import EvalUnit, run_unit
-from mtagent.integrations.langchain import MTContextMiddleware
-from mtagent.replay.mtagent_strategy import MTAgentStrategy
-from mtagent.replay.strategy_base import StrategyContext
 
 GOLDEN = Path(__file__).parent / "data" / "requests" / "session_with_tools.jsonl"
 FIXTURE_SERVER = Path(__file__).parent / "tools" / "mcp" / "fixture_server.py"
@@ -234,91 +223,3 @@ def test_repl_run_session_and_eval_send_equal_requests_tools_included(project, t
     golden = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines()]  # a request a line
     assert reference == golden, \
         "the requests changed from the golden file (PARITY_REGOLD=1 rewrites it when the change is meant)"
-
-
-# ── the given-tools front ends: AgentSession(tools=…), create_agent + middleware, a child, replay ──
-
-
-@tool
-def lookup(key: str) -> str:
-    """Look a key up in the project's settings store."""
-    return f"{key} = 42"
-
-
-@tool
-def build(target: str) -> str:
-    """Build a target and return the log."""
-    return "\n".join(f"[{target}] step {i:03d} ok" for i in range(40))
-
-
-GIVEN = [lookup, build]
-
-
-def given_steps() -> list[Any]:
-    return [tool_call("lookup", {"key": "retries"}, id="call_lookup"),
-            tool_call("build", {"target": "all"}, id="call_build"),
-            reply("retries is 42 and the build passes.")]
-
-
-def given_settings() -> Settings:
-    return Settings.model_validate({"agent": {"retry_base_seconds": 0.0}, "session_memory": {"enabled": False}})
-
-
-def test_session_middleware_child_and_replay_send_equal_views_and_tool_schemas(tmp_path, sent, monkeypatch):
-    for name in ("cli", "lc", "child", "replay"):
-        (tmp_path / name).mkdir()
-    with AgentSession.create(tmp_path / "cli", model=ScriptedChatModel(given_steps()), settings=given_settings(),
-                             tools=GIVEN, approval="auto") as session:
-        assert session.run_turn(TASK).status == "done"
-    cli = answered(normalized(sent, [tmp_path / "cli"], system=False))
-    sent.clear()
-
-    with MTContextMiddleware(settings=given_settings(), project_root=tmp_path / "lc", artifact_tool=False) as mw:
-        agent = create_agent(ScriptedChatModel(given_steps()), GIVEN, system_prompt="You are a coding agent.",
-                             middleware=[mw], checkpointer=InMemorySaver())
-        agent.invoke({"messages": [HumanMessage(TASK)]}, {"configurable": {"thread_id": "parity"}})
-    lc = answered(normalized(sent, [tmp_path / "lc"], system=False))
-    sent.clear()
-
-    monkeypatch.setattr(child_module, "ChildTools", lambda profile, depth: list(GIVEN))
-    with AgentSession.create(tmp_path / "child", model=ScriptedChatModel([]), settings=given_settings(),
-                             tools=GIVEN, approval="auto") as parent:
-        child = child_module.open_child(
-            parent, child_id="parity-child", profile=BUILTIN_PROFILES["general"], depth=1,
-            model=ScriptedChatModel(given_steps()), model_name="scripted", tool_call_id="call_task",
-            description="parity", cancel=threading.Event(), rules=False)
-        try:
-            assert child.run_turn(TASK).status == "done"
-        finally:
-            child.close()
-    child_requests = answered(normalized(sent, [tmp_path / "child"], system=False))
-
-    assert len(cli) == 3 and [tool_names(r) for r in cli] == [["build", "lookup"]] * 3
-    assert lc == cli
-    assert child_requests == cli
-
-    replayed = replay_views(tmp_path / "replay", given_steps(), given_settings())
-    assert [r["messages"] for r in normalized([(v, []) for v in replayed], [], system=False)] == \
-        [r["messages"] for r in cli]
-
-
-def replay_views(workdir: Path, script: list[AIMessage], settings: Settings) -> list[list[BaseMessage]]:
-    """The session as a recording (raw tool outputs) through replay's mtagent strategy: each call's view."""
-    messages: list[BaseMessage] = [HumanMessage(TASK, id="task")]
-    for step in script:
-        messages.append(step)
-        for call in step.tool_calls:
-            found = next(t for t in GIVEN if t.name == call["name"])
-            messages.append(ToolMessage(str(found.invoke(call["args"])), tool_call_id=call["id"], name=call["name"]))
-    counter = MessageTokenCounter(encoding=settings.context.encoding,
-                                  overhead_tokens=settings.context.message_overhead_tokens)
-    strategy = MTAgentStrategy(StrategyContext(system=[], window=settings.context.token_limit, counter=counter,
-                                               settings=settings, workdir=workdir))
-    views, last = [], 0
-    try:
-        for index in [i for i, m in enumerate(messages) if isinstance(m, AIMessage)]:
-            views.append(strategy.step(messages[last:index]).view)
-            last = index
-    finally:
-        strategy.close()
-    return views

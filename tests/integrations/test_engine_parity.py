@@ -6,6 +6,7 @@ tool result alike (issue 25: replay used to budget a turn's results together, no
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -227,6 +228,13 @@ def test_every_front_end_sends_equal_views_and_decides_tool_results_alike(tmp_pa
 
     cli = answered_views(cli_model)
     assert len(cli) == 4 and all(SECRET not in str(v) for v in cli)
+    own = sorted(t.name for t in TOOLS)  # the tool schemas each request carried, too (issue 35)
+    carried = [sorted(json.dumps(t, sort_keys=True) for t in ts if t["function"]["name"] in own)
+               for ts in cli_model.call_tools]
+    assert len(carried[0]) == len(own) and all(c == carried[0] for c in carried)
+    for other in (lc_model, child_model):  # the middleware adds its read_tool_result
+        assert [sorted(json.dumps(t, sort_keys=True) for t in ts if t["function"]["name"] in own)
+                for ts in other.call_tools] == carried
     assert answered_views(lc_model) == cli
     assert answered_views(child_model) == cli
     assert [seen(v) for v in replay_views] == cli
