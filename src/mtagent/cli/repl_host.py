@@ -37,6 +37,15 @@ STAT_FIELDS = ("model_calls", "microcompactions", "tool_results_persisted", "too
 SHOWN_FIELDS = ("model_calls", *RUN_FIELDS, *STAT_FIELDS[1:])
 
 
+def _refuse_untrusted_skill(toolset: Any, name: str) -> None:
+    """``/skill NAME`` of a skill the project has but is not trusted for says so (not "no skills found")."""
+    untrusted = toolset.skills.discovery.untrusted if toolset is not None else []
+    if untrusted and (name in untrusted or not toolset.skills.skills):
+        raise UsageError(f"{terminal_safe(name) if name in untrusted else 'this project has skills'} "
+                         f"({', '.join(untrusted)}): the project is not trusted (or changed since it was), so "
+                         "its skills are not loaded; `mtagent trust` shows what trusting it covers")
+
+
 @dataclass
 class ReplHost:
     """Implements :class:`~mtagent.cli.slash.SlashHost`; ``session`` is swapped by ``/resume``."""
@@ -246,11 +255,7 @@ class ReplHost:
     def prepare_skill(self, name: str, request: str) -> None:
         """``/skill NAME [request]``: the skill's instructions (and the request) become the next message."""
         toolset = getattr(getattr(self._live(), "parts", None), "toolset", None)
-        untrusted = toolset.skills.discovery.untrusted if toolset is not None else []
-        if untrusted and (name in untrusted or not toolset.skills.skills):
-            raise UsageError(f"{terminal_safe(name) if name in untrusted else 'this project has skills'} "
-                             f"({', '.join(untrusted)}): the project is not trusted (or changed since it was), so "
-                             "its skills are not loaded; `mtagent trust` shows what trusting it covers")
+        _refuse_untrusted_skill(toolset, name)
         if toolset is None or not toolset.skills.skills:
             raise UsageError("no skills found: add one as .mtagent/skills/<name>/SKILL.md (a trusted project) "
                              "or ~/.mtagent/skills/<name>/SKILL.md")
