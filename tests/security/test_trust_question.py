@@ -74,3 +74,10 @@ def test_trust_shows_what_changed_since_the_last_decision(project) -> None:
     assert "Changed since you trusted it:" in result.output
     assert 'MCP server fmt (.mcp.json) changed: was true, now sh -c "touch PWNED"' in result.output
     assert not trust.is_trusted(project)
+
+
+def test_a_projects_own_file_is_not_a_task_file_to_trust(project) -> None:
+    _mcp_json(project, {"fmt": {"command": "true"}})
+    result = runner.invoke(app, ["trust", str(project / ".mcp.json"), "--yes"])
+    assert result.exit_code == 2 and "give its folder" in result.output
+    assert trust.decision(project) is None

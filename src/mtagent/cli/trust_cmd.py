@@ -189,6 +189,9 @@ def trust_command(
         _list(as_json)
         return
     target = path.expanduser().resolve()
+    if target.is_file() and target.suffix != ".jsonl":
+        raise UsageError(f"{trust_scope.visible(path)} is a file but not a task file (.jsonl); to trust a project, "
+                         "give its folder")
     if target.is_file():
         _trust_task_file(target, revoke, as_json, yes)
     elif target.is_dir():
