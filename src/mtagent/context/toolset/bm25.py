@@ -27,7 +27,13 @@ NAME_WEIGHT = 3
 MAX_TERM_CHARS = 40
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[A-Za-z]+|[0-9]+")
-_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ers", "er", "ed", "es", "s")
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "s")
+# English function words: a request is a sentence ("can you show me what's in …"), a tool is not —
+# these carry nothing about which tool is meant, only noise in the rank.
+FUNCTION_WORDS = frozenset("i me my mine we us our ours you your yours he him his she her they them their its "
+                           "what which who whom whose how when where why can could would should will shall may "
+                           "might must please there here some any so just also very really been being am let "
+                           "i'm it's what's".split())
 
 
 def stem(word: str) -> str:
@@ -38,8 +44,8 @@ def stem(word: str) -> str:
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             base = word[: -len(suffix)]
-            if suffix == "ies":
-                base += "y"
+            if suffix in ("ies", "ied"):
+                base += "y"  # copies/copied → copy, like modify
             elif suffix == "es" and not base.endswith(("s", "x", "z", "ch", "sh")):
                 base = word[:-1]  # files → file (then fil), but boxes → box
             elif len(base) >= 2 and base[-1] == base[-2] and base[-1] not in "ls":  # running → run
@@ -56,7 +62,7 @@ def terms(text: str) -> list[str]:
     for chunk in _CAMEL.sub(" ", text[:MAX_QUERY_SCAN_CHARS]).split():
         for word in _WORD.findall(chunk):
             lowered = word.lower()[:MAX_TERM_CHARS]
-            if lowered in STOPWORDS or (len(lowered) < 2 and not lowered.isdigit()):
+            if lowered in STOPWORDS or lowered in FUNCTION_WORDS or (len(lowered) < 2 and not lowered.isdigit()):
                 continue
             out.append(stem(lowered))
     return out

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from mtagent.context.recall.vectors import Embeddings, reciprocal_rank_fusion
 from mtagent.context.toolset.bm25 import BM25Index, terms, tool_terms
 from mtagent.context.toolset.entries import ToolEntry
+from mtagent.context.toolset.fields import FieldIndex, diversify, split_name, tool_doc
 from mtagent.context.toolset.lexicon import expand
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,8 @@ class ToolSearchIndex:
         self.entries = list(entries)
         self.by_name = {e.name: i for i, e in enumerate(self.entries)}
         self.bm25 = BM25Index.build(tool_terms(e.name, e.description, e.parameters) for e in self.entries)
+        self.fields = FieldIndex.build(tool_doc(e.name, e.description, e.parameters, e.source) for e in self.entries)
+        self.servers = [split_name(e.name, e.source)[0] for e in self.entries]
         self.embeddings = embeddings
         self.rrf_k = rrf_k
         self._vectors: list[list[float]] | None = None
@@ -91,7 +94,8 @@ class ToolSearchIndex:
             return [self._hit(i, 1.0) for i in chosen[:k]]
         words = query.split()
         required = [t for w in words if w.startswith("+") for t in terms(w[1:])]
-        ranked = self.bm25.rank(expand(terms(" ".join(w.lstrip("+") for w in words))))
+        asked = terms(" ".join(w.lstrip("+") for w in words))
+        ranked = diversify(self.fields.rank(expand(asked), asked), self.servers)
         if self.embeddings is not None:
             fused = reciprocal_rank_fusion([[i for i, _ in ranked], self._dense(query)], self.rrf_k)
             ranked = fused
