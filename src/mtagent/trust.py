@@ -80,7 +80,8 @@ NARROW_ONLY: dict[tuple[str, str], str] = {
     **{("microcompact", k): "max" for k in ("keep_recent", "gap_threshold_minutes", "size_trigger_fraction",
                                             "size_target_fraction")},
     ("microcompact", "compactable_tools"): "superset",
-    **{("tools", k): "max" for k in ("listing_max_tokens", "search_default_k", "search_max_k", "defer_share")},
+    **{("tools", k): "max" for k in ("listing_max_tokens", "search_default_k", "search_max_k", "defer_share",
+                                     "defer_min_tools")},
     ("tools", "core"): "subset",
     **{("agent", k): "max" for k in ("max_steps", "max_output_tokens", "tool_schema_max_share")},
     ("agent", "compact_drop_tools"): "superset", ("agent", "model_windows"): "max_each",
@@ -271,11 +272,23 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _as_number(value: Any) -> Any:
+    """``value`` as the number the settings' validation would make of it: ``"50000000"`` is coerced to
+    an int there, so it is compared as one here (else it would slip past as "not a number")."""
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return value
+    return value
+
+
 def _widens(section: str, key: str, value: Any, below: Callable[[str, str], Any]) -> bool:
     """Whether the project's ``value`` for a :data:`NARROW_ONLY` key reads, keeps or sends more than
     the layers below it. A value of the wrong type is left to the settings' own validation."""
-    rule, lower = NARROW_ONLY[(section, key)], below(section, key)
+    rule, lower = NARROW_ONLY[(section, key)], _as_number(below(section, key))
     if rule == "max":
+        value = _as_number(value)
         if not _number(value):
             return False
         return not _number(lower) or value > lower
@@ -290,7 +303,7 @@ def _widens(section: str, key: str, value: Any, below: Callable[[str, str], Any]
     floor = (min(below("tool_results", k) for k in ("grep_max_chars", "shell_max_chars", "default_max_chars"))
              if (section, key) == ("tool_results", "per_tool_max_chars") else None)
     for name, number in value.items():
-        limit = lower.get(name, floor)
+        number, limit = _as_number(number), _as_number(lower.get(name, floor))
         if _number(number) and (not _number(limit) or number > limit):
             return True
     return False

@@ -78,3 +78,11 @@ def test_a_20_mb_context_file_is_read_to_the_default_cap(project: Path) -> None:
 def test_a_trusted_project_may_widen(project: Path) -> None:
     trust.set_trust(project, True)
     assert load_settings(project).memory.context_file_max_bytes == 50_000_000
+
+
+def test_a_number_written_as_a_string_is_compared_as_the_number_it_becomes(project: Path) -> None:
+    (project / ".mtagent" / "config.toml").write_text(
+        '[memory]\ncontext_file_max_bytes = "50000000"\n[tool_results]\nper_tool_max_chars = { shell = "100000000" }\n')
+    settings = load_settings(project)
+    assert settings.memory.context_file_max_bytes == Settings().memory.context_file_max_bytes
+    assert settings.tool_results.per_tool_max_chars == {}
