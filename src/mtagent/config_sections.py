@@ -216,7 +216,7 @@ class RecallSettings(_Section):
     enabled: bool = Field(True, description="index sessions, artifacts and memory; offer the recall tool")
     index_workspace: bool = Field(False, description="also index the project's files (honouring .gitignore)")
     workspace_max_file_bytes: int = Field(1_000_000, gt=0, description="workspace files larger than this are skipped")
-    chunk_lines: int = Field(60, gt=0, description="lines per indexed chunk of an artifact or file")
+    chunk_lines: int = Field(60, gt=0, description="lines per indexed chunk of a long message, an artifact or a file")
     item_max_chars: int = Field(200_000, gt=0, description="text stored per indexed item, at most")
     default_k: int = Field(5, gt=0, description="hits a recall returns by default")
     snippet_chars: int = Field(300, gt=0, description="characters of each hit's snippet")
