@@ -421,3 +421,16 @@ def _direct_unix(path: str) -> str:
             f"s = socket.socket(socket.AF_UNIX)\n"
             f"try: s.connect('{path}'); print('CONNECTED')\n"
             f"except OSError as e: print('REFUSED', e)\"")
+
+
+def test_a_workspace_inside_a_hidden_folder_is_writable_and_the_rest_stays_hidden(home: Path) -> None:
+    """An eval space or an MCP server's folder under $MTAGENT_HOME: the folder is bound, the home around it
+    stays hidden and read-only."""
+    mtagent_home = Path(os.environ["MTAGENT_HOME"])
+    root = mtagent_home / "spaces" / "ws"
+    root.mkdir(parents=True)
+    kit = Kit(root, Settings.model_validate({"sandbox": {"mode": "on"}}))
+    out, _ = _run(kit, f"echo in > mine.txt; cat {mtagent_home}/config.toml; echo x > {mtagent_home}/escaped.txt; "
+                       f"echo y > ../sibling.txt; echo done")
+    assert (root / "mine.txt").read_text() == "in\n" and "FAKEKEY" not in out and "done" in out
+    assert not (mtagent_home / "escaped.txt").exists() and not (root.parent / "sibling.txt").exists()

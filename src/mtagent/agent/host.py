@@ -1,8 +1,9 @@
-"""What the turn driver and the subagents use of a session: the seam between them and the session.
+"""What the turn driver and the subagents use of a session: the seams between them and the session.
 
-:class:`~mtagent.agent.session.AgentSession` implements :class:`SessionHost`; :mod:`mtagent.agent.turns`
-and :mod:`mtagent.agent.subagents` are written against this Protocol, so the session module imports
-them and never the other way round (no import cycle, not even for type hints).
+:class:`~mtagent.agent.session.AgentSession` implements both Protocols; :mod:`mtagent.agent.turns`
+and :mod:`mtagent.agent.subagents` are written against them, so the session module imports them and
+never the other way round (no import cycle, not even for type hints). Each names only what its user
+needs: a subagent runner sees its parent as a :class:`SubagentParent`, not the whole session.
 """
 
 from __future__ import annotations
@@ -11,18 +12,18 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mtagent.agent.approval import ApprovalPolicy
-from mtagent.agent.opener import SessionParts
 from mtagent.agent.graph import AgentRuntime
 from mtagent.agent.state import Conversation
 from mtagent.config import Settings
 from mtagent.context.opener import OpenedSession
 from mtagent.redaction import Redactor
 
-__all__ = ["SessionHost"]
+__all__ = ["SubagentParent", "TurnHost"]
 
 
-class SessionHost(Protocol):
-    """A running agent session as its turn driver and its subagents see it."""
+class SubagentParent(Protocol):
+    """The session a subagent runner serves: whose project, rules, window and model a child starts
+    from, where its records go, and the parent's turn (its history, its tools round for questions)."""
 
     project_root: Path
     session_id: str
@@ -31,8 +32,21 @@ class SessionHost(Protocol):
     window: int
     redactor: Redactor
     policy: ApprovalPolicy
+    artifacts: Any  # the session's artifact store (a child's transcript is kept there in PostgreSQL mode)
+    sink: Any  # where the ``subagent`` records go
+    runtime: AgentRuntime
+    conversation: Conversation
+    subagents: Any  # its SubagentRunner (a child's shares the tree's model choice and slots)
+
+    @property
+    def session_memory(self) -> Any: ...  # the parent's task state a child's facts merge into (or None)
+
+
+class TurnHost(Protocol):
+    """A running session as its turn driver (:mod:`mtagent.agent.turns`) sees it."""
+
+    redactor: Redactor
     opened: OpenedSession
-    parts: SessionParts
     runtime: AgentRuntime
     conversation: Conversation
     graph: Any  # the compiled LangGraph graph
@@ -44,11 +58,4 @@ class SessionHost(Protocol):
     @property
     def pending_approval(self) -> list[Any]: ...
 
-    @property
-    def transcript_path(self) -> Path: ...
-
     def remember(self, answer: Any) -> None: ...
-
-    def run_turn(self, text: str, *, approver: Any = None, author: str | None = None) -> Any: ...
-
-    def close(self) -> None: ...

@@ -281,6 +281,11 @@ class AgentSession:
         return self.window_manager.last_plan
 
     @property
+    def session_memory(self) -> Any:
+        """The session-memory notes manager (None when ``session_memory.enabled`` is off)."""
+        return self.opened.session_memory
+
+    @property
     def threshold(self) -> int:
         """Tokens at which auto compaction fires for this session (its window and fixed part)."""
         return self.opened.threshold

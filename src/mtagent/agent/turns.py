@@ -16,7 +16,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Command
 
-from mtagent.agent.host import SessionHost
+from mtagent.agent.host import TurnHost
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class TurnResult:
     messages: list[BaseMessage] = field(default_factory=list)
 
 
-def drive_turn(session: SessionHost, payload: Any, approver: Approver | None) -> TurnResult:
+def drive_turn(session: TurnHost, payload: Any, approver: Approver | None) -> TurnResult:
     """Run the graph on ``payload`` (a new turn's state or an approval's ``Command``)."""
     counters = session.runtime.counters
     before = (counters.model_calls, counters.tool_executions, len(counters.executed))
@@ -117,7 +117,7 @@ def run_unattended(session: Any, task: str, reason: str, *, approver: Approver |
     return turn
 
 
-def extract_memories(session: SessionHost) -> None:
+def extract_memories(session: TurnHost) -> None:
     """``memory.auto_extract``: propose project memories after a turn that ended without tool
     calls. A failure is recorded and logged, never the turn's failure — the answer is already given."""
     if session.memory_extractor is None:

@@ -17,10 +17,10 @@ from mtagent.agent.subagents.report import SubagentReport, parse_report
 from mtagent.agent.subagents.runner import SubagentRunner
 from mtagent.tools.task import TASK_TOOL
 
-from mtagent.agent.host import SessionHost
+from mtagent.agent.host import SubagentParent
 
 
-def attach(session: SessionHost, tools: Any, model: Any, child: ChildSpec | None = None) -> SubagentRunner:
+def attach(session: SubagentParent, tools: Any, model: Any, child: ChildSpec | None = None) -> SubagentRunner:
     """The session's runner; it hosts the ``task`` tool (:meth:`SubagentRunner.hosted_tools`) when
     subagents are enabled at this depth.
 

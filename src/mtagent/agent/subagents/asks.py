@@ -33,7 +33,7 @@ from langgraph.types import interrupt
 from mtagent.agent.graph import APPROVAL_KIND
 from mtagent.agent.subagents.child import SubagentCancelled
 
-from mtagent.agent.host import SessionHost
+from mtagent.agent.host import SubagentParent
 from mtagent.agent.turns import ApprovalRequest
 
 ASK_WAIT_SLICE_SECONDS = 0.1
@@ -58,7 +58,7 @@ def _labelled(requests: list[ApprovalRequest], label: str) -> list[ApprovalReque
 class AskBridge:
     """Carries children's approval questions to the parent's thread and their answers back."""
 
-    def __init__(self, session: SessionHost) -> None:
+    def __init__(self, session: SubagentParent) -> None:
         self.session = session
         self.turn_approver: Callable[[list[ApprovalRequest]], Any] | None = None
         self._asks: list[PendingAsk] = []

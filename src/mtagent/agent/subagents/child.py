@@ -37,7 +37,7 @@ from mtagent.config import Settings
 from mtagent.context.opener import ParentLink
 from mtagent.tools import ToolContext, default_tools
 
-from mtagent.agent.host import SessionHost
+from mtagent.agent.host import SubagentParent
 from mtagent.agent.turns import ApprovalRequest
 
 class SubagentCancelled(KeyboardInterrupt):
@@ -143,9 +143,9 @@ def child_policy(parent: ApprovalPolicy, profile: AgentProfile) -> ApprovalPolic
     return policy
 
 
-def open_child(parent: SessionHost, *, child_id: str, profile: AgentProfile, depth: int, model: Any,
+def open_child(parent: SubagentParent, *, child_id: str, profile: AgentProfile, depth: int, model: Any,
                model_name: str, tool_call_id: str, description: str, cancel: threading.Event,
-               rules: bool) -> SessionHost:
+               rules: bool) -> Any:
     """Open the child's session (the parent's class) through the one opener, as a :class:`ChildSpec`
     says; its ``session_start`` names the parent and the ``task`` call."""
     spec = ChildSpec(ParentLink(parent.session_id, tool_call_id, profile.name, depth, description), profile,
@@ -158,7 +158,7 @@ def open_child(parent: SessionHost, *, child_id: str, profile: AgentProfile, dep
         tools=spec.tools, approval=parent.policy.mode, events=None, on_token=None, child=spec)
 
 
-def drive_to_report(child: SessionHost, brief: Brief, *, repair_attempts: int,
+def drive_to_report(child: Any, brief: Brief, *, repair_attempts: int,
                     approver: Callable[[list[ApprovalRequest]], Any]) -> tuple[SubagentReport, str, bool]:
     """Run the child on its brief; (report, status, repaired). One repair request for a bad answer.
     ``approver`` carries the child's questions to the user through the parent."""

@@ -46,7 +46,7 @@ from mtagent.session import schema
 from mtagent.session.ids import new_child_id
 from mtagent.tools.task import TASK_TOOL, TaskRequest, build_task_tool
 
-from mtagent.agent.host import SessionHost
+from mtagent.agent.host import SubagentParent
 
 log = logging.getLogger(__name__)
 WAIT_SLICE_SECONDS = 0.1
@@ -87,7 +87,7 @@ class SubagentRunner:
     """See the module docstring. ``model_factory(profile, request) -> (chat model, name)`` picks a
     child's model; the default is the profile's model (a trusted profile), else the parent's."""
 
-    def __init__(self, session: SessionHost, depth: int, model: Any, child: ChildSpec | None = None) -> None:
+    def __init__(self, session: SubagentParent, depth: int, model: Any, child: ChildSpec | None = None) -> None:
         self.session = session
         self.depth = depth
         self.model = model
@@ -235,7 +235,7 @@ class SubagentRunner:
         entry.run = run
         self._record(entry, status, report=report.model_dump(), usage=run.usage, repaired=repaired)
         if status == "finished":
-            merge_into_session_memory(self.session.parts.opened.session_memory, report, child_id=entry.child_id,
+            merge_into_session_memory(self.session.session_memory, report, child_id=entry.child_id,
                                       agent=entry.profile.name)
         return run
 
@@ -255,7 +255,7 @@ class SubagentRunner:
             child.close()
 
     def _task_state(self) -> str | None:
-        memory = self.session.parts.opened.session_memory
+        memory = self.session.session_memory
         return memory.load() if memory is not None else None
 
     def _render(self, entry: ChildEntry, run: ChildRun) -> str:

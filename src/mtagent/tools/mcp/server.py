@@ -24,7 +24,7 @@ import os
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -40,6 +40,8 @@ from mtagent import __version__, paths
 from mtagent.config import McpSettings
 from mtagent.tools.mcp.changes import ChangeWatcher, is_tool_list_changed
 from mtagent.tools.mcp.errors import McpServerError
+from mtagent.tools import proctree
+from mtagent.tools import sandbox as sandboxing
 from mtagent.tools.mcp.specs import ServerSpec
 from mtagent.tools.mcp.untrusted import clean_schema, clean_text
 
@@ -371,6 +373,23 @@ def _with_parent_death_signal(command: str, args: list[str], env: dict[str, str]
     return sys.executable, ["-I", "-S", "-c", _LAUNCHER, "keep" if "LC_CTYPE" in env else "drop", command, *args]
 
 
+@contextlib.asynccontextmanager
+async def _sandboxed_stdio(spec: ServerSpec, stderr: IO[bytes]) -> AsyncIterator[Any]:
+    """A stdio server in the shell tool's sandbox (``sandbox.mcp_servers``): bubblewrap around the
+    runner around the server, its proxy open as long as the server runs."""
+    settings, workdir = spec.settings, _workdir(spec)
+    assert settings is not None and settings.command is not None and spec.sandbox is not None
+    own = Path(os.path.realpath(workdir))  # made just now by _workdir: discovery cannot bind what was not there
+    policy = replace(spec.sandbox, writable=tuple(dict.fromkeys([own, *spec.sandbox.writable])))
+    with sandboxing.SandboxedCall(policy, own) as call:
+        argv = call.argv(proctree.contained([settings.command, *settings.args], 1.0, bridge=call.bridge))
+        command, args = _with_parent_death_signal(argv[0], argv[1:], settings.env)
+        params = StdioServerParameters(command=command, args=args, env=dict(settings.env), cwd=workdir,
+                                       encoding_error_handler="replace")
+        async with stdio_client(params, errlog=stderr) as streams:
+            yield streams
+
+
 def _on_message(watcher: ChangeWatcher) -> Any:
     """The SDK's message handler: a handshake-era tools/list_changed marks the list stale."""
     async def handle(message: Any) -> None:
@@ -416,6 +435,8 @@ def _client(spec: ServerSpec, stderr: IO[bytes], on_message: Any = None) -> Clie
     settings = spec.settings
     assert settings is not None
     info = Implementation(name="mtagent", version=__version__)
+    if settings.command is not None and spec.sandbox is not None:
+        return Client(_sandboxed_stdio(spec, stderr), client_info=info, message_handler=on_message)  # type: ignore[arg-type]
     if settings.command is not None:
         command, args = _with_parent_death_signal(settings.command, list(settings.args), settings.env)
         params = StdioServerParameters(command=command, args=args, env=dict(settings.env),

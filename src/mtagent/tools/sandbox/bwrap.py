@@ -7,8 +7,8 @@ Mount order matters (bwrap applies them in order, a later one covers an earlier 
    ``/var/run``) as an empty tmpfs — the sockets there (docker, D-Bus, the user's agents) are
    programs outside the sandbox that would act for the command;
 3. the private temp folder at ``/tmp``;
-4. secrets that *contain* a writable folder (a workspace inside ``$MTAGENT_HOME``), hidden first,
-   so the folder bound next is still reachable;
+4. secrets that *contain* a writable folder (a workspace inside ``$MTAGENT_HOME``, an MCP server's
+   own folder), hidden first and made read-only after it, so the folder bound in between is reachable;
 5. the writable folders (the workspace's roots) read-write;
 6. every other secret hidden (an empty read-only tmpfs for a folder, ``/dev/null`` for a file) —
    after the workspace, so a workspace that *is* the home folder still hides ``~/.ssh``;
@@ -42,9 +42,9 @@ def _contains(outer: Path, inner: Path) -> bool:
     return outer == inner or outer in inner.parents
 
 
-def _hide(path: Path) -> list[str]:
+def _hide(path: Path, *, read_only: bool = True) -> list[str]:
     if path.is_dir() and not path.is_symlink():
-        return ["--perms", "0000", "--tmpfs", str(path), "--remount-ro", str(path)]
+        return ["--perms", "0000", "--tmpfs", str(path), *(["--remount-ro", str(path)] if read_only else [])]
     return ["--ro-bind", "/dev/null", str(path)]
 
 
@@ -67,10 +67,13 @@ def bwrap_argv(policy: SandboxPolicy, private_tmp: Path, inner: list[str], *, ne
     if proxy_socket is not None and not network:
         argv += ["--ro-bind", str(proxy_socket), PROXY_SOCKET_INSIDE]
     outer_secrets = [h for h in policy.hidden if any(_contains(h, w) for w in policy.writable)]
-    for secret in outer_secrets:
-        argv += _hide(secret)
+    for secret in outer_secrets:  # made read-only only after the folders inside it are bound
+        argv += _hide(secret, read_only=False)
     for folder in policy.writable:
         argv += ["--bind", str(folder), str(folder)]
+    for secret in outer_secrets:
+        if secret.is_dir() and not secret.is_symlink():
+            argv += ["--remount-ro", str(secret)]
     for secret in policy.hidden:
         if secret not in outer_secrets:
             argv += _hide(secret)
