@@ -148,6 +148,16 @@ def changes_since_trusted(project_root: str | os.PathLike[str], layer: dict[str,
     return [c.line() for c in trust_scope.changes(stored, covered(project_root, layer))]
 
 
+def covers_server(project_root: str | os.PathLike[str], source: str, name: str, raw: Any) -> bool:
+    """Whether the trusted decision for ``project_root`` covered this very server entry (``raw``, as
+    the caller read it from ``source``): what starts is what was trusted, even if the file changed
+    between the trust check and the read."""
+    entry = _load().get(_key(project_root))
+    stored = entry.get("covers") if entry and entry.get("trusted") else None
+    item = stored.get(f"mcp:{source}:{name}") if isinstance(stored, dict) else None
+    return isinstance(item, dict) and item.get("digest") == trust_scope.server_digest(raw)
+
+
 def keys_needing_trust(layer: dict[str, Any]) -> list[str]:
     """The ``section.key`` names of a project config ``layer`` a trust decision covers: its security
     keys and the size and budget keys an untrusted project may only narrow (:data:`NARROW_ONLY`)."""

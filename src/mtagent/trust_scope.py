@@ -148,8 +148,14 @@ def read_mcp_json(project_root: Path) -> tuple[dict[str, Any], str]:
     return servers, ""
 
 
+def server_digest(raw: Any) -> str:
+    """The digest of one server entry as read (command, args, env and header values, cwd, …)."""
+    return _digest(raw)
+
+
 def _server_item(source: str, name: str, raw: Any) -> CoveredItem:
-    return CoveredItem(f"mcp:{source}:{name}", f"MCP server {visible(name)} ({source})", server_shows(raw), _digest(raw))
+    return CoveredItem(f"mcp:{source}:{name}", f"MCP server {visible(name)} ({source})", server_shows(raw),
+                       server_digest(raw))
 
 
 def config_items(layer: Mapping[str, Any], keys: list[str]) -> list[CoveredItem]:

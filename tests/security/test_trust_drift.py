@@ -163,3 +163,15 @@ def test_trust_list_marks_a_changed_project(project, tmp_path) -> None:
     _pull(project, tmp_path / "PWNED")
     listed = runner.invoke(app, ["trust", "--list"])
     assert f"changed    {project.resolve()}" in listed.output
+
+
+def test_a_server_changed_between_the_trust_check_and_its_read_does_not_start(project, tmp_path, monkeypatch) -> None:
+    from mtagent.tools.mcp import discover_servers
+
+    trust.set_trust(project, True)
+    settings = load_settings(project)
+    assert [s.startable for s in discover_servers(settings, project)[0]] == [True]
+    monkeypatch.setattr(trust, "is_trusted", lambda root, layer=None: True)  # the check passed just before …
+    _pull(project, tmp_path / "PWNED")  # … a pull lands
+    [spec] = discover_servers(settings, project)[0]
+    assert not spec.startable
