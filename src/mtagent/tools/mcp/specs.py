@@ -23,7 +23,9 @@ from pydantic import ValidationError
 
 from mtagent import paths, trust
 from mtagent.config import McpServerSettings, Settings, _read_toml
+from mtagent.tools import sandbox
 from mtagent.tools.mcp.untrusted import clean_text, server_key
+from mtagent.tools.sandbox import SandboxPolicy
 from mtagent.trust_scope import MAX_MCP_JSON_BYTES, MCP_JSON, read_mcp_json  # noqa: F401  (read the one way)
 
 Source = Literal["user config", "project config", ".mcp.json"]
@@ -41,6 +43,7 @@ class ServerSpec:
     error: str = ""  # why this entry cannot start (invalid, unsupported transport); "" when it can
     key: str = field(default="")
     workdir: str = ""  # where a stdio server starts (:func:`_workdir`); "" until discovery decides
+    sandbox: SandboxPolicy | None = None  # sandbox.mcp_servers: its confinement (its workdir writable)
 
     @property
     def startable(self) -> bool:
@@ -134,7 +137,18 @@ def discover_servers(settings: Settings, project_root: Path | None) -> tuple[lis
         for name, raw in servers.items():  # trusted: this very entry was (not one changed since the check)
             covered = trusted and trust.covers_server(project_root, MCP_JSON, str(name), raw)
             specs.setdefault(str(name), _from_mcp_json(str(name), raw, covered))
-    return [_with_workdir(s, project_root, trusted) for s in _unique_keys(list(specs.values()))], notes
+    found = [_with_workdir(s, project_root, trusted) for s in _unique_keys(list(specs.values()))]
+    return [_sandboxed(s, settings) for s in found], notes
+
+
+def _sandboxed(spec: ServerSpec, settings: Settings) -> ServerSpec:
+    """A stdio server with ``sandbox.mcp_servers`` on, where the sandbox runs, gets its policy: its own
+    folder writable, the user's secrets hidden, network only to ``sandbox.allow_hosts``."""
+    if not settings.sandbox.mcp_servers or spec.settings is None or spec.settings.command is None or spec.error:
+        return spec
+    if not spec.workdir or not sandbox.status(settings).active:
+        return spec
+    return replace(spec, sandbox=sandbox.policy_for(settings, [Path(spec.workdir)]))
 
 
 def _unique_keys(specs: list[ServerSpec]) -> list[ServerSpec]:
