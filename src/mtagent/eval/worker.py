@@ -16,8 +16,8 @@ reads, compactions, recalls and wall time.
 A unit's session id (``eval-<slot>-<unit>``) and its message and boundary ids
 (:func:`mtagent.session.ids.sequential_ids`) are fixed, not random or timed: recall results show them
 to the model, and a few tokens' difference can move a compaction. With a deterministic model every
-run and every executor sends byte-identical requests (with the files store; PostgreSQL keeps random
-session ids, as a retried unit's old session stays in the database).
+run and every executor sends byte-identical requests. A retried unit whose old session the store still
+holds (a database keeps it; the files store's was removed with the workspace's data) gets a random id.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from mtagent.eval.policies import Policy, merge_sections
 from mtagent.eval.tasks import EvalTask
 from mtagent.pricing import Usage, price_for, usage_of_messages, usage_of_transcript
 from mtagent.session.ids import sequential_ids
+from mtagent.session.store import shared_store
 
 DONE = "done"
 _TASK_LINE = re.compile(r"^TASK [A-Za-z0-9][A-Za-z0-9._-]*[ \t]*$", re.M)
@@ -179,7 +180,9 @@ def _run_session(unit: EvalUnit, tasks: list[EvalTask], spaces: dict[str, Path],
     _forget(project)
     settings = load_settings(project, overrides=_settings_for(unit) or None)
     model = resolve(unit.model or tasks[0].batch.model)
-    sid = session_id_for(unit) if settings.storage.backend == "files" else None
+    sid: str | None = session_id_for(unit)
+    if sid in shared_store(settings).sessions(paths.project_hash(project)):  # whatever the backend
+        sid = None
     with sequential_ids(sid) if sid else contextlib.nullcontext():
         return _run_tasks(unit, tasks, spaces, project, settings, model, sid)
 
