@@ -174,11 +174,11 @@ def test_tool_calls_and_a_malformed_call_streamed_or_not(project, streaming):
 
 
 def test_a_configured_compact_model_writes_the_summary(project):
-    summary = "## User goal\nKeep going.\n## Current state\nHalf done.\n## Next step\nFinish."
+    summary = "## Current state\nHalf done.\n## Next step\nFinish."  # the model's part; the engine renders the ledger
 
     def responder(body):
         system = body["messages"][0].get("content") or ""
-        if "hand-off sheet" in system:
+        if "You are compacting the conversation" in system:
             return {"content": summary}
         return {"content": "noted: " + "the work goes on " * 40}
 
@@ -191,7 +191,8 @@ def test_a_configured_compact_model_writes_the_summary(project):
             for i in range(4):
                 session.run_turn(f"part {i}: " + "context for the task " * 60)
             result = session.compact("mention the parts")
-        compact_requests = [b for b in stub.requests if "hand-off sheet" in (b["messages"][0].get("content") or "")]
+        compact_requests = [b for b in stub.requests
+                            if "You are compacting the conversation" in (b["messages"][0].get("content") or "")]
     assert len(compact_requests) == 1 and compact_requests[0]["model"] == "gpt-4o-mini"
     assert result.summary_source == "llm" and "Half done." in result.summary
 
@@ -204,7 +205,7 @@ def test_without_compact_model_the_session_model_writes_the_summary_and_reads_th
     def responder(body):
         text = json.dumps(body["messages"])
         if "keep the parser decisions" in text:
-            return {"content": "## User goal\nHand-off written by the model, keeping the parser decisions."}
+            return {"content": "## Current state\nHand-off written by the model, keeping the parser decisions."}
         return {"content": "Noted. " + "The parser handles nested blocks now. " * 60}
 
     settings = agent_settings(context=SMALL_TAIL)

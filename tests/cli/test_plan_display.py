@@ -11,7 +11,6 @@ import pytest
 from typer.testing import CliRunner
 
 from mtagent.cli.app import app
-from mtagent.cli.slash import cmd_context
 
 runner = CliRunner()
 STEPS = [{"step": "read the parser", "status": "done"}, {"step": "fix the <b>bug</b>", "status": "in_progress"},
@@ -44,31 +43,13 @@ def test_run_json_says_null_without_a_plan(tmp_path: Path) -> None:
     assert _run(tmp_path, ["hi"])[1]["plan"] is None
 
 
-class _Host:
-    """What /context asks a host for, with a plan."""
-
-    def __init__(self, plan) -> None:
-        from rich.console import Console
-
-        self.console = Console(record=True, width=120)
-        self._plan = plan
-
-    def work_plan(self):
-        return self._plan
-
-    def window_usage(self):
-        return None
-
-
-def test_slash_context_prints_the_plan_helper() -> None:
-    from mtagent.cli.slash import _print_plan
+def test_slash_context_plan_lines() -> None:
+    from mtagent.cli import context_render
     from mtagent.context.ledger import validate_plan
 
-    host = _Host(validate_plan(STEPS, "parser first"))
-    _print_plan(host)  # type: ignore[arg-type]
-    text = host.console.export_text()
+    assert context_render.plan_lines(None) == []
+    text = "\n".join(context_render.plan_lines(validate_plan(STEPS, "parser first")))
     assert "Plan · 1/3 done; in progress: fix the <b>bug</b>" in text and "[x] read the parser (done)" in text
-    assert callable(cmd_context)
 
 
 def test_the_explain_ui_shows_the_plan_escaped(tmp_path: Path) -> None:

@@ -469,3 +469,11 @@ def render_demo_summary(report: SessionReport, *, tokens_kept_out: int | None = 
                     f"(total {report.compaction_tokens_saved + tokens_kept_out:,} tokens)")
     lines.append(Text(f"Saved: {report.compaction_tokens_saved:,} tokens by compaction; {kept_out}"))
     return Group(*lines)
+
+
+def plan_lines(plan: Any) -> list[str]:
+    """``/context``'s plan lines: where the plan stands, then one line per step (none without a plan)."""
+    if plan is None:
+        return []
+    return [f"Plan · {plan.summary_line()}", *plan.render().splitlines()]
+

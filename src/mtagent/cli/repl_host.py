@@ -164,8 +164,7 @@ class ReplHost:
             return None
         return max(1, session.window - session.settings.context.summary_reserved_tokens)
 
-    def work_plan(self) -> Any:
-        """The engine's plan now (``update_plan``; carried through compactions), or None."""
+    def work_plan(self) -> Any:  # the engine's plan now (update_plan; carried through compactions), or None
         from mtagent.context.ledger import current_plan
 
         return current_plan(self._live().history)
@@ -180,7 +179,6 @@ class ReplHost:
                 text = "→ " + ", ".join(str(c.get("name")) for c in calls)
             rows.append((message.id or "-", message.type, " ".join(text.split())[:80]))
         return rows
-
     # actions ----------------------------------------------------------------------------
     def compact(self, instructions: str | None) -> CompactOutcome:
         return self._compacted(lambda: self._live().compact(instructions))

@@ -311,20 +311,11 @@ def cmd_context(host: SlashHost, command: SlashCommand) -> SlashOutcome:
             with contextlib.suppress(AttributeError):
                 host.schemas_said = said  # type: ignore[attr-defined]
         host.console.print(render.render_context_grid(usage, report=host.session_report()))
-        _print_plan(host)
+        for line in render.plan_lines(getattr(host, "work_plan", lambda: None)()):  # the engine's plan
+            host.console.print(terminal_safe(line), markup=False)
     _print_mcp_trouble(host)
     _print_context_warnings(host)
     return SlashOutcome.CONTINUE
-
-
-def _print_plan(host: SlashHost) -> None:
-    """The plan the engine keeps (``update_plan``), one line per step, when the model wrote one."""
-    plan = getattr(host, "work_plan", lambda: None)()
-    if plan is None:
-        return
-    host.console.print(f"Plan · {plan.summary_line()}", markup=False, style="bold")
-    for line in plan.render().splitlines():
-        host.console.print(terminal_safe(line), markup=False)
 
 
 def _print_context_warnings(host: SlashHost) -> None:

@@ -29,6 +29,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from mtagent import paths
 from mtagent.context.boundary import summary_message_from_record
+from mtagent.context.ledger import collapse_plan_calls
 from mtagent.context.compaction.microcompact import cleared_copy
 from mtagent.errors import SessionNotFound
 from mtagent.frames import frame
@@ -122,7 +123,11 @@ def build_resume_view(records: Iterable[dict[str, Any]], *, session_memory: str 
     elif records[at]["type"] == schema.COMPACT_BOUNDARY:
         view.boundary = records[at]
         head.append(summary_message_from_record(records[at]))
-        body = _kept_before(records, at, view, record_offset) + _messages(records[at + 1:], record_offset + at + 1)
+        kept = _kept_before(records, at, view, record_offset)
+        ledger = records[at].get("ledger")
+        if isinstance(ledger, dict) and ledger.get("plan"):  # as the compaction did: the plan is in the hand-off
+            kept = collapse_plan_calls(kept)
+        body = kept + _messages(records[at + 1:], record_offset + at + 1)
     else:
         view.legacy_compression = records[at]
         legacy = {"id": f"v1-compression-{record_offset + at}", "summary": records[at].get("summary", ""),

@@ -4,6 +4,7 @@ which never touches a plan call; a resumed view reads the plan back from the bou
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -15,7 +16,9 @@ from mtagent.context.ledger import current_plan, ledger_from_messages, missing_f
 from mtagent.context.session_memory.manager import SessionMemoryManager
 from mtagent.context.session_memory.notes import SECTIONS
 from mtagent.context.tokens import message_text
+from mtagent.context.view import build_resume_view
 from mtagent.context.window import ContextWindowManager
+from mtagent.session import schema
 
 PLAN = {"steps": [{"step": "map the modules", "status": "done"}, {"step": "port module 7", "status": "in_progress"},
                   {"step": "write the report", "status": "pending"}], "note": "module 7 blocks the rest"}
@@ -103,3 +106,31 @@ def test_compact_from_and_microcompact_keep_the_plan() -> None:
     cleared = maybe_time_based_microcompact(history, 10_000.0, 0.0, settings=_settings().microcompact)
     assert cleared.cleared_ids  # it did clear results, and the plan call stays
     assert current_plan(cleared.messages) == validate_plan(PLAN["steps"], PLAN["note"])
+
+
+def _view_text(view: list[BaseMessage]) -> str:
+    parts = [message_text(m) for m in view]
+    parts += [json.dumps(c["args"]) for m in view if isinstance(m, AIMessage) for c in m.tool_calls]
+    return "\n".join(parts)
+
+
+def test_after_a_compaction_the_plan_is_in_the_view_once_live_and_on_resume() -> None:
+    history = _history(30)
+    newer = {**PLAN, "steps": [*PLAN["steps"][:2], {"step": "write the report", "status": "in_progress"}]}
+    history += [AIMessage("Replanning.", id="aq", tool_calls=[{"id": "p2", "name": "update_plan", "args": PLAN},
+                                                              {"id": "p3", "name": "update_plan", "args": newer}]),
+                ToolMessage("Plan updated.", tool_call_id="p2", name="update_plan", id="tq2"),
+                ToolMessage("Plan updated.", tool_call_id="p3", name="update_plan", id="tq3"),
+                AIMessage("", id="ar", tool_calls=[{"id": "cr", "name": "read_file", "args": {"file_path": "x.py"}}]),
+                ToolMessage("x = 1", tool_call_id="cr", name="read_file", id="tr")]
+    wm = ContextWindowManager(_settings(), sink=[])
+    result = wm.compact(history)
+    live = result.new_history()
+    assert any(m.id == "aq" for m in live)  # the plan calls are in the kept tail …
+    assert _view_text(live).count("write the report") == 1  # … collapsed: the plan is shown once, in the hand-off
+    assert current_plan(live) == validate_plan(newer["steps"], newer["note"])
+    records = [schema.message_to_record(m) for m in history] + [result.boundary_record]
+    resumed = build_resume_view(records).messages
+    assert [(m.id, getattr(m, "tool_calls", None)) for m in resumed] == [
+        (m.id, getattr(m, "tool_calls", None)) for m in live if m not in result.attachments]
+    assert any(r.get("tool_calls") and r["tool_calls"][0]["args"] == PLAN for r in records)  # the transcript is whole

@@ -38,6 +38,7 @@ from mtagent.config import Settings
 from mtagent.context.compaction import facts as F
 from mtagent.context.boundary import is_summary_message, summary_message
 from mtagent.context.compaction.handoff import compose_handoff
+from mtagent.context.ledger import collapse_plan_calls
 from mtagent.context.invariants import (
     adjust_index_to_preserve_message_groups,
     find_last_compact_boundary,
@@ -274,6 +275,8 @@ def build_compaction_result(
     if previous_summary is None:
         previous_summary = previous_summaries(summarized)
     check = compose_handoff(outcome.text, summarized, kept, previous_summary=previous_summary)  # ledger + model part
+    if check.ledger and check.ledger.get("plan"):  # the plan is in the hand-off: the tail's plan calls collapse
+        kept = collapse_plan_calls(kept)
     count = _text_counter(settings)
     available = available_tokens(settings, token_limit, extra_tokens)
     kept_tokens = counter.estimate(kept)

@@ -23,6 +23,7 @@ from mtagent.context.ledger.workplan import (
     PlanError,
     PlanStep,
     WorkPlan,
+    collapse_plan_calls,
     is_plan_call,
     plan_from_call,
     validate_plan,
@@ -31,6 +32,6 @@ from mtagent.context.ledger.current import current_plan, plan_from_records, plan
 
 __all__ = [
     "LEDGER_HEADINGS", "PLAN_TOOL", "STATUSES", "FailedCommand", "HandoffLedger", "PlanError", "PlanStep", "WorkPlan",
-    "current_plan", "is_plan_call", "ledger_from_dict", "ledger_from_messages", "ledger_items", "merge_ledgers",
+    "collapse_plan_calls", "current_plan", "is_plan_call", "ledger_from_dict", "ledger_from_messages", "ledger_items", "merge_ledgers",
     "missing_from", "parse_rendered", "plan_from_call", "plan_from_records", "plan_from_transcript", "render_ledger", "stored_ledger", "validate_plan",
 ]

@@ -223,3 +223,46 @@ def same_plan(a: WorkPlan | None, b: WorkPlan | None) -> bool:
 
 def plan_lines(plan: WorkPlan | None) -> Sequence[str]:
     return plan.render().splitlines() if plan is not None else ()
+
+
+# What an older plan call's arguments become once the hand-off shows the plan (no "steps": it is
+# never read as a plan again).
+COLLAPSED_ARGS = {"collapsed": "superseded: the plan as of the last compaction is in the hand-off above"}
+
+
+def collapse_plan_calls(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` with every plan call's arguments replaced by :data:`COLLAPSED_ARGS` (same ids).
+
+    A compaction renders the newest plan in the hand-off, so the plan calls of the kept tail
+    collapse to a short reference, as a re-read file does: the plan is in the view once. It is done
+    when a compaction rewrites the prefix anyway (and again on resume), never on a plan update,
+    which would rewrite the cached prefix from the oldest plan call on. The transcript keeps every
+    call whole. The tool-call arguments are replaced wherever a provider reads them: the tool calls,
+    an Anthropic ``tool_use`` content block, an OpenAI-style ``additional_kwargs`` entry.
+    """
+    out: list[BaseMessage] = []
+    for message in messages:
+        ids = {str(c.get("id")) for c in message.tool_calls if is_plan_call(c["name"])} if isinstance(
+            message, AIMessage) else set()
+        if not ids:
+            out.append(message)
+            continue
+        assert isinstance(message, AIMessage)
+        calls = [{**c, "args": dict(COLLAPSED_ARGS)} if str(c.get("id")) in ids else c for c in message.tool_calls]
+        content = message.content
+        if isinstance(content, list):
+            content = [{**b, "input": dict(COLLAPSED_ARGS)} if isinstance(b, dict) and b.get("type") == "tool_use"
+                       and str(b.get("id")) in ids else b for b in content]
+        extra = dict(message.additional_kwargs)
+        if isinstance(extra.get("tool_calls"), list):
+            extra["tool_calls"] = [_collapsed_raw(c) if isinstance(c, dict) and str(c.get("id")) in ids else c
+                                   for c in extra["tool_calls"]]
+        out.append(message.model_copy(update={"tool_calls": calls, "content": content, "additional_kwargs": extra}))
+    return out
+
+
+def _collapsed_raw(call: dict[str, Any]) -> dict[str, Any]:
+    function = dict(call.get("function") or {})
+    function["arguments"] = json.dumps(COLLAPSED_ARGS)
+    return {**call, "function": function}
+
