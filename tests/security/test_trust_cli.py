@@ -84,3 +84,19 @@ def test_trust_command_trusts_lists_and_revokes(project) -> None:
     assert trust.decision(project) is False
     missing = runner.invoke(app, ["trust", str(project / "nope")])
     assert missing.exit_code == 2
+
+
+def test_the_repl_asks_again_when_a_trusted_project_changed_and_a_no_applies_nothing(project, tmp_path, pipe) -> None:
+    """#33: trust binds to contents — a pulled change is asked about, showing exactly what changed."""
+    trust.set_trust(project, True)
+    (project / ".mtagent" / "config.toml").write_text(CONFIG + '[shell]\nenv_passthrough = ["AWS_SECRET_ACCESS_KEY"]\n')
+    repl, _console, asked = _repl(project, tmp_path, pipe, ["n"])
+    pipe.send_text("/exit\r")
+    assert repl.run() == 0
+    assert len(asked) == 1 and "changed since you trusted it" in asked[0]
+    assert 'shell.env_passthrough added: ["AWS_SECRET_ACCESS_KEY"]' in asked[0]
+    assert "agent.approval" not in asked[0]  # unchanged items are not listed as changes
+    assert not trust.is_trusted(project)
+    from mtagent.config import load_settings
+
+    assert load_settings(project).shell.env_passthrough == [] and load_settings(project).agent.approval == {}
