@@ -285,7 +285,7 @@ def test_clear_starts_a_new_session_model_switches_and_cost_splits_cache(project
     repl.run()
     out = console.export_text()
     sessions = FilesStore().session_infos(paths.project_hash(project))
-    assert len(sessions) == 2  # /clear opened a second one; /model kept the first
+    assert len(sessions) == 1  # /model kept the first; /clear's new one got no message, so it is not kept
     assert "from the other model" in out and "model is now" in out and "new session" in out
     assert "cache reads" in out and "cache writes" in out and "model call(s)" in out
     assert "No model call yet." in out
@@ -356,3 +356,18 @@ def test_the_config_is_read_once_at_start_and_afresh_for_a_later_session(project
     pipe.send_text("/clear\rhello again\r/exit\r")
     assert repl.run() == 0
     assert "One." in console.export_text() and len(reads) == 2  # the start (and first session), then /clear's
+
+
+def test_a_repl_opened_and_left_without_a_message_leaves_no_session(project, tmp_path, pipe):
+    """A session is kept from its first message (issue 36): the empty one never becomes `latest`."""
+    earlier, _ = make_repl(project, tmp_path, ["Kept."], pipe)
+    pipe.send_text("a real question\r/exit\r")
+    earlier.run()
+    [kept] = FilesStore().sessions(paths.project_hash(project))
+    with create_pipe_input() as pipe2:
+        repl, _ = make_repl(project, tmp_path, [], pipe2)
+        pipe2.send_text("/context\r/clear\r/context\r/exit\r")  # opens a session, then a second one
+        repl.run()
+    assert FilesStore().sessions(paths.project_hash(project)) == [kept]
+    assert not list((paths.history_dir(project) / "artifacts").glob("*")) or \
+        [p.name for p in (paths.history_dir(project) / "artifacts").iterdir()] == [kept]

@@ -146,11 +146,14 @@ def test_repl_cost_compact_and_clear_in_a_terminal(tmp_path, mtagent_home):
         child.sendline("/clear")
         child.expect("new session")
         child.expect("›")
+        child.sendline("after clear")
+        child.expect("First answer")  # the new session's scripted model starts its script again
+        child.expect("›")
         child.sendline("/exit")
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
-    assert len(FilesStore().session_infos(paths.project_hash(project))) == 2
+    assert len(FilesStore().session_infos(paths.project_hash(project))) == 2  # each got a message
 
 
 def test_a_refused_compact_stops_its_spinner(tmp_path, mtagent_home):

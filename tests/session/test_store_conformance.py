@@ -264,3 +264,35 @@ def test_audit_events_round_trip_and_derive_from_records(store: Store) -> None:
     assert all(e.tenant == store.tenant and e.session_id == "s9" for e in events)
     assert [e.action for e in store.audit.events(action="compaction")] == ["compaction"]
     assert len(store.read_entries(PROJECT, "s9")) == 4, "the audited records still reach the transcript"
+
+
+def test_a_session_without_a_message_is_discarded_and_one_with_a_message_is_kept(store: Store, backend: str) -> None:
+    with store.open_writer(PROJECT, "s-empty") as writer:
+        writer.append(schema.session_start_record("s-empty", "/w", "m", "0"))
+        writer.append(schema.event_record("tools_loaded", {"names": ["x"]}))
+    store.write_artifact(PROJECT, "s-empty", "tool-results/a.txt", "left over")
+    with store.open_writer(PROJECT, "s-kept") as writer:
+        writer.append(schema.session_start_record("s-kept", "/w", "m", "0"))
+        writer.append(_msg(0))
+    assert store.discard_empty(PROJECT, "s-kept") is False
+    assert store.record_count(PROJECT, "s-kept") == 2
+    if backend == "postgres":  # append-only for the app role: the empty session is kept, whole
+        assert store.discard_empty(PROJECT, "s-empty") is False
+        assert store.record_count(PROJECT, "s-empty") == 2
+        return
+    assert store.discard_empty(PROJECT, "s-empty") is True
+    assert store.sessions(PROJECT) == ["s-kept"]
+    assert store.discard_empty(PROJECT, "s-empty") is False  # already gone: nothing to do
+    with pytest.raises(SessionNotFound):
+        store.read_entries(PROJECT, "s-empty")
+
+
+def test_a_session_another_process_writes_is_never_discarded(store: Store, backend: str, store_dsn: str | None,
+                                                              mtagent_home: Path) -> None:
+    holder = _child(backend, mtagent_home, store_dsn, store.tenant, "s-busy", "hold")
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        assert store.discard_empty(PROJECT, "s-busy") is False
+        assert "s-busy" in store.sessions(PROJECT)
+    finally:
+        holder.communicate("", timeout=30)

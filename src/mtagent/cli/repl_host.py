@@ -77,9 +77,18 @@ class ReplHost:
         return self.session
 
     def close(self) -> None:
+        """Close the session; one that never got a message is not kept (a REPL opened and left, or
+        /clear right after /clear), so it never becomes ``latest``."""
         if self.session is not None:
-            self.session.close()
-            self.session = None
+            session, self.session = self.session, None
+            empty = not session.history
+            session.close()
+            if empty:
+                from mtagent import paths
+                from mtagent.session.store import shared_store
+
+                shared_store(session.settings).discard_empty(paths.project_hash(self.options.root),
+                                                             session.session_id)
 
     def _live(self) -> AgentSession:
         if self.session is None:

@@ -11,18 +11,20 @@ audit events, not an isolation boundary.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 from mtagent import paths
-from mtagent.errors import SessionNotFound
+from mtagent.errors import SessionLocked, SessionNotFound
 from mtagent.session.artifacts import ArtifactMeta, ArtifactStore, TOOL_RESULTS_DIR
 from mtagent.session.audit import JsonlAuditSink
-from mtagent.session.index import locate_resume_point
+from mtagent.session.index import index_path, locate_resume_point
 from mtagent.session.catalog import SessionInfo, session_info
 from mtagent.session.store_types import ResumeRead, validate_name
 from mtagent.session.reader import Entry, ReadReport, iter_entries, read_first_record
-from mtagent.session.transcript import FsyncPolicy, TranscriptWriter
+from mtagent.session.schema import TRANSCRIPT_MESSAGE
+from mtagent.session.transcript import FsyncPolicy, TranscriptWriter, lock_path
 
 
 
@@ -88,6 +90,23 @@ class FilesStore:
         for _ in iter_entries(path, report=report):
             pass
         return report.records
+
+    def discard_empty(self, project: str, session_id: str) -> bool:
+        path = self.transcript_path(project, session_id)
+        if not path.is_file() or any(entry.record.get("type") == TRANSCRIPT_MESSAGE
+                                     for entry in iter_entries(path, skip_corrupt=True, report=ReadReport())):
+            return False
+        try:
+            writer = TranscriptWriter(path, session_id=session_id, index=False)
+        except SessionLocked:
+            return False  # another process writes it: it is not ours to remove
+        with writer:
+            for leftover in (path, index_path(path)):
+                leftover.unlink(missing_ok=True)
+        lock_path(path).unlink(missing_ok=True)
+        shutil.rmtree(self._history(project) / "artifacts" / paths.validate_session_id(session_id),
+                      ignore_errors=True)
+        return True
 
     def session_start(self, project: str, session_id: str) -> dict[str, Any] | None:
         return read_first_record(self._existing(project, session_id))

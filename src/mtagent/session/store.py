@@ -90,6 +90,11 @@ class Store(Protocol):
 
     def record_count(self, project: str, session_id: str) -> int: ...
 
+    def discard_empty(self, project: str, session_id: str) -> bool:
+        """Remove a closed session that holds no message (a REPL opened and left): True when removed.
+        A session is written for its first message, so an empty one never becomes ``latest``."""
+        ...
+
     def session_start(self, project: str, session_id: str) -> dict[str, Any] | None: ...
 
     # artifacts and session memory

@@ -171,6 +171,12 @@ class PostgresStore:
         rows = self._all(f"SELECT count(*) FROM mtagent_transcript WHERE {_SESSION}", (self.tenant, project, session_id))
         return int(rows[0][0])
 
+    def discard_empty(self, project: str, session_id: str) -> bool:
+        """Never: in a database transcripts are append-only for the application role (no DELETE is
+        granted on them, so a fleet's history and audit cannot be erased from an agent), and an empty
+        session is kept."""
+        return False
+
     def session_start(self, project: str, session_id: str) -> dict[str, Any] | None:
         self._require(project, session_id)
         rows = self._all(f"SELECT seq, line FROM mtagent_transcript WHERE {_SESSION} AND seq = 0",
