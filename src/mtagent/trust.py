@@ -186,8 +186,9 @@ def is_trusted(project_root: str | os.PathLike[str], layer: dict[str, Any] | Non
 
 def changed_message(project_root: str | os.PathLike[str], changes: list[str]) -> str:
     """One line: what changed since the user trusted the project, and the way on."""
-    return (f"{_key(project_root)} changed since you trusted it: {'; '.join(changes)}; nothing of it was started "
-            f"or applied — review it with `mtagent trust {_key(project_root)}`")
+    where = trust_scope.visible(_key(project_root))
+    return (f"{where} changed since you trusted it: {'; '.join(changes)}; nothing of it was started "
+            f"or applied — review it with `mtagent trust {where}`")
 
 
 def refuse_if_changed(project_root: str | os.PathLike[str]) -> None:
