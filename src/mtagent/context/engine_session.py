@@ -204,11 +204,12 @@ class EngineSession:
                 return False
             if not message.id:
                 message.id = schema.new_message_id()
-            self.sink.append(schema.message_to_record(message))
+            record = schema.message_to_record(message)  # converted once: written, and kept for a repeated call
+            self.sink.append(record)
             self.recorded.add(str(message.id))
             if isinstance(message, ToolMessage):
                 self.guard.answered.add(message.tool_call_id)
-                self.guard.results[message.tool_call_id] = schema.message_to_record(message)
+                self.guard.results[message.tool_call_id] = record
             return True
 
     def known(self, messages: Iterable[BaseMessage]) -> None:
@@ -271,7 +272,6 @@ class EngineSession:
         system: Callable[[], Sequence[BaseMessage]] | None = None,
         tools_tokens: int | None = None,
         conflicts: Callable[[], Sequence[Any]] | None = None,
-        on_prepared: Callable[[PreparedContext], None] | None = None,
         strip_system: bool = False,
     ) -> ModelCall:
         """Record the new messages of ``history``, prepare, invoke with transient retries, and on a
@@ -299,8 +299,6 @@ class EngineSession:
             if prepared.compaction is not None:
                 compacted = True
             history = prepared.history
-            if on_prepared is not None:
-                on_prepared(prepared)
             sent = list(prepared.messages[len(system_messages):] if strip_system else prepared.messages)
             try:
                 reply = call_with_retries(lambda: main_call(invoke, sent), retry, on_retry=self._on_retry,
