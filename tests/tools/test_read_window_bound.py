@@ -107,3 +107,11 @@ def test_after_a_compaction_that_made_room_a_re_read_is_sent_again(make_kit) -> 
     bus.emit(EventType.COMPACT_BOUNDARY, id="b2")  # a later compaction made room
     again = kit.call("read_file", file_path="mid.py")
     assert "LEASE_SECONDS = 4711" in again.content
+
+
+def test_an_unchanged_re_read_of_a_saved_read_points_at_the_saved_copy(make_kit) -> None:
+    kit: Kit = make_kit(_settings())
+    _module(kit.root / "big.py", 900, fact_line=850)
+    kit.call("read_file", file_path="big.py")
+    again = kit.call("read_file", file_path="big.py")
+    assert again.content.startswith("file_unchanged:") and "tool-results/call_1.txt" in again.content

@@ -94,6 +94,9 @@ class ReadFileTool(WorkspaceTool):
             stub = (f"file_unchanged: {shown} (lines {prior.start_line}-{prior.start_line + prior.num_lines - 1}) "
                     f"has not changed since your read in tool call {prior.tool_call_id}; "
                     "that result is still current, refer to it instead of re-reading.")
+            if prior.saved:
+                stub += (f" It was saved to {prior.saved}: page it with "
+                         f'read_tool_result(path="{prior.saved}", offset=<line>).')
             return stub, {"kind": "file_unchanged", "file_path": shown, "previous_tool_call_id": prior.tool_call_id,
                           "mtime": stamp.mtime}
         head = fh.read(_SNIFF_BYTES)
@@ -144,7 +147,8 @@ class ReadFileTool(WorkspaceTool):
                 saved = self._offload(call_id, shown, lines, start, total, tokens, fit, stamp, again)
                 if saved is not None:
                     ctx.read_state.record_read(path, call_id, offset=offset, limit=limit, stamp=stamp,
-                                               start_line=start, num_lines=len(lines))
+                                               start_line=start, num_lines=len(lines),
+                                               saved=saved[1].get("artifact"))
                     return saved
                 if tokens > cap:
                     raise ToolInputError(

@@ -63,6 +63,7 @@ class ReadRecord:
     stale: bool = False  # a write by the agent came after it
     forgotten: bool = False  # its content is no longer in the model's view
     message_id: str | None = None  # the ToolMessage that carried it (microcompact names those)
+    saved: str | None = None  # the artifact a read too large for the window was saved to
 
 
 class RecentRead(NamedTuple):
@@ -85,8 +86,8 @@ class ReadState:
     by_reference: bool = False
 
     def record_read(self, path: Path, tool_call_id: str, *, offset: int | None, limit: int | None,
-                    stamp: FileStamp, start_line: int, num_lines: int) -> ReadRecord:
-        record = ReadRecord(str(path), tool_call_id, offset, limit, stamp, start_line, num_lines)
+                    stamp: FileStamp, start_line: int, num_lines: int, saved: str | None = None) -> ReadRecord:
+        record = ReadRecord(str(path), tool_call_id, offset, limit, stamp, start_line, num_lines, saved=saved)
         with self._lock:
             self._reads.append(record)
             self._known[str(path)] = stamp
