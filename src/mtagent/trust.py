@@ -158,11 +158,18 @@ def covers_server(project_root: str | os.PathLike[str], source: str, name: str, 
     return isinstance(item, dict) and item.get("digest") == trust_scope.server_digest(raw)
 
 
+# Keys an untrusted project's value is cut down for (secret_rules.untrusted_redactions) and a trusted
+# one's applies whole: a redaction can hide code lines from the agent, so a trusted value is covered too.
+_NARROWED_WHEN_UNTRUSTED = frozenset({("security", "redact_values"), ("security", "redact_env")})
+
+
 def keys_needing_trust(layer: dict[str, Any]) -> list[str]:
     """The ``section.key`` names of a project config ``layer`` a trust decision covers: its security
-    keys and the size and budget keys an untrusted project may only narrow (:data:`NARROW_ONLY`)."""
+    keys, the size and budget keys an untrusted project may only narrow (:data:`NARROW_ONLY`) and the
+    redactions it may only narrow."""
     found = security_keys_in(layer)
-    return found + [k for k in security_keys_in(layer, frozenset(NARROW_ONLY)) if k not in found]
+    more = security_keys_in(layer, frozenset(NARROW_ONLY) | _NARROWED_WHEN_UNTRUSTED)
+    return found + [k for k in more if k not in found]
 
 
 def covered(project_root: str | os.PathLike[str], layer: dict[str, Any] | None = None) -> dict[str, trust_scope.CoveredItem]:
