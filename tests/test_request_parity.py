@@ -137,6 +137,7 @@ def tool_names(request: dict[str, Any]) -> list[str]:
 @pytest.fixture
 def project(tmp_path: Path, mtagent_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (mtagent_home / "config.toml").write_text(
+        "[mcp]\nready_wait_seconds = 120\n"  # every front end waits for the fixture server, however loaded the machine
         f"[mcp.servers.fx]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(FIXTURE_SERVER))}]\n",
         encoding="utf-8")
     skill = mtagent_home / "skills" / "release-notes"

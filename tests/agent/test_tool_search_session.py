@@ -102,7 +102,8 @@ def test_a_real_mcp_servers_deferred_tool_is_searched_loaded_and_called(tmp_path
     pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
     fixture = Path(__file__).resolve().parents[1] / "tools" / "mcp" / "fixture_server.py"
     settings = agent_settings(tools={"defer": "always"},
-                              mcp={"servers": {"fixture": {"command": sys.executable, "args": [str(fixture)]}}})
+                              mcp={"servers": {"fixture": {"command": sys.executable, "args": [str(fixture)]}},
+                                   "ready_wait_seconds": 120})
     steps = [tool_call("tool_search", {"query": "repeat the text back", "k": 1}),
              tool_call("mcp__fixture__echo", {"text": "hello through MCP"}), reply("echoed")]
     with AgentSession.create(make_project(tmp_path), model=ScriptedChatModel(steps=steps), settings=settings,

@@ -28,7 +28,9 @@ def fixture_server(*flags: str, **extra: Any) -> dict[str, Any]:
 
 
 def mcp_settings(servers: dict[str, dict[str, Any]], agent: dict[str, Any] | None = None, **mcp: Any) -> Settings:
-    return Settings.model_validate({"mcp": {"servers": servers, **mcp},
+    # a session waits at most mcp.ready_wait_seconds for its servers; on a loaded test machine a fixture
+    # server can take longer to start, so tests wait for them (test_background_start sets its own wait)
+    return Settings.model_validate({"mcp": {"servers": servers, "ready_wait_seconds": 120, **mcp},
                                     "agent": {"retry_base_seconds": 0.0, "max_retries": 0, **(agent or {})},
                                     "session_memory": {"enabled": False}})
 
