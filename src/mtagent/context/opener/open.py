@@ -17,7 +17,7 @@ from mtagent.context.model_gate import background
 from mtagent.context.opener.system import SystemContext, SystemPrompt, SessionTools
 from mtagent.context.opener.wiring import CacheAlignedModel, build_engine_session, make_summarizer
 from mtagent.context.recall.indexer import RecallIndexer
-from mtagent.context.recall.sink import IndexingSink, recall_sink
+from mtagent.context.recall.sink import IndexingSink, compacted_recall, recall_sink
 from mtagent.context.session_memory.manager import SessionMemoryManager
 from mtagent.context.static.tiers import StaticContext
 from mtagent.context.tokens import MessageTokenCounter
@@ -194,6 +194,7 @@ def open_engine_session(
             stats=stats, redactor=redactor, read_state=read_state, root=root, guard=guard,
             recorded={str(r["id"]) for r in records if r.get("type") == schema.TRANSCRIPT_MESSAGE and r.get("id")},
             session_id=session_id, system=system or context, counter=counter, clock=clock,
+            retriever=compacted_recall(indexed, settings),
         )
     except BaseException:
         io.writer.close()

@@ -20,9 +20,8 @@ from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummar
 from mtagent.context.engine_session import EngineSession, ToolGuard
 from mtagent.context.opener.system import SystemPrompt
 from mtagent.context.recall.retrieved import CompactedRecall
-from mtagent.context.recall.sink import compacted_recall
 from mtagent.context.tokens import MessageTokenCounter
-from mtagent.context.tool_results.budgeter import ToolResultBudgeter, ToolResultPolicy
+from mtagent.context.tool_results.budgeter import ToolResultBudgeter, ToolResultPolicy, window_max_chars
 from mtagent.context.window import ContextWindowManager, SessionMemory
 from mtagent.events import EventBus, SessionStats
 from mtagent.redaction import Redactor
@@ -85,20 +84,21 @@ def build_engine_session(
     :class:`~mtagent.session.transcript.MemorySink`, or a redacting wrapper of either); ``artifacts``
     is where oversized tool results go (without it they are previewed but not saved); the summarizer
     defaults to the extractive one (no model call). ``retriever``: the recall helper of the sink's
-    index (found from the sink when not given).
+    index (the opener passes the one of the index it built), or None.
     """
     settings = settings or Settings()
     events = events or EventBus()
     stats = stats or SessionStats()
     budgeter = budgeter or ToolResultBudgeter(
-        policy=ToolResultPolicy.from_settings(settings.tool_results), artifacts=artifacts, sink=sink,
+        policy=ToolResultPolicy.from_settings(settings.tool_results, window_chars=window_max_chars(settings)),
+        artifacts=artifacts, sink=sink,
         events=events, stats=stats,
     )
     extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
     window = ContextWindowManager(
         settings, summarizer=make_summarizer(settings, summarizer=summarizer), sink=sink, bus=events, stats=stats,
         session_memory=session_memory, read_state=read_state, token_limit=settings.context.token_limit, root=root,
-        retriever=retriever if retriever is not None else compacted_recall(sink, settings), counter=counter,
+        retriever=retriever, counter=counter,
         **extra,
     )
     return EngineSession(window, budgeter, sink, settings=settings, events=events, stats=stats, redactor=redactor,

@@ -2,7 +2,7 @@
 
 Wrap the transcript writer with it (under any redaction, so only what the transcript holds is
 indexed): ``RedactingSink(IndexingSink(writer, indexer, session_id), redactor)`` — or use
-:func:`recall_sink`; :func:`compacted_recall` then finds the index again for the window manager. The inner
+:func:`recall_sink`; the opener hands the window manager :func:`compacted_recall` of the sink it built. The inner
 sink's write comes first and its result is returned unchanged; indexing can never lose or
 delay-fail a record, because :meth:`RecallIndexer.add_record` never raises.
 """
@@ -84,15 +84,9 @@ def recall_sink(inner: RecordSink, project_root: str | os.PathLike[str], session
 
 
 def compacted_recall(sink: object, settings: Settings) -> CompactedRecall | None:
-    """The retrieved-bucket helper for the session whose records ``sink`` indexes — found by
-    following ``.inner`` through wrapping sinks — or None (recall off, or a sink without an index)."""
-    for _ in range(8):
-        if isinstance(sink, IndexingSink):
-            if not settings.recall.retrieve_after_compaction:
-                return None
-            return CompactedRecall(Recaller(sink.indexer), settings.recall,
-                                   lambda text: count_text_tokens(text, settings.context.encoding), sink.session_id)
-        sink = getattr(sink, "inner", None)
-        if sink is None:
-            return None
-    return None
+    """The retrieved-bucket helper for the session whose records ``sink`` (the opener's indexing sink)
+    indexes, or None (recall off: ``sink`` is not an :class:`IndexingSink`)."""
+    if not isinstance(sink, IndexingSink) or not settings.recall.retrieve_after_compaction:
+        return None
+    return CompactedRecall(Recaller(sink.indexer), settings.recall,
+                           lambda text: count_text_tokens(text, settings.context.encoding), sink.session_id)
