@@ -51,8 +51,8 @@ class ContextSettings(_Section):
     price_cache_write: float = Field(1.25, ge=0, description="price of writing a token to the prompt cache")
     price_input: float = Field(1.0, gt=0, description="price of an uncached input token (the unit)")
     price_output: float = Field(5.0, ge=0, description="price of an output token")
-    cost_tail_min_tokens: int = Field(2_000, ge=0, description="recent tail kept by a cost-triggered compact, at least")
-    cost_tail_max_tokens: int = Field(6_000, ge=0, description="recent tail kept by a cost-triggered compact, at most")
+    cost_tail_min_tokens: int = Field(1_000, ge=0, description="recent tail kept by a cost-triggered compact, at least")
+    cost_tail_max_tokens: int = Field(4_000, ge=0, description="recent tail kept by a cost-triggered compact, at most")
     cost_min_calls: int = Field(8, ge=1, description="calls a session runs before the cost trigger may fire")
     expected_summary_tokens: int = Field(2_000, ge=0, description="summary size the cost trigger assumes")
     summary_output_tokens: int = Field(

@@ -38,7 +38,8 @@ GRID: tuple[Candidate, ...] = (
     {("context", "cost_tail_min_tokens"): 1_500, ("context", "cost_tail_max_tokens"): 5_000},
     {("context", "cost_tail_min_tokens"): 3_000, ("context", "cost_tail_max_tokens"): 10_000},
     {("context", "cost_tail_min_tokens"): 5_000, ("context", "cost_tail_max_tokens"): 20_000},
-    {("context", "cost_tail_min_tokens"): 1_000, ("context", "cost_tail_max_tokens"): 4_000},
+    {("context", "cost_tail_min_tokens"): 2_000, ("context", "cost_tail_max_tokens"): 6_000},
+    {("context", "cost_tail_min_tokens"): 500, ("context", "cost_tail_max_tokens"): 3_000},
     # the tail a threshold compaction keeps (the ceiling the cost trigger leaves in place)
     {("context", "compression_preserve_min_tokens"): 5_000, ("context", "compression_preserve_max_tokens"): 20_000},
     {("context", "compression_preserve_min_tokens"): 2_000, ("context", "compression_preserve_max_tokens"): 10_000},
