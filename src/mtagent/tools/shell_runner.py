@@ -24,10 +24,9 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
-import socket
 import sys
-import threading
 import time
+from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -119,7 +118,10 @@ PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "AL
 NO_PROXY_VARIABLES = ("NO_PROXY", "no_proxy")
 
 
-def _pipe(src: socket.socket, dst: socket.socket) -> None:
+# socket and threading are imported only with --bridge (a sandboxed call): every call starts this runner.
+
+
+def _pipe(src: Any, dst: Any) -> None:
     try:
         while True:
             chunk = src.recv(65536)
@@ -129,12 +131,15 @@ def _pipe(src: socket.socket, dst: socket.socket) -> None:
     except OSError:
         pass
     try:
-        dst.shutdown(socket.SHUT_WR)
+        dst.shutdown(1)  # SHUT_WR
     except OSError:
         pass
 
 
-def _relay(client: socket.socket, socket_path: str) -> None:
+def _relay(client: Any, socket_path: str) -> None:
+    import socket
+    import threading
+
     upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         upstream.connect(socket_path)
@@ -150,7 +155,9 @@ def _relay(client: socket.socket, socket_path: str) -> None:
     upstream.close()
 
 
-def _serve_bridge(listener: socket.socket, socket_path: str) -> None:
+def _serve_bridge(listener: Any, socket_path: str) -> None:
+    import threading
+
     while True:
         try:
             client, _ = listener.accept()
@@ -159,8 +166,10 @@ def _serve_bridge(listener: socket.socket, socket_path: str) -> None:
         threading.Thread(target=_relay, args=(client, socket_path), daemon=True).start()
 
 
-def open_bridge() -> tuple[socket.socket, int]:
+def open_bridge() -> tuple[Any, int]:
     """A loopback listener of the sandbox's network namespace (its port picked by the kernel)."""
+    import socket
+
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
@@ -190,6 +199,8 @@ def main(argv: list[str]) -> int:
         finally:
             os._exit(127)
     if listener is not None and bridge is not None:
+        import threading
+
         threading.Thread(target=_serve_bridge, args=(listener, bridge), daemon=True).start()
     stops = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
     for signum in stops:
