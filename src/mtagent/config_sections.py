@@ -330,6 +330,10 @@ SANDBOX_HIDDEN_HOME_PATHS: tuple[str, ...] = (
     ".git-credentials", ".config/gh", ".config/hub", ".npmrc", ".pypirc", ".cargo/credentials",
     ".cargo/credentials.toml", ".gem/credentials", ".password-store", ".vault-token", ".terraform.d",
     ".config/op", ".local/share/keyrings", ".mozilla", ".config/google-chrome", ".config/chromium",
+    ".config/containers/auth.json", ".s3cfg", ".config/rclone", ".oci", ".config/doctl", ".config/git/credentials",
+    # shell and REPL histories hold pasted tokens and passwords
+    ".bash_history", ".zsh_history", ".local/share/fish", ".python_history", ".psql_history", ".mysql_history",
+    ".node_repl_history", ".sqlite_history", ".rediscli_history",
 )
 # Inside the writable workspace, what must stay read-only: files that make something run *outside* the
 # sandbox later (git hooks and config on the user's next commit, the project's own mtagent config).

@@ -46,6 +46,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (home / ".aws" / "credentials").write_text("aws_secret_access_key = FAKEKEYaws\n")
     (home / ".netrc").write_text("machine example.com login me password FAKEKEYnetrc\n")
     (home / "notes-secret.txt").write_text("FAKEKEYnotes\n")
+    (home / ".bash_history").write_text("export TOKEN=FAKEKEYhistory\n")
     mtagent_home = tmp_path / "mtagent-home"
     mtagent_home.mkdir()
     (mtagent_home / "config.toml").write_text("# FAKEKEYmtagent\n")
@@ -73,7 +74,8 @@ def test_a_planted_key_in_home_is_unreadable(home: Path, tmp_path: Path) -> None
     kit = _kit(tmp_path)
     (kit.root / "key-link").symlink_to(home / ".ssh" / "id_ed25519")
     out, meta = _run(kit, "cat ~/.ssh/id_ed25519; cat $HOME/.aws/credentials; cat ~/.netrc; cat key-link; "
-                          "cat $MTAGENT_HOME/config.toml; ls -a ~/.ssh; grep -r FAKEKEY ~ 2>/dev/null; echo done")
+                          "cat $MTAGENT_HOME/config.toml; cat ~/.bash_history; ls -a ~/.ssh; grep -r FAKEKEY ~ 2>/dev/null; "
+                          "echo done")
     assert meta["sandboxed"] is True
     assert "FAKEKEY" not in out and "done" in out
 
