@@ -89,7 +89,8 @@ def main() -> int:
     for c in data["paired"]:
         lines.append(f"| {c['a']} vs {c['b']} | {c['only_a']} | {c['only_b']} | {c['diff']:+.3f} | "
                      f"{c['ci_low']:+.3f} … {c['ci_high']:+.3f} | {c['p_value']:.3f} | {c['verdict']} |")
-    failed = {p["policy"]: [t["task"] for t in data["tasks"] if t.get(p["policy"]) != "solved"] for p in data["policies"]}
+    failed = {p["policy"]: [t["task"] for t in data["tasks"] if t.get(p["policy"]) != "solved"]
+              for p in data["policies"]}
     lines += ["", "| policy | tasks not solved |", "|---|---|"]
     lines += [f"| {name} | {', '.join(tasks) or '-'} |" for name, tasks in failed.items()]
     table = "\n".join(lines)

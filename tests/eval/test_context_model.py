@@ -31,7 +31,8 @@ def _call(name: str, args: dict, cid: str) -> AIMessage:
 
 
 def _done_reads(first_result: str = "[cleared]") -> list[BaseMessage]:
-    out: list[BaseMessage] = [SystemMessage("s"), HumanMessage(TASK), _call("read_file", {"file_path": "config/a.py"}, "c0"),
+    out: list[BaseMessage] = [SystemMessage("s"), HumanMessage(TASK),
+                              _call("read_file", {"file_path": "config/a.py"}, "c0"),
                               ToolMessage(first_result, tool_call_id="c0")]
     for k in range(3):
         out += [_call("read_file", {"file_path": f"src/mod_{k:02d}.py"}, f"m{k}"),
@@ -83,17 +84,19 @@ def test_a_saved_output_is_paged_until_the_fact_shows() -> None:
                                    ToolMessage("No matches", tool_call_id="g1")]
     name, args = _next(messages)
     assert name == "read_tool_result" and args["path"] == "tool-results/call_1.txt" and args["offset"] == 1
-    messages += [_call(name, args, "p1"), ToolMessage("Error: that page is 29,272 tokens; use limit=90", tool_call_id="p1")]
+    messages += [_call(name, args, "p1"),
+                 ToolMessage("Error: that page is 29,272 tokens; use limit=90", tool_call_id="p1")]
     assert _next(messages)[1] == {"path": "tool-results/call_1.txt", "offset": 1, "limit": 90}  # follows the advice
     messages += [_call(name, {**args, "limit": 90}, "p2"),
-                 ToolMessage("1\t[0000] step\n[Showing lines 1-90 of 900. Continue with offset=91.]", tool_call_id="p2")]
+                 ToolMessage("1\t[0000] step\n[Showing lines 1-90 of 900. Continue with offset=91.]",
+                             tool_call_id="p2")]
     assert _next(messages)[1]["offset"] == 91
     messages += [_call(name, {**args, "offset": 91}, "p3"),
                  ToolMessage("431\t[0430] build: resolved BUILD_ID=b77x1 for the release\n"
                              "[Showing lines 91-180 of 900. Continue with offset=181.]", tool_call_id="p3")]
     assert _next(messages) == ("write_file", {"file_path": "out.txt", "content": "b77x1\n"})
-    ended = messages[:-2] + [_call(name, {**args, "offset": 91}, "p3"), ToolMessage("9\tx\n[Lines 91-900 of 900 (end).]",
-                                                                                    tool_call_id="p3")]
+    ended = messages[:-2] + [_call(name, {**args, "offset": 91}, "p3"),
+                             ToolMessage("9\tx\n[Lines 91-900 of 900 (end).]", tool_call_id="p3")]
     assert _next(ended) == ("recall", {"query": "BUILD_ID"})  # read to the end: on to the next way
 
 
@@ -101,7 +104,8 @@ def test_a_path_the_task_reads_twice_is_two_steps_not_a_loop() -> None:
     task = "TASK t3\n1. Read `a.py`.\n2. Read `b.py`.\n3. Read `a.py`.\n4. Write the value of X into `o.txt`.\n"
     messages: list[BaseMessage] = [HumanMessage(task)]
     for i, path in enumerate(("a.py", "b.py", "a.py")):
-        messages += [_call("read_file", {"file_path": path}, f"c{i}"), ToolMessage("X = 5" if i else "y", tool_call_id=f"c{i}")]
+        messages += [_call("read_file", {"file_path": path}, f"c{i}"),
+                     ToolMessage("X = 5" if i else "y", tool_call_id=f"c{i}")]
     assert _next(messages) == ("write_file", {"file_path": "o.txt", "content": "5\n"})
     assert _next(messages[:5])[1] == {"file_path": "a.py"}  # after a, b: the second read of a
 
@@ -173,14 +177,17 @@ def _planned(*statuses: str) -> dict:
 def test_a_plan_is_written_marked_and_reported_from_what_the_view_shows() -> None:
     messages: list[BaseMessage] = [HumanMessage(PLAN_TASK)]
     assert _next(messages) == ("update_plan", _planned("pending", "pending", "pending"))
-    messages += [_call("update_plan", _planned("pending", "pending", "pending"), "p1"), ToolMessage("ok", tool_call_id="p1"),
+    messages += [_call("update_plan", _planned("pending", "pending", "pending"), "p1"),
+                 ToolMessage("ok", tool_call_id="p1"),
                  _call("read_file", {"file_path": "x.py"}, "r1"), ToolMessage("x", tool_call_id="r1")]
     assert _next(messages) == ("update_plan", _planned("done", "pending", "pending"))
-    messages += [_call("update_plan", _planned("done", "pending", "pending"), "p2"), ToolMessage("ok", tool_call_id="p2"),
+    messages += [_call("update_plan", _planned("done", "pending", "pending"), "p2"),
+                 ToolMessage("ok", tool_call_id="p2"),
                  _call("read_file", {"file_path": "y.py"}, "r2"), ToolMessage("y", tool_call_id="r2")]
     assert _next(messages) == ("update_plan", _planned("done", "pending", "done"))
     messages += [_call("update_plan", _planned("done", "pending", "done"), "p3"), ToolMessage("ok", tool_call_id="p3")]
-    assert _next(messages) == ("write_file", {"file_path": "o.txt", "content": "audit a: done\ncheck b: pending\nsign c: done\n"})
+    content = "audit a: done\ncheck b: pending\nsign c: done\n"
+    assert _next(messages) == ("write_file", {"file_path": "o.txt", "content": content})
 
 
 def test_a_plan_carried_by_a_hand_off_is_kept_and_a_lost_one_is_planned_again() -> None:

@@ -17,7 +17,8 @@ from mtagent.replay.executors import make_executor
 from langchain_core.messages import HumanMessage
 
 
-def _run(tasks: list, scratch: Path, out: Path, chain: int = 1, policies: tuple[str, ...] = ("threshold",)) -> list[dict]:
+def _run(tasks: list, scratch: Path, out: Path, chain: int = 1,
+         policies: tuple[str, ...] = ("threshold",)) -> list[dict]:
     units, _ = plan_units(tasks, load_policies(list(policies)), scratch, model="context-test:", chain=chain,
                           done=finished_pairs(out))
     executor = make_executor("local", workers=1)

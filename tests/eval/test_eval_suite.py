@@ -141,7 +141,8 @@ def test_every_task_of_both_suites_has_a_check_that_tells_right_from_wrong(tmp_p
     from mtagent.agent.context_model import parse_task
     from mtagent.eval.suite import suite_task
 
-    for name, tasks in (("builtin", builtin_tasks(tmp_path / "b")), ("extra", builtin_tasks(tmp_path / "x", name="extra"))):
+    suites = (("builtin", builtin_tasks(tmp_path / "b")), ("extra", builtin_tasks(tmp_path / "x", name="extra")))
+    for name, tasks in suites:
         assert len({t.id for t in tasks}) == len(tasks) >= 20
         for index, task in enumerate(tasks):
             spec = suite_task(name, index)

@@ -214,7 +214,9 @@ def _matches(task: Task, step: Step, call: dict[str, Any]) -> bool:
         if not isinstance(planned, list):
             return False
         pairs = [(s.get("step"), s.get("status")) for s in planned if isinstance(s, dict)]
-        return [text for text, _ in pairs] == list(step.facts) if step.kind == "plan" else (step.target, "done") in pairs
+        if step.kind == "plan":
+            return [text for text, _ in pairs] == list(step.facts)
+        return (step.target, "done") in pairs
     if step.kind == "read":
         return call["name"] == "read_file" and args.get("file_path") == _path(task, step.target)
     if step.kind == "run":
@@ -250,7 +252,8 @@ def saved_outputs(messages: Sequence[BaseMessage]) -> list[str]:
 _RENDERED_RESULT = re.compile(r"^\[tool result \w* id=([^ \]]*) status=[^\]]*\]\n(.*?)(?=\n\n\[|\n</transcript>|\Z)",
                               re.M | re.S)
 _LOOKED = re.compile(r"Looked up at step (\d+) \(TASK ([A-Za-z0-9._-]+)\): (\[.*\])\s*$", re.M)
-_PAGED = re.compile(r'read_tool_result\(path="([^"]+)"\) pages a saved output; (?:continue at offset=(\d+)|read to the end)')
+_PAGED = re.compile(r'read_tool_result\(path="([^"]+)"\) pages a saved output; '
+                    r"(?:continue at offset=(\d+)|read to the end)")
 
 
 def tool_results(messages: Sequence[BaseMessage]) -> dict[str, str]:

@@ -146,7 +146,8 @@ def log(index: int, task_id: str) -> SuiteTask:
     fact, value = "BUILD_ID", f"b{number(index, 'log')}x{index}"
     distance = 6 + index % 5
     files = {"tools/build.py": one_shot(build_log(index, fact, value)), **fillers(index, distance)}
-    steps = ["Run `python3 tools/build.py`.", reads(0, distance - 1), f"Write the value of {fact} into `{ANSWER_FILE}`."]
+    steps = ["Run `python3 tools/build.py`.", reads(0, distance - 1),
+             f"Write the value of {fact} into `{ANSWER_FILE}`."]
     return SuiteTask(task_id, "log", fact, value, distance, files,
                      prompt_of(task_id, steps, f"the {fact} the build log printed"))
 

@@ -76,7 +76,8 @@ def env_fact(index: int, task_id: str) -> SuiteTask:
     fact, value = "DEPLOY_SLOT", word_value(index, "env")
     distance = 12 + index % 10
     files = {".env": f"APP_NAME=ingest\n{fact}={value}\nLOG_LEVEL=info\n", **fillers(index, distance)}
-    steps = ["Read `.env`.", reads(0, distance - 1), "Run `rm .env`.", f"Write the value of {fact} into `{ANSWER_FILE}`."]
+    steps = ["Read `.env`.", reads(0, distance - 1), "Run `rm .env`.",
+             f"Write the value of {fact} into `{ANSWER_FILE}`."]
     return SuiteTask(task_id, "env", fact, value, distance, files,
                      prompt_of(task_id, steps, f"the value {fact} had in .env"))
 
