@@ -11,7 +11,8 @@
 
 The shell tool's own per-call work (a watchdog that scans ``/proc`` at the end, the tree sweep) is
 the same with and without the sandbox and grows with the machine's load; so the runner alone, as a
-plain child and inside bubblewrap (proxy included), is timed too.
+plain child and inside bubblewrap (proxy included), is timed too, and the sandbox's own parts alone:
+bubblewrap around ``/bin/true`` with the sandbox's command line, and the proxy's start and stop.
 
     python benchmarks/sandbox_bench.py           # 60 + 100 paired runs, both rule sets
     python benchmarks/sandbox_bench.py --quick   # 10 + 20 paired runs, no rules only
@@ -166,6 +167,36 @@ def bare_start(runs: int) -> tuple[float, float, float]:
         return statistics.median(times["off"]), statistics.median(times["on"]), statistics.median(diffs)
 
 
+def bwrap_alone(runs: int) -> tuple[float, float, float]:
+    """(median ms of ``/bin/true``, of the same in bubblewrap with the sandbox's command line, of the
+    proxy's start and stop): the sandbox's own parts, without Python's start in the runner."""
+    import subprocess
+
+    from mtagent.config import Settings
+    from mtagent.tools import sandbox
+
+    with tempfile.TemporaryDirectory(prefix="mtagent-sandbox-bench-") as scratch:
+        call = sandbox.call_for(Settings.model_validate({"sandbox": {"mode": "on"}}), [Path(scratch)])
+        assert call is not None
+        plain: list[float] = []
+        wrapped: list[float] = []
+        proxy: list[float] = []
+        with call:
+            argv = call.argv(["/bin/true"])
+            for i in range(runs + 2):
+                for which in ("plain", "wrapped") if i % 2 else ("wrapped", "plain"):
+                    started = time.perf_counter()
+                    subprocess.run(["/bin/true"] if which == "plain" else argv, check=True)
+                    if i >= 2:
+                        (plain if which == "plain" else wrapped).append((time.perf_counter() - started) * 1000)
+        for _ in range(runs):
+            started = time.perf_counter()
+            with sandbox.NetworkProxy(()):
+                pass
+            proxy.append((time.perf_counter() - started) * 1000)
+        return statistics.median(plain), statistics.median(wrapped), statistics.median(proxy)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs; the session without approval rules only")
@@ -178,13 +209,17 @@ def main() -> int:
     results: dict[str, str] = {}
     if reason is None:
         off, on, added = added_time(10 if args.quick else 60)
+        true_ms, bwrap_ms, proxy_ms = bwrap_alone(30 if args.quick else 200)
         bare_off, bare_on, bare_added = bare_start(20 if args.quick else 100)
         lines += ["| `true` | sandbox off, median ms | sandbox on, median ms | added (median of paired differences) |",
                   "|---|---|---|---|",
                   f"| through the shell tool | {off:.1f} | {on:.1f} | {added:.1f} |",
-                  f"| the runner alone (no watchdog, no sweep) | {bare_off:.1f} | {bare_on:.1f} | {bare_added:.1f} |", ""]
+                  f"| the runner alone (no watchdog, no sweep) | {bare_off:.1f} | {bare_on:.1f} | {bare_added:.1f} |",
+                  f"| `/bin/true` bare vs in bubblewrap (the sandbox's command line) | {true_ms:.1f} | {bwrap_ms:.1f} | "
+                  f"{bwrap_ms - true_ms:.1f} |", f"| the proxy's start and stop | | {proxy_ms:.1f} | {proxy_ms:.1f} |", ""]
         results.update(sandbox_added_ms=f"{added:.1f}", command_ms_off=f"{off:.1f}", command_ms_on=f"{on:.1f}",
-                       sandbox_added_runner_ms=f"{bare_added:.1f}")
+                       sandbox_added_runner_ms=f"{bare_added:.1f}", bwrap_added_ms=f"{bwrap_ms - true_ms:.1f}",
+                       proxy_start_stop_ms=f"{proxy_ms:.2f}")
     lines += ["| 40-command session, --approval ask | rules | questions | commands run |", "|---|---|---|---|"]
     rule_sets = [("none", {})] + ([] if args.quick else [("git status/ls/cat allowed", COMMON_RULES)])
     for label, rules in rule_sets:
