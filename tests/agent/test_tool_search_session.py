@@ -163,3 +163,14 @@ def test_a_recall_embeddings_setting_that_cannot_be_set_up_is_one_warning_and_ke
             assert session.parts.toolset is not None  # the session opened, tool_search on BM25
     said = [r.getMessage() for r in caplog.records if r.name == "mtagent.agent.opener"]
     assert len(said) == 1 and "recall.embeddings" in said[0] and "keywords only" in said[0]
+
+
+def test_a_deferred_tool_called_by_name_without_a_search_runs_and_the_next_request_carries_it(tmp_path: Path) -> None:
+    """The model read the name in the listing and called it: it runs, and its schema is sent from the
+    next request on (the loop loads it as the call starts — no event listener does it)."""
+    RUNS.clear()
+    with open_session(tmp_path, [tool_call("mcp__fake__op_3", {"target": "gear"}), reply("done")]) as session:
+        assert "mcp__fake__op_3" not in bound_names(session)
+        assert session.run_turn("rotate kind 3").reply == "done" and RUNS == ["op_3:gear"]
+        assert bound_names(session)[-1] == "mcp__fake__op_3"
+        assert session.parts.toolset.catalog.loaded == ["mcp__fake__op_3"]

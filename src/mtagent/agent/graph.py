@@ -73,6 +73,7 @@ class AgentRuntime:
     events: EventBus
     on_token: Callable[[str], None] | None = None
     system: SystemContext | None = None
+    toolset: Any = None  # the session's tool catalog: a deferred tool called by name is loaded as it starts
     secrets: tuple[str, ...] = ()
     clock: Callable[[], float] = time.time
     stats: SessionStats | None = None  # the session's statistics (``/context stats``), shared with the engine
@@ -329,6 +330,8 @@ def make_tools(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
                     if started is not None:
                         rt._adopt(started)
                     continue
+                if rt.toolset is not None:
+                    rt.toolset.load_called(call["name"])
                 result = run_tool(rt, call)
             except GraphBubbleUp:  # paused: on resume this node runs again and this call with it
                 rt.engine.guard.started.discard(call["id"])

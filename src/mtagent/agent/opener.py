@@ -106,7 +106,7 @@ def open_tools(opened: OpenedSession, tools: ToolsSpec = None, *, window: int,
     restore_loads(toolset, opened.records)
     bind_toolset(toolset, opened.system, parts.runnable.values(), events=opened.events,
                  last_tokens=lambda: window_manager.last_plan.tokens if window_manager.last_plan else 0,
-                 record_event=opened.engine.record_event, session_id=opened.session_id)
+                 record_event=opened.engine.record_event)
     if mcp is not None and hasattr(mcp, "on_new_tools"):
         mcp.on_new_tools(lambda late: _add_late_tools(parts, late))
     return parts

@@ -96,7 +96,7 @@ class AgentSession:
         self.runtime = AgentRuntime(
             model=model, model_name=model_name, engine=opened.engine, tools=self.tools, policy=self.policy,
             conversation=self.conversation, settings=self.settings, events=self.events, stats=self.stats,
-            on_token=on_token, secrets=self.redactor.secrets, system=opened.system)
+            on_token=on_token, secrets=self.redactor.secrets, system=opened.system, toolset=parts.toolset)
         opened.system.touch(history)
         # End-of-turn memory extraction (memory.auto_extract): the compaction model when set, else the main one.
         self.memory_extractor = (MemoryExtractor(summarizer_model or model, project_root, self.settings)

@@ -44,16 +44,14 @@ def restore_loads(toolset: Toolset, records: Iterable[Mapping[str, Any]]) -> lis
 
 def bind_toolset(toolset: Toolset, system: SystemContext, runnables: Sequence[Any], *, events: EventBus | None = None,
                  last_tokens: Callable[[], int] | None = None,
-                 record_event: Callable[..., None] | None = None,
-                 session_id: str | None = None) -> Callable[[], None]:
+                 record_event: Callable[..., None] | None = None) -> Callable[[], None]:
     """Fill ``system.tools`` from ``toolset`` and keep it filled (see the module docstring).
 
     ``last_tokens``: the last request's tokens (the window's plan), so a load is priced by what it
     makes the provider write again. ``record_event(name, **data)`` writes each load to the transcript
     (``tools_loaded``: names, the session's load statistics), which :func:`restore_loads` reads back
-    on a resume. A deferred tool the model calls by name without searching (it read the name in the
-    listing) runs, and is loaded as if found (``tool_started`` events of ``session_id`` on ``events``).
-    Returns a function that detaches the bus subscriptions.
+    on a resume. (A deferred tool the model calls by name without searching is loaded by the front end
+    as the call starts: :meth:`Toolset.load_called`.) Returns a function that detaches the subscription.
     """
     seen = [len(toolset.catalog.loaded)]
 
@@ -80,11 +78,4 @@ def bind_toolset(toolset: Toolset, system: SystemContext, runnables: Sequence[An
         if record_event is not None and alive.catalog.loaded:  # resume reads from here on: carry the loads over
             record_event(TOOLS_LOADED, names=list(alive.catalog.loaded), carried=True)
 
-    def on_tool(event: Any) -> None:
-        alive, data = ref(), event.data
-        if alive is not None and (session_id is None or data.get("session_id") == session_id):
-            alive.load_called(str(data.get("tool") or ""))
-
-    detach = [events.subscribe(on_compaction, EventType.COMPACT_BOUNDARY),
-              events.subscribe(on_tool, EventType.TOOL_STARTED)]
-    return lambda: [d() for d in detach] and None
+    return events.subscribe(on_compaction, EventType.COMPACT_BOUNDARY)
