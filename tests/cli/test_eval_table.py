@@ -88,3 +88,10 @@ def test_the_report_says_what_diff_ci_and_p_mean_and_when_a_verdict_is_given(mon
 def test_dollars_of_the_local_test_model_are_called_illustrative(monkeypatch: pytest.MonkeyPatch) -> None:
     said = _printed(monkeypatch, {**DATA, "models": ["context-test"]})
     assert "dollars are illustrative" in said and "context-test" in said
+
+
+def test_tasks_that_ended_at_the_step_limit_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    looped = [{**DATA["policies"][0], "step_limit": ["x01-huge-file"]}, *DATA["policies"][1:]]
+    said = _printed(monkeypatch, {**DATA, "policies": looped, "models": []})
+    assert "1 task(s) ended at the step limit" in said and "x01-huge-file (mtagent)" in said
+    assert "step limit" not in _printed(monkeypatch, {**DATA, "models": []})

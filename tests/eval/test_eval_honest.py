@@ -118,3 +118,13 @@ def test_hand_offs_and_session_notes_are_priced_like_main_calls(tmp_path: Path) 
     for summary, record in zip(data["policies"], sorted(records, key=lambda r: r["policy"] != "mtagent")):
         expected = cost_usd(Usage.from_dict(record["side"]), record["prices"])
         assert summary["side_cost_usd"] == round(expected, 6) > 0
+
+
+def test_the_report_counts_step_limit_endings_per_policy(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    rows = [{"task": "t1", "policy": "a", "chain": 1, "status": "done", "turn_status": "max_steps", "solved": False},
+            {"task": "t2", "policy": "a", "chain": 1, "status": "done", "turn_status": "done", "solved": True},
+            {"task": "t1", "policy": "b", "chain": 1, "status": "done", "turn_status": "done", "solved": True}]
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = report(out, ["a", "b"])
+    assert [p["step_limit"] for p in data["policies"]] == [["t1"], []]

@@ -185,6 +185,10 @@ def print_report(data: dict[str, Any]) -> None:
         console.print(f"dollars are illustrative: {escape(', '.join(local))} runs locally and costs nothing; its "
                       "tokens are priced at the suite's price row (agent.prices), as a mid-size hosted model "
                       "would bill them", highlight=False)
+    limited = [f"{t} ({p['policy']})" for p in data["policies"] for t in p.get("step_limit") or []]
+    if limited:
+        err_console.print(f"{len(limited)} task(s) ended at the step limit (agent.max_steps) — a loop, not an answer: "
+                          f"{escape(', '.join(limited))}", highlight=False)
     unpriced = sum(p["unpriced"] for p in data["policies"])
     if unpriced:
         err_console.print(f"{unpriced} result(s) have no price row (agent.prices): their tokens count, their cost "

@@ -3,13 +3,14 @@
 The results file is the truth (a UI page, ``--json`` and the table all read it): the latest
 record of each (task, policy) pair counts. Per policy: tasks, solved, cost (cache-aware, at the
 price row the worker recorded; summary and other side calls apart), tokens, calls, compactions,
-recalls and wall time. Pairs whose run errored (an endpoint down, a crash) are left out of the
+recalls, wall time and the tasks whose turn ended at the step limit (a loop, not an answer). Pairs
+whose run errored (an endpoint down, a crash) are left out of the
 comparison — an outage is not a failure to solve — and counted as errors.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ class PolicySummary:
     microcompactions: int = 0
     recalls: int = 0
     wall_s: float = 0.0
+    step_limit: list[str] = field(default_factory=list)  # tasks whose turn ended at agent.max_steps (a loop?)
 
     @property
     def solve_rate(self) -> float:
@@ -89,6 +91,8 @@ def summarize(records: list[dict[str, Any]], policies: list[str] | None = None) 
         s.compactions += int(r.get("compactions") or 0)
         s.microcompactions += int(r.get("microcompactions") or 0)
         s.recalls += int(r.get("recalls") or 0)
+        if r.get("turn_status") == "max_steps":
+            s.step_limit.append(r["task"])
         s.wall_s += float(r.get("wall_s") or 0.0)
     for s in out.values():
         s.solve_low, s.solve_high = (round(x, 4) for x in wilson(s.solved, s.tasks))
