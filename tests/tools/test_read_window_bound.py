@@ -115,3 +115,12 @@ def test_an_unchanged_re_read_of_a_saved_read_points_at_the_saved_copy(make_kit)
     kit.call("read_file", file_path="big.py")
     again = kit.call("read_file", file_path="big.py")
     assert again.content.startswith("file_unchanged:") and "tool-results/call_1.txt" in again.content
+
+
+def test_any_tool_result_is_bounded_by_the_window_too(make_kit) -> None:
+    """A 20,000-character shell output is under the 30,000 limit but over a 12K window's share."""
+    kit: Kit = make_kit(_settings())
+    msg = kit.call("shell", command="python3 -c \"print('x' * 20000)\"")
+    assert "<persisted-output" in msg.content and len(msg.content) < 10_000
+    big: Kit = make_kit(Settings(context={"token_limit": 200_000}))
+    assert "<persisted-output" not in big.call("shell", command="python3 -c \"print('x' * 20000)\"").content

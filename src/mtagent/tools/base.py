@@ -20,7 +20,7 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import ConfigDict, Field, SkipValidation, ValidationError
 
 from mtagent.config import Settings
-from mtagent.context.tool_results.budgeter import RecordSink, ToolResultBudgeter, ToolResultPolicy
+from mtagent.context.tool_results.budgeter import RecordSink, ToolResultBudgeter, ToolResultPolicy, window_max_chars
 from mtagent.errors import MTAgentError
 from mtagent.events import EventBus, SessionStats
 from mtagent.session.artifacts import ArtifactStore
@@ -71,7 +71,7 @@ class ToolContext:
         session = session or ToolSession()
         workspace = Workspace.create(workspace_root, settings.agent.workspace_extra_roots)
         budgeter = ToolResultBudgeter(
-            policy=ToolResultPolicy.from_settings(settings.tool_results),
+            policy=ToolResultPolicy.from_settings(settings.tool_results, window_chars=window_max_chars(settings)),
             artifacts=session.artifacts, sink=session.sink, events=session.events, stats=session.stats,
         )
         state = read_state or ReadState()

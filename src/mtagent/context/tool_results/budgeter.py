@@ -53,13 +53,16 @@ class ToolResultPolicy:
     per_tool_max_chars: dict[str, int] = field(default_factory=dict)
     self_limiting_tools: frozenset[str] = frozenset(_DEFAULTS.self_limiting_tools)
     reducers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    window_max_chars: int | None = None  # no result may take more of the window (see window_max_chars())
 
     def __post_init__(self) -> None:
         for tool, spec in self.reducers.items():
             validate_reducer(tool, spec)
 
     @classmethod
-    def from_settings(cls, settings: ToolResultSettings | None = None) -> ToolResultPolicy:
+    def from_settings(cls, settings: ToolResultSettings | None = None, *,
+                      window_chars: int | None = None) -> ToolResultPolicy:
+        """``window_chars``: :func:`window_max_chars` of the session's settings (None: no window bound)."""
         s = settings or ToolResultSettings()
         return cls(
             grep_max_chars=s.grep_max_chars,
@@ -70,11 +73,18 @@ class ToolResultPolicy:
             per_tool_max_chars=dict(s.per_tool_max_chars),
             self_limiting_tools=frozenset(s.self_limiting_tools),
             reducers={k: dict(v) for k, v in s.reducers.items()},
+            window_max_chars=window_chars,
         )
 
     def limit_for(self, tool_name: str | None) -> int | None:
-        """The tool's threshold in chars, or None for a tool that bounds its own output."""
-        name = tool_name or ""
+        """The tool's threshold in chars (never over :attr:`window_max_chars`), or None for a tool
+        that bounds its own output."""
+        limit = self._tool_limit(tool_name or "")
+        if limit is None or self.window_max_chars is None:
+            return limit
+        return min(limit, self.window_max_chars)
+
+    def _tool_limit(self, name: str) -> int | None:
         if name in self.per_tool_max_chars:
             return self.per_tool_max_chars[name]
         if name in self.self_limiting_tools:
@@ -85,6 +95,19 @@ class ToolResultPolicy:
         if lowered in previews.SHELL_TOOLS:
             return self.shell_max_chars
         return self.default_max_chars
+
+
+# A token is about four characters of English or code: the window bound is set in characters, as
+# the per-tool limits are, so a result is judged without counting its tokens.
+CHARS_PER_TOKEN = 4
+
+
+def window_max_chars(settings: Any) -> int:
+    """The most characters one tool result may bring into the view: ``read_file.max_window_share``
+    of the context window (#38). On a 12K window a 29,000-character shell output stayed inline
+    under the 30,000 limit, filled the window, and every compaction dropped it before the model
+    had seen it; on a large window the per-tool limits stay the smaller ones."""
+    return max(1, int(settings.context.token_limit * settings.read_file.max_window_share * CHARS_PER_TOKEN))
 
 
 # ── reducers: user-declared data slimming for structured output ────────────────────────
