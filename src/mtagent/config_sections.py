@@ -145,8 +145,8 @@ class ReadFileSettings(_Section):
     max_tokens: int = Field(25_000, gt=0, description="larger reads need offset/limit")
     max_window_share: float = Field(
         0.25, gt=0, le=1,
-        description="a read larger than this share of the context window is saved as an artifact; the model "
-        "sees a preview and pages it (on a small window the 25K cap alone let one read fill it)",
+        description="a read (or any tool result) larger than this share of the context window is saved as an "
+        "artifact; the model sees a preview and pages it (on a small window the 25K cap alone let one read fill it)",
     )
     default_limit_lines: int = Field(2_000, gt=0, description="lines returned when only offset is given")
     max_line_chars: int = Field(2_000, gt=0, description="longer lines are cut in the output")
