@@ -43,6 +43,7 @@ from mtagent.tools.mcp.errors import McpServerError
 from mtagent.tools import proctree
 from mtagent.tools import sandbox as sandboxing
 from mtagent.tools.mcp.specs import ServerSpec
+from mtagent.tools.mcp.transport import MAX_MESSAGE_BYTES, capped_stdio_client
 from mtagent.tools.mcp.untrusted import clean_schema, clean_text
 
 STDERR_TAIL_CHARS = 600
@@ -441,7 +442,7 @@ def _client(spec: ServerSpec, stderr: IO[bytes], on_message: Any = None) -> Clie
         command, args = _with_parent_death_signal(settings.command, list(settings.args), settings.env)
         params = StdioServerParameters(command=command, args=args, env=dict(settings.env),
                                        cwd=_workdir(spec), encoding_error_handler="replace")
-        return Client(stdio_client(params, errlog=stderr), client_info=info,  # type: ignore[arg-type]
+        return Client(capped_stdio_client(params, errlog=stderr, max_message_bytes=MAX_MESSAGE_BYTES), client_info=info,  # type: ignore[arg-type]
                       message_handler=on_message)
     return Client(_http_transport(str(settings.url), dict(settings.headers)), client_info=info,
                   message_handler=on_message)
