@@ -13,10 +13,10 @@ tool error (``status="error"``), so it never becomes the plan.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from mtagent.context.ledger import PLAN_TOOL, STATUSES, PlanError, validate_plan
 from mtagent.context.ledger.workplan import MAX_NOTE_CHARS, MAX_STEP_CHARS, MAX_STEPS
@@ -27,29 +27,30 @@ UPDATE_PLAN_DESCRIPTION = (
     "whenever a step's status changes; send every step each time. The plan is kept for you through "
     "every context compaction, so you never redo finished steps. Skip it for one-step tasks."
 )
-_STEP_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "step": {"type": "string", "description": f"One line, at most {MAX_STEP_CHARS} characters."},
-        "status": {"type": "string", "enum": list(STATUSES)},
-    },
-    "required": ["step", "status"],
-}
+class PlanStepArg(BaseModel):
+    step: str = Field(description=f"One line, at most {MAX_STEP_CHARS} characters.")
+    status: Literal["pending", "in_progress", "done"] = Field(description="pending, in_progress or done.")
 
 
 class UpdatePlanArgs(BaseModel):
-    # Loosely typed here and checked by validate_plan: a wrong step is one readable error line for
-    # the model, not a schema-validation traceback.
-    steps: list[Any] = Field(description=f"Every step of the plan, in order (at most {MAX_STEPS}).",
-                             json_schema_extra={"items": _STEP_SCHEMA})
+    # Typed so every schema mode (the compact one too) shows the step's shape; validate_plan still
+    # checks sizes and characters, and a call the schema refuses is the same one-line tool error.
+    steps: list[PlanStepArg] = Field(description=f"Every step of the plan, in order (at most {MAX_STEPS}).")
     note: str | None = Field(None, description=f"Optional: why the plan is what it is (at most {MAX_NOTE_CHARS} "
                              "characters).")
 
 
-def update_plan(steps: Any, note: str | None = None) -> str:
+def _refused(error: ValidationError) -> str:
+    """A call the argument schema refuses, as the model reads it: one line of what is wrong."""
+    where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()[:3])
+    return f"Error: {where} (steps are {{step, status}} objects, status one of {', '.join(STATUSES)}). " \
+           "The plan was not changed."
+
+
+def update_plan(steps: list[PlanStepArg], note: str | None = None) -> str:
     """Validate the plan and say where it stands; the call's arguments are the plan."""
     try:
-        plan = validate_plan(steps, note)
+        plan = validate_plan([s.model_dump() for s in steps], note)
     except PlanError as exc:
         raise ToolException(f"Error: {exc}. The plan was not changed.") from exc
     return f"Plan updated: {plan.summary_line()}."
@@ -57,4 +58,5 @@ def update_plan(steps: Any, note: str | None = None) -> str:
 
 def build_update_plan_tool() -> BaseTool:
     return StructuredTool.from_function(func=update_plan, name=PLAN_TOOL, description=UPDATE_PLAN_DESCRIPTION,
-                                        args_schema=UpdatePlanArgs, handle_tool_error=True)
+                                        args_schema=UpdatePlanArgs, handle_tool_error=True,
+                                        handle_validation_error=_refused)

@@ -116,7 +116,8 @@ class CostTrigger:
         ctx = self.settings.context
         prices = self.prices
         post = self.expected_post(extra_tokens)
-        summary = self.last_summary_tokens if self.last_summary_tokens is not None else ctx.expected_summary_tokens
+        summary = self.last_summary_tokens if self.last_summary_tokens is not None else min(
+            ctx.expected_summary_tokens, ctx.summary_output_tokens)  # the output: the model writes its part only
         expected = self.calls
         saving = expected * max(0, tokens - post) * prices.read
         cost = compaction_cost(tokens, post, extra_tokens, summary, prices, summary_price(self.settings))

@@ -67,8 +67,8 @@ class WorkPlan:
     def render(self) -> str:
         """One line per step — ``[x]`` done, ``[~]`` in progress, ``[ ]`` pending — then the note."""
         lines = [f"- {_MARK[s.status]} {s.text} ({s.status.replace('_', ' ')})" for s in self.steps]
-        if self.note:
-            lines.append(f"Note: {self.note}")
+        if self.note:  # one line: a line of the note can never pass for a hand-off heading
+            lines.append("Note: " + " ⏎ ".join(line.strip() for line in self.note.splitlines() if line.strip()))
         return "\n".join(lines) if lines else "(empty plan)"
 
     def summary_line(self) -> str:
