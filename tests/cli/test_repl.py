@@ -371,3 +371,17 @@ def test_a_repl_opened_and_left_without_a_message_leaves_no_session(project, tmp
     assert FilesStore().sessions(paths.project_hash(project)) == [kept]
     assert not list((paths.history_dir(project) / "artifacts").glob("*")) or \
         [p.name for p in (paths.history_dir(project) / "artifacts").iterdir()] == [kept]
+
+
+def test_cost_s_title_is_one_line_at_60_columns():
+    from types import SimpleNamespace
+
+    from mtagent.cli.slash_session import CostReport, cmd_cost
+    from mtagent.pricing import Usage
+
+    console = Console(record=True, width=60, force_terminal=False)
+    report = CostReport("openai:gpt-4o-mini", Usage(input=1200, output=80, calls=3), 0.0012)
+    host = SimpleNamespace(console=console, cost=lambda: report)
+    cmd_cost(host, SimpleNamespace(rest=""))
+    lines = console.export_text().splitlines()
+    assert lines[0] == "Session cost · openai:gpt-4o-mini · 3 model call(s)"  # not cut to the table's width

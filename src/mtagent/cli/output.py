@@ -84,7 +84,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def print_error(message: str) -> None:
     """``error: message`` on one line of stderr."""
-    err_console.print(f"[bold red]error:[/] {escape(terminal_safe(message))}", soft_wrap=True)
+    # one line in a pipe (scripts read it); on a terminal wrapped at words, not mid-word at the edge
+    err_console.print(f"[bold red]error:[/] {escape(terminal_safe(message))}", soft_wrap=not err_console.is_terminal)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

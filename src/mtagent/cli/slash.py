@@ -184,7 +184,7 @@ def dispatch(host: SlashHost, line: str) -> SlashOutcome:
 
 
 def error_line(console: Console, message: str) -> None:
-    console.print(f"[bold red]error:[/] {escape(terminal_safe(message))}", soft_wrap=True)
+    console.print(f"[bold red]error:[/] {escape(terminal_safe(message))}", soft_wrap=not console.is_terminal)
 
 
 # ── commands ───────────────────────────────────────────────────────────────────────────

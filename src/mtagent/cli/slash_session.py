@@ -66,7 +66,9 @@ def cmd_cost(host: SessionCommandsHost, command: SlashCommand) -> SlashOutcome:
         host.console.print("[dim]No model call yet.[/]")  # type: ignore[attr-defined]
         return SlashOutcome.CONTINUE
     u = report.usage
-    table = Table(title=f"Session cost · {escape(report.model)} · {u.calls} model call(s)", title_justify="left")
+    # a line of its own, not the table's title: a title wraps to the (narrow) table's width
+    host.console.print(f"[italic]Session cost · {escape(report.model)} · {u.calls} model call(s)[/]")  # type: ignore[attr-defined]
+    table = Table()
     table.add_column("tokens")
     table.add_column("count", justify="right")
     for label, value in (("input (uncached)", u.input), ("cache reads", u.cache_read),

@@ -24,6 +24,7 @@ from rich.markup import escape
 from rich.status import Status
 
 from mtagent.cli.glyphs import glyphs
+from mtagent.cli.stream_wrap import StreamWrap
 from mtagent.cli.tool_lines import call_line, exit_code_of, result_lines
 from mtagent.events import Event, EventBus, EventType
 from mtagent.terminal_text import terminal_safe
@@ -60,6 +61,7 @@ class TurnDisplay:
     _held_cr: str = field(default="", init=False, repr=False)
     _unsubscribe: list[Callable[[], None]] = field(default_factory=list, init=False, repr=False)
     streamed: list[str] = field(default_factory=list, init=False, repr=False)
+    _wrap: StreamWrap | None = field(default=None, init=False, repr=False)  # word-wrap on a terminal
 
     # text ---------------------------------------------------------------------------------
     def on_token(self, text: str) -> None:
@@ -68,11 +70,15 @@ class TurnDisplay:
         shown = self._held_cr + text  # a CR ending one piece may be the first half of a CRLF
         self._held_cr = "\r" if shown.endswith("\r") else ""
         shown = terminal_safe(shown[:-1] if self._held_cr else shown)
+        if self.console.is_terminal:  # a terminal would wrap a long line mid-word; a pipe gets the text as is
+            self._wrap = self._wrap or StreamWrap(self.console.width)
+            shown = self._wrap.feed(shown)
         self.console.print(shown, end="", markup=False, highlight=False, soft_wrap=True, emoji=False)
         self._midline = not text.endswith("\n")
 
     def end_text(self) -> None:
         """Close the streamed line so whatever follows starts on its own line."""
+        self._wrap = None  # what follows starts on a line of its own
         if self._held_cr:  # the stream ended on a lone CR: show it
             self._held_cr = ""
             self.console.print(terminal_safe("\r"), end="", markup=False, highlight=False, soft_wrap=True)
