@@ -88,3 +88,36 @@ def test_the_ledger_of_a_recorded_session_holds_its_latest_plan() -> None:
     plan = ledger_from_messages(messages).plan
     assert isinstance(plan, WorkPlan) and plan.steps == (PlanStep("first", "done"),)
     assert current_plan(messages) == plan
+
+
+def test_a_claude_code_session_with_malformed_todowrite_inputs_still_replays(tmp_path) -> None:
+    """A string or list as a tool_use's input, or a call without an id, is read leniently: the
+    session replays (it was refused whole as 'not a readable claude-code trajectory')."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from mtagent.cli.app import app
+
+    def rec(kind: str, body: dict, uuid: str, parent: str | None) -> str:
+        return json.dumps({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s1",
+                           "timestamp": "2026-02-10T21:11:52.481Z", "message": body})
+
+    def use(i: int, tool_input: object, with_id: bool = True) -> dict:
+        block = {"type": "tool_use", "name": "TodoWrite", "input": tool_input, **({"id": f"t{i}"} if with_id else {})}
+        return {"id": f"m{i}", "role": "assistant", "content": [block]}
+
+    def result(i: int) -> dict:
+        return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "ok"}]}
+
+    lines = [rec("user", {"role": "user", "content": "Fix src/a.py. Never touch setup.py."}, "u0", None),
+             rec("assistant", use(1, "not an object"), "a1", "u0"), rec("user", result(1), "u1", "a1"),
+             rec("assistant", use(2, ["a", "b"]), "a2", "u1"), rec("user", result(2), "u2", "a2"),
+             rec("assistant", use(3, {"todos": [{"content": "x", "status": "completed"}]}, with_id=False), "a3", "u2"),
+             rec("assistant", {"id": "m4", "role": "assistant", "content": [{"type": "text", "text": "done"}]}, "a4", "a3")]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = CliRunner().invoke(app, ["replay", str(path), "-s", "mtagent", "-s", "threshold-compact", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert not data["failures"] and {r["strategy"] for r in data["results"]} == {"mtagent", "threshold-compact"}

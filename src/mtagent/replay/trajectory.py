@@ -77,9 +77,11 @@ def ai(
     calls: Sequence[dict[str, Any]] = (),
     timestamp: str | float | None = None,
 ) -> AIMessage:
-    """An assistant message; ``calls`` are ``{"id", "name", "args"}`` dicts."""
+    """An assistant message; ``calls`` are ``{"id", "name", "args"}`` dicts. Arguments a recording
+    holds as something other than an object (a string, a list) are read by :func:`parse_arguments`,
+    so one malformed call does not make the whole session unreadable."""
     tool_calls = [
-        {"id": str(c["id"]), "name": str(c["name"]), "args": dict(c.get("args") or {}), "type": "tool_call"}
+        {"id": str(c["id"]), "name": str(c["name"]), "args": parse_arguments(c.get("args")), "type": "tool_call"}
         for c in calls
     ]
     return AIMessage(content=text, id=msg_id, tool_calls=tool_calls, response_metadata=mt_meta(timestamp))
@@ -120,8 +122,8 @@ def jsonl_objects(path: Path, expected: str, required_key: str) -> Iterator[tupl
 def parse_arguments(raw: Any) -> dict[str, Any]:
     """Tool-call arguments from an OpenAI-style JSON string (or a dict); bad JSON is kept as text."""
     if isinstance(raw, dict):
-        return raw
-    if raw is None or raw == "":
+        return dict(raw)
+    if raw is None or raw == "" or raw == [] or raw == ():
         return {}
     try:
         parsed = json.loads(raw)

@@ -34,6 +34,7 @@ from mtagent.replay.trajectory import (
     finish,
     human,
     jsonl_objects,
+    parse_arguments,
     text_of,
     tool,
 )
@@ -121,7 +122,8 @@ def _merge_assistant(
         elif btype == "thinking" and block.get("thinking", "").strip():
             texts.append(block["thinking"])
         elif btype == "tool_use":
-            calls.append({"id": block["id"], "name": block.get("name", "tool"), "args": block.get("input") or {}})
+            calls.append({"id": block.get("id") or f"{message_id}-call-{len(calls)}", "name": block.get("name", "tool"),
+                          "args": parse_arguments(block.get("input"))})
     existing = by_message_id.get(message_id)
     if existing is None:
         message = ai("\n\n".join(texts), message_id, calls, record.get("timestamp"))
@@ -131,7 +133,7 @@ def _merge_assistant(
         joined = "\n\n".join(t for t in [str(existing.content)] + texts if t)
         existing.content = joined
         existing.tool_calls = list(existing.tool_calls) + [
-            {"id": str(c["id"]), "name": str(c["name"]), "args": dict(c["args"]), "type": "tool_call"} for c in calls
+            {"id": str(c["id"]), "name": str(c["name"]), "args": c["args"], "type": "tool_call"} for c in calls
         ]
     u = body.get("usage")
     if isinstance(u, dict):
