@@ -7,7 +7,7 @@ commit; ``--old27``: the parent of the first #27 commit — the code each issue 
 runs one probe per attack class in a subprocess against that tree's ``src`` and against this
 checkout's ``src``, prints which attacks got through where, and removes the worktree. #27's probes
 live in ``security_probes_27.py`` and ``security_probes_27b.py``; #33's (``--old33``: the parent of the
-lead's first #33 commit) in ``security_probes_33_trust.py``. A probe is an attack through public surfaces both versions have (``AgentSession`` with a
+lead's first #33 commit) in ``security_probes_33_trust.py`` and ``security_probes_33_secrets.py``. A probe is an attack through public surfaces both versions have (``AgentSession`` with a
 scripted model, ``load_settings``, the CLI), so old code is measured as it shipped; the tests in
 ``tests/security/`` go further (races, 300+ path corpus, fuzzing) and import modules the old code
 lacks. ``--quick`` is the same run (each probe takes seconds); ``RESULT`` lines close the output.
@@ -27,6 +27,7 @@ from pathlib import Path
 
 from security_probes_27 import FIRST_COMMIT_27, PROBE_ENV, PROBE_FUNCS_27, PROBES_27
 from security_probes_27b import PROBE_FUNCS_27B, PROBES_27B
+from security_probes_33_secrets import PROBE_FUNCS_33_SECRETS, PROBES_33_SECRETS
 from security_probes_33_trust import FIRST_COMMIT_33, PROBE_FUNCS_33_TRUST, PROBES_33_TRUST
 
 REPO = Path(__file__).resolve().parents[1]
@@ -298,8 +299,9 @@ PROBE_FUNCS: dict[str, Callable[[Path], bool]] = {name: globals()[f"probe_{name}
 PROBE_FUNCS.update(PROBE_FUNCS_27)
 PROBE_FUNCS.update(PROBE_FUNCS_27B)
 PROBE_FUNCS.update(PROBE_FUNCS_33_TRUST)
+PROBE_FUNCS.update(PROBE_FUNCS_33_SECRETS)
 WAVES: dict[str, dict[str, tuple[str, str]]] = {"13": PROBES, "27": {**PROBES_27, **PROBES_27B},
-                                               "33": {**PROBES_33_TRUST}}
+                                               "33": {**PROBES_33_TRUST, **PROBES_33_SECRETS}}
 
 
 # ── driver ──────────────────────────────────────────────────────────────────────────────────────
