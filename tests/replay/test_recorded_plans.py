@@ -121,3 +121,24 @@ def test_a_claude_code_session_with_malformed_todowrite_inputs_still_replays(tmp
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert not data["failures"] and {r["strategy"] for r in data["results"]} == {"mtagent", "threshold-compact"}
+
+
+def test_a_mini_swe_agent_session_with_malformed_plan_calls_still_replays(tmp_path) -> None:
+    """Arguments that are not an object, a call that is not an object or has no function, a call
+    without an id: skipped or read leniently, never a refused file or a crash."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from mtagent.cli.app import app
+
+    calls = [{"id": "c1", "type": "function", "function": {"name": "update_plan", "arguments": "[1, 2]"}},
+             "junk", {"id": "c2"}, {"function": {"name": "write_todos", "arguments": '{"todos": 5}'}}]
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "Fix it. Never touch setup.py."},
+                {"role": "assistant", "content": "a", "tool_calls": calls},
+                {"role": "tool", "tool_call_id": "c1", "content": "ok"}, {"role": "assistant", "content": "done"}]
+    path = tmp_path / "bad.traj.json"
+    path.write_text(json.dumps({"trajectory_format": "mini-swe-agent-1.1", "messages": messages}), encoding="utf-8")
+    out = CliRunner().invoke(app, ["replay", str(path), "-s", "mtagent", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["results"][0]["turns"] == 2

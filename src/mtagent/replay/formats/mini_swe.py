@@ -71,8 +71,10 @@ def load_v2(path: Path, data: Any) -> list[Trajectory]:
             messages.append(human(text, mid, ts))
         elif role == "assistant":
             calls = [
-                {"id": c["id"], "name": c["function"]["name"], "args": parse_arguments(c["function"].get("arguments"))}
-                for c in m.get("tool_calls") or []
+                {"id": c.get("id") or f"{mid}-call-{k}", "name": str(c["function"].get("name") or "tool"),
+                 "args": parse_arguments(c["function"].get("arguments"))}
+                for k, c in enumerate(m.get("tool_calls") or [])
+                if isinstance(c, dict) and isinstance(c.get("function"), dict)  # a malformed call is skipped
             ]
             messages.append(ai(text, mid, calls, ts))
         elif role == "tool":
