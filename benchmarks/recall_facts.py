@@ -131,9 +131,8 @@ def probe(project: Path, task: FactTask, session: str) -> tuple[bool, int | None
     from mtagent.context.recall.render import render_hits
     from mtagent.session.schema import message_to_record
 
-    indexer = RecallIndexer(project)
+    indexer = RecallIndexer(project, store=_store_of(session))
     try:
-        indexer.refresh()
         call = AIMessage("", id=f"probe-{task.task_id}",
                          tool_calls=[{"id": "probe-call", "name": "recall", "args": {"query": task.fact}}])
         indexer.add_record(message_to_record(call), session)
@@ -145,6 +144,20 @@ def probe(project: Path, task: FactTask, session: str) -> tuple[bool, int | None
     needle = f"{task.fact} = {task.value}", f"{task.fact}={task.value}"
     rank = next((n for n, h in enumerate(hits, 1) if any(x in h.snippet for x in needle)), None)
     return rank is not None, rank, text
+
+
+def _store_of(session: str) -> Any:
+    """The recall index that holds ``session``: the eval worker runs a unit in a lane folder (its
+    path is not the scratch copy's), so the index is found by the session it holds."""
+    from mtagent import paths
+    from mtagent.context.recall.store import RecallStore
+
+    for candidate in sorted(paths.mtagent_home().glob("projects/*/recall.sqlite")):
+        store = RecallStore(candidate)
+        if store.execute("SELECT 1 FROM items WHERE session = ? LIMIT 1", (session,)):
+            return store
+        store.close()
+    raise RuntimeError(f"no recall index holds session {session}")
 
 
 def run(dest: Path, count: int) -> list[dict[str, Any]]:
