@@ -240,10 +240,11 @@ class ResumeStats:
 
 @dataclass(slots=True)
 class ResumedSession:
-    """A session loaded for continuing: its view plus what the CLI and agent want to show."""
+    """A session loaded for continuing: its view plus what the CLI and agent want to show. ``path``:
+    its transcript file; None when it was read from a store (which may not keep files)."""
 
     session_id: str
-    path: Path
+    path: Path | None
     view: ResumeView
     session_start: dict[str, Any] | None
     stats: ResumeStats
@@ -323,7 +324,7 @@ def load_from_store(store: Store, project: str, session_id: str, *,
     stats = ResumeStats(0, 0 if full else read.start, 0, len(records),
                         "full" if full else "index" if read.boundary_id else "none", time.perf_counter() - began)
     report = ReadReport(warnings=notes, records=len(records))
-    resumed = ResumedSession(session_id, Path(store.backend) / store.tenant / project / session_id, view,
+    resumed = ResumedSession(session_id, None, view,
                              store.session_start(project, session_id), stats, report,
                              store.session_artifacts(project, session_id))
     return resumed, records
