@@ -221,26 +221,7 @@ class McpManager:
 
     def _server_tools(self, spec: ServerSpec, conn: Any, taken: set[str], *,
                       budget: int | None = None) -> list[BaseTool]:
-        """``conn``'s listed tools whose names are not in ``taken`` (added to it), at most ``budget``."""
-        tools: list[BaseTool] = []
-        for listed in conn.tools:
-            name = tool_name(spec.key, listed.name)
-            if name in taken:
-                if budget is None:  # at start a repeat is a clash; on a re-list it is a tool already known
-                    conn.note = (conn.note + "; " if conn.note else "") + f"tool {listed.name!r} skipped (name clash)"
-                continue
-            if budget is not None and len(tools) >= budget:
-                conn.note = f"tools past {self.config.max_tools_per_server} added after start were skipped"
-                break
-            taken.add(name)
-            if listed.note:
-                self.notes.append(f"MCP server {clean_text(spec.name, 64)}: tool {listed.name}: {listed.note}")
-            description = listed.description or f"Tool {listed.name} of the MCP server {spec.name}."
-            tools.append(McpTool(name=name, description=description, args_schema=listed.schema,
-                                 server=spec.name, remote_name=listed.name, caller=self,
-                                 metadata={"source": f"mcp:{spec.name}", "mcp_server": spec.name,
-                                           "mcp_tool": listed.name}))
-        return tools
+        return server_tools(self, spec, conn, taken, budget=budget)
 
     # tools that arrive later ---------------------------------------------------------------
     def on_new_tools(self, listener: Callable[[list[BaseTool]], None]) -> None:
@@ -290,24 +271,7 @@ class McpManager:
                 for name, conn in self._connections.items() if conn.instructions}
 
     def servers(self) -> list[McpServerStatus]:
-        out = []
-        for spec in self.specs:
-            conn = self._connections.get(spec.name)
-            if conn is not None:
-                (state, note), count, instr = conn.status, len(conn.tools), conn.instructions
-            elif not spec.trusted:
-                state, note, count, instr = "untrusted", "project not trusted: run `mtagent trust` to allow it", 0, ""
-            elif spec.error:
-                state, note, count, instr = "invalid", spec.error, 0, ""
-            elif spec.settings is not None and not spec.settings.enabled:
-                state, note, count, instr = "disabled", "enabled = false", 0, ""
-            elif self._missing:
-                state, note, count, instr = "failed", self._missing, 0, ""
-            else:
-                state, note, count, instr = "not started", "", 0, ""
-            out.append(McpServerStatus(clean_text(spec.name, 64), spec.source, spec.trusted, spec.transport, state,
-                                       note, count, spec.describe(), instr))
-        return out
+        return [server_status(spec, self._connections.get(spec.name), self._missing) for spec in self.specs]
 
     # calling -----------------------------------------------------------------------------
     def call(self, server: str, tool: str, arguments: dict[str, Any]) -> Any:
@@ -360,6 +324,49 @@ class McpManager:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def server_tools(manager: McpManager, spec: ServerSpec, conn: Any, taken: set[str], *,
+                 budget: int | None = None) -> list[BaseTool]:
+    """``conn``'s listed tools whose names are not in ``taken`` (added to it), at most ``budget``;
+    each calls through ``manager``."""
+    tools: list[BaseTool] = []
+    for listed in conn.tools:
+        name = tool_name(spec.key, listed.name)
+        if name in taken:
+            if budget is None:  # at start a repeat is a clash; on a re-list it is a tool already known
+                conn.note = (conn.note + "; " if conn.note else "") + f"tool {listed.name!r} skipped (name clash)"
+            continue
+        if budget is not None and len(tools) >= budget:
+            conn.note = f"tools past {manager.config.max_tools_per_server} added after start were skipped"
+            break
+        taken.add(name)
+        if listed.note:
+            manager.notes.append(f"MCP server {clean_text(spec.name, 64)}: tool {listed.name}: {listed.note}")
+        description = listed.description or f"Tool {listed.name} of the MCP server {spec.name}."
+        tools.append(McpTool(name=name, description=description, args_schema=listed.schema,
+                             server=spec.name, remote_name=listed.name, caller=manager,
+                             metadata={"source": f"mcp:{spec.name}", "mcp_server": spec.name,
+                                       "mcp_tool": listed.name}))
+    return tools
+
+
+def server_status(spec: ServerSpec, conn: Any, missing: str) -> McpServerStatus:
+    """One server as ``/mcp`` shows it: its connection's state, or why it has none."""
+    if conn is not None:
+        (state, note), count, instr = conn.status, len(conn.tools), conn.instructions
+    elif not spec.trusted:
+        state, note, count, instr = "untrusted", "project not trusted: run `mtagent trust` to allow it", 0, ""
+    elif spec.error:
+        state, note, count, instr = "invalid", spec.error, 0, ""
+    elif spec.settings is not None and not spec.settings.enabled:
+        state, note, count, instr = "disabled", "enabled = false", 0, ""
+    elif missing:
+        state, note, count, instr = "failed", missing, 0, ""
+    else:
+        state, note, count, instr = "not started", "", 0, ""
+    return McpServerStatus(clean_text(spec.name, 64), spec.source, spec.trusted, spec.transport, state,
+                           note, count, spec.describe(), instr)
 
 
 async def _start_all(connections: list[Any], on_done: Callable[[Any], None] | None = None) -> None:
