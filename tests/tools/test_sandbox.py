@@ -436,3 +436,19 @@ def test_a_workspace_inside_a_hidden_folder_is_writable_and_the_rest_stays_hidde
                        f"echo y > ../sibling.txt; echo done")
     assert (root / "mine.txt").read_text() == "in\n" and "FAKEKEY" not in out and "done" in out
     assert not (mtagent_home / "escaped.txt").exists() and not (root.parent / "sibling.txt").exists()
+
+
+def test_a_command_ignoring_the_proxy_fails_fast_and_is_told_how_to_get_network(home: Path, tmp_path: Path) -> None:
+    kit = _kit(tmp_path)
+    started = time.monotonic()
+    out, meta = _run(kit, f"{sys.executable} -I -c \"import socket; socket.create_connection(('pypi.org', 443), timeout=5)\"")
+    assert time.monotonic() - started < 15 and meta["exit_code"] != 0
+    assert "[sandbox: this command has no network of its own" in out and "sandbox.allow_hosts" in out
+
+
+def test_an_approved_write_need_opens_that_folder_for_that_call_only(home: Path, tmp_path: Path, outside: Path) -> None:
+    kit = _kit(tmp_path)
+    out, _ = _run(kit, f"echo granted > {outside}/a.txt", needs=[f"write:{outside}"])
+    assert (outside / "a.txt").read_text() == "granted\n", out
+    _run(kit, f"echo again > {outside}/b.txt")
+    assert not (outside / "b.txt").exists()
