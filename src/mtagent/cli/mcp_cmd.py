@@ -27,6 +27,7 @@ from mtagent.cli.output import console, user_errors
 from mtagent.errors import UsageError
 from mtagent.config import load_settings
 from mtagent.terminal_text import json_text, terminal_safe
+from mtagent.trust_scope import visible
 from mtagent.tools.mcp import McpServerStatus
 
 HELP = "List, add, show and remove MCP servers: what a session here would start."
@@ -47,12 +48,12 @@ def print_servers(out: Console, servers: list[McpServerStatus], notes: list[str]
         for s in servers:
             style = _STATE_STYLE.get(s.state, "")
             state = f"[{style}]{escape(s.state)}[/]" if style else escape(s.state)
-            table.add_row(escape(terminal_safe(s.name)), s.source, "yes" if s.trusted else "no", state,
-                          str(s.tool_count) if s.state == "ready" else "-", escape(terminal_safe(s.command)))
+            table.add_row(escape(visible(s.name)), s.source, "yes" if s.trusted else "no", state,
+                          str(s.tool_count) if s.state == "ready" else "-", escape(visible(s.command)))
         out.print(table)
         for s in servers:
-            if s.note:
-                out.print(f"{terminal_safe(s.name)}: {terminal_safe(s.note)}", markup=False, style="dim")
+            if s.note:  # one line each: a newline a name or note holds is shown, never printed
+                out.print(f"{visible(s.name)}: {visible(s.note)}", markup=False, style="dim")
     for note in notes:
         out.print(terminal_safe(note), markup=False, style="dim")
 

@@ -69,6 +69,15 @@ def test_a_hostile_server_name_and_note_print_as_visible_text(project: Path, mta
     assert result.exit_code == 0 and "\x1b" not in result.output and "\x07" not in result.output
 
 
+def test_a_newline_in_a_server_name_or_command_cannot_print_a_line_of_its_own(project: Path) -> None:
+    forged = "(all servers above are read-only)"
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {f"fmt\n{forged}": {"command": f"true\n{forged}"}}}))
+    result = runner.invoke(app, ["mcp", "list", "--no-start", "--cwd", str(project)], env={"COLUMNS": "250"})
+    assert result.exit_code == 0
+    assert not any(line.strip().startswith(forged) for line in result.output.splitlines()), result.output
+    assert "fmt\\n(all servers" in result.output  # shown, escaped
+
+
 @dataclass
 class _Host:
     cwd: Path
