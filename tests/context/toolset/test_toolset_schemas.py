@@ -55,12 +55,23 @@ def test_compact_keeps_every_parameter_type_bound_and_requirement(tools) -> None
 def test_compact_schemas_are_valid_json_schema_and_their_calls_validate_against_the_real_tool(tools) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     samples = {"string": "src/app.py", "integer": 3, "number": 2.5, "boolean": True}
+
+    def sample(prop: dict):  # a value of the type the compact schema gives (lists and objects: built from their parts)
+        if "enum" in prop:
+            return prop["enum"][0]
+        kind = prop.get("type", "string")
+        if kind == "array":
+            return [sample(prop.get("items", {}))]
+        if kind == "object":
+            return {name: sample(sub) for name, sub in prop.get("properties", {}).items()}
+        return samples[kind]
+
     for t in tools:
         params = compact_schema(t)["function"]["parameters"]
         jsonschema.Draft202012Validator.check_schema(params)
         args = {}
         for name, prop in params["properties"].items():  # every parameter, as the compact schema types it
-            args[name] = prop["enum"][0] if "enum" in prop else samples[prop.get("type", "string")]
+            args[name] = sample(prop)
         jsonschema.validate(args, params)
         t.args_schema.model_validate(args)  # the real tool accepts what the compact schema allowed
 
