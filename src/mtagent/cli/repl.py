@@ -124,11 +124,11 @@ class Repl:
         session = self.host.session
         assert session is not None
         resumed = " (resumed)" if len(session.history) else ""
-        source = getattr(session, "window_source", None)
+        source = session.window_source
         self.console.print(f"[bold]mtagent[/] · {escape(session.model_name)} · window {session.window:,} tokens"
                            + (f" [dim](from {escape(source)})[/]" if source else ""))
         self.console.print(f"[dim]session {escape(session.session_id)}{resumed} · {escape(str(self.host.cwd))}[/]")
-        warnings = [*(getattr(session, "resume_warnings", []) or []), *setup_warnings(session)]
+        warnings = [*session.resume_warnings, *setup_warnings(session)]
         for warning in filter(None, warnings):
             self.console.print(f"[yellow]warning:[/] {escape(terminal_safe(str(warning)))}", soft_wrap=True)
         if with_help:

@@ -39,7 +39,7 @@ SHOWN_FIELDS = ("model_calls", *RUN_FIELDS, *STAT_FIELDS[1:])
 
 def _refuse_untrusted_skill(toolset: Any, name: str) -> None:
     """``/skill NAME`` of a skill the project has but is not trusted for says so (not "no skills found")."""
-    untrusted = toolset.skills.discovery.untrusted if toolset is not None else []
+    untrusted = toolset.skills.discovery.untrusted
     if untrusted and (name in untrusted or not toolset.skills.skills):
         raise UsageError(f"{terminal_safe(name) if name in untrusted else 'this project has skills'} "
                          f"({', '.join(untrusted)}): the project is not trusted (or changed since it was), so "
@@ -102,7 +102,7 @@ class ReplHost:
     # views ------------------------------------------------------------------------------
     def _plan(self) -> Any:
         session = self.session
-        return getattr(session.window_manager, "last_plan", None) if session is not None else None
+        return session.last_plan if session is not None else None
 
     def session_report(self) -> SessionReport | None:
         if self.session is None or not self.session.transcript_path.exists():
@@ -118,11 +118,8 @@ class ReplHost:
             return usage
         from mtagent.context.toolset.toolset import describe
 
-        choice = getattr(session, "schema_choice", None)
-        toolset = getattr(getattr(session, "parts", None), "toolset", None)
-        lines = [*([choice.describe()] if choice is not None else []), *([describe(toolset)] if toolset else [])]
-        return replace(usage, window_source=getattr(session, "window_source", None),
-                       schemas="\n".join(lines) or None)
+        lines = [session.schema_choice.describe(), describe(session.parts.toolset)]
+        return replace(usage, window_source=session.window_source, schemas="\n".join(lines))
 
     def _window_usage(self) -> WindowUsage | None:
         from mtagent.cli.context_render import WindowUsage
@@ -175,7 +172,6 @@ class ReplHost:
 
     def work_plan(self) -> Any:  # the engine's plan now (update_plan; carried through compactions), or None
         from mtagent.context.ledger import current_plan
-
         return current_plan(self._live().history)
 
     def history_rows(self) -> list[tuple[str, str, str]]:
@@ -188,6 +184,7 @@ class ReplHost:
                 text = "→ " + ", ".join(str(c.get("name")) for c in calls)
             rows.append((message.id or "-", message.type, " ".join(text.split())[:80]))
         return rows
+
     # actions ----------------------------------------------------------------------------
     def compact(self, instructions: str | None) -> CompactOutcome:
         return self._compacted(lambda: self._live().compact(instructions))
@@ -261,9 +258,9 @@ class ReplHost:
 
     def prepare_skill(self, name: str, request: str) -> None:
         """``/skill NAME [request]``: the skill's instructions (and the request) become the next message."""
-        toolset = getattr(getattr(self._live(), "parts", None), "toolset", None)
+        toolset = self._live().parts.toolset
         _refuse_untrusted_skill(toolset, name)
-        if toolset is None or not toolset.skills.skills:
+        if not toolset.skills.skills:
             raise UsageError("no skills found: add one as .mtagent/skills/<name>/SKILL.md (a trusted project) "
                              "or ~/.mtagent/skills/<name>/SKILL.md")
         body = toolset.run_skill(name)
@@ -277,13 +274,12 @@ class ReplHost:
 
     def mcp_servers(self) -> tuple[list[Any], list[str]] | None:
         """The session's MCP servers and notes (``/mcp``); None when it has no MCP client."""
-        manager = getattr(getattr(self.session, "parts", None), "mcp", None)
+        manager = self.session.parts.mcp if self.session is not None else None
         return None if manager is None else (manager.servers(), list(manager.notes))
 
     def context_warnings(self) -> list[str]:
         """What building the session's context refused or cut so far (``/context`` lists it)."""
-        static = getattr(self.session, "static", None)
-        return list(getattr(static, "shown_warnings", []))
+        return list(self.session.static.shown_warnings) if self.session is not None else []
 
     def list_sessions(self) -> list[SessionListRow]:
         from mtagent import paths

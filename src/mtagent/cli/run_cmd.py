@@ -244,17 +244,15 @@ def _plan_json(session: AgentSession) -> dict[str, Any] | None:
 
 def _window_json(session: AgentSession) -> dict[str, Any]:
     """The window's size and source, and the tool-schema mode (scripts checking a small model's setup)."""
-    choice = getattr(session, "schema_choice", None)
-    toolset = getattr(getattr(session, "parts", None), "toolset", None)  # deferral, buckets, loads (context/toolset)
-    return {"tokens": session.window, "source": getattr(session, "window_source", None),
-            "tool_schemas": choice.to_dict() if choice is not None else None,
-            "tool_catalog": toolset.summary() if toolset is not None else None}
+    return {"tokens": session.window, "source": session.window_source,
+            "tool_schemas": session.schema_choice.to_dict(),
+            "tool_catalog": session.parts.toolset.summary()}  # deferral, buckets, loads (context/toolset)
 
 
 def setup_warnings(session: AgentSession) -> list[str]:
     """Warnings to show when a session opens: what a server said about its window that was refused,
     and a window too small for the summary reserve."""
-    return [*getattr(session, "window_warnings", []), *filter(None, [window_warning(session)])]
+    return [*session.window_warnings, *filter(None, [window_warning(session)])]
 
 
 def run(
