@@ -31,7 +31,10 @@ def task(prompt: str = "where is login?", agent: str = "explore", *, id: str | N
 
 
 def settings(**subagents: Any) -> Settings:
-    return Settings.model_validate({"subagents": subagents, "session_memory": {"enabled": True}})
+    # sandbox off, as tests/conftest.py sets it for loaded settings: whether a shell call asks must not
+    # depend on whether this machine can run bubblewrap (a sandboxed command asks no one)
+    return Settings.model_validate({"subagents": subagents, "session_memory": {"enabled": True},
+                                    "sandbox": {"mode": "off"}})
 
 
 def open_session(root: Path, parent_steps: Sequence[Any], children: Callable[..., Any] | Sequence[Any], *,

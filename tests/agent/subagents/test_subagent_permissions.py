@@ -83,3 +83,21 @@ def test_a_malformed_task_call_is_an_error_result_and_starts_nothing(code):
         result = session.run_turn("go")
     results = {m.tool_call_id: m for m in result.messages if getattr(m, "tool_call_id", None)}
     assert all(results[i].status == "error" for i in ("long", "none", "shape")) and made == []
+
+
+def test_a_general_child_decides_shell_calls_as_the_parent_does_sandbox_and_always_included() -> None:
+    from mtagent.agent.approval import ApprovalPolicy
+    from mtagent.agent.subagents.child import child_policy
+    from mtagent.agent.subagents.profiles import BUILTIN_PROFILES
+
+    general = BUILTIN_PROFILES["general"]
+    sandboxed = ApprovalPolicy.from_rules({}, "ask", sandboxed=True)
+    child = child_policy(sandboxed, general)
+    assert child.decide("shell", {"command": "echo in the sandbox"}).decision == "allow"
+    assert child.decide("shell", {"command": "curl x", "needs": ["network:x"]}).decision == "ask"
+
+    parent = ApprovalPolicy.from_rules({}, "ask")
+    parent.remember("shell", {"command": "make test"})  # the user's "always", said before the child started
+    child = child_policy(parent, general)
+    assert child.decide("shell", {"command": "make test"}).decision == "allow"
+    assert child.decide("shell", {"command": "make other"}).decision == "ask"

@@ -34,6 +34,7 @@ from mtagent.agent.subagents.report import (
     unvalidated_report,
 )
 from mtagent.config import Settings
+from mtagent.events import EventBus, EventType
 from mtagent.context.opener import ParentLink
 from mtagent.tools import ToolContext, default_tools
 
@@ -132,9 +133,12 @@ def child_settings(parent: Settings, profile: AgentProfile, parent_window: int) 
 
 
 def child_policy(parent: ApprovalPolicy, profile: AgentProfile) -> ApprovalPolicy:
-    """The parent's approvals; a read-only profile additionally denies every tool that changes things."""
+    """The parent's approvals — its rules, its user's "always" answers and whether its shell runs sandboxed
+    (the child's shell runs under the parent's settings) —; a read-only profile additionally denies every
+    tool that changes things."""
     policy = ApprovalPolicy(tool_rules=dict(parent.tool_rules), shell_rules=list(parent.shell_rules),
-                            mode=parent.mode, ask_tools=parent.ask_tools, remembered=set(parent.remembered))
+                            mode=parent.mode, ask_tools=parent.ask_tools, remembered=set(parent.remembered),
+                            exact_commands=set(parent.exact_commands), sandboxed=parent.sandboxed)
     if profile.tools is not None:
         for tool in WRITE_TOOLS - profile.tools:
             policy.tool_rules[tool] = "deny"
@@ -155,7 +159,21 @@ def open_child(parent: SubagentParent, *, child_id: str, profile: AgentProfile, 
     return type(parent).open(
         parent.project_root, child_id, child_settings(parent.settings, profile, parent.window),
         CancellableModel(model, cancel), model_name, secrets=parent.redactor.secrets, summarizer_model=None,
-        tools=spec.tools, approval=parent.policy.mode, events=None, on_token=None, child=spec)
+        tools=spec.tools, approval=parent.policy.mode, events=child_events(parent.events, profile.name),
+        on_token=None, child=spec)
+
+
+SHOWN_CHILD_EVENTS = (EventType.TOOL_STARTED, EventType.TOOL_FINISHED)
+
+
+def child_events(parent: EventBus | None, agent: str) -> EventBus:
+    """The child's own bus; its tool calls also reach the parent's, tagged ``subagent=agent``, so the
+    user sees what a child runs as they see the parent's calls (the child's compactions stay its own)."""
+    events = EventBus()
+    if parent is not None:
+        for kind in SHOWN_CHILD_EVENTS:
+            events.subscribe(lambda event: parent.emit(event.type, **{**event.data, "subagent": agent}), kind)
+    return events
 
 
 def drive_to_report(child: Any, brief: Brief, *, repair_attempts: int,
