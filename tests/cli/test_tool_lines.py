@@ -84,3 +84,22 @@ def test_run_in_a_terminal_shows_the_command_its_exit_code_and_its_error(tmp_pat
     assert "shell(python3 -c 'print(1/0)')" in screen
     assert "exit 1 · " in screen and "ZeroDivisionError: division by zero" in screen
     assert "Ran it." in screen
+
+
+def test_a_subagent_s_tool_calls_reach_the_parent_s_display_indented_and_named() -> None:
+    from rich.console import Console
+
+    from mtagent.agent.subagents.child import child_events
+    from mtagent.cli.turn_display import TurnDisplay
+    from mtagent.events import EventBus, EventType
+
+    parent = EventBus()
+    console = Console(record=True, width=100, force_terminal=False)
+    TurnDisplay(console=console, activity=console).attach(parent)
+    child = child_events(parent, "explore")
+    child.emit(EventType.TOOL_STARTED, tool="grep", args={"pattern": "^class "})
+    child.emit(EventType.TOOL_FINISHED, tool="grep", status="success", content="a.py:1:class A:")
+    child.emit(EventType.COMPACT_STARTED, trigger="auto", tokens=10)  # the child's own business
+    out = console.export_text()
+    assert "  ⏺ [explore] grep(^class )" in out and "a.py:1:class A:" in out
+    assert "compacting" not in out

@@ -15,6 +15,7 @@ from mtagent.agent.approval import ApprovalPolicy
 from mtagent.agent.graph import AgentRuntime
 from mtagent.agent.state import Conversation
 from mtagent.config import Settings
+from mtagent.events import EventBus
 from mtagent.context.opener import OpenedSession
 from mtagent.redaction import Redactor
 
@@ -37,6 +38,7 @@ class SubagentParent(Protocol):
     runtime: AgentRuntime
     conversation: Conversation
     subagents: Any  # its SubagentRunner (a child's shares the tree's model choice and slots)
+    events: EventBus  # where a child's tool calls are shown too (tagged with the child's agent)
 
     @property
     def session_memory(self) -> Any: ...  # the parent's task state a child's facts merge into (or None)

@@ -62,6 +62,23 @@ def result_lines(content: str, *, failed: bool, exit_code: int | None, width: in
     return [_cut(terminal_safe(line), width) for line in out]
 
 
+def report_lines(content: str, width: int) -> list[str] | None:
+    """A subagent's report (the ``task`` tool's JSON result) as a person reads it: its outcome and
+    summary, and how many questions it left open; None when ``content`` is not such a report."""
+    try:
+        report = json.loads(content)
+    except ValueError:
+        return None
+    if not isinstance(report, dict) or "summary" not in report:
+        return None
+    head = f"{report.get('agent') or 'subagent'} {report.get('outcome') or 'finished'} · {report.get('summary')}"
+    lines = [_cut(terminal_safe(_one_line(head)), width)]
+    questions = report.get("open_questions")
+    if isinstance(questions, list) and questions:
+        lines.append(f"{len(questions)} open question{'s' if len(questions) != 1 else ''}")
+    return lines
+
+
 def exit_code_of(artifact: Any) -> int | None:
     """A shell result's exit code from its structured metadata (None for other tools or a time-out)."""
     if isinstance(artifact, Mapping) and artifact.get("kind") == "shell" and not artifact.get("timed_out"):

@@ -25,7 +25,7 @@ from rich.status import Status
 
 from mtagent.cli.glyphs import glyphs
 from mtagent.cli.stream_wrap import StreamWrap
-from mtagent.cli.tool_lines import call_line, exit_code_of, result_lines
+from mtagent.cli.tool_lines import call_line, exit_code_of, report_lines, result_lines
 from mtagent.events import Event, EventBus, EventType
 from mtagent.terminal_text import terminal_safe
 
@@ -62,6 +62,7 @@ class TurnDisplay:
     _unsubscribe: list[Callable[[], None]] = field(default_factory=list, init=False, repr=False)
     streamed: list[str] = field(default_factory=list, init=False, repr=False)
     _wrap: StreamWrap | None = field(default=None, init=False, repr=False)  # word-wrap on a terminal
+    _shown_calls: set[str] = field(default_factory=set, init=False, repr=False)
 
     # text ---------------------------------------------------------------------------------
     def on_token(self, text: str) -> None:
@@ -152,30 +153,39 @@ class TurnDisplay:
                    f"failures;[/] {escape(str(event.data.get('hint', 'run /compact manually')))}")
 
     def _tool_started(self, event: Event) -> None:
+        call_id = event.data.get("tool_call_id")
+        if call_id is not None:
+            key = f"{event.data.get('subagent') or ''}:{call_id}"
+            if key in self._shown_calls:
+                return  # the same call announced again after an approval pause: shown once
+            self._shown_calls.add(key)
         args = event.data.get("args")
+        indent, who = _child(event)
         line = call_line(str(event.data.get("tool", "?")), args if isinstance(args, dict) else {},
-                         self.activity.width - 2)
-        self._note(f"{glyphs().tool} {escape(line)}")
+                         self.activity.width - 2 - len(indent) - len(who))
+        self._note(f"{indent}{glyphs().tool} {escape(who)}{escape(line)}")
 
     def _tool_finished(self, event: Event) -> None:
         """How the call ended: a denial or failure with its whole reason, else the exit code and a
         preview of the output (a large result's offload has its own line, :meth:`_persisted`)."""
         tool = str(event.data.get("tool", "?"))
+        indent, _ = _child(event)
         failed = event.data.get("status") == "error"
         content = str(event.data.get("content") or event.data.get("error") or "")
         first = str(event.data.get("error") or "")
         if failed and (denial_reason(first) is not None or not content.strip()):
-            self._note(f"[dim]  {glyphs().result}[/] {trouble_markup(tool, first)}")
+            self._note(f"{indent}[dim]  {glyphs().result}[/] {trouble_markup(tool, first)}")
             return
         if "<persisted-output" in content:
             return
-        lines = result_lines(content, failed=failed, exit_code=exit_code_of(event.data.get("artifact")),
-                             width=self.activity.width - 4, tool=tool)
+        lines = (tool == "task" and not failed and report_lines(content, self.activity.width - 4 - len(indent))) \
+            or result_lines(content, failed=failed, exit_code=exit_code_of(event.data.get("artifact")),
+                            width=self.activity.width - 4 - len(indent), tool=tool)
         bad = failed or bool(exit_code_of(event.data.get("artifact")))
         style = "red" if bad else "dim"
-        pad = " " * (len(glyphs().result) + 3)
+        pad = indent + " " * (len(glyphs().result) + 3)
         body = "\n".join(f"{pad if i else ''}{escape(line)}" for i, line in enumerate(lines))
-        self._note(f"[dim]  {glyphs().result}[/] [{style}]{body}[/]")
+        self._note(f"{indent}[dim]  {glyphs().result}[/] [{style}]{body}[/]")
 
     def _persisted(self, event: Event) -> None:
         original = int(event.data.get("original_chars") or 0)
@@ -209,6 +219,12 @@ class TurnDisplay:
         if self._status is not None:
             self._status.stop()
             self._status = None
+
+
+def _child(event: Event) -> tuple[str, str]:
+    """(indent, ``[agent] ``) for a subagent's tool call shown under its parent's, else ("", "")."""
+    agent = event.data.get("subagent")
+    return ("  ", f"[{terminal_safe(str(agent))[:24]}] ") if agent else ("", "")
 
 
 def denial_reason(first_line: str) -> str | None:
