@@ -46,8 +46,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("mtagent.cli.audit_cmd", "List the audit trail: approvals, denials, memory writes, compactions, "
               "exports (--json)."),
     "trust": ("mtagent.cli.trust_cmd", "Trust a project so its .mtagent/config.toml may set approvals, "
-              "workspace roots, shell settings and the model endpoint (untrusted projects' security keys "
-              "are ignored with a warning)."),
+              "workspace roots, shell settings and the model endpoint, and its MCP servers and skills may "
+              "run (shown whole and asked first)."),
     "mcp": ("mtagent.cli.mcp_cmd", "List, add, show and remove MCP servers: what a session here would start."),
     "tools": ("mtagent.cli.tools_cmd", "List the tools a session here would have (built-in, MCP, skills; loaded or deferred) and search them."),
     "ui": ("mtagent.cli.ui_cmd", "Open the explain UI: a local, read-only web app over every "
