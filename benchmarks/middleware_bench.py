@@ -37,6 +37,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
+from results_file import results_file
 from mtagent.agent.scripted import ScriptedChatModel, reply, tool_call
 from mtagent.config import Settings
 from mtagent.context.invariants import InvalidView, validate_view
@@ -46,7 +47,7 @@ from mtagent.errors import ContextLengthExceeded
 from mtagent.integrations.langchain import MTContextMiddleware
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results" / "middleware_bench.md"
+RESULTS = results_file("middleware_bench.md")
 SYSTEM = "You are a coding agent. Use the tools to find and fix the failing test."
 KEEP_MESSAGES = 20
 KEEP_TOOL_RESULTS = 3

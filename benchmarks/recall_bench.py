@@ -37,6 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from results_file import results_file
 from mtagent.context.recall import Recaller, RecallIndexer
 from mtagent.context.recall.query import identifiers
 from mtagent.context.tokens import count_text_tokens, message_text
@@ -185,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     text = "\n".join(lines)
     print(text)
-    out = HERE / "results" / ("recall_bench_quick.md" if args.quick else "recall_bench.md")
+    out = results_file("recall_bench_quick.md" if args.quick else "recall_bench.md")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text + "\n")
     print(f"RESULT recall_index_mb_per_s={mb_per_s:.2f}")
@@ -225,7 +226,7 @@ def _facts_section(count: int, quick: bool) -> int:
     lines.append(f"| all | {len(rows)} | {hits}/{len(rows)} = {hits / max(1, len(rows)):.1%} | {mrr:.2f} |")
     text = "\n".join(lines)
     print(text)
-    out = HERE / "results" / ("recall_bench_quick.md" if quick else "recall_bench.md")
+    out = results_file("recall_bench_quick.md" if quick else "recall_bench.md")
     with out.open("a", encoding="utf-8") as fh:
         fh.write(text + "\n")
     print(f"RESULT recall_compacted_fact_top5={hits / max(1, len(rows)):.4f}")

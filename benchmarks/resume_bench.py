@@ -34,6 +34,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from results_file import results_file
 from mtagent.config import Settings
 from mtagent.context.view import build_resume_view, load_transcript
 from mtagent.session import schema
@@ -42,7 +43,7 @@ from mtagent.session.reader import ReadReport, iter_entries
 from mtagent.session.transcript import TranscriptWriter
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results" / "resume_bench.md"
+RESULTS = results_file("resume_bench.md")
 WORDS = ("def class import return self value error test path file line result context token "
          "session boundary summary compact grep shell read write edit").split()
 CHARS_PER_TOKEN = 4

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Run every benchmark (pass --quick for the under-a-minute versions) and collect their figures.
-# Each script writes its own table to benchmarks/results/<name>.md; this prints every RESULT line
-# and writes them, per script, to benchmarks/results/summary.md.
+# Each script writes its own table to benchmarks/results/local/<name>.md (benchmarks/results/<name>.md
+# with MTAGENT_BENCH_RECORD=1); this prints every RESULT line and writes them, per script, to summary.md
+# there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=benchmarks/results/summary.md
-mkdir -p benchmarks/results
+folder=benchmarks/results/local
+[ "${MTAGENT_BENCH_RECORD:-}" = "1" ] && folder=benchmarks/results
+out=$folder/summary.md
+mkdir -p "$folder"
 { echo "# Benchmark figures"; echo; echo "Produced by \`bash benchmarks/run_all.sh $*\` on $(date -u +%Y-%m-%d)."; } > "$out"
 status=0
 for script in benchmarks/*_bench.py; do

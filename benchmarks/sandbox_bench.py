@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage
+from results_file import results_file
 
-RESULTS = Path(__file__).parent / "results" / "sandbox_bench.md"
+RESULTS = results_file("sandbox_bench.md")
 COMMON_RULES = {"shell:git status*": "allow", "shell:ls*": "allow", "shell:cat *": "allow"}
 
 

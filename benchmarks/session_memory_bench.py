@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from results_file import results_file
 from mtagent.config import Settings
 from mtagent.context.session_memory.manager import SessionMemoryManager
 from mtagent.context.tokens import MessageTokenCounter
@@ -44,7 +45,7 @@ from mtagent.replay.trajectory import Trajectory
 from mtagent.session.reader import read_records
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results" / "session_memory_bench.md"
+RESULTS = results_file("session_memory_bench.md")
 TRAJ = Path(os.environ.get("MTAGENT_TRAJECTORIES") or HERE.parents[1] / "shared" / "trajectories")
 QUICK = ("claude-code/258c7280-ae70-4798-800f-63464d01a85d.jsonl",
          "mini-swe-agent/deepseek_chat_test_1-100__django__django-13964.traj.json")

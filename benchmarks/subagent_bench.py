@@ -33,9 +33,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from results_file import results_file
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results" / "subagent_bench.md"
+RESULTS = results_file("subagent_bench.md")
 FACT = re.compile(r"FACT: (\w+) = (\w+)")
 LINES_PER_FILE = 150
 

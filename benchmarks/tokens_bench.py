@@ -20,6 +20,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from results_file import results_file
 from mtagent.context import tokens
 
 HERE = Path(__file__).resolve().parent
@@ -155,9 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     table = "\n".join(lines)
     print(table)
     if not args.quick:
-        out = HERE / "results"
-        out.mkdir(exist_ok=True)
-        (out / "tokens_bench.md").write_text("# tokens_bench\n\n" + table + "\n", encoding="utf-8")
+        results_file("tokens_bench.md").write_text("# tokens_bench\n\n" + table + "\n", encoding="utf-8")
     if args.fit:
         fit(texts)
     worst = max(abs(r[4]) for r in rows)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from langchain_core.messages import ToolMessage
 
+from results_file import results_file
 from mtagent.context.tool_results import previews
 from mtagent.context.tool_results.budgeter import ToolResultBudgeter, ToolResultPolicy
 from mtagent.session.artifacts import ArtifactStore
@@ -317,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     report = f"# Tool-result budget on real trajectories ({mode} run)\n\n" + "\n".join(sections)
     print(report)
-    out = HERE / "results" / "tool_results_bench.md"
+    out = results_file("tool_results_bench.md")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report, encoding="utf-8")
     print(f"\nwrote {out.relative_to(HERE.parent)}")

@@ -38,6 +38,7 @@ sys.path.insert(0, str(HERE))
 
 from tools_catalog import catalog, held_out, queries  # noqa: E402
 from tools_requests import requests  # noqa: E402
+from results_file import results_file
 
 WINDOW = 131_072
 SIZES = (10, 50, 200, 500)
@@ -206,9 +207,7 @@ def main() -> None:
           f"{cost['session_deferred']:,.0f} deferred vs {cost['session_base']:,.0f} all schemas sent")
     report = "\n".join(out)
     print(report)
-    results = HERE / "results"
-    results.mkdir(exist_ok=True)
-    (results / f"tools_bench{'_quick' if args.quick else ''}.md").write_text(
+    results_file(f"tools_bench{'_quick' if args.quick else ''}.md").write_text(
         f"# tools_bench{' --quick' if args.quick else ''}\n\n```\n{report}\n```\n", encoding="utf-8")
     for r in rows:
         print(f"RESULT tool_def_tokens_{r['n']}_off={r['off']}")

@@ -26,12 +26,13 @@ from pathlib import Path
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from results_file import results_file
 from mtagent.config import Settings
 from mtagent.testing.synthetic import SyntheticSession
 from mtagent.context.window import ContextWindowManager
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results" / "window_bench.md"
+RESULTS = results_file("window_bench.md")
 SIZES = (100, 1_000, 10_000)
 # Large enough that neither size-triggered clearing nor auto compaction fires while timing.
 BENCH_WINDOW = 100_000_000
