@@ -8,24 +8,22 @@ REPL goes on; an unknown command gets a "did you mean" suggestion.
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import logging
-import shlex
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from enum import Enum
-from pathlib import Path
-from typing import Any, Protocol
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from rich.text import Text
 
-from mtagent.cli import context_render as render
-from mtagent.cli.context_render import WindowUsage
-from mtagent.cli.session_report import SessionReport
+from mtagent.cli.slash_context import cmd_context, print_meter
+from mtagent.cli.slash_host import (  # noqa: F401 - the command types, importable from here as before
+    CommandSpec,
+    CompactOutcome,
+    SessionListRow,
+    SlashCommand,
+    SlashHost,
+    SlashOutcome,
+)
 from mtagent.context.static import memory
 from mtagent.context.static.memory import Scope
 from mtagent.errors import MTAgentError, UsageError
@@ -33,102 +31,6 @@ from mtagent.terminal_text import terminal_safe
 
 
 log = logging.getLogger(__name__)
-
-
-class SlashOutcome(str, Enum):
-    CONTINUE = "continue"
-    EXIT = "exit"
-    NOT_A_COMMAND = "not_a_command"
-    SEND = "send"  # send the host's pending message as the next turn (/skill)
-
-
-@dataclass(slots=True, frozen=True)
-class SlashCommand:
-    name: str
-    rest: str = ""
-
-    @property
-    def words(self) -> list[str]:
-        """``rest`` split like a shell would, except that only double quotes group words: an
-        apostrophe (``don't``) is part of its word, as facts for ``/memory add`` need."""
-        lexer = shlex.shlex(self.rest, posix=True)
-        lexer.whitespace_split = True
-        lexer.quotes = '"'
-        lexer.commenters = ""
-        try:
-            return list(lexer)
-        except ValueError as exc:
-            raise UsageError(f"/{self.name}: {exc} (close the quote)") from None
-
-
-@dataclass(slots=True, frozen=True)
-class CompactOutcome:
-    """What a manual compaction did (before/after are the history's token estimate)."""
-
-    pre_tokens: int
-    post_tokens: int
-    trigger: str = "manual"
-    summary_source: str | None = None
-    unchanged_reason: str | None = None  # set when nothing was compacted: the one line saying why
-
-
-@dataclass(slots=True, frozen=True)
-class SessionListRow:
-    session_id: str
-    updated: str
-    messages: int
-    compactions: int = 0
-    model: str | None = None
-    current: bool = False
-
-
-class SlashHost(Protocol):
-    """What slash commands need from the running session (the REPL implements it)."""
-
-    console: Console
-    cwd: Path
-
-    @property
-    def session_id(self) -> str | None: ...
-
-    def window_usage(self) -> WindowUsage | None:
-        """Tokens per bucket of the last (or next) view, against the window; None before any."""
-
-    def session_report(self) -> SessionReport | None:
-        """This session's transcript facts (persisted results, compactions); None if none yet."""
-
-    def artifact_root(self) -> str | None: ...
-
-    def last_plan(self) -> tuple[Mapping[str, Any] | None, str | None]:
-        """The last context plan as a record dict, and the engine's own explanation if any."""
-
-    def stats_counters(self) -> Mapping[str, int]: ...
-
-    def effective_limit(self) -> int | None: ...
-
-    def compact(self, instructions: str | None) -> CompactOutcome: ...
-
-    def compact_from(self, message_id: str) -> CompactOutcome: ...
-
-    def resume(self, session_id: str | None) -> str:
-        """Switch to ``session_id`` (None: the latest other session); return the id resumed."""
-
-    def list_sessions(self) -> list[SessionListRow]: ...
-
-    def history_rows(self) -> list[tuple[str, str, str]]:
-        """(message id, role, first line) of the history the engine plans from."""
-
-
-Handler = Callable[[SlashHost, SlashCommand], SlashOutcome]
-
-
-@dataclass(slots=True, frozen=True)
-class CommandSpec:
-    name: str
-    usage: str
-    summary: str
-    handler: Handler
-    details: tuple[str, ...] = field(default_factory=tuple)
 
 
 def parse_slash(line: str) -> SlashCommand | None:
@@ -238,13 +140,6 @@ def _print_compaction(console: Console, outcome: CompactOutcome) -> None:
                   f"{outcome.post_tokens:,} tokens ({effect})")
 
 
-def _print_meter(host: SlashHost) -> None:
-    """The window's current size as ``/context stats`` shows it, with the moment it measures."""
-    usage = host.window_usage()
-    if usage is not None and usage.basis:
-        host.console.print(f"window: {usage.used:,} / {usage.token_limit:,} tokens ({usage.basis})")
-
-
 def cmd_compact(host: SlashHost, command: SlashCommand) -> SlashOutcome:
     words = command.rest.split()
     if words and words[0] == "from":
@@ -253,83 +148,8 @@ def cmd_compact(host: SlashHost, command: SlashCommand) -> SlashOutcome:
         _print_compaction(host.console, host.compact_from(words[1]))
         return SlashOutcome.CONTINUE
     _print_compaction(host.console, host.compact(command.rest or None))
-    _print_meter(host)
+    print_meter(host)
     return SlashOutcome.CONTINUE
-
-
-_CONTEXT_SUBCOMMANDS = ("stats", "artifacts", "explain", "messages")
-
-
-def cmd_context(host: SlashHost, command: SlashCommand) -> SlashOutcome:
-    sub = command.rest.split()[0].lower() if command.rest else ""
-    if sub and sub not in _CONTEXT_SUBCOMMANDS:
-        close = difflib.get_close_matches(sub, _CONTEXT_SUBCOMMANDS, n=1)
-        hint = f"; did you mean /context {close[0]}?" if close else ""
-        raise UsageError(f"unknown /context view {sub!r}{hint} (use stats, artifacts, explain or messages)")
-    if sub == "messages":
-        rows = host.history_rows()
-        if not rows:
-            host.console.print("[dim]No messages yet.[/]")
-            return SlashOutcome.CONTINUE
-        table = Table(title=f"Messages the engine plans from ({len(rows)})", title_justify="left")
-        table.add_column("id", no_wrap=True, min_width=max(len(row[0]) for row in rows))
-        table.add_column("role", no_wrap=True, min_width=max(len(row[1]) for row in rows))
-        table.add_column("text", max_width=80)
-        for message_id, role, text in rows:
-            table.add_row(terminal_safe(message_id), terminal_safe(role),
-                          Text(terminal_safe(text), no_wrap=True, overflow="ellipsis"))
-        host.console.print(table)
-        host.console.print("[dim]/compact from <id> summarises everything before that message.[/]")
-        return SlashOutcome.CONTINUE
-    if sub == "artifacts":
-        report = host.session_report()
-        if report is None:
-            host.console.print("[dim]No session yet: send a message first.[/]")
-        else:
-            host.console.print(render.render_artifacts(report, host.artifact_root()))
-        return SlashOutcome.CONTINUE
-    if sub == "explain":
-        plan, explanation = host.last_plan()
-        _print_meter(host)
-        for line in render.setup_lines(host.window_usage()):  # the window's source, the tool-schema mode
-            host.console.print(line)
-        host.console.print(render.render_plan_explain(plan, explanation))
-        return SlashOutcome.CONTINUE
-    usage = host.window_usage()
-    if usage is None:
-        host.console.print("[dim]No context yet: send a message first.[/]")
-        return SlashOutcome.CONTINUE
-    if sub == "stats":
-        host.console.print(render.render_context_stats(
-            usage, host.session_report(), effective_limit=host.effective_limit(),
-            counters=host.stats_counters()))
-    else:
-        said = (getattr(host, "session_id", None), usage.schemas)
-        if said == getattr(host, "schemas_said", None):  # the plain grid says the tool line once, until it changes
-            usage = replace(usage, schemas=None)         # (stats and explain always show it)
-        else:
-            with contextlib.suppress(AttributeError):
-                host.schemas_said = said  # type: ignore[attr-defined]
-        host.console.print(render.render_context_grid(usage, report=host.session_report()))
-        for line in render.plan_lines(getattr(host, "work_plan", lambda: None)()):  # the engine's plan
-            host.console.print(terminal_safe(line), markup=False)
-    _print_mcp_trouble(host)
-    _print_context_warnings(host)
-    return SlashOutcome.CONTINUE
-
-
-def _print_context_warnings(host: SlashHost) -> None:
-    for warning in getattr(host, "context_warnings", lambda: [])():  # a refused @include, a cut rule file
-        host.console.print(f"context: {terminal_safe(warning)}", markup=False, style="dim")
-
-
-def _print_mcp_trouble(host: SlashHost) -> None:
-    """One line per MCP server that is not serving tools (failed and why, untrusted, invalid)."""
-    servers = getattr(host, "mcp_servers", lambda: None)()
-    for status in (servers or ([], []))[0]:
-        if status.state in ("failed", "untrusted", "invalid"):
-            host.console.print(f"MCP server {terminal_safe(status.name)}: {status.state} — "
-                               f"{terminal_safe(status.note)} (/mcp lists every server)", markup=False, style="dim")
 
 
 def _memory_scope(words: list[str]) -> tuple[Scope | None, bool, list[str]]:

@@ -1,0 +1,117 @@
+"""What slash commands are and what they may ask of the running session.
+
+:class:`SlashHost` is the seam: the REPL implements it over the agent session (``cli/repl_host``),
+tests with a small fake. The command modules (``slash``, ``slash_context``, ``slash_session``) import
+from here, so none of them imports another's commands.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Protocol
+
+from rich.console import Console
+
+from mtagent.cli.context_render import WindowUsage
+from mtagent.cli.session_report import SessionReport
+from mtagent.errors import UsageError
+
+
+class SlashOutcome(str, Enum):
+    CONTINUE = "continue"
+    EXIT = "exit"
+    NOT_A_COMMAND = "not_a_command"
+    SEND = "send"  # send the host's pending message as the next turn (/skill)
+
+
+@dataclass(slots=True, frozen=True)
+class SlashCommand:
+    name: str
+    rest: str = ""
+
+    @property
+    def words(self) -> list[str]:
+        """``rest`` split like a shell would, except that only double quotes group words: an
+        apostrophe (``don't``) is part of its word, as facts for ``/memory add`` need."""
+        lexer = shlex.shlex(self.rest, posix=True)
+        lexer.whitespace_split = True
+        lexer.quotes = '"'
+        lexer.commenters = ""
+        try:
+            return list(lexer)
+        except ValueError as exc:
+            raise UsageError(f"/{self.name}: {exc} (close the quote)") from None
+
+
+@dataclass(slots=True, frozen=True)
+class CompactOutcome:
+    """What a manual compaction did (before/after are the history's token estimate)."""
+
+    pre_tokens: int
+    post_tokens: int
+    trigger: str = "manual"
+    summary_source: str | None = None
+    unchanged_reason: str | None = None  # set when nothing was compacted: the one line saying why
+
+
+@dataclass(slots=True, frozen=True)
+class SessionListRow:
+    session_id: str
+    updated: str
+    messages: int
+    compactions: int = 0
+    model: str | None = None
+    current: bool = False
+
+
+class SlashHost(Protocol):
+    """What slash commands need from the running session (the REPL implements it)."""
+
+    console: Console
+    cwd: Path
+
+    @property
+    def session_id(self) -> str | None: ...
+
+    def window_usage(self) -> WindowUsage | None:
+        """Tokens per bucket of the last (or next) view, against the window; None before any."""
+
+    def session_report(self) -> SessionReport | None:
+        """This session's transcript facts (persisted results, compactions); None if none yet."""
+
+    def artifact_root(self) -> str | None: ...
+
+    def last_plan(self) -> tuple[Mapping[str, Any] | None, str | None]:
+        """The last context plan as a record dict, and the engine's own explanation if any."""
+
+    def stats_counters(self) -> Mapping[str, int]: ...
+
+    def effective_limit(self) -> int | None: ...
+
+    def compact(self, instructions: str | None) -> CompactOutcome: ...
+
+    def compact_from(self, message_id: str) -> CompactOutcome: ...
+
+    def resume(self, session_id: str | None) -> str:
+        """Switch to ``session_id`` (None: the latest other session); return the id resumed."""
+
+    def list_sessions(self) -> list[SessionListRow]: ...
+
+    def history_rows(self) -> list[tuple[str, str, str]]:
+        """(message id, role, first line) of the history the engine plans from."""
+
+
+Handler = Callable[[SlashHost, SlashCommand], SlashOutcome]
+
+
+@dataclass(slots=True, frozen=True)
+class CommandSpec:
+    name: str
+    usage: str
+    summary: str
+    handler: Handler
+    details: tuple[str, ...] = field(default_factory=tuple)
