@@ -30,7 +30,8 @@ each peer.
     python benchmarks/context_bench.py --quick    # a few files, one window (< 1 min)
     python benchmarks/context_bench.py --summary-price 0.25   # summary calls at a quarter of the price
 
-Writes benchmarks/results/context_bench.md and ends with ``RESULT name=value`` lines.
+Writes its report to benchmarks/results/local/ (benchmarks/results/context_bench.md with
+MTAGENT_BENCH_RECORD=1) and ends with ``RESULT name=value`` lines.
 """
 
 from __future__ import annotations
@@ -392,10 +393,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a few small files at one window (< 1 minute)")
     parser.add_argument("--root", type=Path, default=ROOT, help="the shared trajectories folder")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "context_bench.md")
+    parser.add_argument("--out", type=Path, default=None, help="the report (default: benchmarks/results/local/"
+                        "context_bench.md; benchmarks/results/ with MTAGENT_BENCH_RECORD=1)")
     parser.add_argument("--summary-price", type=float, default=1.0,
                         help="price summary calls at this share of the main model (0.25: a compact model at a quarter)")
     args = parser.parse_args(argv)
+    if args.out is None:
+        from results_file import results_file  # beside this file: on sys.path when it runs as a script
+
+        args.out = results_file("context_bench_quick.md" if args.quick else "context_bench.md")
     if not args.root.is_dir():
         print(f"trajectories not found at {args.root}; pass --root", file=sys.stderr)
         return 2
