@@ -128,3 +128,18 @@ def test_misconfigured_embeddings_list_with_one_warning_like_a_session(tmp_path:
     assert len(text.stderr.strip().splitlines()) == 1 and "recall.embeddings" in text.stderr
     search = runner.invoke(app, ["tools", "search", "read a file", "--json", "--no-mcp", "--cwd", str(tmp_path)])
     assert search.exit_code == 0 and json.loads(search.stdout)[0]["query"] == "read a file"
+
+
+def test_list_counts_exactly_the_tools_a_session_here_sends(tmp_path: Path) -> None:
+    """Every tool a session would have — read_tool_result and the task tool too — in its order and
+    tokens (issue 36: the listing said 9 tools and 2,046 tokens where a session sent 11 and 2,496)."""
+    from mtagent.agent.scripted import ScriptedChatModel
+    from mtagent.agent.session import AgentSession
+    from mtagent.config import load_settings
+
+    data = invoke("list", "--json", "--no-mcp", "--cwd", str(tmp_path))
+    with AgentSession.create(tmp_path, model=ScriptedChatModel(["hi"]), settings=load_settings(tmp_path)) as session:
+        rows, summary = session.parts.toolset.rows(), session.parts.toolset.summary()
+    assert [(r["name"], r["tokens"]) for r in data["tools"]] == [(r["name"], r["tokens"]) for r in rows]
+    assert data["summary"]["definition_tokens"] == summary["definition_tokens"]
+    assert {"read_tool_result", "task"} <= {r["name"] for r in data["tools"]}

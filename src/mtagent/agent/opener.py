@@ -131,6 +131,38 @@ def _add_late_tools(parts: SessionParts, tools: list[BaseTool]) -> None:
         parts.toolset.changed()
 
 
+class _ListedOnly:
+    """The launcher of a ``task`` tool built to be listed (``mtagent tools list``), never to run."""
+
+    def launch(self, request: Any) -> str:
+        raise RuntimeError("this task tool only lists what a session would send; open a session to run it")
+
+
+def _listed_default_tools(root: Path, settings: Settings) -> list[BaseTool]:
+    """The built-in tools in a session's order, ``read_tool_result`` included: a session always has an
+    artifact store to page saved results from; a listing has none, but counts the tool all the same."""
+    from mtagent.tools.registry import tool_context
+    from mtagent.tools.files import ReadToolResultTool
+
+    tools = default_tools(root, settings=settings)
+    if not any(t.name == ReadToolResultTool.model_fields["name"].default for t in tools):
+        at = next(i for i, t in enumerate(tools) if t.name == "update_plan") + 1
+        tools.insert(at, ReadToolResultTool(context=tool_context(tools)))
+    return tools
+
+
+def _listed_task_tool(root: Path, settings: Settings) -> list[BaseTool]:
+    """The ``task`` tool a main session in ``root`` would host (the same schema and profile list), so
+    the listing counts what a session sends (it counted the tools without it: 9 of 11)."""
+    cfg = settings.subagents
+    if not (cfg.enabled and cfg.max_depth > 0):
+        return []
+    from mtagent.agent.subagents import load_profiles
+    from mtagent.tools.task import build_task_tool
+
+    return [build_task_tool(_ListedOnly(), agents=load_profiles(root).names)]
+
+
 @contextmanager
 def project_catalog(root: Path, settings: Settings, *, window: int | None, mcp: bool,
                     warn: Callable[[ConfigError], None]) -> Iterator[tuple[Toolset, list[str]]]:
@@ -139,8 +171,9 @@ def project_catalog(root: Path, settings: Settings, *, window: int | None, mcp: 
     manager = open_mcp(settings, root) if mcp and settings.mcp.enabled else None
     try:
         system = SystemContext(StaticContext(root, settings.memory), root)
-        toolset = open_catalog(default_tools(root, settings=settings), settings, root,
-                               window=window or settings.context.token_limit, system=system, source=manager, warn=warn)
+        toolset = open_catalog([*_listed_default_tools(root, settings), *_listed_task_tool(root, settings)],
+                               settings, root, window=window or settings.context.token_limit, system=system,
+                               source=manager, warn=warn)
         notes = [f"MCP server {s.name}: {s.state}{' — ' + s.note if s.note else ''}"
                  for s in (manager.servers() if manager is not None else []) if s.state != "ready"]
         yield toolset, [*notes, *(f"skill skipped: {s}" for s in toolset.skills.discovery.skipped)]
