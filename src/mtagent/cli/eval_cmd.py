@@ -21,6 +21,7 @@ from mtagent.cli.executor_options import (ExecutorChoice, beside_task_file, exec
 from mtagent.cli.fit import Column, dropped_note, fit_table
 from mtagent.cli.output import console, err_console, table_box, user_errors
 from mtagent.errors import UsageError
+from mtagent.replay.names import ARMS
 
 BUILTIN_MODEL = "context-test:"
 LOCAL_TEST_MODEL = "context-test"  # runs in the process: its dollars are what its tokens would cost
@@ -45,9 +46,9 @@ def run_unit(unit: Any) -> list[dict[str, Any]]:
 def eval_command(
     tasks_file: Path | None = typer.Argument(None, help="JSONL tasks: mtagent batch lines plus \"check\"/\"setup\", "
                                              "or SWE-bench lines (docs/eval.md). Omit with --suite."),
-    policy: list[str] = typer.Option([], "--policy", "-p", help="A context policy: mtagent, threshold, masking, "
-                                     "lc-summarization, or a settings .toml file. Repeat to compare (default "
-                                     "mtagent)."),
+    policy: list[str] = typer.Option([], "--policy", "-p", help="A context policy: "
+                                     f"{', '.join(a.policy for a in ARMS)}, or a settings .toml file. Repeat to "
+                                     "compare (default mtagent)."),
     suite: str | None = typer.Option(None, "--suite", help="Run a built-in suite instead of a file: builtin (44 "
                                      "generated tasks that need the session's memory, controls among them) or extra "
                                      "(20 tasks of other shapes)."),

@@ -1,18 +1,10 @@
 """Context policies: named settings overlays the same model runs every task under.
 
 A policy changes only how the context is managed — never the model, the tools' behaviour or the
-task — so a difference in solve rate or cost is the policy's. The built-in names approximate the
-strategies ``mtagent replay`` compares, with the live engine's own knobs:
-
-* ``mtagent`` — the defaults: cost-aware compaction, session memory, recall (tool and retrieval).
-* ``threshold`` — plain threshold compaction, the best-known CLI agent's auto-compact: compact
-  only at the threshold, no session memory, no recall.
-* ``masking`` — observation masking (arXiv 2508.21433): old tool results are cleared in the view
-  (the newest 10 kept) once the view passes half the window; summaries only at the window's
-  edge; no session memory, no recall.
-* ``lc-summarization`` — LangChain's summarization middleware: threshold-triggered summaries of
-  everything but a recent tail, with no file re-attachment, no incremental summaries, no cache
-  alignment, no session memory, no recall.
+task — so a difference in solve rate or cost is the policy's. The built-in names are the comparison
+arms ``mtagent replay`` compares too (:data:`mtagent.replay.names.ARMS`, defined once there): ``mtagent``
+(the defaults), ``threshold``, ``masking`` and ``lc-summarization``, each approximated with the live
+engine's own knobs.
 
 Any other name is a TOML file of settings sections (``[context]``, ``[recall]``, …) — the same
 keys as ``config.toml`` (``docs/configuration.md``); its stem is the policy's name. Overlays are
@@ -28,25 +20,9 @@ from typing import Any
 
 from mtagent.config import Settings
 from mtagent.errors import UsageError
+from mtagent.replay.names import ARMS
 
-_NO_MEMORY_NO_RECALL: dict[str, dict[str, Any]] = {
-    "session_memory": {"enabled": False},
-    "recall": {"enabled": False, "retrieve_after_compaction": False},
-}
-BUILTIN_POLICIES: dict[str, dict[str, dict[str, Any]]] = {
-    "mtagent": {},
-    "threshold": {"context": {"compaction_trigger": "threshold"}, **_NO_MEMORY_NO_RECALL},
-    "masking": {
-        "context": {"compaction_trigger": "threshold", "auto_compact_threshold": 0.95},
-        "microcompact": {"size_trigger_fraction": 0.5, "size_target_fraction": 0.05, "keep_recent": 10},
-        **_NO_MEMORY_NO_RECALL,
-    },
-    "lc-summarization": {
-        "context": {"compaction_trigger": "threshold", "reattach_max_files": 0, "incremental_summaries": False,
-                    "cache_aligned_summaries": False},
-        **_NO_MEMORY_NO_RECALL,
-    },
-}
+BUILTIN_POLICIES: dict[str, dict[str, dict[str, Any]]] = {arm.policy: arm.overlay for arm in ARMS}
 MAX_POLICY_BYTES = 256 * 1024
 
 
