@@ -27,8 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from results_file import results_file
+
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results" / "eval_bench.md"
+RESULTS = results_file("eval_bench.md")
 POLICIES = ["mtagent", "threshold", "masking", "lc-summarization"]
 QUICK_TASKS = 8
 
