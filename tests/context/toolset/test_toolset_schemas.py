@@ -88,6 +88,7 @@ def test_unions_nested_objects_and_a_parameter_named_description_survive() -> No
     assert props["description"] == {"type": "string"}
     assert props["where"]["type"] == "object" and props["where"]["additionalProperties"] == {"type": "integer"}
     assert "anyOf" in props["size"]  # a real union (not X-or-null) stays a union
+    assert "default" not in props["size"]  # a default only says what leaving it out means: the tool applies it
     assert small["function"]["description"] == "Take a note."
     assert small["function"]["parameters"]["required"] == ["description"]
 

@@ -4,8 +4,8 @@ With a 4,096-token window the system prompt and the full schemas of mtagent's el
 three quarters of it before the user said a word. Every call pays that fixed cost again, so a
 small window gets a *compact* schema set instead: the optional tools (``agent.compact_drop_tools``:
 subagents, recall, long-term memory) are not offered, each description is cut to its first
-sentence, parameter descriptions go, and ``anyOf [X, null]`` of an optional parameter becomes
-``X`` (leaving it out is how a model says null). Every parameter, type, bound, enum and the
+sentence, parameter descriptions and defaults go, and ``anyOf [X, null]`` of an optional parameter
+becomes ``X`` (leaving it out is how a model says null). Every parameter, type, bound, enum and the
 ``required`` list stay, so a call that fits the compact schema is a valid call of the real tool.
 
 :func:`choose_schemas` measures the full set with the real token counter and switches to compact
@@ -29,8 +29,10 @@ from mtagent.config_sections import COMPACT_DESCRIPTION_CHARS
 from mtagent.context.tokens import DEFAULT_ENCODING, count_text_tokens
 
 SchemaMode = Literal["full", "compact"]
-# JSON-schema keys that only document a parameter; the compact set leaves them out.
-_DOC_KEYS = frozenset({"description", "title", "examples"})
+# JSON-schema keys that only document a parameter; the compact set leaves them out. ``default`` too:
+# it only says what leaving an optional parameter out means (the tool applies it), and a 4K window
+# cannot pay for it on every call.
+_DOC_KEYS = frozenset({"description", "title", "examples", "default"})
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")  # "e.g. src" goes on
 
 
