@@ -1,9 +1,5 @@
-"""``/context``: what the window holds — the grid, ``stats``, ``artifacts``, ``explain``, ``messages``.
-
-Besides the view asked for, ``/context`` names what is wrong with the session's context: MCP
-servers that serve no tools and anything building the context refused or cut. A host that has
-no MCP client, plan or context warnings (a test's fake) simply shows none.
-"""
+"""``/context``: what the window holds (the grid, ``stats``, ``artifacts``, ``explain``, ``messages``), and
+what is wrong with it: MCP servers serving no tools, anything building the context refused or cut."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""What slash commands are and what they may ask of the running session.
-
-:class:`SlashHost` is the seam: the REPL implements it over the agent session (``cli/repl_host``),
-tests with a small fake. The command modules (``slash``, ``slash_context``, ``slash_session``) import
-from here, so none of them imports another's commands.
-"""
+"""What a slash command is, and :class:`SlashHost`, what commands may ask of the running session (the
+REPL implements it over the agent session, tests with a small fake); every command module imports it."""
 
 from __future__ import annotations
 
