@@ -75,6 +75,7 @@ def test_the_plan_and_the_latest_request_survive_three_compactions(project) -> N
         tool_results={"shell_max_chars": 3_000, "preview_chars": 800},
         agent={"approval": {"shell": "allow"}},
     )
+    (project / "CONTEXT.md").write_text("# House rules\nUse tabs in the parser module.\n", encoding="utf-8")
     script = Script()
     requests_of_turn: list[str] = []
     with StubOpenAI(responder=script) as stub:
@@ -102,6 +103,8 @@ def test_the_plan_and_the_latest_request_survive_three_compactions(project) -> N
         latest = script.user_before[index]
         assert latest in requests_of_turn and latest in text  # the user's latest request, verbatim
         assert GOAL in text  # the first request, whole
+        rules = text.split("## Rules in force", 1)  # the rule files in force, named by the engine's ledger
+        assert len(rules) == 2 and "CONTEXT.md" in rules[1].split("##", 1)[0], summary_id
         plan = script.plan_before[index]
         assert plan is not None
         for step in plan.steps:  # every step with its status, as the engine renders the plan

@@ -39,6 +39,7 @@ from mtagent.context.compaction.manual import memoise, shrink_or_explain
 from mtagent.context.compaction.summarize import Summarizer
 from mtagent.context.compaction.cache_align import align_summarizer
 from mtagent.context.compaction.trigger import early_compaction_settings
+from mtagent.context.ledger.extract import rule_sources
 from mtagent.context.clearing import ViewClearing
 from mtagent.context.meter import ContextMeter
 from mtagent.context.plan import CompressedItem, ContextPlan, DroppedItem, id_range
@@ -84,6 +85,15 @@ class PreparedContext:
     cleared_ids: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class CallFrame:
+    """What the last prepared call put around the history: the tokens of its system prompt and tool
+    schemas, and the rule files that system prompt carries (a hand-off names them as in force)."""
+
+    extra: int = 0
+    rules: tuple[str, ...] = ()
+
+
 class ContextWindowManager:
     """Decides, before every model call, what the model sees (see module docstring)."""
 
@@ -122,7 +132,7 @@ class ContextWindowManager:
         self.clearing = ViewClearing(settings.microcompact, self.meter, sink, bus, stats)
         self._turn = 0
         self._last_call_ts: float | None = None
-        self._last_extra = 0
+        self._frame = CallFrame()
         self._summary_tokens_of = lambda result: self.counter.estimate(result.summary_messages)
 
     # ---- public API -------------------------------------------------------------------------
@@ -134,7 +144,7 @@ class ContextWindowManager:
     @property
     def threshold(self) -> int:
         """The auto-compact threshold for the last prepared view (its fixed part can raise it)."""
-        return self.policy.threshold_for(self._last_extra)
+        return self.policy.threshold_for(self._frame.extra)
 
     def prepare(
         self,
@@ -155,7 +165,7 @@ class ContextWindowManager:
         meter = self.meter
         meter.sync(history)
         extra = self.counter.estimate(system) + tools_tokens
-        self._last_extra = extra
+        self._frame = CallFrame(extra, tuple(rule_sources(system)))
         log = CallLog()
         working = not query_source.startswith(("compact", "session_memory"))
         if working:
@@ -269,7 +279,7 @@ class ContextWindowManager:
 
     def _extra(self, system: Sequence[BaseMessage] | None, tools_tokens: int) -> int:
         if system is None:
-            return self._last_extra + tools_tokens
+            return self._frame.extra + tools_tokens
         return self.counter.estimate(system) + tools_tokens
 
     def _options(self, *, trigger: str, reason: str | None, tokens: int, extra: int,
@@ -277,7 +287,7 @@ class ContextWindowManager:
         return CompactionOptions(
             settings=self.settings, counter=self.counter, trigger=trigger, reason=reason,
             instructions=instructions, read_state=self.read_state, pre_tokens=tokens, extra_tokens=extra,
-            token_limit=self.token_limit, root=self.root,
+            token_limit=self.token_limit, root=self.root, rules=self._frame.rules,
         )
 
     def _compact(

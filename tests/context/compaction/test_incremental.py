@@ -146,3 +146,16 @@ def test_extractive_delta_then_merge_keeps_the_first_goal():
     merged = F.parse_handoff(compose_handoff(merge_handoffs(first, delta), later, previous_summary=first).summary)
     assert merged[F.SECTION_GOAL][0].startswith("Port the parser.")
     assert merged[F.SECTION_LAST_REQUEST] == ["now the docs"]
+
+
+def test_a_carried_section_stands_before_the_delta_s_fresh_value_and_is_named_earlier():
+    """A setting changed between two hand-offs: the notes' old value is carried (nothing is lost) but
+    before the delta's new one and named as earlier — eval's b29-changed read the stale value, which
+    stood below the fresh one."""
+    previous = "## Key results\n- QUEUE_DEPTH = 7057 (read from config/queue.py)\n"
+    delta = "## Key facts\n- QUEUE_DEPTH = 7511 (after the migration)\n"
+    merged = merge_handoffs(previous, delta)
+    assert merged.index("7057") < merged.index("7511")
+    assert "## Key results (earlier)" in merged and "## Key facts" in merged
+    again = merge_handoffs(merged, "## Next step\n- write the answer\n")
+    assert "(earlier) (earlier)" not in again and again.index("7057") < again.index("7511")

@@ -132,6 +132,7 @@ class CompactionOptions:
     token_limit: int | None = None
     root: Path | None = None
     boundary_id: str | None = None
+    rules: tuple[str, ...] = ()  # the rule files in force (the system prompt's sources): the ledger names them
 
 
 def _text_counter(settings: Settings) -> Callable[[str], int]:
@@ -274,7 +275,8 @@ def build_compaction_result(
     kept = list(messages[split_index:])
     if previous_summary is None:
         previous_summary = previous_summaries(summarized)
-    check = compose_handoff(outcome.text, summarized, kept, previous_summary=previous_summary)  # ledger + model part
+    check = compose_handoff(outcome.text, summarized, kept, previous_summary=previous_summary,  # ledger + model part
+                            rules=options.rules)
     if check.ledger and check.ledger.get("plan"):  # the plan is in the hand-off: the tail's plan calls collapse
         kept = collapse_plan_calls(kept)
     count = _text_counter(settings)

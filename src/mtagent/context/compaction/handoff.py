@@ -137,6 +137,7 @@ def compose_handoff(
     kept: Sequence[BaseMessage] = (),
     *,
     previous_summary: str | None = None,
+    rules: Sequence[str] = (),
 ) -> HandoffCheck:
     """The hand-off: the engine's ledger of ``summarized`` (rendered exactly) + the model's part.
 
@@ -147,6 +148,7 @@ def compose_handoff(
     The result passes :func:`verify_handoff` (for the model's part), with the ledger's goal.
     """
     ledger = ledger_from_messages(summarized)
+    ledger.rules += [rule for rule in rules if rule not in ledger.rules]  # in force now: the system prompt's
     newest = plan_calls(kept).latest
     if newest is not None:
         ledger.plan = newest

@@ -81,6 +81,13 @@ def _bullets(lines: list[str], section: str) -> str:
     return "\n".join(f"- {line}" for line in lines)
 
 
+EARLIER = " (earlier)"
+
+
+def _earlier(section: str) -> str:
+    return section if section.endswith(EARLIER) else section + EARLIER
+
+
 def merge_handoffs(previous: str | None, delta: str) -> str:
     """The previous hand-off with ``delta`` (a sheet of what happened since) merged in."""
     if not previous or not previous.strip():
@@ -103,10 +110,14 @@ def merge_handoffs(previous: str | None, delta: str) -> str:
     for section in _MODEL_LISTS:
         if section in old or section in new:
             merged[section] = _union(old.get(section, []), new.get(section, []))[-_UNION_TAIL[section]:]
+    # e.g. session-memory notes: every section of them is carried, first and named as earlier — a value
+    # the delta states anew (a setting changed since) comes after it and wins; a stale value never
+    # stood below the fresh one, read as the newer
+    earlier = {_earlier(section): [line for line in lines if not F.NOTES_ASIDE.fullmatch(line)]
+               for section, lines in old.items()
+               if section not in merged and section not in new and section != F.SECTION_CARRIED}
+    merged = {**earlier, **merged}
     for section, lines in new.items():
         if section not in merged and section != F.SECTION_CARRIED:
             merged[section] = lines
-    for section, lines in old.items():  # e.g. session-memory notes: every section of them is carried
-        if section not in merged and section != F.SECTION_CARRIED:
-            merged[section] = [line for line in lines if not F.NOTES_ASIDE.fullmatch(line)]
     return "\n\n".join(f"## {title}\n{_bullets(lines, title)}" for title, lines in merged.items())

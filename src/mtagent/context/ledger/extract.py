@@ -96,6 +96,15 @@ def _failed(message: ToolMessage) -> bool:
     return isinstance(code, int) and code != 0
 
 
+def rule_sources(messages: Sequence[BaseMessage]) -> list[str]:
+    """The rule and context files ``messages`` — the system-prompt context of a call (the system message
+    and the session-context message that frames the project's files) — carry, by source, in order."""
+    found: list[str] = []
+    for message in messages:
+        found += [s for s in _RULE_SOURCE.findall(message_text(message)) if s not in found]
+    return found
+
+
 def _stretch(messages: Sequence[BaseMessage]) -> HandoffLedger:
     """The ledger of messages without summaries in them."""
     found = F.extract_facts(messages)
@@ -106,7 +115,7 @@ def _stretch(messages: Sequence[BaseMessage]) -> HandoffLedger:
     seen: set[str] = set(found.files_read)
     for message in messages:
         if isinstance(message, SystemMessage):
-            for source in _RULE_SOURCE.findall(message_text(message)):
+            for source in rule_sources([message]):
                 if source not in ledger.rules:
                     ledger.rules.append(source)
         elif isinstance(message, AIMessage):
