@@ -159,3 +159,14 @@ def test_a_carried_section_stands_before_the_delta_s_fresh_value_and_is_named_ea
     assert "## Key results (earlier)" in merged and "## Key facts" in merged
     again = merge_handoffs(merged, "## Next step\n- write the answer\n")
     assert "(earlier) (earlier)" not in again and again.index("7057") < again.index("7511")
+
+
+def test_a_carried_ledger_section_keeps_its_heading_so_the_engine_renders_it_once():
+    """The plan (a ledger section the engine renders afresh) is never carried as '(earlier)': the hand-off
+    would show two plans (eval's plan tasks wrote every stage twice)."""
+    from mtagent.context.ledger.render import SECTION_RULES
+
+    previous = f"## Plan\n- audit quartz (done)\n\n## {SECTION_RULES}\n- CONTEXT.md\n\n## Key results\n- X = 1\n"
+    merged = merge_handoffs(previous, "## Next step\n- go on\n")
+    assert "## Plan (earlier)" not in merged and f"## {SECTION_RULES} (earlier)" not in merged
+    assert "## Key results (earlier)" in merged

@@ -21,6 +21,7 @@ the previous sheet and adds whatever the merged sheet still lacks, so they never
 from __future__ import annotations
 
 from mtagent.context.compaction import facts as F
+from mtagent.context.ledger import LEDGER_HEADINGS
 
 MAX_LIST_ITEMS = 12
 _UNION_TAIL = {F.SECTION_FACTS: MAX_LIST_ITEMS, F.SECTION_FILES_READ: 2 * MAX_LIST_ITEMS,
@@ -113,11 +114,13 @@ def merge_handoffs(previous: str | None, delta: str) -> str:
     # e.g. session-memory notes: every section of them is carried, first and named as earlier — a value
     # the delta states anew (a setting changed since) comes after it and wins; a stale value never
     # stood below the fresh one, read as the newer
-    earlier = {_earlier(section): [line for line in lines if not F.NOTES_ASIDE.fullmatch(line)]
+    carried = {section: [line for line in lines if not F.NOTES_ASIDE.fullmatch(line)]
                for section, lines in old.items()
                if section not in merged and section not in new and section != F.SECTION_CARRIED}
+    earlier = {_earlier(s): lines for s, lines in carried.items() if s not in LEDGER_HEADINGS}
     merged = {**earlier, **merged}
     for section, lines in new.items():
         if section not in merged and section != F.SECTION_CARRIED:
             merged[section] = lines
+    merged.update({s: lines for s, lines in carried.items() if s in LEDGER_HEADINGS})  # the engine renders these
     return "\n\n".join(f"## {title}\n{_bullets(lines, title)}" for title, lines in merged.items())
