@@ -109,7 +109,8 @@ def _stretch(messages: Sequence[BaseMessage]) -> HandoffLedger:
     """The ledger of messages without summaries in them."""
     found = F.extract_facts(messages)
     ledger = HandoffLedger(goal=found.first_request or found.goal, requests=list(found.user_requests), constraints=list(found.constraints),
-                           files_read=list(found.files_read), verification=found.latest_verification)
+                           files_read=list(found.files_read), verification=found.latest_verification,
+                           latest_error=found.latest_error_line)
     ledger.plan = plan_calls(messages).latest
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
     seen: set[str] = set(found.files_read)
