@@ -49,8 +49,8 @@ def test_small_window_binds_compact_schemas_and_the_call_still_runs(tmp_path: Pa
     assert choice.tokens < 0.3 * 4096 and not choice.dropped  # the caller's tools are never dropped
     sent = model.sent_tools[-1][0]["function"]
     assert sent["name"] == "lookup" and sent["description"] == "Look a symbol up in the project's index."
-    assert sent["parameters"]["properties"] == {"symbol": {"type": "string"},
-                                                "exact": {"default": False, "type": "boolean"}}
+    assert sent["parameters"]["properties"] == {"symbol": {"type": "string"},  # compact: no docs, no defaults
+                                                "exact": {"type": "boolean"}}
     answer = next(m for m in messages if isinstance(m, ToolMessage))
     assert answer.content == "parse is defined in src/parse.py"  # the real tool ran from the compact call
     assert messages[-1].content == "parse lives in src/parse.py"
