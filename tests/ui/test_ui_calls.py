@@ -66,6 +66,21 @@ def test_a_kept_tail_reaching_past_the_previous_compaction_is_read_from_the_star
     assert detail.plan_check is None
 
 
+def test_a_compactions_re_attached_files_are_not_asked_of_the_rebuilt_view() -> None:
+    """The compactor re-attaches recent reads from disk; the transcript does not record them, so the
+    plan's ``reattach-<boundary>`` entry is not a message the rebuilt view must hold."""
+    records = [_msg(HumanMessage(content="goal", id="u1")), _msg(AIMessage(content="a", id="a1")),
+               schema.parse_record(schema.boundary_record(summary="s1", first_kept_id="a1", pre_tokens=9, post_tokens=5))]
+    boundary = records[2]["id"]
+    records.append(_plan(["system:2", f"summary-{boundary}", f"reattach-{boundary}", "a1"]))
+    pairs = list(enumerate(records))
+    detail = call_detail(pairs, 1, lambda s, e: pairs[s:e])
+    assert detail is not None and detail.plan_check is None
+    assert [m.item.id for m in detail.messages] == [f"summary-{boundary}", "a1"]
+    records[-1] = _plan(["system:2", f"summary-{boundary}", f"reattach-{boundary}", "u1", "a1"])  # a real miss
+    assert call_detail(pairs := list(enumerate(records)), 1, lambda s, e: pairs[s:e]).plan_check is not None
+
+
 def test_the_diff_names_what_entered_left_and_changed() -> None:
     call = {"id": "c1", "name": "ls", "args": {}}
     records = [_msg(HumanMessage(content="go", id="u1")), _msg(AIMessage(content="", id="a1", tool_calls=[call])),

@@ -34,6 +34,7 @@ BUCKET_ORDER = ("system", "tools", "rules", "session_context", "memory", "summar
 SYSTEM_BUCKETS = ("system", "tools", "rules", "session_context", "memory")
 _PERSISTED = re.compile(r'<persisted-output\b[^>]*\bpath="([^"]+)"')
 _RANGE = re.compile(r"^(?P<first>.+?)\.\.(?P<last>.+) \((?P<n>\d+)\)$")
+_REATTACHMENT = "reattach-"  # the id of a compaction's re-attached files (compactor.build_compaction_result)
 
 
 @dataclass(slots=True, frozen=True)
@@ -200,10 +201,15 @@ def diff_views(before: Sequence[ViewMessage], after: Sequence[ViewMessage]) -> V
 
 
 def expand_selected(selected: Sequence[Any]) -> list[tuple[str, str, int]]:
-    """The plan's conversation entries as ``(first id, last id, count)`` (``system:n`` left out)."""
+    """The plan's conversation entries as ``(first id, last id, count)``. ``system:n`` is left out, and so
+    is a compaction's re-attachment (``reattach-<boundary>``): the compactor reads those files from disk
+    when it compacts and the transcript does not record them, so no view rebuilt from it holds them (the
+    plan's ``reattached`` bucket still counts their tokens)."""
     out: list[tuple[str, str, int]] = []
     for entry in map(str, selected):
         if entry.startswith("system:") and entry[len("system:"):].isdigit():
+            continue
+        if entry.startswith(_REATTACHMENT):
             continue
         ranged = _RANGE.match(entry)
         out.append((ranged["first"], ranged["last"], int(ranged["n"])) if ranged else (entry, entry, 1))
