@@ -261,13 +261,14 @@ def call_detail(outline: Sequence[tuple[int, dict[str, Any]]], number: int, read
     plan = next(r for o, r in outline if o == point.offset)
     tail = plan.get("tail_tokens") if isinstance(plan.get("tail_tokens"), int) else tail_tokens
     counter = MessageTokenCounter()
+    earlier: list[ViewMessage] = []
     for start in read_starts(outline, before.offset if before else point.offset):
         entries = read(start, point.offset)
         messages, warnings, found = build_view([r for _, r in entries], counter, tail)
+        if before is not None:  # the diff needs the previous call's view whole too: its kept tail may reach further back
+            earlier, _, found_earlier = build_view([r for o, r in entries if o < before.offset], counter, tail)
+            found = found and found_earlier
         if found:
             break
-    diff = None
-    if before is not None:
-        earlier, _, _ = build_view([r for o, r in entries if o < before.offset], counter, tail)
-        diff = diff_views(earlier, messages)
+    diff = diff_views(earlier, messages) if before is not None else None
     return CallDetail(point, plan, messages, diff, check_plan(plan, messages), warnings)
