@@ -26,6 +26,7 @@ DEFAULT_ARTIFACT_MAX_BYTES = 64 * 1024 * 1024
 TOOL_RESULTS_DIR = "tool-results"
 SESSION_MEMORY_DIR = "session-memory"
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9._-]")
+_WRITE_CHARS = 1 << 20  # characters encoded and written at a time
 _MAX_ID_CHARS = 120  # file names stay well under the usual 255-byte limit
 
 
@@ -91,16 +92,24 @@ class ArtifactStore:
 
     def write_text(self, relative: str, text: str) -> ArtifactMeta:
         """Store ``text``; beyond ``max_bytes`` it is cut on a UTF-8 boundary and marked truncated."""
-        data = self.redactor.text(text).encode("utf-8", errors="replace")
-        truncated = len(data) > self.max_bytes
-        if truncated:
-            data = data[: self.max_bytes].decode("utf-8", errors="ignore").encode("utf-8")
+        redacted = self.redactor.text(text)
         target = self.resolve(relative)
         paths.ensure_dir(target.parent)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
+        digest, stored, truncated = hashlib.sha256(), 0, False
+        with open(tmp, "wb") as fh:  # encoded a piece at a time: a 50 MB result is not held twice more
+            for start in range(0, len(redacted), _WRITE_CHARS):
+                data = redacted[start:start + _WRITE_CHARS].encode("utf-8", errors="replace")
+                if stored + len(data) > self.max_bytes:
+                    data = data[: self.max_bytes - stored].decode("utf-8", errors="ignore").encode("utf-8")
+                    truncated = True
+                fh.write(data)
+                digest.update(data)
+                stored += len(data)
+                if truncated:
+                    break
         os.replace(tmp, target)
-        return ArtifactMeta(relative, len(text), len(data), truncated, hashlib.sha256(data).hexdigest())
+        return ArtifactMeta(relative, len(text), stored, truncated, digest.hexdigest())
 
     def _reading(self, relative: str) -> contextlib.AbstractContextManager[tuple[Any, os.stat_result]]:
         """The artifact opened for reading through the store's folder descriptor, refused when its last
@@ -112,6 +121,13 @@ class ArtifactStore:
     def read_text(self, relative: str) -> str:
         with self._reading(relative) as (fh, _):
             return fh.read().decode("utf-8", errors="replace")
+
+    def read_lines(self, relative: str) -> Iterator[str]:
+        """The artifact's lines as ``str.splitlines`` gives them, read as they are needed: an indexer
+        going through a 50 MB result must not hold it (and its lines) at once."""
+        with self._reading(relative) as (fh, _):
+            for raw in fh:
+                yield from raw.decode("utf-8", errors="replace").splitlines()
 
     def read_head(self, relative: str, max_bytes: int) -> str:
         """At most ``max_bytes`` of an artifact as text, with a note of what was left out (readers

@@ -42,10 +42,10 @@ def echo(text: str) -> str:
     return text
 
 
-@server.tool(description="A text result of `size` characters.")
-def big(size: int) -> str:
+@server.tool(description="A text result of `size` characters (ending with `tail`).")
+def big(size: int, tail: str = "") -> str:
     line = "0123456789abcdef" * 4 + "\n"
-    return (line * (size // len(line) + 1))[:size]
+    return (line * (size // len(line) + 1))[:size - len(tail)] + tail
 
 
 @server.tool(description="Sleep for `seconds`.")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -230,6 +231,24 @@ def chunk_lines(text: str, size: int) -> list[tuple[int, int, str]]:
     return out
 
 
+def _chunk_stream(lines: Iterable[str], size: int, max_chars: int) -> Iterator[tuple[int, int, str]]:
+    """:func:`chunk_lines` of a stream of lines, each chunk's text cut at ``max_chars``."""
+    size = max(1, size)
+    part: list[str] = []
+    first = number = 1
+    for number, line in enumerate(lines, 1):
+        part.append(line)
+        if len(part) == size:
+            body = "\n".join(part)
+            if body.strip():
+                yield first, number, body[:max_chars]
+            part, first = [], number + 1
+    if part:
+        body = "\n".join(part)
+        if body.strip():
+            yield first, number, body[:max_chars]
+
+
 def from_artifact(record: dict[str, Any], session: str, artifacts: ArtifactStore, tracker: CallTracker,
                   root: Path | None, chunk: int, max_chars: int) -> Extracted:
     out = Extracted()
@@ -237,7 +256,7 @@ def from_artifact(record: dict[str, Any], session: str, artifacts: ArtifactStore
     if not isinstance(rel, str) or not isinstance(call_id, str):
         return out
     try:
-        text = artifacts.read_text(rel)
+        chunks = list(_chunk_stream(artifacts.read_lines(rel), chunk, max_chars))  # never the whole text at once
     except (ArtifactPathError, OSError):
         return out
     known = tracker.get(call_id)
@@ -247,8 +266,8 @@ def from_artifact(record: dict[str, Any], session: str, artifacts: ArtifactStore
         reads = file_key(path, root) if path else None
     tool = record.get("tool") if isinstance(record.get("tool"), str) else (known[0] if known else None)
     ts = record_ts(record)
-    for first, last, body in chunk_lines(text, chunk):
-        out.docs.append(Doc(uid=f"art:{session}:{rel}:{first}", kind="artifact", text=body[:max_chars],
+    for first, last, body in chunks:
+        out.docs.append(Doc(uid=f"art:{session}:{rel}:{first}", kind="artifact", text=body,
                             session=session, path=rel, line_start=first, line_end=last, role="tool", tool=tool,
                             authority="retrieval", ts=ts, file_key=reads))
     return out

@@ -132,8 +132,14 @@ class RecallIndexer:
         if not isinstance(record, dict):
             return 0
         found = self.extract(record, session)
-        self._pending += found.docs
-        self._pending_chars += sum(len(d.text) for d in found.docs)
+        count, docs = len(found.docs), found.docs[::-1]
+        found.docs = []
+        while docs:  # written a batch at a time, each let go once written (a 50 MB artifact is 13,000 chunks)
+            doc = docs.pop()
+            self._pending.append(doc)
+            self._pending_chars += len(doc.text)
+            if docs and (len(self._pending) >= FLUSH_DOCS or self._pending_chars >= FLUSH_CHARS):
+                self.flush()
         for edit in found.edits:
             self.store.add_edit(edit.file_key, edit.ts, session, edit.message_id)
         if found.compacted_before is not None:
@@ -141,7 +147,7 @@ class RecallIndexer:
             self.store.mark_compacted(session, found.compacted_before or None)
         elif len(self._pending) >= FLUSH_DOCS or self._pending_chars >= FLUSH_CHARS:
             self.flush()
-        return len(found.docs)
+        return count
 
     # ---- catch-up ----------------------------------------------------------------------------
 

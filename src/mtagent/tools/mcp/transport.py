@@ -28,6 +28,8 @@ from mcp.client import stdio as sdk_stdio
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.message import SessionMessage
 
+from mtagent.tools.mcp.long_strings import SCAN_FROM, LongStrings
+
 # One message from a server, at most: the artifact store's cap (a result past it could not be kept whole).
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 MESSAGE_TOO_BIG = -32001  # a JSON-RPC server error code: the message was over the cap
@@ -41,6 +43,14 @@ def _parse(line: bytes | bytearray) -> SessionMessage | Exception:
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_python(json.loads(line), by_name=False))
     except (ValueError, RecursionError) as exc:  # the session surfaces it, as the SDK's transport does
+        return exc if isinstance(exc, ValueError) else ValueError(f"a message nested too deeply: {exc}")
+
+
+def _parse_long(long: LongStrings) -> SessionMessage | Exception:
+    """A line read by :class:`LongStrings`: its skeleton parsed, the long strings put back."""
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(long.parse(), by_name=False))
+    except (ValueError, RecursionError) as exc:
         return exc if isinstance(exc, ValueError) else ValueError(f"a message nested too deeply: {exc}")
 
 
@@ -58,15 +68,36 @@ def too_big(head: bytes, size: int, cap: int) -> SessionMessage | Exception:
 
 
 class LineReader:
-    """Splits a byte stream into lines of at most ``cap`` bytes: :meth:`feed` returns the messages the
-    chunk completed (parsed, or :func:`too_big` for a line over the cap, whose bytes are not kept).
-    A line grows in one buffer (never a list of chunks joined at the end: that held it twice)."""
+    """Splits a byte stream into lines: :meth:`feed` returns the messages the chunk completed (parsed,
+    or :func:`too_big` for a line over the cap, whose bytes are not kept). A line grows in one buffer
+    (never a list of chunks joined at the end: that held it twice); past :data:`SCAN_FROM` bytes it is
+    read by :class:`LongStrings`, and the cap is on what the message holds (its long strings each
+    once) — a result's text sent twice counts once — while the line itself may be at most
+    ``LINE_FACTOR`` times the cap."""
+
+    LINE_FACTOR = 3
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.line = bytearray()
         self.size = 0
         self.head = b""
+        self.long: LongStrings | None = None
+        self.failed: SessionMessage | Exception | None = None  # what this line answers, decided early
+
+    def _over(self) -> bool:
+        held = self.long.held if self.long is not None else len(self.line)
+        return held > self.cap or self.size > self.cap * self.LINE_FACTOR
+
+    def _take(self, piece: bytes) -> None:
+        if self.long is None and len(self.line) + len(piece) > min(SCAN_FROM, self.cap):
+            self.long = LongStrings()
+            self.long.feed(self.line)
+            self.line = bytearray()
+        if self.long is not None:
+            self.long.feed(piece)
+        else:
+            self.line += piece
 
     def feed(self, chunk: bytes) -> list[SessionMessage | Exception]:
         out: list[SessionMessage | Exception] = []
@@ -77,19 +108,28 @@ class LineReader:
             if len(self.head) < _HEAD_BYTES:
                 self.head += piece[:_HEAD_BYTES - len(self.head)]
             self.size += len(piece)
-            if self.size > self.cap:
-                self.line = bytearray()  # over the cap: the rest of the line is read and dropped
-            else:
-                self.line += piece
+            if self.failed is None:
+                try:
+                    self._take(piece)
+                    if self._over():  # the rest of the line is read and dropped
+                        self.failed = too_big(self.head, self.size, self.cap)
+                except ValueError as exc:  # a long string that does not decode: the line's error
+                    self.failed = exc
+                if self.failed is not None:
+                    self.line, self.long = bytearray(), None
             if end < 0:
                 return out
-            if self.size > self.cap:
-                out.append(too_big(self.head, self.size, self.cap))
+            if self.failed is not None:
+                out.append(self.failed)
+            elif self.long is not None:
+                long, self.long = self.long, None
+                out.append(_parse_long(long))
+                del long
             elif self.size:
                 line, self.line = self.line, bytearray()
                 out.append(_parse(line))
                 del line
-            self.line, self.size, self.head = bytearray(), 0, b""
+            self.line, self.size, self.head, self.long, self.failed = bytearray(), 0, b"", None, None
             start = end + 1
 
 
