@@ -58,7 +58,7 @@ NOTES_HEADINGS = frozenset({NOTES_TITLE, "Current State", NOTES_TASK_SPEC, NOTES
 SECTION_LAST_REQUEST = "Latest user request"
 SECTION_EARLIER_REQUESTS = "Earlier requests"
 LEDGER_ONLY_HEADINGS = frozenset({SECTION_LAST_REQUEST, SECTION_EARLIER_REQUESTS, "Plan", "Failed commands",
-                                  "Latest error", "Rules in force", "Tools loaded", "Open subagent tasks", "Findings", "Hypotheses"})
+                                  "Rules in force", "Tools loaded", "Open subagent tasks", "Findings", "Hypotheses"})
 # Only these headings end the user's own words (the goal, the requests, the notes' task
 # specification), so a markdown heading the user wrote stays part of them.
 KNOWN_HEADINGS = frozenset({*HANDOFF_SECTIONS, SECTION_CARRIED, *NOTES_HEADINGS, *LEDGER_ONLY_HEADINGS})

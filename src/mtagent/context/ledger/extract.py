@@ -109,8 +109,7 @@ def _stretch(messages: Sequence[BaseMessage]) -> HandoffLedger:
     """The ledger of messages without summaries in them."""
     found = F.extract_facts(messages)
     ledger = HandoffLedger(goal=found.first_request or found.goal, requests=list(found.user_requests), constraints=list(found.constraints),
-                           files_read=list(found.files_read), verification=found.latest_verification,
-                           latest_error=found.latest_error_line)
+                           files_read=list(found.files_read), verification=found.latest_verification)
     ledger.plan = plan_calls(messages).latest
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
     seen: set[str] = set(found.files_read)

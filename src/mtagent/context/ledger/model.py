@@ -3,7 +3,7 @@
 A :class:`HandoffLedger` is what a compaction must never lose and the engine can state exactly
 without a model: the first user request and the last one verbatim and whole, every constraint,
 the plan with its statuses, files read / created / edited / deleted, the last verification, failed
-commands with their error tail, the latest error line, the rule files in force, tools loaded and open subagent tasks.
+commands with their error tail, the rule files in force, tools loaded and open subagent tasks.
 It is read from messages (:mod:`.extract`), rendered into the hand-off (:mod:`.render`), stored
 as data on the ``compact_boundary`` record and the summary message, and merged across
 compactions by :func:`merge_ledgers` — the first goal always stands.
@@ -46,7 +46,6 @@ class HandoffLedger:
     files_changed: dict[str, tuple[str, str]] = field(default_factory=dict)
     verification: str = ""
     failed_commands: list[FailedCommand] = field(default_factory=list)
-    latest_error: str = ""  # the newest error line a tool result showed, verbatim (a test's assertion, a traceback's last line)
     rules: list[str] = field(default_factory=list)
     tools_loaded: list[str] = field(default_factory=list)
     open_tasks: dict[str, str] = field(default_factory=dict)
@@ -84,7 +83,6 @@ class HandoffLedger:
             "files_changed": [[path, kind, why] for path, (kind, why) in self.files_changed.items()],
             "verification": self.verification,
             "failed_commands": [[f.command, f.error_tail] for f in self.failed_commands],
-            "latest_error": self.latest_error,
             "rules": list(self.rules), "tools_loaded": list(self.tools_loaded),
             "open_tasks": [[key, text] for key, text in self.open_tasks.items()],
         }
@@ -106,7 +104,7 @@ def ledger_from_dict(data: Any) -> HandoffLedger | None:
     transcript line is hostile: every field is type-checked and wrong ones are left empty."""
     if not isinstance(data, Mapping):
         return None
-    goal, verification, error = data.get("goal"), data.get("verification"), data.get("latest_error")
+    goal, verification = data.get("goal"), data.get("verification")
     return HandoffLedger(
         goal=goal if isinstance(goal, str) else "",
         requests=_strings(data.get("requests")), constraints=_strings(data.get("constraints")),
@@ -114,7 +112,6 @@ def ledger_from_dict(data: Any) -> HandoffLedger | None:
         files_changed={p: (k, w) for p, k, w in _rows(data.get("files_changed"), 3) if k in (CREATED, EDITED, DELETED)},
         verification=verification if isinstance(verification, str) else "",
         failed_commands=[FailedCommand(c, t) for c, t in _rows(data.get("failed_commands"), 2)],
-        latest_error=error if isinstance(error, str) else "",
         rules=_strings(data.get("rules")), tools_loaded=_strings(data.get("tools_loaded")),
         open_tasks={k: t for k, t in _rows(data.get("open_tasks"), 2)},
     )
@@ -162,7 +159,6 @@ def merge_ledgers(old: HandoffLedger | None, new: HandoffLedger) -> HandoffLedge
     for path, (kind, why) in new.files_changed.items():
         change_file(merged.files_changed, path, kind, why)
     merged.verification = new.verification or old.verification
-    merged.latest_error = new.latest_error or old.latest_error
     merged.failed_commands = [*[f for f in old.failed_commands if f.command not in new.passed_commands],
                               *new.failed_commands][-MAX_FAILED:]
     merged.rules = _union(old.rules, new.rules)

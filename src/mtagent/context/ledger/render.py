@@ -23,15 +23,13 @@ SECTION_LAST_REQUEST = "Latest user request"
 SECTION_EARLIER = "Earlier requests"
 SECTION_PLAN = "Plan"
 SECTION_FAILED_COMMANDS = "Failed commands"
-SECTION_LATEST_ERROR = "Latest error"
 SECTION_RULES = "Rules in force"
 SECTION_TOOLS = "Tools loaded"
 SECTION_TASKS = "Open subagent tasks"
 # Every heading the ledger renders: a model's text under one of these is replaced by the ledger's.
 LEDGER_HEADINGS: tuple[str, ...] = (
     F.SECTION_GOAL, SECTION_LAST_REQUEST, SECTION_EARLIER, F.SECTION_CONSTRAINTS, SECTION_PLAN,
-    F.SECTION_FILES_CHANGED, F.SECTION_FILES_READ, SECTION_FAILED_COMMANDS, SECTION_LATEST_ERROR,
-    F.SECTION_VERIFICATION,
+    F.SECTION_FILES_CHANGED, F.SECTION_FILES_READ, SECTION_FAILED_COMMANDS, F.SECTION_VERIFICATION,
     SECTION_RULES, SECTION_TOOLS, SECTION_TASKS,
 )
 MAX_FILES_READ = 30
@@ -95,8 +93,6 @@ def ledger_sections(ledger: HandoffLedger) -> dict[str, str]:
         sections[F.SECTION_FILES_READ] = _bullets(ledger.files_read[-MAX_FILES_READ:])
     if ledger.failed_commands:
         sections[SECTION_FAILED_COMMANDS] = _bullets([f"`{f.command}` → {f.error_tail}" for f in ledger.failed_commands])
-    if ledger.latest_error:  # verbatim: the line a fix is judged against
-        sections[SECTION_LATEST_ERROR] = ledger.latest_error
     if ledger.verification:
         sections[F.SECTION_VERIFICATION] = ledger.verification
     for title, items in ((SECTION_RULES, ledger.rules), (SECTION_TOOLS, ledger.tools_loaded),
@@ -124,8 +120,6 @@ def ledger_items(ledger: HandoffLedger) -> list[tuple[str, str]]:
     items += [(f"file {kind}", path) for path, (kind, _) in ledger.files_changed.items()]
     # a long command is held clipped ("…"): what must survive is the part the ledger holds
     items += [("failed command", f.command.removesuffix("…")) for f in ledger.failed_commands]
-    if ledger.latest_error:
-        items.append(("latest error", ledger.latest_error))
     if ledger.verification:  # its command: a view may hold the result as the tool's own output
         command = re.match(r"`(.+?)` (?:passed|failed)", ledger.verification, re.DOTALL)
         items.append(("verification", (command.group(1) if command else ledger.verification).removesuffix("…")))
@@ -183,8 +177,7 @@ def parse_rendered(text: str) -> HandoffLedger:
     F.merge_previous(facts, F.parse_handoff(body))
     goal = sections.get(F.SECTION_GOAL, "").strip() or facts.goal
     ledger = HandoffLedger(goal=goal, constraints=list(facts.constraints), files_read=list(facts.files_read),
-                           verification=facts.latest_verification,
-                           latest_error=sections.get(SECTION_LATEST_ERROR, "").strip() or facts.latest_error_line)
+                           verification=facts.latest_verification)
     earlier = sections.get(SECTION_EARLIER, "").split(f"\n{REQUEST_SEPARATOR}\n")
     ledger.requests = [r.strip() for r in earlier if r.strip() and not _OMITTED.fullmatch(r.strip())] or list(
         facts.user_requests)
