@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tools.mcp.mcp_helpers import call, fixture_server, mcp_settings
 
 from mtagent.tools.mcp import McpManager
@@ -145,8 +147,8 @@ SESSION = textwrap.dedent("""
     from mtagent.agent.session import AgentSession
     from mtagent.tools import default_tools
     from mtagent.tools.mcp import McpManager
-    project, size = Path(sys.argv[2]), int(sys.argv[3])
-    secret = "\\nsk-proj-" + "Zq7" * 16  # a key shape the redactor knows, at the result's very end
+    project, size, with_secret = Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "secret"
+    secret = "\\nsk-proj-" + "Zq7" * 16 if with_secret else ""  # a key shape the redactor knows, at the very end
     settings = mcp_settings({"fx": fixture_server()}, agent={"approval": {"mcp__fx__*": "allow"}}, call_timeout_seconds=600)
     model = ScriptedChatModel([tool_call("mcp__fx__echo", {"text": "w"}, id="w1"), "warm",
                                tool_call("mcp__fx__big", {"size": size, "tail": secret}, id="b1"), "done"])
@@ -160,7 +162,7 @@ SESSION = textwrap.dedent("""
         sent = model.calls[3][-1]
         artifact = session.artifacts.root / sent.artifact["artifact"]
     line = ("0123456789abcdef" * 4 + "\\n").encode()
-    expected_end = b"\\n[redacted]"
+    expected_end = b"\\n[redacted]" if with_secret else b""
     with open(artifact, "rb") as fh:  # compared in pieces: this check must not be the peak
         body_ok = all(fh.read(len(line)) == line for _ in range((size - len(secret)) // len(line)))
         rest = fh.read()
@@ -169,7 +171,9 @@ SESSION = textwrap.dedent("""
 """)
 
 
-def test_a_50_mb_result_in_a_session_is_stored_whole_and_redacted_in_bounded_memory(project: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("secret", ["secret", "plain"])
+def test_a_50_mb_result_in_a_session_is_stored_whole_and_redacted_in_bounded_memory(
+        project: Path, tmp_path: Path, secret: str) -> None:
     """End to end in a session, measured in a fresh process: the MCP message (101 MB: the text twice),
     the ToolMessage, redaction, the artifact and recall's indexing of it. Before #33's fix it failed
     over the 64 MiB cap; with the cap lifted it grew 327 MB over the session's own RSS (the line, both
@@ -177,10 +181,13 @@ def test_a_50_mb_result_in_a_session_is_stored_whole_and_redacted_in_bounded_mem
     size = 50_000_000
     script = tmp_path / "session_measure.py"
     script.write_text(SESSION)
-    done = subprocess.run([sys.executable, str(script), str(REPO / "tests"), str(project), str(size)],
+    done = subprocess.run([sys.executable, str(script), str(REPO / "tests"), str(project), str(size), secret],
                           capture_output=True, text=True, timeout=900, cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["ok"], figures
-    # measured 161 MB (a secret in it: the redacted copy beside the original while the engine budgets it)
+    if secret == "plain":  # the issue's figure, the whole process (the session alone is about 200 MB): 290 measured
+        assert figures["peak_mb"] <= 300, figures
+    # with a secret the redacted copy sits beside the original while the engine budgets it: 135–155 MB measured
+    # (the old transport, its cap lifted: 281 MB without a secret)
     assert figures["peak_mb"] - figures["before_mb"] < 3.6 * size / 1e6, figures

@@ -11,6 +11,7 @@ them can be labelled with the file it read, and an edit becomes an ``edits`` row
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections import OrderedDict
@@ -128,6 +129,16 @@ class Extracted:
     docs: list[Doc] = field(default_factory=list)
     edits: list[Edit] = field(default_factory=list)
     compacted_before: str | None = None  # a boundary: first kept message id ("" = everything)
+    stream: Iterator[Doc] | None = None  # more docs, read as they are written (an artifact's chunks)
+
+    def drain(self) -> Iterator[Doc]:
+        """Every doc, each let go once taken (a 50 MB artifact is 13,000 chunks: never all at once)."""
+        docs, self.docs = self.docs[::-1], []
+        while docs:
+            yield docs.pop()
+        if self.stream is not None:
+            stream, self.stream = self.stream, None
+            yield from stream
 
 
 def _calls_text(calls: Any, tracker: CallTracker) -> str:
@@ -255,8 +266,9 @@ def from_artifact(record: dict[str, Any], session: str, artifacts: ArtifactStore
     rel, call_id = record.get("path"), record.get("tool_call_id")
     if not isinstance(rel, str) or not isinstance(call_id, str):
         return out
+    chunks = _chunk_stream(artifacts.read_lines(rel), chunk, max_chars)  # never the whole text at once
     try:
-        chunks = list(_chunk_stream(artifacts.read_lines(rel), chunk, max_chars))  # never the whole text at once
+        head = next(chunks, None)  # a missing or refused artifact: nothing
     except (ArtifactPathError, OSError):
         return out
     known = tracker.get(call_id)
@@ -266,10 +278,14 @@ def from_artifact(record: dict[str, Any], session: str, artifacts: ArtifactStore
         reads = file_key(path, root) if path else None
     tool = record.get("tool") if isinstance(record.get("tool"), str) else (known[0] if known else None)
     ts = record_ts(record)
-    for first, last, body in chunks:
-        out.docs.append(Doc(uid=f"art:{session}:{rel}:{first}", kind="artifact", text=body,
-                            session=session, path=rel, line_start=first, line_end=last, role="tool", tool=tool,
-                            authority="retrieval", ts=ts, file_key=reads))
+
+    def docs() -> Iterator[Doc]:
+        for first, last, body in itertools.chain([head] if head else [], chunks):
+            yield Doc(uid=f"art:{session}:{rel}:{first}", kind="artifact", text=body, session=session, path=rel,
+                      line_start=first, line_end=last, role="tool", tool=tool, authority="retrieval", ts=ts,
+                      file_key=reads)
+
+    out.stream = docs()
     return out
 
 

@@ -132,13 +132,12 @@ class RecallIndexer:
         if not isinstance(record, dict):
             return 0
         found = self.extract(record, session)
-        count, docs = len(found.docs), found.docs[::-1]
-        found.docs = []
-        while docs:  # written a batch at a time, each let go once written (a 50 MB artifact is 13,000 chunks)
-            doc = docs.pop()
+        count = 0
+        for doc in found.drain():  # written a batch at a time
+            count += 1
             self._pending.append(doc)
             self._pending_chars += len(doc.text)
-            if docs and (len(self._pending) >= FLUSH_DOCS or self._pending_chars >= FLUSH_CHARS):
+            if len(self._pending) >= FLUSH_DOCS or self._pending_chars >= FLUSH_CHARS:
                 self.flush()
         for edit in found.edits:
             self.store.add_edit(edit.file_key, edit.ts, session, edit.message_id)

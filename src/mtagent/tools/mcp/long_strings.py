@@ -7,7 +7,7 @@ session's own size). Here a line past :data:`SCAN_FROM` bytes is scanned as it c
 any JSON string longer than :data:`LONG_STRING` are moved out of the line and decoded as they come,
 in pieces of about :data:`PIECE` bytes; a string that decodes equal to an earlier one of the same
 message becomes *the same* ``str`` object (its pieces are compared and dropped as they come, so the
-copy is never held); the pieces of a new one are joined once at its end. The line keeps a
+copy is never held); the text of a new one grows in place. The line keeps a
 placeholder — a string with a per-reader random mark no server can guess — that :meth:`parse` puts
 the decoded value back into. What the message holds is what :attr:`held` counts, and that is what
 the transport caps.
@@ -55,7 +55,7 @@ class LongStrings:
         self._start = 0  # where the current string's bytes begin in ``out``
         self._long: bytearray | None = None  # the current long string's raw bytes not decoded yet
         self._long_raw = 0  # its raw bytes decoded so far
-        self._pieces: list[str] = []  # its decoded pieces (none while it matches an earlier one)
+        self._text = ""  # its text decoded so far ("" while it matches an earlier one)
         self._offset = 0  # its decoded length so far
         self._matching: list[int] = []  # earlier long strings it equals so far
         self._next_try = PIECE  # raw bytes pending at which the next piece is decoded
@@ -112,7 +112,7 @@ class LongStrings:
         self.out += piece
         if len(self.out) - self._start > LONG_STRING:
             self._long = bytearray(memoryview(self.out)[self._start:])
-            self._long_raw, self._pieces, self._offset = 0, [], 0
+            self._long_raw, self._text, self._offset = 0, "", 0
             self._matching = list(range(len(self.values)))
             del self.out[self._start:]
             self._decode_some()
@@ -149,12 +149,19 @@ class LongStrings:
         end = self._offset + len(text)
         if self._matching:
             still = [i for i in self._matching if self.values[i][self._offset:end] == text]
-            if not still and self._offset:  # different after all: the matched prefix becomes a piece
-                self._pieces = [self.values[self._matching[0]][:self._offset]]
+            if not still and self._offset:  # different after all: the matched prefix is its start
+                self._text = self.values[self._matching[0]][:self._offset]
             self._matching = still
         if not self._matching:
-            self._pieces.append(text)
+            self._append(text)
         self._offset = end
+
+    def _append(self, text: str) -> None:
+        """``self._text += text`` in place: a local ``str`` no one else holds is grown by CPython without
+        a copy (realloc), so a 50 MB text never exists twice (joining its pieces at the end did)."""
+        grown, self._text = self._text, ""
+        grown += text
+        self._text = grown
 
     def _close(self) -> None:
         self._in_string = False
@@ -171,13 +178,13 @@ class LongStrings:
         if same:
             index = same[0]
         else:
-            if self._matching and not self._pieces:
-                self._pieces = [self.values[self._matching[0]][:self._offset]]
+            if self._matching:  # a prefix of an earlier one
+                self._text = self.values[self._matching[0]][:self._offset]
             index = len(self.values)
-            self.values.append("".join(self._pieces))
+            self.values.append(self._text)
             self._raw_held += size
             self._longest = max(self._longest, size)
-        self._pieces, self._matching = [], []
+        self._text, self._matching = "", []
         self.out += self._mark_json + str(index).encode() + b'"'
 
     def parse(self) -> Any:

@@ -3,10 +3,12 @@
 The SDK's ``stdio_client`` decodes the server's stdout to text and joins chunks to a growing string
 until a newline comes: a 50 MB result was rebuilt from 64 KiB pieces (quadratic: minutes of CPU)
 and held as text, as the joined string and as the parsed message at once (836 MB peak RSS). Here a
-line is gathered as a list of byte chunks (linear), joined once and parsed from bytes; and no line
-may pass :data:`MAX_MESSAGE_BYTES`: past the cap the rest of the line is read and dropped as it
-comes, and the request it answered gets a JSON-RPC error saying so (its id is read from the line's
-start) — a server cannot make mtagent hold more than the cap for one message.
+line grows in one buffer (linear) and is parsed from bytes; a line past 1 MiB is read by
+:class:`~mtagent.tools.mcp.long_strings.LongStrings` (long strings decoded in pieces as they come,
+a repeated one kept once); and no message may hold more than :data:`MAX_MESSAGE_BYTES` (nor its line
+be more than 3× that): past the cap the rest of the line is read and dropped as it comes, and the
+request it answered gets a JSON-RPC error saying so (its id is read from the line's start) — a
+server cannot make mtagent hold more than the cap for one message.
 
 Process start and stop are the SDK's own (:mod:`mcp.client.stdio`'s helpers), so a server is started,
 stopped and killed exactly as before.
