@@ -63,3 +63,21 @@ def test_missing_artifact_is_a_typed_error_that_says_what_happened(tmp_path):
     store = ArtifactStore(tmp_path / "a")
     with pytest.raises(ArtifactPathError, match="missing"):
         store.read_text("tool-results/gone.txt")
+
+
+def test_a_text_written_in_pieces_is_cut_on_a_character_past_the_cap_and_hashed_as_stored(tmp_path):
+    """write_text encodes a piece (1 Mi characters) at a time: the cap may fall inside a piece, inside a
+    two-byte character; what is stored, counted and hashed is exactly the old whole-text cut."""
+    import hashlib
+
+    from mtagent.redaction import Redactor
+
+    for cap, text in ((3_000_001, "é" * 2_000_000), (10, "abc" * 1_000_000), (100, "a" * (1 << 20) + "é"),
+                      (1 << 30, "x\ud800y" + "z" * (1 << 20))):
+        store = ArtifactStore(tmp_path / str(cap), max_bytes=cap, redactor=Redactor(()))
+        meta = store.write_text("tool-results/a.txt", text)
+        whole = text.encode("utf-8", errors="replace")
+        expected = whole[:cap].decode("utf-8", errors="ignore").encode("utf-8") if len(whole) > cap else whole
+        stored = (tmp_path / str(cap) / "tool-results" / "a.txt").read_bytes()
+        assert stored == expected and meta.stored_bytes == len(expected) and meta.truncated == (len(whole) > cap)
+        assert meta.sha256 == hashlib.sha256(expected).hexdigest() and meta.original_chars == len(text)
