@@ -186,8 +186,9 @@ def test_a_50_mb_result_in_a_session_is_stored_whole_and_redacted_in_bounded_mem
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["ok"], figures
-    if secret == "plain":  # the figure, the whole process (the session alone is about 200 MB): 290 measured
-        assert figures["peak_mb"] <= 300, figures
+    if secret == "plain":  # the call's own growth: 89 MB measured (290 MB for the whole process, the session alone
+        # ~200 MB — a total bound would fail on what other areas add to a session, not on MCP)
+        assert figures["peak_mb"] - figures["before_mb"] < 2.5 * size / 1e6, figures
     # with a secret the redacted copy sits beside the original while the engine budgets it: 135–155 MB measured
     # (the old transport, its cap lifted: 281 MB without a secret)
     assert figures["peak_mb"] - figures["before_mb"] < 3.6 * size / 1e6, figures
