@@ -13,6 +13,7 @@ def test_delegating_the_exploration_halves_the_parents_input_at_equal_facts(tmp_
     spec = importlib.util.spec_from_file_location("subagent_bench", BENCH)
     bench = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "subagent_bench", bench)  # dataclasses look their module up
+    monkeypatch.syspath_prepend(str(BENCH.parent))  # as when run as a script: it imports results_file beside it
     spec.loader.exec_module(bench)
     monkeypatch.setattr(bench, "RESULTS", tmp_path / "out.md")
     assert bench.main(["--files", "5", "--follow-ups", "2"]) == 0
