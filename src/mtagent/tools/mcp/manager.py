@@ -212,12 +212,12 @@ class McpManager:
                 self._tools.extend(fresh)
                 self._late.extend(fresh)
             idle = self._calls == 0
+        if idle:  # the tools are in the catalog before anyone is told they are ready
+            self._deliver()
         if conn.state == "ready":
             self._tell(conn.spec, "ready", f"{len(fresh)} tool{'s' if len(fresh) != 1 else ''} added")
         else:
             self._tell(conn.spec, "failed", conn.note)
-        if idle:
-            self._deliver()
 
     def _server_tools(self, spec: ServerSpec, conn: Any, taken: set[str], *,
                       budget: int | None = None) -> list[BaseTool]:
