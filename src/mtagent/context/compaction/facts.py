@@ -282,7 +282,8 @@ def _first_line(text: str) -> str:
     return ""
 
 
-def _failed(message: ToolMessage) -> bool:
+def failed_result(message: ToolMessage) -> bool:
+    """A tool result that failed: an error status, or a command's non-zero exit code."""
     if message.status == "error":
         return True
     artifact = message.artifact if isinstance(message.artifact, dict) else {}
@@ -308,7 +309,7 @@ def _outcome(message: ToolMessage) -> str:
     text = message_text(message)
     tail = [line.strip() for line in text.splitlines() if line.strip()]
     last = clip(tail[-1], MAX_FACT_CHARS) if tail else "(no output)"
-    return f"failed: {_error_line(text)}" if _failed(message) else f"passed: {last}"
+    return f"failed: {_error_line(text)}" if failed_result(message) else f"passed: {last}"
 
 
 def extract_facts(messages: Sequence[BaseMessage], previous_summary: str | None = None) -> SessionFacts:
@@ -369,9 +370,9 @@ def _read_result(facts: SessionFacts, message: ToolMessage, call: tuple[str, dic
     name, args = (call[0], call[1]) if call else (message.name or "tool", {})
     described = _describe_call(name, args)
     text = message_text(message)
-    facts.last_action = f"{described} → {'error' if _failed(message) else 'ok'}"
+    facts.last_action = f"{described} → {'error' if failed_result(message) else 'ok'}"
     strict = error_line(text)
-    if _failed(message):
+    if failed_result(message):
         error = strict or _error_line(text)
         facts.errors.append(f"{described}: {error}")
         facts.latest_error_line = error

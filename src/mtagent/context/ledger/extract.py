@@ -88,14 +88,6 @@ def error_tail(text: str) -> str:
     return " ⏎ ".join(tail) or "(no output)"
 
 
-def _failed(message: ToolMessage) -> bool:
-    if message.status == "error":
-        return True
-    artifact = message.artifact if isinstance(message.artifact, dict) else {}
-    code = artifact.get("exit_code", artifact.get("returncode"))
-    return isinstance(code, int) and code != 0
-
-
 def rule_sources(messages: Sequence[BaseMessage]) -> list[str]:
     """The rule and context files ``messages`` — the system-prompt context of a call (the system message
     and the session-context message that frames the project's files) — carry, by source, in order."""
@@ -156,7 +148,7 @@ def _note_result(ledger: HandoffLedger, message: ToolMessage, call: tuple[str, d
     if kind in TASK_TOOLS:
         ledger.open_tasks.pop(message.tool_call_id, None)
         ledger.closed_tasks.add(message.tool_call_id)
-    if kind == TOOL_SEARCH and not _failed(message):
+    if kind == TOOL_SEARCH and not F.failed_result(message):
         for line in message_text(message).splitlines()[1:]:
             match = _LOADED_LINE.match(line)
             if match and match.group(1) not in ledger.tools_loaded:
@@ -165,7 +157,7 @@ def _note_result(ledger: HandoffLedger, message: ToolMessage, call: tuple[str, d
         return
     command = F.clip(_command(args), MAX_COMMAND_CHARS)
     ledger.failed_commands = [f for f in ledger.failed_commands if f.command != command]
-    if _failed(message):
+    if F.failed_result(message):
         ledger.failed_commands.append(FailedCommand(command, error_tail(message_text(message))))
         ledger.passed_commands.discard(command)
     else:
