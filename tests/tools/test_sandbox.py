@@ -452,3 +452,15 @@ def test_an_approved_write_need_opens_that_folder_for_that_call_only(home: Path,
     assert (outside / "a.txt").read_text() == "granted\n", out
     _run(kit, f"echo again > {outside}/b.txt")
     assert not (outside / "b.txt").exists()
+
+
+def test_the_interpreter_is_bound_as_folders_so_a_checkout_under_tmp_still_starts() -> None:
+    """bubblewrap cannot bind a file whose parent folders the private /tmp lacks: a clone and its
+    virtualenv under /tmp (as CI may make them) made every sandbox fail to start."""
+    import sys
+
+    from mtagent.tools.sandbox.bwrap import _interpreter_paths
+
+    paths = _interpreter_paths()
+    assert paths and all(p.is_dir() for p in paths)
+    assert Path(sys.prefix) in paths and any((p / "tools" / "shell_runner.py").is_file() for p in paths)

@@ -87,10 +87,14 @@ def bwrap_argv(policy: SandboxPolicy, private_tmp: Path, inner: list[str], *, ne
 
 @functools.cache
 def _interpreter_paths() -> tuple[Path, ...]:
-    """What the runner inside needs to start: the interpreter, its standard library, the runner."""
-    runner = Path(__file__).resolve().parents[1] / "shell_runner.py"
-    found = [Path(sys.executable), Path(os.path.realpath(sys.executable)), Path(sys.base_prefix).resolve(), runner]
-    return tuple(p for p in dict.fromkeys(found) if p.exists())
+    """What the runner inside needs to start: the interpreter's folders (a virtualenv's and the one its
+    ``python`` links to), its standard library, and the package the runner is in. Folders, not files:
+    bubblewrap cannot bind a file whose parent folders the private ``/tmp`` does not have (a clone and
+    its virtualenv under ``/tmp`` made every sandbox fail to start)."""
+    package = Path(__file__).resolve().parents[2]  # mtagent/, with tools/shell_runner.py
+    found = [Path(sys.prefix), Path(sys.executable).parent, Path(os.path.realpath(sys.executable)).parent,
+             Path(sys.base_prefix).resolve(), package]
+    return tuple(p for p in dict.fromkeys(found) if p.is_dir())
 
 
 @functools.cache
