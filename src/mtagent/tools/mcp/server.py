@@ -381,7 +381,8 @@ async def _sandboxed_stdio(spec: ServerSpec, stderr: IO[bytes]) -> AsyncIterator
     settings, workdir = spec.settings, _workdir(spec)
     assert settings is not None and settings.command is not None and spec.sandbox is not None
     own = Path(os.path.realpath(workdir))  # made just now by _workdir: discovery cannot bind what was not there
-    policy = replace(spec.sandbox, writable=tuple(dict.fromkeys([own, *spec.sandbox.writable])))
+    policy = replace(spec.sandbox, writable=tuple(dict.fromkeys([own, *spec.sandbox.writable])),
+                     protected=(*spec.sandbox.protected, *_named_under_tmp(settings, spec.sandbox.hidden)))
     with sandboxing.SandboxedCall(policy, own) as call:
         argv = call.argv(proctree.contained([settings.command, *settings.args], 1.0, bridge=call.bridge))
         command, args = _with_parent_death_signal(argv[0], argv[1:], settings.env)
@@ -389,6 +390,19 @@ async def _sandboxed_stdio(spec: ServerSpec, stderr: IO[bytes]) -> AsyncIterator
                                        encoding_error_handler="replace")
         async with stdio_client(params, errlog=stderr) as streams:
             yield streams
+
+
+def _named_under_tmp(settings: Any, hidden: tuple[Path, ...]) -> tuple[Path, ...]:
+    """Folders of the files a server's command line names that lie under ``/tmp``: the sandbox's private
+    ``/tmp`` would hide them (a server script in a checkout under /tmp), so they are bound read-only —
+    never one inside a hidden path."""
+    folders = []
+    for part in [settings.command, *settings.args]:
+        if os.path.isabs(part) and os.path.isfile(part):
+            folder = Path(os.path.realpath(part)).parent
+            if folder.is_relative_to("/tmp") and not any(folder.is_relative_to(h) for h in hidden):
+                folders.append(folder)
+    return tuple(dict.fromkeys(folders))
 
 
 def _on_message(watcher: ChangeWatcher) -> Any:
