@@ -112,21 +112,20 @@ def _read(path: Path) -> tomlkit.TOMLDocument:
 
 
 def _servers(doc: tomlkit.TOMLDocument, *, create: bool) -> Any:
-    mcp = doc.get("mcp")
-    if mcp is None:
-        if not create:
-            return None
-        mcp = tomlkit.table(is_super_table=True)
-        doc["mcp"] = mcp
-    servers = mcp.get("servers")
-    if servers is None:
-        if not create:
-            return None
-        servers = tomlkit.table(is_super_table=True)
-        mcp["servers"] = servers
-    if not isinstance(servers, dict):
+    """The ``[mcp.servers]`` table, made (as super-tables, so only ``[mcp.servers.NAME]`` shows) when
+    ``create``; None when it is missing and not to be made."""
+    table: Any = doc
+    for key in ("mcp", "servers"):
+        inner = table.get(key)
+        if inner is None:
+            if not create:
+                return None
+            inner = tomlkit.table(is_super_table=True)
+            table[key] = inner
+        table = inner
+    if not isinstance(table, dict):
         raise UsageError("[mcp] servers is not a table in the config file; fix it by hand first")
-    return servers
+    return table
 
 
 def _write(path: Path, doc: tomlkit.TOMLDocument) -> None:

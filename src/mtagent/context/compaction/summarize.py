@@ -230,14 +230,7 @@ def _default_count(text: str) -> int:
 
 def render_model_part(found: F.SessionFacts, *, max_items: int = 12, instructions: str | None = None) -> str:
     """The model's sections of a hand-off (:data:`MODEL_SECTIONS`) from extracted facts."""
-    state: list[str] = []
-    if found.last_action:
-        state.append(f"Last action: {found.last_action}")
-    state.append(f"Summarized {found.message_count} messages with {found.tool_call_count} tool calls.")
-    if found.commands:  # the commands themselves: failed ones and the verification are in the ledger
-        state.append(f"{len(found.commands)} distinct commands run, the last: {found.commands[-1]}")
-    if instructions:
-        state.append(f"Focus requested for this summary: {instructions}")
+    state = _state_lines(found, instructions)
     findings = F.tail(found.facts, max(1, max_items * 2 // 3))
     if found.latest_error:
         findings.append(f"latest error: {found.latest_error}")
@@ -248,6 +241,17 @@ def render_model_part(found: F.SessionFacts, *, max_items: int = 12, instruction
         F.SECTION_NEXT: found.next_step or "(continue with the latest user request)",
     }
     return "\n\n".join(f"## {title}\n{body}" for title, body in sections.items())
+
+
+def _state_lines(found: F.SessionFacts, instructions: str | None) -> list[str]:
+    """The *Current state* lines both renderings share: last action, size, commands, requested focus."""
+    state = [f"Last action: {found.last_action}"] if found.last_action else []
+    state.append(f"Summarized {found.message_count} messages with {found.tool_call_count} tool calls.")
+    if found.commands:  # the commands themselves: failed ones and the verification are in the ledger
+        state.append(f"{len(found.commands)} distinct commands run, the last: {found.commands[-1]}")
+    if instructions:
+        state.append(f"Focus requested for this summary: {instructions}")
+    return state
 
 
 def _bullets(items: Sequence[str]) -> str:
@@ -261,16 +265,8 @@ def _same_request(goal: str, request: str) -> bool:
 
 def render_handoff(found: F.SessionFacts, *, max_items: int = 12, instructions: str | None = None) -> str:
     """Render :class:`~mtagent.context.compaction.facts.SessionFacts` as the hand-off sheet."""
-    state: list[str] = []
-    if found.user_requests:
-        state.append(f"Latest user request: {found.user_requests[-1]}")
-    if found.last_action:
-        state.append(f"Last action: {found.last_action}")
-    state.append(f"Summarized {found.message_count} messages with {found.tool_call_count} tool calls.")
-    if found.commands:  # the commands themselves: failed ones and the verification are in the ledger
-        state.append(f"{len(found.commands)} distinct commands run, the last: {found.commands[-1]}")
-    if instructions:
-        state.append(f"Focus requested for this summary: {instructions}")
+    state = [f"Latest user request: {found.user_requests[-1]}"] if found.user_requests else []
+    state += _state_lines(found, instructions)
     changed = [f"{path} — {why}" if why else path for path, why in found.files_changed.items()]
     failed = F.tail(found.failed_attempts, max_items)
     verification = found.latest_verification or (f"latest error: {found.latest_error}" if found.errors else "")
