@@ -54,6 +54,7 @@ def test_it_asks_before_recording_and_a_no_records_nothing(project) -> None:
     assert trust.decision(project) is None
     no_answer = runner.invoke(app, ["trust", str(project)], input="")
     assert no_answer.exit_code == 1 and trust.decision(project) is None
+    assert "nothing was recorded" in no_answer.output and "Aborted" not in no_answer.output
     accepted = runner.invoke(app, ["trust", str(project)], input="y\n")
     assert accepted.exit_code == 0 and trust.is_trusted(project)
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import click
 import typer
 
 from mtagent import trust, trust_scope
@@ -80,7 +79,7 @@ def _confirm(question: str, yes: bool) -> bool:
         return True
     try:
         return bool(typer.confirm(question, default=False, err=True))
-    except (click.exceptions.Abort, EOFError):  # no answer (stdin closed): not trusted
+    except (typer.Abort, EOFError):  # no answer (stdin closed): not trusted
         err_console.print("")
         return False
 
