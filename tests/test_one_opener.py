@@ -172,6 +172,58 @@ def test_the_rebind_scan_finds_a_listener_that_rebinds(tmp_path: Path) -> None:
                                            "agent/session.py:2 sets .model"]
 
 
+# ── nor does an event listener change a session's tools or models: each request reads them (issue 35) ──
+
+# What a handler on the event bus may not touch: the tool catalog, the tools, a model, the system slot.
+STEERING = frozenset({"toolset", "catalog", "tools", "runnable", "bind_tools", "model", "system", "listeners",
+                      "compacted", "changed", "caught_up", "source"})
+
+
+def steering_subscribers(root: Path) -> list[str]:
+    """``bus.subscribe(handler, …)`` whose handler (a lambda, or a function or method of that name in
+    the package) names any of :data:`STEERING`."""
+    trees = {p.relative_to(root).as_posix(): ast.parse(p.read_text(encoding="utf-8")) for p in sorted(root.rglob("*.py"))}
+    defs: dict[str, list[ast.AST]] = {}
+    for tree in trees.values():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                defs.setdefault(node.name, []).append(node)
+    out = []
+    for rel, tree in trees.items():
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "subscribe" and node.args):
+                continue
+            handler = node.args[0]
+            name = handler.id if isinstance(handler, ast.Name) else handler.attr if isinstance(
+                handler, ast.Attribute) else None
+            bodies = [handler] if isinstance(handler, ast.Lambda) else defs.get(name or "", [])
+            touched = {n.attr if isinstance(n, ast.Attribute) else n.id if isinstance(n, ast.Name) else n.value
+                       for body in bodies for n in ast.walk(body)
+                       if isinstance(n, ast.Attribute | ast.Name) or (isinstance(n, ast.Constant)
+                                                                     and isinstance(n.value, str))} & STEERING
+            if touched:
+                out.append(f"{rel}:{node.lineno} {name or 'lambda'} touches {', '.join(sorted(touched))}")
+    return out
+
+
+def test_no_event_listener_changes_tools_or_models() -> None:
+    found = steering_subscribers(SRC)
+    assert found == [], "tools or a model steered from an event listener:\n" + "\n".join(found)
+
+
+def test_the_listener_scan_finds_a_compaction_listener_that_refreshes_the_tools(tmp_path: Path) -> None:
+    (tmp_path / "context").mkdir()
+    (tmp_path / "context" / "binding.py").write_text(
+        "def on_compaction(event):\n    alive = ref()\n    alive.compacted()\n\n"
+        "def bind(toolset, events):\n    events.subscribe(on_compaction, COMPACT_BOUNDARY)\n"
+        "    events.subscribe(lambda e: setattr(runtime, 'model', m), TOOL_STARTED)\n"
+        "    events.subscribe(self.shown, CONTEXT_PLANNED)\n\n"
+        "def shown(self, event):\n    print(event.data['tokens'])\n")
+    assert steering_subscribers(tmp_path) == ["context/binding.py:6 on_compaction touches compacted",
+                                              "context/binding.py:7 lambda touches model"]
+
+
 def test_a_load_changes_the_next_request_and_rebinds_nothing(tmp_path: Path) -> None:
     """A ``tool_search`` load inside a tool call: the next request carries the loaded tool, while the
     runtime's model and the summarizer stay the objects the session was opened with (tests/agent/test_prompt_cache.py:

@@ -104,7 +104,7 @@ def open_tools(opened: OpenedSession, tools: ToolsSpec = None, *, window: int,
     _runnable(parts, [t for t in tool_list if t.name not in parts.runnable])  # left out of the catalog: still runs
     window_manager = opened.window
     restore_loads(toolset, opened.records)
-    bind_toolset(toolset, opened.system, parts.runnable.values(), events=opened.events,
+    bind_toolset(toolset, opened.system, parts.runnable.values(), compactions=lambda: opened.stats.compactions,
                  last_tokens=lambda: window_manager.last_plan.tokens if window_manager.last_plan else 0,
                  record_event=opened.engine.record_event)
     if mcp is not None and hasattr(mcp, "on_new_tools"):

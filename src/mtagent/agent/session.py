@@ -271,6 +271,7 @@ class AgentSession:
     def _adopt(self, run: Callable[[list[BaseMessage], int], CompactionResult]) -> CompactionResult:
         self._abandon_unanswered_calls()
         result = run(self.opened.system.messages(), self.opened.system.schema_tokens())
+        self.parts.toolset.caught_up(self.stats.compactions)  # its loads carried past the boundary now
         self.conversation.replace(result.new_history())
         self.opened.end_turn()
         return result

@@ -38,7 +38,6 @@ class RequestToolsets:
         self.sessions = sessions
         self.settings = settings
         self._toolsets: dict[str, tuple[tuple[str, ...], Toolset]] = {}
-        self._compactions: dict[str, int] = {}  # per session: compactions seen
         self._lock = threading.Lock()
 
     def for_runtime(self, runtime: Any, tools: list[Any] | None = None) -> Toolset | None:
@@ -54,12 +53,7 @@ class RequestToolsets:
                 toolset = open_catalog(own, self.settings, session.project_root,
                                        window=self.settings.context.token_limit, agent=False)
                 known = self._toolsets[session.session_id] = (key, toolset)
-                self._compactions[session.session_id] = session.stats.compactions
-            # the middleware's event bus is shared by every thread: a thread's own statistics say it compacted
-            done = session.stats.compactions
-            if done > self._compactions.get(session.session_id, done):
-                known[1].compacted()
-            self._compactions[session.session_id] = done
+            known[1].caught_up(session.stats.compactions)  # the thread's own count (the bus is shared)
             return known[1]
 
     def called(self, request: Any) -> None:

@@ -8,7 +8,7 @@ names (:meth:`SystemContext.touch`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +35,8 @@ class SessionTools:
     ``None``: the offered tools as they are.
 
     A front end that builds tools (the agent, an MCP client, the skills loader) fills this and
-    hands it to :func:`~mtagent.context.opener.open_engine_session` as ``tools=`` (or sets the opened
-    session's :attr:`SystemContext.tools` once the tools exist). The toolset's catalog
+    hands it to :func:`~mtagent.context.opener.open_engine_session` as ``tools=`` (or gives the opened
+    session's :attr:`SystemContext.source` a reader of it once the tools exist). The toolset's catalog
     (:mod:`mtagent.context.toolset`) plugs in here: its bound tools → ``tools``/``offered``, its
     schema tokens → ``schema_tokens``, its listings and deltas → ``context``.
     """
@@ -88,35 +88,43 @@ class FixedSystem(SystemPrompt):
 class SystemContext(SystemPrompt):
     """The session's static context (:class:`StaticContext`) rendered with its :class:`SessionTools`.
 
-    ``role``: a subagent's role, appended to the system prompt; ``rules=False`` (a child the parent
-    did not hand its rules) sends the base prompt only, without Tier 1/2 context.
+    ``source``: the session's tools, or what reads them as each request is built (a bound toolset:
+    :func:`~mtagent.context.toolset.binding.bind_toolset`). ``role``: a subagent's role, appended to
+    the system prompt; ``rules=False`` (a child the parent did not hand its rules) sends the base
+    prompt only, without Tier 1/2 context.
     """
 
     static: StaticContext
     root: Path
-    tools: SessionTools = field(default_factory=SessionTools)
+    source: SessionTools | Callable[[], SessionTools] = field(default_factory=SessionTools)
     role: str | None = None
     rules: bool = True
     _conflicts: list[Conflict] = field(default_factory=list)
+
+    @property
+    def tools(self) -> SessionTools:
+        """The tools as the request being built carries them (read now, not pushed by a listener)."""
+        return self.source() if callable(self.source) else self.source
 
     def build(self, tools: Sequence[Any], *, list_tools: bool = True) -> StaticParts:
         """The static parts for ``tools`` (re-read from disk)."""
         return self.static.build(list(tools), RuntimeContext(working_directory=str(self.root)), list_tools=list_tools)
 
     def messages(self) -> list[BaseMessage]:
-        offered = self.tools.offered_tools()
+        tools = self.tools
+        offered = tools.offered_tools()
         if self.role is None:
-            parts = self.build(offered, list_tools=self.tools.list_tools)
+            parts = self.build(offered, list_tools=tools.list_tools)
             self._conflicts = list(parts.conflicts)
-            return [*parts.messages, *self.tools.context]
+            return [*parts.messages, *tools.context]
         if not self.rules:
             base = build_system_prompt(offered, "", RuntimeContext(working_directory=str(self.root)))
-            return [SystemMessage(content=f"{base}{self.role}", id="subagent-system-prompt"), *self.tools.context]
+            return [SystemMessage(content=f"{base}{self.role}", id="subagent-system-prompt"), *tools.context]
         parts = self.build(offered)
         self._conflicts = list(parts.conflicts)
         system = SystemMessage(content=f"{parts.system.content}{self.role}", id=parts.system.id,
                                response_metadata=dict(parts.system.response_metadata or {}))
-        return [system, parts.session_context, *self.tools.context]
+        return [system, parts.session_context, *tools.context]
 
     def conflicts(self) -> Sequence[Conflict]:
         return list(self._conflicts)

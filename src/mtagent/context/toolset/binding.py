@@ -1,23 +1,21 @@
-"""Keep an opened session's system context and bound model in step with its :class:`Toolset`.
+"""Keep an opened session's system context in step with its :class:`Toolset`, read as each request is built.
 
 The opener gives every session a :class:`~mtagent.context.opener.SessionTools` slot: the tools the
 session can run, which of them are sent with their schema, the schemas' tokens and the context
-that travels with them. :func:`bind_toolset` fills that slot from a toolset and refills it whenever
-the toolset changes — a ``tool_search`` load (the next request carries the longer, appended tool
-list: :meth:`SessionTools.request_tools`; no model is re-bound) or a compaction (seen on the
-session's event bus, from any trigger: auto, reactive, ``/compact``), after which the listings carry
-the post-compaction delta.
+that travels with them. :func:`bind_toolset` makes the slot read the toolset: a ``tool_search``
+load changes what the next request carries (the longer, appended tool list:
+:meth:`SessionTools.request_tools`; no model is re-bound), and a compaction of any trigger (auto,
+reactive, ``/compact``) is seen in the session's compaction count when the next request is built,
+whose listings then carry the post-compaction delta. Nothing listens on the event bus.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from mtagent.context.opener.system import SessionTools, SystemContext
 from mtagent.context.toolset.toolset import Toolset
-from mtagent.events import EventBus, EventType
 from mtagent.session import schema
 
 
@@ -42,40 +40,36 @@ def restore_loads(toolset: Toolset, records: Iterable[Mapping[str, Any]]) -> lis
     return toolset.catalog.restore(names)
 
 
-def bind_toolset(toolset: Toolset, system: SystemContext, runnables: Sequence[Any], *, events: EventBus | None = None,
-                 last_tokens: Callable[[], int] | None = None,
-                 record_event: Callable[..., None] | None = None) -> Callable[[], None]:
-    """Fill ``system.tools`` from ``toolset`` and keep it filled (see the module docstring).
+def bind_toolset(toolset: Toolset, system: SystemContext, runnables: Sequence[Any], *,
+                 compactions: Callable[[], int] = lambda: 0, last_tokens: Callable[[], int] | None = None,
+                 record_event: Callable[..., None] | None = None) -> None:
+    """Give ``system`` the tools of ``toolset`` as each request is built (see the module docstring).
 
-    ``last_tokens``: the last request's tokens (the window's plan), so a load is priced by what it
-    makes the provider write again. ``record_event(name, **data)`` writes each load to the transcript
-    (``tools_loaded``: names, the session's load statistics), which :func:`restore_loads` reads back
-    on a resume. (A deferred tool the model calls by name without searching is loaded by the front end
-    as the call starts: :meth:`Toolset.load_called`.) Returns a function that detaches the subscription.
+    ``compactions``: the session's compaction count, read then. ``last_tokens``: the last request's
+    tokens (the window's plan), so a load is priced by what it makes the provider write again.
+    ``record_event(name, **data)`` writes each load to the transcript (``tools_loaded``: names, the
+    session's load statistics), and after a compaction the loads so far (``carried``), which
+    :func:`restore_loads` reads back on a resume. (A deferred tool the model calls by name without
+    searching is loaded by the front end as the call starts: :meth:`Toolset.load_called`.)
     """
-    seen = [len(toolset.catalog.loaded)]
+    seen = [len(toolset.catalog.loaded), toolset.context.compactions]
 
     def refresh() -> None:
-        system.tools = session_tools(toolset, runnables)
-        loaded = toolset.catalog.loaded
+        current[0] = session_tools(toolset, runnables)
+        loaded, compacted = toolset.catalog.loaded, toolset.context.compactions
         if record_event is not None and len(loaded) > seen[0]:
             record_event(TOOLS_LOADED, names=list(loaded[seen[0]:]), **toolset.catalog.stats.to_dict())
-        seen[0] = len(loaded)
+        if record_event is not None and compacted > seen[1] and loaded:  # resume reads from here on
+            record_event(TOOLS_LOADED, names=list(loaded), carried=True)
+        seen[:] = [len(loaded), compacted]
+
+    def now() -> SessionTools:
+        toolset.caught_up(compactions())  # a compaction since the last request: refresh() ran
+        return current[0]
 
     if last_tokens is not None:
         toolset.after_tokens = lambda: max(0, last_tokens() - int(toolset.tokens()))
+    current = [session_tools(toolset, runnables)]
     toolset.listeners.append(refresh)
-    system.tools = session_tools(toolset, runnables)
-    if events is None:
-        return lambda: None
-    ref = weakref.ref(toolset)  # a bus shared across sessions (the REPL's, over /resume) must not keep it alive
-
-    def on_compaction(_event: Any) -> None:
-        alive = ref()
-        if alive is None:
-            return
-        alive.compacted()
-        if record_event is not None and alive.catalog.loaded:  # resume reads from here on: carry the loads over
-            record_event(TOOLS_LOADED, names=list(alive.catalog.loaded), carried=True)
-
-    return events.subscribe(on_compaction, EventType.COMPACT_BOUNDARY)
+    toolset.compactions_seen = compactions()
+    system.source = now

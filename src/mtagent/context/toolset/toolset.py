@@ -6,7 +6,8 @@ with :meth:`Toolset.open` and then, per model call:
 * binds :meth:`bound` (re-binding when :attr:`version` changed — a load appended schemas),
 * passes :meth:`tokens` as the call's ``tools_tokens`` (built-in and MCP buckets apart),
 * adds :meth:`messages` right after its system prompt (listings, instructions, deltas),
-* calls :meth:`compacted` when the engine compacted the history,
+* passes the session's compaction count to :meth:`caught_up` as it builds the request (a compaction
+  since the last one brings the post-compaction delta: read then, not told by a listener),
 
 and runs the ``tool_search`` and ``skill`` tools (``tools/tool_search.py``, ``tools/skill_tool.py``)
 through :meth:`run_search` and :meth:`run_skill`.
@@ -55,9 +56,10 @@ class Toolset:
     context: ToolsetContext
     after_tokens: AfterTokens = lambda: 0  # the last request's tokens behind the tool definitions
     listeners: list[Callable[[], None]] = field(default_factory=list)  # called after a load or a compaction
+    compactions_seen: int | None = None  # the session's compaction count at the last request built
 
     def changed(self) -> None:
-        """Tell the front end (re-bind the model, refresh the system context)."""
+        """Tell the front end's slot (its copy of what the next request carries; a load is recorded)."""
         for listener in list(self.listeners):
             listener()
 
@@ -96,6 +98,15 @@ class Toolset:
     def compacted(self) -> None:
         self.context.compacted()
         self.changed()
+
+    def caught_up(self, compactions: int) -> bool:
+        """Read as a request is built: ``compactions`` (the session's count, any trigger) past the last
+        count seen means the history was compacted since — :meth:`compacted` now. True when it was."""
+        seen, self.compactions_seen = self.compactions_seen, compactions
+        if seen is None or compactions <= seen:
+            return False
+        self.compacted()
+        return True
 
     # ── the tools' bodies ──
 
