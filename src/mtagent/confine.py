@@ -196,20 +196,22 @@ def read_text(root: str | os.PathLike[str], path: str | os.PathLike[str], *, max
 
 
 def list_files(root: str | os.PathLike[str], folder: str | os.PathLike[str], *, suffix: str = ".md",
-               recursive: bool = False, max_files: int = 10_000, max_depth: int = MAX_WALK_DEPTH) -> Iterator[Path]:
+               recursive: bool = False, max_files: int = 10_000, max_depth: int = MAX_WALK_DEPTH,
+               entered: list[Path] | None = None) -> Iterator[Path]:
     """Files named ``*suffix`` in ``folder`` (under ``root``), sorted, walked through descriptors.
 
     A folder that is a symlink is never entered (inside the root or not); a file that is a symlink
     is listed, and :func:`read_text` decides on what it points at. Nothing outside ``root`` is
     listed, whatever the links say; folders deeper than ``max_depth`` below ``folder`` are not
     entered and at most ``max_files`` are listed (a hostile tree of 1,400 nested folders is a
-    short walk, not a RecursionError).
+    short walk, not a RecursionError). ``entered``: every folder listed is appended to it.
     """
     root_path = real_path(root)
     left = max_files
     pending: list[tuple[Path, int, Iterator[tuple[str, int]]]] = []
-    start = root_path / folder
-    pending.append((start, 0, iter(_entries(root_path, start))))
+    entered = [] if entered is None else entered
+    entered.append(root_path / folder)
+    pending.append((entered[-1], 0, iter(_entries(root_path, entered[-1]))))
     while pending and left > 0:
         here, depth, entries = pending[-1]
         item = next(entries, None)
@@ -219,6 +221,7 @@ def list_files(root: str | os.PathLike[str], folder: str | os.PathLike[str], *, 
         name, mode = item
         if stat.S_ISDIR(mode):
             if recursive and depth < max_depth:
+                entered.append(here / name)
                 pending.append((here / name, depth + 1, iter(_entries(root_path, here / name))))
         elif name.endswith(suffix) and (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
             left -= 1
@@ -249,22 +252,27 @@ class ProjectReader:
 
     Build one per load (rules, profiles, skills, an index refresh) and hand it down; ``allow_external``
     must come from the *user's* config only (:data:`mtagent.trust.USER_ONLY_KEYS` keeps the
-    project's config from setting it).
+    project's config from setting it). ``seen`` collects every path read and folder listed, as
+    spelled (what a load depends on: the static context re-checks exactly these before reloading).
     """
 
     root: Path
     max_bytes: int = DEFAULT_MAX_BYTES
     allow_external: tuple[str, ...] = ()
     redactor: Redactor | None = None
+    seen: list[Path] | None = None
 
     @classmethod
     def create(cls, root: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES,
-               allow_external: Sequence[str] = (), redactor: Redactor | None = None) -> ProjectReader:
-        return cls(real_path(root), max_bytes, tuple(allow_external), redactor or default_redactor())
+               allow_external: Sequence[str] = (), redactor: Redactor | None = None,
+               seen: list[Path] | None = None) -> ProjectReader:
+        return cls(real_path(root), max_bytes, tuple(allow_external), redactor or default_redactor(), seen)
 
     def read(self, path: str | os.PathLike[str], *, label: str | None = None) -> ReadResult:
+        if self.seen is not None:
+            self.seen.append(self.root / path)
         return read_text(self.root, path, max_bytes=self.max_bytes, allow_external=self.allow_external,
                          redactor=self.redactor, label=label)
 
     def files(self, folder: str | os.PathLike[str], *, suffix: str = ".md", recursive: bool = False) -> list[Path]:
-        return list(list_files(self.root, folder, suffix=suffix, recursive=recursive))
+        return list(list_files(self.root, folder, suffix=suffix, recursive=recursive, entered=self.seen))

@@ -1,13 +1,17 @@
 """The system-prompt context a session owns: its tool catalog and the static context around it.
 
 :class:`EngineSession.call_model` asks :class:`SystemContext` for the system messages of each call,
-so the engine never calls back into a front end for its own prompt. The Tier 1/2 files are
-re-read on every build (hand edits apply), and path-scoped rules switch on for the files a message
-names (:meth:`SystemContext.touch`).
+so the engine never calls back into a front end for its own prompt. A call re-checks only the
+stat of each file the last build read or looked for, and rebuilds when one changed (a hand edit
+applies on the next call); path-scoped rules switch on for the files a message names
+(:meth:`SystemContext.touch`).
 """
 
 from __future__ import annotations
 
+import math
+import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +20,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from mtagent.context.static.authority import Conflict
-from mtagent.context.static.rules import touched_paths
+from mtagent.context.static.rules import Rule, touched_paths
 from mtagent.context.static.tiers import RuntimeContext, StaticContext, StaticParts, build_system_prompt
 
 
@@ -100,6 +104,7 @@ class SystemContext(SystemPrompt):
     role: str | None = None
     rules: bool = True
     _conflicts: list[Conflict] = field(default_factory=list)
+    _built: _Built | None = field(default=None, repr=False)
 
     @property
     def tools(self) -> SessionTools:
@@ -113,18 +118,26 @@ class SystemContext(SystemPrompt):
     def messages(self) -> list[BaseMessage]:
         tools = self.tools
         offered = tools.offered_tools()
-        if self.role is None:
-            parts = self.build(offered, list_tools=tools.list_tools)
-            self._conflicts = list(parts.conflicts)
-            return [*parts.messages, *tools.context]
-        if not self.rules:
+        key = (tuple(offered), tools.list_tools, self.role, self.rules)
+        if self._built is None or not self._built.holds(key):
+            self._built = self._build_messages(key, offered, tools.list_tools)
+        return [*self._built.messages, *tools.context]
+
+    def _build_messages(self, key: tuple[Any, ...], offered: list[Any], list_tools: bool) -> _Built:
+        started = time.time_ns()
+        if self.role is not None and not self.rules:
             base = build_system_prompt(offered, "", RuntimeContext(working_directory=str(self.root)))
-            return [SystemMessage(content=f"{base}{self.role}", id="subagent-system-prompt"), *tools.context]
-        parts = self.build(offered)
+            return _Built(key, [SystemMessage(content=f"{base}{self.role}", id="subagent-system-prompt")])
+        parts = self.build(offered, list_tools=list_tools if self.role is None else True)
         self._conflicts = list(parts.conflicts)
-        system = SystemMessage(content=f"{parts.system.content}{self.role}", id=parts.system.id,
-                               response_metadata=dict(parts.system.response_metadata or {}))
-        return [system, parts.session_context, *tools.context]
+        messages: list[BaseMessage] = list(parts.messages)
+        if self.role is not None:
+            messages[0] = SystemMessage(content=f"{parts.system.content}{self.role}", id=parts.system.id,
+                                        response_metadata=dict(parts.system.response_metadata or {}))
+        stamps = tuple(map(_stamp, parts.watched))
+        settled = all(s is None or s[-1] < started - _SETTLE_NS for s in stamps)
+        dormant = tuple(r for r in parts.rules.rules if r.globs and not r.applies_to(self.static.touched_files))
+        return _Built(key, messages, parts.watched, stamps, parts.valid_until if settled else 0.0, dormant)
 
     def conflicts(self) -> Sequence[Conflict]:
         return list(self._conflicts)
@@ -133,5 +146,44 @@ class SystemContext(SystemPrompt):
         return self.tools.schema_tokens
 
     def touch(self, messages: Iterable[BaseMessage]) -> None:
-        """Switch on path-scoped rules for files the messages name (incremental, per message)."""
-        self.static.touch(touched_paths(list(messages), self.root))
+        """Switch on path-scoped rules for files the messages name (incremental, per message): only
+        a tool call or a tool result names files, and only a rule still off makes a rebuild."""
+        named = [m for m in messages if getattr(m, "tool_calls", None) or isinstance(getattr(m, "artifact", None), dict)]
+        if named:
+            found = touched_paths(named, self.root)
+            self.static.touched_files.update(dict.fromkeys(found))
+            if self._built is not None and any(rule.applies_to(found) for rule in self._built.dormant):
+                self._built = None
+
+
+def _stamp(path: Path) -> tuple[int, ...] | None:
+    """What an edit changes about ``path`` (or the file a link names): None when it is not there."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_ctime_ns, st.st_mtime_ns)
+
+
+@dataclass(slots=True, frozen=True)
+class _Built:
+    """One build of the static messages, reused while it holds: the same tools and role, no memory it
+    shows expired (``until``), every file it read or looked for as it was, and no rule still off
+    (``dormant``) switched on by a touched file (:meth:`SystemContext.touch` drops it then).
+
+    A file modified within :data:`_SETTLE_NS` of the build may be modified again inside the same
+    timestamp tick with the same size; such a build is used once (``until`` 0), as git treats a
+    racily clean index entry."""
+
+    key: tuple[Any, ...]
+    messages: list[BaseMessage]
+    watched: tuple[Path, ...] = ()
+    stamps: tuple[tuple[int, ...] | None, ...] = ()
+    until: float = math.inf
+    dormant: tuple[Rule, ...] = ()
+
+    def holds(self, key: tuple[Any, ...]) -> bool:
+        return key == self.key and time.time() < self.until and tuple(map(_stamp, self.watched)) == self.stamps
+
+
+_SETTLE_NS = 2_000_000_000  # the coarsest timestamp tick of a common file system (FAT: 2 s)

@@ -62,11 +62,15 @@ class Rule:
 
 @dataclass(slots=True)
 class RuleSet:
-    """Every rule of a project, plus what went wrong while loading them (nothing raises)."""
+    """Every rule of a project, plus what went wrong while loading them (nothing raises).
+
+    ``watched``: every path the load looked at — the context files (there or not), the rule
+    folders listed, each file read and each include — so a caller can tell when to load again."""
 
     rules: list[Rule] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     cycles: list[list[str]] = field(default_factory=list)
+    watched: list[Path] = field(default_factory=list)
 
     def active(self, touched: Iterable[str] = ()) -> list[Rule]:
         """Unconditional rules, then the path-scoped rules a touched file matches, in load order."""
@@ -208,9 +212,9 @@ def load_rules(project_root: str | os.PathLike[str], *, include_max_depth: int, 
     project's); ``redactor`` cleans every text read (default: the secrets of this process).
     """
     root = real_path(project_root)
+    out = RuleSet(watched=[root / name for name in (*PROJECT_CONTEXT_FILES, LOCAL_CONTEXT_FILE)])
     reader = ProjectReader.create(root, max_bytes=max_file_bytes or DEFAULT_MAX_BYTES,
-                                  allow_external=allow_external, redactor=redactor)
-    out = RuleSet()
+                                  allow_external=allow_external, redactor=redactor, seen=out.watched)
     for name in (*PROJECT_CONTEXT_FILES, LOCAL_CONTEXT_FILE):
         if os.path.lexists(root / name):
             _load_one(root / name, "local" if name == LOCAL_CONTEXT_FILE else "project", root,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import logging
+import math
 import os
 import platform
 from collections.abc import Iterable, Sequence
@@ -176,13 +177,18 @@ def build_session_context(
 
 @dataclass(slots=True)
 class StaticParts:
-    """One turn's static context and what building it found."""
+    """One turn's static context and what building it found.
+
+    ``watched``: every file and folder the build read or looked for; ``valid_until`` (a Unix time):
+    when the first memory it shows expires. Until then, the same files give the same parts."""
 
     system: SystemMessage
     session_context: HumanMessage
     rules: RuleSet
     conflicts: list[Conflict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    watched: tuple[Path, ...] = ()
+    valid_until: float = math.inf
 
     @property
     def messages(self) -> list[SystemMessage | HumanMessage]:
@@ -192,10 +198,12 @@ class StaticParts:
 
 @dataclass
 class StaticContext:
-    """The static context of one session. Cheap to rebuild every turn (a few small files).
+    """The static context of one session, read from disk by :meth:`build` (a session's
+    :class:`~mtagent.context.opener.system.SystemContext` builds again only when a file it read changed).
 
     ``touched`` paths (see :func:`mtagent.context.static.rules.touched_paths`) switch on the
-    path-scoped rules; once a file was touched its rules stay for the rest of the session.
+    path-scoped rules; once a file was touched its rules stay for the rest of the session
+    (``touched_files``, first touch first).
     ``redactor`` cleans every project file read (the session's, with its configured secrets; by
     default the secrets of this process's environment and every known key shape).
     """
@@ -206,20 +214,15 @@ class StaticContext:
     today: _dt.date = field(default_factory=_dt.date.today)
     os_name: str = field(default_factory=describe_os)
     redactor: Redactor = field(default_factory=lambda: Redactor(collect_secrets()), repr=False)
-    _touched: dict[str, None] = field(default_factory=dict, init=False, repr=False)
+    touched_files: dict[str, None] = field(default_factory=dict, init=False, repr=False)
     _warned: dict[str, None] = field(default_factory=dict, init=False, repr=False)
-    _conflict_memo: tuple[tuple[Any, ...], list[Conflict]] | None = field(default=None, init=False, repr=False)
-
-    def touch(self, paths_: Iterable[str]) -> None:
-        for p in paths_:
-            self._touched.setdefault(p, None)
 
     def build(self, tools: Sequence[Any] = (), runtime: RuntimeContext | None = None,
               touched: Iterable[str] = (), *, list_tools: bool = True) -> StaticParts:
         """Read Tier 1, rules and memories from disk and render this turn's two messages."""
-        self.touch(touched)
+        self.touched_files.update(dict.fromkeys(touched))
         rules = load_project_rules(self.project_root, self.settings, self.redactor)
-        active_rules = rules.active(self._touched)
+        active_rules = rules.active(self.touched_files)
         global_text = load_global_context()
         project_memory = memory.load_project_memory(self.project_root, self.settings.index_max_lines, home=self.home)
 
@@ -230,11 +233,7 @@ class StaticContext:
                                             home=self.home)
         memory_items = [AuthorityItem(memory_resolve.entry_id(e), Authority.LONG_TERM_MEMORY, e.text)
                         for entries in resolution.active.values() for e in entries]
-        items = [*rule_items, *memory_items]
-        key = tuple((i.id, i.authority, i.text) for i in items)
-        if self._conflict_memo is None or self._conflict_memo[0] != key:
-            self._conflict_memo = (key, detect_conflicts(items))
-        conflicts = list(self._conflict_memo[1])
+        conflicts = detect_conflicts([*rule_items, *memory_items])
         lost_ids = {loser for c in conflicts for loser in c.losers}
         losing = {item.text for item in memory_items if item.id in lost_ids}
         losing |= {e.text for e in resolution.superseded}
@@ -270,19 +269,17 @@ class StaticContext:
             if w not in self._warned:
                 self._warned[w] = None
                 log.warning("%s", w)
-        return StaticParts(system, session, rules, conflicts + resolution.conflicts, warnings)
+        shown = [e for entries in resolution.active.values() for e in entries] + resolution.superseded
+        expiries = [e.meta.expires_at.timestamp() for e in shown if e.meta.expires_at is not None]
+        watched = [memory.memory_path(ns, self.project_root, home=self.home) for ns in memory.SCOPES]
+        return StaticParts(system, session, rules, conflicts + resolution.conflicts, warnings,
+                           tuple(dict.fromkeys([*watched, *rules.watched])), min(expiries, default=math.inf))
 
     @property
     def shown_warnings(self) -> list[str]:
         """Every warning building the context has shown so far (a refused ``@include`` …), first first:
         printed once when it happens, listed again by ``/context``."""
         return list(self._warned)
-
-    def rule_items(self) -> list[AuthorityItem]:
-        """The rules in force, as authority items — for checking a summary against them."""
-        rules = load_project_rules(self.project_root, self.settings, self.redactor)
-        return [AuthorityItem(f"rule:{r.source}", Authority.PROJECT_RULES, r.text)
-                for r in rules.active(self._touched)]
 
 
 @functools.lru_cache(maxsize=256)
