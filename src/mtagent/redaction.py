@@ -16,9 +16,10 @@ environment or settings) that has no known shape (a short password typed in a fi
 from __future__ import annotations
 
 import base64
+import bisect
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,9 @@ MAX_NESTING = 200
 # ``base64`` wraps its output at 76 columns and ``xxd -p`` at 60: those line breaks are forms as well.
 _BASE64_COLUMNS = 76
 _HEX_COLUMNS = 60
+# Redactor.pieces: a long text is redacted a piece of about this many characters at a time.
+PIECE_CHARS = 1 << 20
+_CUT_AFTER = re.compile(r"[ \t\r\n]")
 _BEARER = re.compile(r"^\s*(?:Bearer|Basic|Token)\s+(?P<token>\S+)\s*$", re.IGNORECASE)
 
 
@@ -165,6 +169,51 @@ class Redactor:
     def __call__(self, value: str) -> str:
         return self.text(value)
 
+    def pieces(self, value: str, size: int = PIECE_CHARS) -> Iterator[str]:
+        """:meth:`text` of ``value`` a piece at a time (``"".join`` of them is ``text(value)``), so a
+        50 MB tool result is written redacted without a second whole copy beside it (#33)."""
+        cuts = self.cuts(value, size)
+        for start, end in zip(cuts, cuts[1:]):
+            yield self.text(value[start:end])
+
+    def cuts(self, value: str, size: int = PIECE_CHARS) -> list[int]:
+        """Offsets (from 0 to ``len(value)``) that cut ``value`` into pieces of about ``size``
+        characters, each of which redacts as it does inside the whole. A cut falls right after a
+        whitespace character outside every match of a secret form, a key shape and a URL password in
+        ``value``: no match crosses it, the patterns' classes never take whitespace, and ``\\b`` sees
+        a non-word character there either way. A stretch with no such place stays one piece."""
+        end = len(value)
+        out = [0]
+        if end > size:
+            starts, ends = self._match_spans(value)
+            while end - out[-1] > size:
+                cut = _cut_after(value, out[-1] + size, starts, ends)
+                if cut >= end:
+                    break
+                out.append(cut)
+        out.append(end)
+        return out
+
+    def _match_spans(self, value: str) -> tuple[list[int], list[int]]:
+        """Where :meth:`text` would replace something in ``value``, merged: (starts, ends)."""
+        spans: list[tuple[int, int]] = []
+        for secret in self.forms:
+            at = value.find(secret)
+            while at != -1:
+                spans.append((at, at + len(secret)))
+                at = value.find(secret, at + len(secret))
+        for pattern in (*(p for _, p in KEY_SHAPES), _URL_PASSWORD):
+            spans += [m.span() for m in pattern.finditer(value)]
+        starts: list[int] = []
+        ends: list[int] = []
+        for start, stop in sorted(spans):
+            if ends and start < ends[-1]:
+                ends[-1] = max(ends[-1], stop)
+            else:
+                starts.append(start)
+                ends.append(stop)
+        return starts, ends
+
     def deep(self, value: Any, _depth: int = 0) -> Any:
         """``value`` with every string inside (dict keys and values, lists) redacted."""
         if isinstance(value, str):
@@ -177,6 +226,19 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             return [self.deep(v, inner) for v in value]
         return value
+
+
+def _cut_after(value: str, at: int, starts: list[int], ends: list[int]) -> int:
+    """The first place at or after ``at`` right after whitespace and inside no span (else ``len(value)``)."""
+    while True:
+        found = _CUT_AFTER.search(value, at)
+        if found is None:
+            return len(value)
+        cut = found.end()
+        inside = bisect.bisect_left(starts, cut) - 1
+        if inside < 0 or ends[inside] <= cut:
+            return cut
+        at = ends[inside] - 1
 
 
 def redact_messages(redactor: Redactor, messages: Sequence[Any]) -> list[Any]:

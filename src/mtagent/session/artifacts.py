@@ -92,14 +92,16 @@ class ArtifactStore:
 
     def write_text(self, relative: str, text: str) -> ArtifactMeta:
         """Store ``text``; beyond ``max_bytes`` it is cut on a UTF-8 boundary and marked truncated."""
-        redacted = self.redactor.text(text)
         target = self.resolve(relative)
         paths.ensure_dir(target.parent)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         digest, stored, truncated = hashlib.sha256(), 0, False
-        with open(tmp, "wb") as fh:  # encoded a piece at a time: a 50 MB result is not held twice more
-            for start in range(0, len(redacted), _WRITE_CHARS):
-                data = redacted[start:start + _WRITE_CHARS].encode("utf-8", errors="replace")
+        # redacted and encoded a piece at a time: a 50 MB result is never held a second time (#33)
+        chunks = (piece[start:start + _WRITE_CHARS] for piece in self.redactor.pieces(text, _WRITE_CHARS)
+                  for start in range(0, len(piece), _WRITE_CHARS))
+        with open(tmp, "wb") as fh:
+            for chunk in chunks:
+                data = chunk.encode("utf-8", errors="replace")
                 if stored + len(data) > self.max_bytes:
                     data = data[: self.max_bytes - stored].decode("utf-8", errors="ignore").encode("utf-8")
                     truncated = True
