@@ -143,7 +143,7 @@ def normalize_reply(message: AIMessage) -> AIMessage:
             "id": bad.get("id") or f"call_{new_message_id()[4:16]}",
             "type": "tool_call",
         })
-    calls, content = unique_call_ids(calls, message.content)  # approvals are keyed by call id
+    calls, content = unique_call_ids(calls, message.content) if calls else (calls, message.content)
     return message.model_copy(update={
         "content": content,
         "tool_calls": calls,
@@ -277,13 +277,15 @@ def make_approve(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
 
 
 def _tool_message(rt: AgentRuntime, call: PendingCall, content: str, *, status: str = "error",
-                  artifact: Any = None) -> ToolMessage:
-    return ToolMessage(content=rt.redact(content), tool_call_id=call["id"], name=call["name"],
+                  artifact: Any = None, redact: bool = True) -> ToolMessage:
+    return ToolMessage(content=rt.redact(content) if redact else content, tool_call_id=call["id"], name=call["name"],
                        status=status, artifact=artifact, id=new_message_id())
 
 
 def run_tool(rt: AgentRuntime, call: PendingCall) -> ToolMessage:
-    """Run one approved call; a tool's exception becomes an error result the model can read."""
+    """Run one approved call; a tool's exception becomes an error result the model can read. A
+    tool's own result is not redacted here: :meth:`AgentRuntime.add_result` is where it goes, and the
+    engine redacts it there — once, or a piece at a time when it is too big to copy (#33)."""
     tool = rt.tools[call["name"]]
     try:
         result = tool.invoke({"name": call["name"], "args": call["args"], "id": call["id"], "type": "tool_call"})
@@ -293,8 +295,9 @@ def run_tool(rt: AgentRuntime, call: PendingCall) -> ToolMessage:
         return _tool_message(rt, call, prompts.tool_failed_result(call["name"], exc))
     if isinstance(result, ToolMessage):
         content = result.content if isinstance(result.content, str) else json.dumps(result.content, default=str)
-        return _tool_message(rt, call, content, status=result.status or "success", artifact=result.artifact)
-    return _tool_message(rt, call, str(result), status="success")
+        return _tool_message(rt, call, content, status=result.status or "success", artifact=result.artifact,
+                             redact=False)
+    return _tool_message(rt, call, str(result), status="success", redact=False)
 
 
 def _decided_result(rt: AgentRuntime, call: PendingCall, decision: ToolDecision) -> ToolMessage | None:
