@@ -1,5 +1,6 @@
-"""The agent wired to recall: every record is indexed as written, the recall tool is offered,
-and after a compaction a question naming a compacted-away identifier brings it back."""
+"""The agent wired to recall: the index catches up with the transcript (never per record), the
+recall tool is offered, and after a compaction a question naming a compacted-away identifier
+brings it back — in the same session and after a resume."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ class TerseSummarizer:
         return "Goal: routine work. State: in progress. Next: continue."
 
 
-def test_records_are_indexed_live_and_compacted_identifiers_come_back(project: Path) -> None:
-    (project / "src" / "ledger.py").write_text("def quasar_ledger_rollover(book):\n    return book.close()\n")
+def test_compacted_identifiers_come_back_also_after_a_resume(project: Path) -> None:
+    (project / "src" / "ledger.py").write_text("def quasar_ledger_rollover(book):\n    return book.close()\n\n"
+                                               "def nebula_journal_seal(page):\n    return page.stamp()\n")
     settings = agent_settings(context={"token_limit": 48_000, "auto_compact_threshold": 12_000,
                                        "compaction_trigger": "threshold", "compression_preserve_min_tokens": 1_000,
                                        "compression_preserve_max_tokens": 3_000, "reattach_max_files": 0})
@@ -41,3 +43,57 @@ def test_records_are_indexed_live_and_compacted_identifiers_come_back(project: P
         assert retrieved and "return book.close()" in message_text(retrieved[0])
         plan = session.window_manager.last_plan
         assert plan is not None and plan.retrieved and plan.retrieved["items"]
+    again = ScriptedChatModel(["it returned book.close()"])
+    with AgentSession.resume(session.session_id, project, model=again, settings=settings) as resumed:
+        resumed.run_turn("and what did nebula_journal_seal return?")
+        retrieved = [m for m in again.calls[-1] if m.id == "retrieved-context"]
+        assert retrieved and "return page.stamp()" in message_text(retrieved[0])
+
+
+def _session_items(project: Path, session_id: str) -> int:
+    from mtagent.context.recall import RecallStore, index_path
+
+    store = RecallStore(index_path(project))
+    try:
+        return sum(1 for _ in store.execute("SELECT uid FROM items WHERE session = ?", (session_id,)))
+    finally:
+        store.close()
+
+
+def test_a_fact_recorded_just_before_a_recall_is_found_by_it(project: Path) -> None:
+    """Nothing indexes records as they are written; the recall tool catches up with the transcript
+    first, so the user's message of this very turn is what its search finds."""
+    model = ScriptedChatModel([tool_call("recall", {"query": "zebra-canary-4471"}), "found it"])
+    with AgentSession.create(project, model=model, settings=agent_settings(), approval="auto") as session:
+        session.run_turn("the vault code is zebra-canary-4471; recall it")
+        result = [m for m in model.calls[-1] if m.type == "tool"][-1]
+        assert "zebra-canary-4471" in message_text(result) and session.session_id in message_text(result)
+
+
+def test_a_turn_never_indexes_and_closing_catches_the_index_up(project: Path) -> None:
+    """The turn's path writes the transcript and nothing of the index; the session's close catches
+    the index up, and a crash (no close) loses nothing a reader's catch-up does not read."""
+    model = ScriptedChatModel(["noted"], policy=lambda sent: "noted")
+    session = AgentSession.create(project, model=model, settings=agent_settings(), approval="auto")
+    with session:
+        session.run_turn("remember the quasar_flux_capacitor setting")
+        assert _session_items(project, session.session_id) == 0
+    assert _session_items(project, session.session_id) >= 2  # the question and the answer
+    crashed = AgentSession.create(project, model=model, settings=agent_settings(), approval="auto")
+    crashed.run_turn("and the nebula_overdrive_valve too")  # never closed: as if the process died
+    live = Recaller(RecallIndexer(project))
+    live.indexer.refresh()
+    assert [h.session for h in live.search("nebula_overdrive_valve")] == [crashed.session_id]
+    crashed.close()
+
+
+def test_a_resumed_session_recalls_what_it_recorded_before(project: Path) -> None:
+    first = ScriptedChatModel(["noted"])
+    with AgentSession.create(project, model=first, settings=agent_settings(), approval="auto") as session:
+        session.run_turn("the deploy key lives in vault path kv/orbital-tangerine-52")
+        sid = session.session_id
+    again = ScriptedChatModel([tool_call("recall", {"query": "orbital-tangerine-52", "scope": "session"}), "ok"])
+    with AgentSession.resume(sid, project, model=again, settings=agent_settings(), approval="auto") as resumed:
+        resumed.run_turn("where was the deploy key?")
+        result = [m for m in again.calls[-1] if m.type == "tool"][-1]
+        assert "kv/orbital-tangerine-52" in message_text(result) and f"session {sid}" in message_text(result)

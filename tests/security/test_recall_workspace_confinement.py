@@ -99,17 +99,18 @@ def test_an_untrusted_project_cannot_switch_on_workspace_indexing(
 def test_a_configured_secret_in_a_workspace_file_is_not_stored(project: Path) -> None:
     """The session's indexer redacts with the configured secrets too, not only the environment's."""
     from mtagent.config import Settings
-    from mtagent.context.recall.sink import recall_sink
+    from mtagent.context.recall.sink import session_index
 
     (project / "notes.txt").write_text("staging passphrase: plain-words-staging-pw\n")
     settings = Settings.model_validate({"recall": {"index_workspace": True},
                                         "security": {"redact_values": ["plain-words-staging-pw"]}})
-    sink = recall_sink([], project, "s1", settings)
+    index = session_index(project, "s1", settings, transcript=lambda: project / "s1.jsonl", home=project / "home")
+    assert index is not None
     try:
-        sink.indexer.refresh()
-        text = _indexed(sink.indexer.store)
+        index.indexer.refresh()
+        text = _indexed(index.indexer.store)
     finally:
-        sink.indexer.close()
+        index.close()
     assert "staging passphrase" in text and "plain-words-staging-pw" not in text
 
 

@@ -42,3 +42,29 @@ def test_recall_finds_a_session_another_worker_wrote_and_only_for_its_tenant(tmp
                           env=_env(pg_dsn, tenant + "-other"))
     assert other.exit_code == 0, other.output
     assert json.loads(other.stdout) == []
+
+
+def test_a_session_in_postgres_catches_its_tenants_index_up_when_it_closes(tmp_path: Path, pg_dsn: str,
+                                                                            tenant: str) -> None:
+    """No record is indexed as it is written; the closing session reads its own transcript (the
+    tenant's mirror of its rows) into the tenant's local index."""
+    import sqlite3
+
+    from mtagent.config import Settings
+    from mtagent.context.recall import index_path
+    from mtagent.session.local import local_home
+
+    project = tmp_path / "project"
+    project.mkdir()
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps(["noted"]), encoding="utf-8")
+    ran = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}",
+                              "the relay is marmot_relay_7731"], env=_env(pg_dsn, tenant))
+    assert ran.exit_code == 0, ran.output
+    settings = Settings.model_validate({"storage": {"backend": "postgres", "dsn": pg_dsn, "tenant": tenant}})
+    conn = sqlite3.connect(index_path(project, tenant, home=local_home(settings)))
+    try:
+        rows = conn.execute("SELECT role FROM items WHERE text LIKE '%marmot_relay_7731%'").fetchall()
+    finally:
+        conn.close()
+    assert rows == [("user",)]

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from mtagent import paths
 from mtagent.config import RecallSettings
-from mtagent.context.recall import IndexingSink, Recaller, RecallIndexer, index_path
+from mtagent.context.recall import Recaller, RecallIndexer, index_path
 from mtagent.context.recall.query import fts_query
 from mtagent.context.recall.vectors import reciprocal_rank_fusion
 from mtagent.context.static import memory
@@ -35,17 +35,19 @@ def _conversation() -> list[BaseMessage]:
 
 
 def _write(root: Path, session: str, messages: list[BaseMessage], indexer: RecallIndexer | None) -> None:
+    """Write a session's transcript; ``indexer`` then catches up with it, as a session's index does."""
     writer = TranscriptWriter(paths.session_transcript_path(root, session), session_id=session)
-    sink = IndexingSink(writer, indexer, session) if indexer is not None else writer
     try:
         for m in messages:
-            sink.append(schema.message_to_record(m))
+            writer.append(schema.message_to_record(m))
             time.sleep(0.002)  # distinct timestamps: freshness compares them
     finally:
         writer.close()
+    if indexer is not None:
+        indexer.catch_up_file(writer.path)
 
 
-def test_live_sink_indexes_each_record_as_it_is_written(tmp_path: Path) -> None:
+def test_a_sessions_transcript_is_indexed_by_catching_up_with_it(tmp_path: Path) -> None:
     indexer = RecallIndexer(tmp_path)
     _write(tmp_path, "s1", _conversation()[:3], indexer)
     hits = Recaller(indexer).search("redirectAfterLogin")

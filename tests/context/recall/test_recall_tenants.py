@@ -9,10 +9,11 @@ from langchain_core.messages import HumanMessage
 
 from mtagent.config import Settings
 from mtagent.context.recall import Recaller, RecallIndexer, index_path
-from mtagent.context.recall.sink import recall_sink
+from mtagent.context.recall.sink import session_index
 from mtagent.errors import ConfigError
 from mtagent.session import schema
-from mtagent.session.transcript import MemorySink
+from mtagent.session.local import local_home
+from mtagent.session.transcript import TranscriptWriter
 
 
 def test_the_default_tenant_keeps_the_index_file_and_others_get_their_own(tmp_path: Path) -> None:
@@ -28,14 +29,19 @@ def test_a_hostile_tenant_never_becomes_a_path(tmp_path: Path, tenant: str) -> N
 
 
 def test_one_tenant_never_recalls_another_tenants_text(tmp_path: Path) -> None:
-    """In PostgreSQL mode the transcript lives in the store (a memory sink here), and each worker's
-    sink feeds the local index: tenant b's search on the same machine and project finds nothing."""
+    """In PostgreSQL mode the transcript lives in the store (its local mirror here), and each
+    worker's session index catches the local index of its tenant up with it: tenant b's search on
+    the same machine and project finds nothing."""
     def session_of(tenant: str) -> Settings:
         return Settings.model_validate({"storage": {"tenant": tenant}})
 
-    sink = recall_sink(MemorySink(), tmp_path, "s-a", session_of("acme"))
-    sink.append(schema.message_to_record(HumanMessage("the vault code is zebra-canary-4471", id="m1")))
-    sink.indexer.flush()  # type: ignore[attr-defined]
+    writer = TranscriptWriter(tmp_path / "mirror" / "s-a.jsonl", session_id="s-a")
+    writer.append(schema.message_to_record(HumanMessage("the vault code is zebra-canary-4471", id="m1")))
+    writer.close()
+    index = session_index(tmp_path, "s-a", session_of("acme"), transcript=lambda: writer.path,
+                          home=local_home(session_of("acme")))
+    assert index is not None
+    index.close()
     own = Recaller(RecallIndexer(tmp_path, session_of("acme").recall, tenant="acme")).search("zebra-canary-4471")
     other = Recaller(RecallIndexer(tmp_path, session_of("beta").recall, tenant="beta")).search("zebra-canary-4471")
     default = Recaller(RecallIndexer(tmp_path)).search("zebra-canary-4471")

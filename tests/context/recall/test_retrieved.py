@@ -8,16 +8,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from mtagent.config import Settings
 from mtagent.context.budget import Bucket
-from mtagent.context.recall import (
-    CompactedRecall,
-    IndexingSink,
-    Recaller,
-    RecallIndexer,
-)
+from mtagent.context.recall import CompactedRecall, Recaller, RecallIndexer, SessionIndex
 from mtagent.context.tokens import count_text_tokens
 from mtagent.context.window import ContextWindowManager
 from mtagent.session import schema
-from mtagent.session.transcript import MemorySink
+from mtagent.session.transcript import TranscriptWriter
 
 
 class FixedSummarizer:
@@ -47,19 +42,22 @@ def _history() -> list[BaseMessage]:
     return out
 
 
-def _engine(tmp_path: Path, settings: Settings) -> tuple[ContextWindowManager, RecallIndexer]:
-    indexer = RecallIndexer(tmp_path, settings.recall, in_memory=True)
-    retriever = CompactedRecall(Recaller(indexer), settings.recall, count_text_tokens, "s1")
-    engine = ContextWindowManager(settings, summarizer=FixedSummarizer(),
-                                  sink=IndexingSink(MemorySink(), indexer, "s1"), retriever=retriever)
-    return engine, indexer
+def _engine(tmp_path: Path, settings: Settings) -> tuple[ContextWindowManager, TranscriptWriter]:
+    """The window manager writing the transcript of session s1; its retrieved bucket catches the
+    index up from that transcript before it searches (as the opener wires it)."""
+    writer = TranscriptWriter(tmp_path / "s1.jsonl", session_id="s1")
+    index = SessionIndex(RecallIndexer(tmp_path, settings.recall, in_memory=True), "s1", lambda: writer.path)
+    retriever = CompactedRecall(Recaller(index.indexer), settings.recall, count_text_tokens, "s1",
+                                catch_up=index.catch_up)
+    engine = ContextWindowManager(settings, summarizer=FixedSummarizer(), sink=writer, retriever=retriever)
+    return engine, writer
 
 
 def _compacted(tmp_path: Path, settings: Settings) -> tuple[ContextWindowManager, list[BaseMessage]]:
-    engine, indexer = _engine(tmp_path, settings)
+    engine, writer = _engine(tmp_path, settings)
     history = _history()
     for m in history:  # the agent records every message through the same sink
-        indexer.add_record(schema.message_to_record(m), "s1")
+        writer.append(schema.message_to_record(m))
     engine.prepare(history)
     result = engine.compact(history)
     return engine, result.new_history()
@@ -135,7 +133,7 @@ def test_a_compaction_summary_is_not_a_new_message_that_triggers_recall(tmp_path
     from mtagent.context.boundary import summary_message
 
     settings = _settings()
-    engine, _indexer = _compacted(tmp_path, settings)
+    engine, _ = _compacted(tmp_path, settings)
     retriever = engine.retriever
     assert retriever is not None
     before = _history()
@@ -163,3 +161,22 @@ def test_a_name_still_in_the_views_tool_call_arguments_is_not_recalled(tmp_path:
                             name="edit_file", status="error")]
     retrieval = retriever.step(history, window=60_000, room=30_000)
     assert retrieval.items == [] and retrieval.dropped == []
+
+
+def test_before_a_compaction_nothing_is_searched_and_the_index_is_not_touched(tmp_path: Path) -> None:
+    """Only what a compaction of this session removed is retrieved: until the view has held a
+    summary, a message naming a name the view lacks costs no catch-up and no search (a turn's
+    path never reaches the index); the first view with a summary does search."""
+    settings = _settings()
+    caught: list[int] = []
+    indexer = RecallIndexer(tmp_path, settings.recall, in_memory=True)
+    retriever = CompactedRecall(Recaller(indexer), settings.recall, count_text_tokens, "s1",
+                                catch_up=lambda: caught.append(1))
+    history = [*_history(), HumanMessage("where is frobnicate_quux_total_elsewhere defined?", id="q1")]
+    assert retriever.step(history, window=60_000, room=30_000).items == [] and caught == []
+    from mtagent.context.boundary import summary_message
+
+    summary = summary_message("cb-1", "Goal: keep going.", pre_tokens=9_000, post_tokens=500, reason="auto")
+    later = [summary, *history[-4:], HumanMessage("and zorblax_widget_factory?", id="q2")]
+    retriever.step(later, window=60_000, room=30_000)
+    assert caught == [1]

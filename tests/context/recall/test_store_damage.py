@@ -169,7 +169,9 @@ def test_an_index_from_before_the_application_id_is_still_ours(project):
     assert foreign_reason(index_path(project)) is None
 
 
-def test_run_writes_its_live_recall_batch(project, tmp_path):
+def test_run_leaves_its_records_in_the_index(project, tmp_path):
+    """Not indexed record by record: the session catches the index up from its transcript when it
+    closes, and records how far it read, so the next reader reads none of it again."""
     script = tmp_path / "s.json"
     script.write_text(json.dumps([f"the answer mentions {NEEDLE}_live"]), encoding="utf-8")
     ran = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}", "say it"])
@@ -180,8 +182,8 @@ def test_run_writes_its_live_recall_batch(project, tmp_path):
         caught_up = conn.execute("SELECT count(*) FROM sources").fetchone()[0]
     finally:
         conn.close()
-    assert rows, "the live index never got the run's records"
-    assert caught_up == 0  # they came from the live sink, not a later catch-up
+    assert rows, "the index never got the run's records"
+    assert caught_up == 1  # the run's transcript, read to its end
 
 
 def test_a_rebuild_checks_whose_file_it_is_once(project, monkeypatch: pytest.MonkeyPatch):

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtagent import __version__
+from mtagent import __version__, paths
 from mtagent.config import Settings
 from mtagent.context.compaction.reattach import RecentReads
 from mtagent.context.compaction.summarize import Summarizer
@@ -16,8 +16,7 @@ from mtagent.context.engine_session import EngineSession, ToolGuard
 from mtagent.context.model_gate import background
 from mtagent.context.opener.system import SystemContext, SystemPrompt, SessionTools
 from mtagent.context.opener.wiring import CacheAlignedModel, build_engine_session, make_summarizer
-from mtagent.context.recall.indexer import RecallIndexer
-from mtagent.context.recall.sink import IndexingSink, compacted_recall, recall_sink
+from mtagent.context.recall.sink import SessionIndex, compacted_recall, session_index
 from mtagent.context.session_memory.manager import SessionMemoryManager
 from mtagent.context.static.tiers import StaticContext
 from mtagent.context.tokens import MessageTokenCounter
@@ -57,7 +56,8 @@ class OpenedSession:
     """One opened session: its storage, the sink chain, the engine and the system-prompt context.
 
     ``writer`` is the storage's writer (``end_turn``, ``close``, ``path``); every record goes
-    through ``sink`` (redacted → recall-indexed → audited → written). ``records``: what the store
+    through ``sink`` (redacted → audited → written); ``recall`` catches the project's index up from
+    the transcript when recall is queried and at :meth:`close`, never per record. ``records``: what the store
     held after the last boundary when the session was opened (empty for a new one).
     """
 
@@ -78,7 +78,7 @@ class OpenedSession:
     read_state: RecentReads | None
     records: list[dict[str, Any]] = field(default_factory=list)
     is_new: bool = True
-    recall: RecallIndexer | None = None  # the index the sink chain feeds (None: recall off)
+    recall: SessionIndex | None = None  # the session's way into the recall index (None: recall off)
 
     @property
     def window(self) -> Any:
@@ -103,13 +103,11 @@ class OpenedSession:
         return self.engine.system.fixed_tokens(self.engine.window.counter.estimate)
 
     def end_turn(self) -> None:
-        """The turn's records are durable (per ``transcript.fsync``) and indexed for recall."""
+        """The turn's records are durable (per ``transcript.fsync``)."""
         self.writer.end_turn()
-        if self.recall is not None:
-            self.recall.flush()
 
     def close(self) -> None:
-        """Close the writer (its lock) and write what the recall index still holds."""
+        """Close the writer (its lock), then catch the recall index up with the transcript."""
         try:
             self.writer.close()
         finally:
@@ -168,8 +166,10 @@ def open_engine_session(
         artifacts = io.artifacts
         artifacts.redactor = redactor  # configured secrets too, as the transcript
         audited = AuditingSink(LockedSink(io.writer), store.audit, store.tenant, session_id)
-        indexed = recall_sink(audited, root, session_id, settings, home=store.local_home)
-        sink = RedactingSink(indexed, redactor)
+        sink = RedactingSink(audited, redactor)
+        recall = session_index(root, session_id, settings, home=store.local_home, transcript=(  # a child's: a file
+            (lambda: Path(io.writer.path)) if parent else
+            lambda: store.transcript_file(paths.project_hash(root), session_id, beside=False)))
         if resume is False or io.is_new:
             extra: dict[str, Any] = {"source": source} if source else {}
             if parent is not None:
@@ -194,11 +194,10 @@ def open_engine_session(
             stats=stats, redactor=redactor, read_state=read_state, root=root, guard=guard,
             recorded={str(r["id"]) for r in records if r.get("type") == schema.TRANSCRIPT_MESSAGE and r.get("id")},
             session_id=session_id, system=system or context, counter=counter, clock=clock,
-            retriever=compacted_recall(indexed, settings),
+            retriever=compacted_recall(recall, settings),
         )
     except BaseException:
         io.writer.close()
         raise
     return OpenedSession(session_id, root, settings, store, io.writer, sink, artifacts, redactor, events, stats,
-                         engine, context, chosen, memory, read_state, records, io.is_new,
-                         indexed.indexer if isinstance(indexed, IndexingSink) else None)
+                         engine, context, chosen, memory, read_state, records, io.is_new, recall)

@@ -1,13 +1,11 @@
-"""Keeping the project's recall index up to date as records are appended.
+"""Keeping the project's recall index up to date with the transcripts.
 
-Two ways in, both idempotent (an item is keyed by a stable uid, so seeing a record twice is
-harmless):
-
-* **live** — :class:`~mtagent.context.recall.sink.IndexingSink` hands every record the engine
-  writes to :meth:`RecallIndexer.add_record` right after the transcript has it;
-* **catch-up** — :meth:`RecallIndexer.catch_up` reads each transcript of the project from the
-  byte offset it reached last time (a resumed session, a session run by another front end, or
-  a rebuilt index start from 0), so the index never misses what the truth holds.
+The index **catches up**: :meth:`RecallIndexer.catch_up` reads each transcript of the project (and
+:meth:`~RecallIndexer.catch_up_file` one session's, :class:`~mtagent.context.recall.sink.SessionIndex`)
+from the byte offset it reached last time — a live session, a resumed one, one run by another front
+end or a rebuilt index (from 0) alike — so the index never misses what the truth holds, and no
+turn indexes its own records. Idempotent: an item is keyed by a stable uid, so seeing a record
+twice is harmless (:meth:`RecallIndexer.add_record` also takes records one by one).
 
 Long-term memory is re-synced on :meth:`sync_memory` (its files are small and hand-edited) and
 workspace files, when ``recall.index_workspace`` is on, by :mod:`mtagent.context.recall.workspace`.
@@ -59,7 +57,7 @@ def index_path(project_root: str | os.PathLike[str], tenant: str = DEFAULT_TENAN
 
 
 class RecallIndexer:
-    """The index of one project, fed record by record (see module docstring)."""
+    """The index of one project, caught up from its transcripts (see module docstring)."""
 
     def __init__(self, project_root: str | os.PathLike[str], settings: RecallSettings | None = None, *,
                  store: RecallStore | None = None, in_memory: bool = False, tenant: str = DEFAULT_TENANT,
@@ -161,10 +159,11 @@ class RecallIndexer:
         before = self.store.count()
         for path in files:
             if path.is_file():
-                self._catch_up_file(path)
+                self.catch_up_file(path)
         return self.store.count() - before
 
-    def _catch_up_file(self, path: Path) -> int:
+    def catch_up_file(self, path: Path) -> int:
+        """Index one transcript (its session: the file's name) beyond its last offset; returns items added."""
         session = path.stem
         try:
             paths.validate_session_id(session)

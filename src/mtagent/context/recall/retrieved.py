@@ -11,6 +11,10 @@ records which identifier pulled in which item and why. The bucket:
   rest from the weakest up;
 * never repeats what the view already shows, and filters stale file reads (a later edit exists);
 * lives until the next user message replaces or clears it (tool rounds in between keep it).
+
+Only what a compaction of this session removed is retrieved, so until the view has held a
+compaction summary a call does no more than note which messages it saw; the index is caught up
+from the transcript right before it is searched (nothing indexes records as they are written).
 """
 
 from __future__ import annotations
@@ -98,13 +102,16 @@ class CompactedRecall:
     """Fills the retrieved bucket when new messages name compacted-away identifiers."""
 
     def __init__(self, recaller: Recaller, settings: RecallSettings, count_tokens: Callable[[str], int],
-                 session_id: str | None = None) -> None:
+                 session_id: str | None = None, *, catch_up: Callable[[], object] | None = None) -> None:
+        """``catch_up``: brings the index up to date with the session's transcript before a search."""
         self.recaller = recaller
+        self.catch_up = catch_up
         self.settings = settings
         self.count_tokens = count_tokens
         self.session_id = session_id
         self.current = Retrieval()
         self._seen: set[str] | None = None
+        self._compacted = False  # the view has held a compaction summary: cold items may exist
 
     def _new_messages(self, view: Sequence[BaseMessage]) -> list[BaseMessage]:
         """The messages the previous call's view did not hold (by id). A compaction only removes
@@ -120,6 +127,10 @@ class CompactedRecall:
     def step(self, view: Sequence[BaseMessage], *, window: int, room: int) -> Retrieval:
         """This call's retrieval; ``room`` is what is left below the threshold before it."""
         new = self._new_messages(view)
+        self._compacted = self._compacted or any(
+            ((m.response_metadata or {}).get("mtagent") or {}).get("kind") == SUMMARY_KIND for m in view)
+        if not self._compacted:
+            return self.current
         triggers = [m for m in new if _is_trigger(m)]
         if any(isinstance(m, HumanMessage) for m in triggers):
             self.current = Retrieval()
@@ -162,6 +173,8 @@ class CompactedRecall:
         return [*messages, message]
 
     def _retrieve(self, names: list[str], view_ids: list[str], budget: int) -> Retrieval:
+        if self.catch_up is not None:
+            self.catch_up()
         chosen: list[tuple[RecallHit, str]] = []
         seen: set[str] = set()
         for name in names:

@@ -256,7 +256,7 @@ class RecallStore:
 
     def add(self, docs: Sequence[Doc], *, replace: bool = False) -> list[int]:
         """Index ``docs``; an item whose uid is already indexed is kept (or replaced) — so feeding
-        the same record twice (live sink, then a catch-up from the transcript) is harmless."""
+        the same record twice (two readers catching up with one transcript) is harmless."""
         if not docs:
             return []
 

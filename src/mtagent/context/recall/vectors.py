@@ -8,7 +8,7 @@ items a project holds. :attr:`VectorIndex.backend` says which one is in use and
 :attr:`VectorIndex.fallback` why the Python one (``mtagent recall`` prints both).
 
 Items are embedded lazily, before a hybrid search, in batches (an embedding call is a network
-call; it must not slow down the sink that indexes every record as it is written).
+call; it must never slow down indexing).
 """
 
 from __future__ import annotations
