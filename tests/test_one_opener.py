@@ -128,6 +128,13 @@ def test_the_catalog_scan_finds_a_front_end_with_its_own_tools(tmp_path: Path) -
     assert catalog_openers(tmp_path) == ["cli/tools_cmd.py:1", "cli/tools_cmd.py:2", "cli/tools_cmd.py:3"]
 
 
+def test_only_the_catalog_chooses_full_or_compact_schemas() -> None:
+    """The CLI's catalog and the middleware's requests get compact schemas by one rule (the catalog's)."""
+    callers = sorted(p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py")
+                     if "choose_schemas(" in p.read_text(encoding="utf-8"))
+    assert callers == ["context/toolset/catalog.py", "context/toolset/schemas.py"]
+
+
 # ── tools travel with each call: nothing re-binds a model after opening (issue 35) ──────────────
 
 # Where a model meets its tools: the request of one call (the agent's loop, the cache-aligned

@@ -44,7 +44,7 @@ def _run(project: Path, settings: Settings) -> tuple[RecordingModel, MTContextMi
 def test_small_window_binds_compact_schemas_and_the_call_still_runs(tmp_path: Path) -> None:
     settings = Settings.model_validate({"context": {"token_limit": 4096}, "session_memory": {"enabled": False}})
     model, middleware, messages = _run(tmp_path, settings)
-    choice = middleware.schemas.last
+    choice = middleware.toolsets.last_schemas
     assert choice is not None and choice.mode == "compact" and choice.full_tokens > 0.3 * 4096
     assert choice.tokens < 0.3 * 4096 and not choice.dropped  # the caller's tools are never dropped
     sent = model.sent_tools[-1][0]["function"]
@@ -59,5 +59,5 @@ def test_small_window_binds_compact_schemas_and_the_call_still_runs(tmp_path: Pa
 def test_large_window_keeps_the_full_schemas(tmp_path: Path) -> None:
     settings = Settings.model_validate({"context": {"token_limit": 131072}, "session_memory": {"enabled": False}})
     model, middleware, _ = _run(tmp_path, settings)
-    assert middleware.schemas.last is not None and middleware.schemas.last.mode == "full"
+    assert middleware.toolsets.last_schemas is not None and middleware.toolsets.last_schemas.mode == "full"
     assert model.sent_tools[-1][0]["function"]["description"] == LONG.strip()

@@ -56,7 +56,6 @@ from mtagent.context.engine_session import EngineSession, ModelCall
 from mtagent.events import EventBus
 from mtagent.integrations.artifact_tool import make_read_tool_result
 from mtagent.integrations.engine import ThreadSessions
-from mtagent.integrations.schema_mode import RequestSchemas
 from mtagent.integrations.thread_session import ThreadSession
 from mtagent.integrations.tool_deferral import RequestToolsets, make_tool_search
 
@@ -108,9 +107,8 @@ class MTContextMiddleware(AgentMiddleware):
                                        summarizer=summarizer, events=events, secrets=secrets,
                                        store=store)
         self.tools = [make_read_tool_result(self.sessions)] if artifact_tool else []
-        self.schemas = RequestSchemas(self.sessions.settings)  # compact tool schemas in a small window
         tools_cfg = self.sessions.settings.tools
-        self.toolsets = RequestToolsets(self.sessions, self.sessions.settings)  # deferral behind tool_search
+        self.toolsets = RequestToolsets(self.sessions, self.sessions.settings)  # deferral, compact schemas
         if tools_cfg.defer != "never":
             self.tools.append(make_tool_search(self.toolsets, tools_cfg.search_default_k, tools_cfg.search_max_k))
 
@@ -188,7 +186,7 @@ class MTContextMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         engine = self._engine_for(request)  # first: it opens the thread's session with the request's model name
-        request = self.schemas.apply(self.toolsets.apply(request))
+        request = self.toolsets.apply(request)
         responses: list[ModelResponse[Any]] = []
 
         def invoke(sent: list[BaseMessage]) -> AIMessage:
@@ -205,7 +203,7 @@ class MTContextMiddleware(AgentMiddleware):
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         loop = asyncio.get_running_loop()
         engine = await asyncio.to_thread(self._engine_for, request)
-        request = await asyncio.to_thread(lambda: self.schemas.apply(self.toolsets.apply(request)))
+        request = await asyncio.to_thread(self.toolsets.apply, request)
         responses: list[ModelResponse[Any]] = []
 
         def invoke(sent: list[BaseMessage]) -> AIMessage:  # on a worker thread; the handler runs on the loop

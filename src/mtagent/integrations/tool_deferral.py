@@ -7,6 +7,9 @@ when their definitions would take more than ``tools.defer_share`` of the window 
 are all the caller's, so none is core by default), ``tool_search`` and the tools loaded so far,
 in load order — the same rule as the CLI. The deferred tools' listing is appended to the system
 message. The agent still runs every tool by name: a loaded tool's call reaches its ``ToolNode``.
+In a small window the tools sent are compact schema dicts, chosen by the catalog's rule (never
+dropping a caller's tool: ``agent.compact_drop_tools`` names mtagent's own); ``create_agent`` binds
+them without checking them against its tool registry. Provider-native tool dicts stay as they are.
 
 ``tool_search`` is registered by the middleware (``AgentMiddleware.tools``) and finds the calling
 thread's toolset through the injected ``ToolRuntime``. A compaction of the thread (its session's
@@ -27,7 +30,9 @@ from pydantic import Field
 from mtagent.config import Settings
 from mtagent.context.opener.catalog import open_catalog
 from mtagent.context.toolset import TOOL_SEARCH, Toolset
+from mtagent.context.tokens import count_text_tokens, message_text
 from mtagent.context.toolset.catalog import tool_search_schema
+from mtagent.context.toolset.schemas import SchemaChoice
 from mtagent.integrations.engine import ThreadSessions
 
 
@@ -38,6 +43,7 @@ class RequestToolsets:
         self.sessions = sessions
         self.settings = settings
         self._toolsets: dict[str, tuple[tuple[str, ...], Toolset]] = {}
+        self.last_schemas: SchemaChoice | None = None  # the latest request's schema choice (inspect it, or log it)
         self._lock = threading.Lock()
 
     def for_runtime(self, runtime: Any, tools: list[Any] | None = None) -> Toolset | None:
@@ -63,13 +69,19 @@ class RequestToolsets:
             toolset.load_called(str(request.tool_call.get("name") or ""))
 
     def apply(self, request: Any) -> Any:
-        """``request`` with the deferred tools left out and their listing in the system message; the
-        request unchanged when nothing is deferred (``tool_search`` is then not offered either)."""
+        """``request`` with the deferred tools left out and their listing in the system message (nothing
+        deferred: ``tool_search`` is not offered either), then with compact schemas in a small window
+        (:meth:`~mtagent.context.toolset.catalog.ToolCatalog.request_schemas`); unchanged when neither applies."""
         tools = list(getattr(request, "tools", None) or [])
         if not any(isinstance(t, BaseTool) for t in tools):
             return request
         toolset = self.for_runtime(request.runtime, tools)
-        if toolset is None or not toolset.catalog.deferral.deferring:
+        if toolset is None:
+            return request
+        return self._compact(toolset, self._deferred(toolset, request, tools))
+
+    def _deferred(self, toolset: Toolset, request: Any, tools: list[Any]) -> Any:
+        if not toolset.catalog.deferral.deferring:
             unsent = [t for t in tools if getattr(t, "name", None) != TOOL_SEARCH]
             return request if len(unsent) == len(tools) else request.override(tools=unsent)
         by_name = {getattr(t, "name", None): t for t in tools}
@@ -82,6 +94,15 @@ class RequestToolsets:
         system = getattr(request, "system_message", None)
         text = f"{system.content}\n\n{listing}" if system is not None and system.content else listing
         return request.override(tools=sent, system_message=SystemMessage(content=text))
+
+    def _compact(self, toolset: Toolset, request: Any) -> Any:
+        tools = list(getattr(request, "tools", None) or [])
+        if not any(isinstance(t, BaseTool) for t in tools):
+            return request
+        system = getattr(request, "system_message", None)
+        tokens = count_text_tokens(message_text(system), self.settings.context.encoding) if system is not None else 0
+        sent, self.last_schemas = toolset.catalog.request_schemas(tools, tokens)
+        return request if self.last_schemas.mode == "full" else request.override(tools=sent)
 
 
 def make_tool_search(toolsets: RequestToolsets, default_k: int, max_k: int) -> BaseTool:

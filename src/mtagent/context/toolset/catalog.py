@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.tools import BaseTool
+
 from mtagent.config import Settings
 from mtagent.context.compaction.trigger import Prices
 from mtagent.context.toolset.cost import LoadCost, LoadStats, load_cost
@@ -50,6 +52,15 @@ def tool_search_schema(default_k: int, max_k: int) -> dict[str, Any]:
                   "description": f"tools to return and load (default {default_k})"},
         }, "required": ["query"]},
     }}
+
+
+def _schema_set(tools: Sequence[Any], settings: Settings, window: int, drop: Iterable[str],
+                system_tokens: SystemTokens | None) -> tuple[list[Any], SchemaChoice]:
+    """Full or compact schemas (:func:`.schemas.choose_schemas`) by the session's ``agent`` settings."""
+    agent = settings.agent
+    return choose_schemas(tools, window=window, setting=agent.tool_schemas, max_share=agent.tool_schema_max_share,
+                          drop=drop, encoding=settings.context.encoding,
+                          system_tokens=system_tokens or (lambda _tools, _mode: 0))
 
 
 class ToolTokens(int):
@@ -116,6 +127,7 @@ class ToolCatalog:
     _index: ToolSearchIndex | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _by_name: dict[str, ToolEntry] = field(default_factory=dict)
+    _requests: dict[tuple[Any, ...], tuple[list[Any], SchemaChoice]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._by_name = {e.name: e for e in self.entries}
@@ -148,12 +160,8 @@ class ToolCatalog:
         deferring = bool(noncore) and (tcfg.defer == "always" or (
             tcfg.defer == "auto" and len(noncore) >= tcfg.defer_min_tools and all_tokens > tcfg.defer_share * win))
         sent = [e for e in entries if e.core or not deferring]
-        agent = settings.agent
-        core_bound, choice = choose_schemas(
-            [e.tool if e.tool is not None else e.schema for e in sent], window=win, setting=agent.tool_schemas,
-            max_share=agent.tool_schema_max_share,
-            drop=agent.compact_drop_tools if drop is None else drop, encoding=settings.context.encoding,
-            system_tokens=system_tokens or (lambda _tools, _mode: 0))
+        core_bound, choice = _schema_set([e.tool if e.tool is not None else e.schema for e in sent], settings, win,
+                                         settings.agent.compact_drop_tools if drop is None else drop, system_tokens)
         deferral = Deferral(deferring, tcfg.defer, win, tcfg.defer_share, all_tokens, len(noncore) if deferring else 0,
                             len(noncore), tcfg.defer_min_tools)
         catalog = cls(entries, settings, win, choice, core_bound, deferral, embeddings)
@@ -191,6 +199,21 @@ class ToolCatalog:
         with self._lock:
             by_name = self.by_name
             return [*self.core_bound, *(self._shaped(by_name[n]) for n in self.loaded)]
+
+    def request_schemas(self, tools: Sequence[Any], system_tokens: int) -> tuple[list[Any], SchemaChoice]:
+        """A request's ``tools`` as the catalog's own rule would send them, for a front end that does not
+        bind its tools (the middleware: ``create_agent`` binds the caller's): compact copies of the
+        ``BaseTool`` s in a small window (none dropped), the rest as they are; chosen once per tool set
+        and system prompt size (``system_tokens``)."""
+        own = [t for t in tools if isinstance(t, BaseTool)]
+        key = (tuple(t.name for t in own), len(tools), system_tokens)
+        with self._lock:
+            if key not in self._requests:
+                sent, choice = _schema_set(own, self.settings, self.window, (), lambda _tools, _mode: system_tokens)
+                compact = iter(sent)
+                self._requests[key] = ([next(compact) if isinstance(t, BaseTool) else t for t in tools], choice)
+            chosen, choice = self._requests[key]
+        return list(chosen), choice
 
     @property
     def encoding(self) -> str:
