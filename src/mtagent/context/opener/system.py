@@ -148,7 +148,8 @@ class SystemContext(SystemPrompt):
     def touch(self, messages: Iterable[BaseMessage]) -> None:
         """Switch on path-scoped rules for files the messages name (incremental, per message): only
         a tool call or a tool result names files, and only a rule still off makes a rebuild."""
-        named = [m for m in messages if getattr(m, "tool_calls", None) or isinstance(getattr(m, "artifact", None), dict)]
+        named = [m for m in messages
+                 if getattr(m, "tool_calls", None) or isinstance(getattr(m, "artifact", None), dict)]
         if named:
             found = touched_paths(named, self.root)
             self.static.touched_files.update(dict.fromkeys(found))

@@ -21,7 +21,6 @@ contradicts a rule is recorded as a conflict and left out of the prompt — the 
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import logging
 import math
 import os
@@ -253,15 +252,15 @@ class StaticContext:
             content=build_system_prompt(tools, global_text, runtime, list_tools=list_tools),
             id=SYSTEM_PROMPT_ID,
             response_metadata={"mtagent": {"kind": STATIC_KIND, "part": "system", "split": {
-                "rules": _tokens(global_rules),
-                "memory": _tokens(global_text) - _tokens(global_rules),
+                "rules": count_text_tokens(global_rules),
+                "memory": count_text_tokens(global_text) - count_text_tokens(global_rules),
             }}},
         )
         session = build_session_context(self.project_root, today=self.today, os_name=self.os_name,
                                          project_sections=sections)
         session.response_metadata["mtagent"]["split"] = {
-            "rules": sum(_tokens(r.text) for r in active_rules),
-            "memory": _tokens(project_memory) + sum(_tokens(t) for t in namespace_memory.values()),
+            "rules": sum(count_text_tokens(r.text) for r in active_rules),
+            "memory": count_text_tokens(project_memory) + sum(count_text_tokens(t) for t in namespace_memory.values()),
         }
         warnings = list(rules.warnings) + [f"memory contradicts a rule and is not used: {c.reason}"
                                            for c in conflicts]
@@ -280,12 +279,6 @@ class StaticContext:
         """Every warning building the context has shown so far (a refused ``@include`` …), first first:
         printed once when it happens, listed again by ``/context``."""
         return list(self._warned)
-
-
-@functools.lru_cache(maxsize=256)
-def _tokens(text: str) -> int:
-    """Token count of a rules or memory text; they rarely change between turns, so memoized."""
-    return count_text_tokens(text)
 
 
 def _without_memories(global_text: str) -> str:
