@@ -51,11 +51,6 @@ class ReadResult:
     text: str | None
     problem: str | None = None
     truncated: bool = False
-    external: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.text is not None
 
 
 def _under(path: Path, root: Path) -> bool:
@@ -192,7 +187,7 @@ def read_text(root: str | os.PathLike[str], path: str | os.PathLike[str], *, max
     text = (redactor or default_redactor()).text(text)
     problem = (f"{name} is larger than {max_bytes:,} bytes; only the first {max_bytes:,} were read"
                if truncated else None)
-    return ReadResult(target, text, problem, truncated, external=not inside)
+    return ReadResult(target, text, problem, truncated)
 
 
 def list_files(root: str | os.PathLike[str], folder: str | os.PathLike[str], *, suffix: str = ".md",
