@@ -22,6 +22,7 @@ from langchain_core.messages import HumanMessage
 from mtagent.confine import default_redactor
 from mtagent.context.tokens import count_text_tokens
 from mtagent.errors import WorkspacePathError
+from mtagent.frames import frame
 from mtagent.tools.task import CONTEXT_ITEMS, TaskRequest
 from mtagent.tools.workspace import Workspace
 
@@ -59,7 +60,8 @@ def build_brief(request: TaskRequest, *, workspace: Workspace, task_state: str |
                 task_state_max_tokens: int) -> Brief:
     """The child's first message: the task, then the context items the parent selected."""
     brief = Brief(HumanMessage(content=""))
-    parts = [f'<task description="{_attr(request.description)}">\n{request.prompt.strip()}\n</task>']
+    # the task (a model wrote it), the notes and the files are framed: none can close its frame (#33)
+    parts = [frame("task", request.prompt.strip(), description=request.description)]
     for item in request.context:
         if item not in CONTEXT_ITEMS:
             brief.missing.append(f"context item {item!r} is unknown (use {', '.join(CONTEXT_ITEMS)})")
@@ -68,7 +70,7 @@ def build_brief(request: TaskRequest, *, workspace: Workspace, task_state: str |
             text = task_state.strip()
             while text and count_text_tokens(text) > task_state_max_tokens:
                 text = text[: int(len(text) * 0.8)]
-            parts.append(f'<task_state source="parent session notes">\n{text}\n</task_state>')
+            parts.append(frame("task_state", text, source="parent session notes"))
         else:
             brief.missing.append("task_state: the parent has no session notes yet")
     left = files_max_tokens
@@ -83,12 +85,9 @@ def build_brief(request: TaskRequest, *, workspace: Workspace, task_state: str |
         shown, text = got
         left -= count_text_tokens(text)
         brief.files.append(shown)
-        parts.append(f'<file path="{_attr(shown)}">\n{text}\n</file>')
+        parts.append(frame("file", text, path=shown))
     if brief.missing:
-        parts.append("<not_provided>\n" + "\n".join(f"- {m}" for m in brief.missing) + "\n</not_provided>")
+        parts.append(frame("not_provided", "\n".join(f"- {m}" for m in brief.missing)))
     brief.message = HumanMessage(content="\n\n".join(parts))
     return brief
 
-
-def _attr(text: str) -> str:
-    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace("\n", " ")

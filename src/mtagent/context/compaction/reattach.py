@@ -21,6 +21,8 @@ from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
+from mtagent.frames import frame
+
 REATTACHED_KIND = "reattached"
 READ_TOOL = "read_file"
 # mtimes survive JSON round trips as floats; this absorbs float formatting, not real edits.
@@ -148,7 +150,7 @@ def _fit_file(path: str, lines: list[str], budget: int, count: Callable[[str], i
     while shown > 0:
         body = _numbered(lines[:shown])
         more = f"\n… {total - shown} more lines; read_file with offset to see them" if shown < total else ""
-        block = f'<reattached_file path="{path}" lines="1-{shown}" total_lines="{total}">\n{body}{more}\n</reattached_file>'
+        block = frame("reattached_file", body + more, path=path, lines=f"1-{shown}", total_lines=total)
         used = count(block)
         if used <= budget:
             return block, used

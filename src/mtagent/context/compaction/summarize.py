@@ -40,6 +40,7 @@ from mtagent.context.boundary import is_summary_message
 from mtagent.context.model_errors import is_context_length_error, parse_context_length_gap
 from mtagent.context.tokens import count_text_tokens, message_text
 from mtagent.errors import ContextLengthExceeded, ModelError
+from mtagent.frames import frame
 
 
 class SummaryRequestTooLong(ContextLengthExceeded):
@@ -158,8 +159,8 @@ class LLMSummarizer:
         if previous_summary:
             parts.append(f"Hand-off from an earlier compaction (its findings still hold unless the transcript "
                          f"says otherwise):\n{F.summary_body(previous_summary)}")
-        parts.append("Conversation since then:\n<transcript>\n"
-                     f"{render_transcript(messages, tool_result_chars=self.tool_result_chars)}\n</transcript>")
+        parts.append("Conversation since then:\n"
+                     + frame("transcript", render_transcript(messages, tool_result_chars=self.tool_result_chars)))
         if instructions:
             parts.append(f"Additional instructions from the user for this summary:\n{instructions}")
         parts.append("Write your part of the hand-off now.")

@@ -26,6 +26,7 @@ from mtagent.context.compaction import facts as F
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.compaction.summarize import render_transcript
 from mtagent.context.tokens import message_text
+from mtagent.frames import frame
 
 TITLE = "Session Title"
 CURRENT_STATE = "Current State"
@@ -339,7 +340,7 @@ def build_update_request(notes: Notes, messages: Sequence[BaseMessage], *, secti
     return [
         SystemMessage(content=SESSION_MEMORY_SYSTEM_PROMPT.format(section_max_tokens=section_max_tokens)),
         HumanMessage(content=f"Current notes:\n<notes>\n{notes.render()}</notes>\n\n"
-                             f"Conversation since the last update:\n<transcript>\n{transcript}\n</transcript>\n\n"
+                             f"Conversation since the last update:\n{frame('transcript', transcript)}\n\n"
                              "Return the complete updated notes file."),
     ]
 

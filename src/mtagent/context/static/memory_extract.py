@@ -30,6 +30,7 @@ from mtagent.context.session_memory.manager import last_turn_had_tool_calls
 from mtagent.context.session_memory.notes import conversation
 from mtagent.context.compaction.summarize import ChatModel, render_transcript
 from mtagent.context.tokens import MessageTokenCounter, message_text
+from mtagent.frames import frame
 from mtagent.session.local import local_home
 
 EXTRACT_SYSTEM_PROMPT = """You decide what an AI coding agent should remember about this project \
@@ -117,7 +118,7 @@ class MemoryExtractor:
         request = [
             SystemMessage(content=EXTRACT_SYSTEM_PROMPT.format(max_facts=cfg.extract_max_facts)),
             HumanMessage(content=f"Already remembered:\n{remembered}\n\nRecent conversation:\n"
-                                 f"<transcript>\n{transcript}\n</transcript>"),
+                                 + frame("transcript", transcript)),
         ]
         reply = self.model.invoke(request)
         text = message_text(reply) if isinstance(reply, BaseMessage) else str(reply)
