@@ -34,10 +34,20 @@ class FakeHost:
     plan: Mapping[str, Any] | None = None
     calls: list[tuple[str, Any]] = field(default_factory=list)
     sessions: list[SessionListRow] = field(default_factory=list)
+    schemas_said: tuple[str | None, str | None] | None = None
 
     @property
     def session_id(self) -> str | None:
         return "s-current"
+
+    def work_plan(self) -> Any:
+        return None
+
+    def context_warnings(self) -> list[str]:
+        return []
+
+    def mcp_servers(self) -> tuple[list[Any], list[str]] | None:
+        return None
 
     def window_usage(self) -> WindowUsage | None:
         return self.usage
@@ -278,3 +288,15 @@ def test_memory_namespaces_through_slash(host):
         dispatch(host, f"/memory add --namespace {hostile} attacker fact")
         shown = host.output()
         assert "unknown memory namespace" in shown and len(shown) < 400
+
+
+def test_commands_read_the_hosts_typed_attributes_instead_of_probing() -> None:
+    """``getattr(host, "mcp_servers", lambda: None)`` hid a host that lacks what a command needs (issue 35)."""
+    import re
+
+    import mtagent.cli
+
+    probe = re.compile(r"getattr\((getattr\()?(host|session|self\.session)\b")
+    found = [f"{p.name}:{n}" for p in sorted(Path(mtagent.cli.__file__).parent.glob("*.py"))
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if probe.search(line)]
+    assert found == []

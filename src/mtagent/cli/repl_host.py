@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the rest loads on first use: the REPL's prompt is drawn bef
     from mtagent.cli.context_render import WindowUsage
     from mtagent.cli.session_report import SessionReport
     from mtagent.cli.slash import CompactOutcome, SessionListRow
-    from mtagent.cli.slash_session import CostReport
+    from mtagent.cli.slash_host import CostReport
     from mtagent.config import Settings
 
 # What only the loop counts, and the session's statistics (model calls, the engine's work);
@@ -245,7 +245,7 @@ class ReplHost:
         return self.session.model_name
 
     def cost(self) -> CostReport | None:
-        from mtagent.cli.slash_session import CostReport
+        from mtagent.cli.slash_host import CostReport
         from mtagent.cli.usage import session_cost
 
         session = self.session

@@ -258,7 +258,7 @@ def cmd_mcp(host: SlashHost, cmd: SlashCommand) -> SlashOutcome:
     """The session's MCP servers: source, trusted, state (and why), tools — ``mtagent mcp list``'s table."""
     from mtagent.cli.mcp_cmd import print_servers
 
-    servers = getattr(host, "mcp_servers", lambda: None)()
+    servers = host.mcp_servers()
     if servers is None:
         host.console.print("[dim]This session has no MCP client (it was given its own tools).[/]")
         return SlashOutcome.CONTINUE
@@ -271,10 +271,7 @@ def cmd_skill(host: SlashHost, command: SlashCommand) -> SlashOutcome:
     name, _, request = command.rest.partition(" ")
     if not name:
         raise UsageError("usage: /skill NAME [what to do] (skills: `mtagent tools list`)")
-    prepare = getattr(host, "prepare_skill", None)
-    if prepare is None:
-        raise UsageError("this session has no skills")
-    prepare(name, request.strip())
+    host.prepare_skill(name, request.strip())
     return SlashOutcome.SEND
 
 

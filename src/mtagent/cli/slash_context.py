@@ -3,7 +3,6 @@ what is wrong with it: MCP servers serving no tools, anything building the conte
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 from dataclasses import replace
 
@@ -71,14 +70,12 @@ def cmd_context(host: SlashHost, command: SlashCommand) -> SlashOutcome:
             usage, host.session_report(), effective_limit=host.effective_limit(),
             counters=host.stats_counters()))
     else:
-        said = (getattr(host, "session_id", None), usage.schemas)
-        if said == getattr(host, "schemas_said", None):  # the plain grid says the tool line once, until it changes
-            usage = replace(usage, schemas=None)         # (stats and explain always show it)
-        else:
-            with contextlib.suppress(AttributeError):
-                host.schemas_said = said  # type: ignore[attr-defined]
+        said = (host.session_id, usage.schemas)
+        if said == host.schemas_said:  # the plain grid says the tool line once, until it changes
+            usage = replace(usage, schemas=None)  # (stats and explain always show it)
+        host.schemas_said = said
         host.console.print(render.render_context_grid(usage, report=host.session_report()))
-        for line in render.plan_lines(getattr(host, "work_plan", lambda: None)()):  # the engine's plan
+        for line in render.plan_lines(host.work_plan()):  # the engine's plan
             host.console.print(terminal_safe(line), markup=False)
     _print_mcp_trouble(host)
     _print_context_warnings(host)
@@ -86,13 +83,13 @@ def cmd_context(host: SlashHost, command: SlashCommand) -> SlashOutcome:
 
 
 def _print_context_warnings(host: SlashHost) -> None:
-    for warning in getattr(host, "context_warnings", lambda: [])():  # a refused @include, a cut rule file
+    for warning in host.context_warnings():  # a refused @include, a cut rule file
         host.console.print(f"context: {terminal_safe(warning)}", markup=False, style="dim")
 
 
 def _print_mcp_trouble(host: SlashHost) -> None:
     """One line per MCP server that is not serving tools (failed and why, untrusted, invalid)."""
-    servers = getattr(host, "mcp_servers", lambda: None)()
+    servers = host.mcp_servers()
     for status in (servers or ([], []))[0]:
         if status.state in ("failed", "untrusted", "invalid"):
             host.console.print(f"MCP server {terminal_safe(status.name)}: {status.state} — "

@@ -8,13 +8,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.console import Console
 
 from mtagent.cli.context_render import WindowUsage
 from mtagent.cli.session_report import SessionReport
 from mtagent.errors import UsageError
+
+if TYPE_CHECKING:
+    from mtagent.pricing import Usage
 
 
 class SlashOutcome(str, Enum):
@@ -55,6 +58,13 @@ class CompactOutcome:
 
 
 @dataclass(slots=True, frozen=True)
+class CostReport:
+    model: str
+    usage: Usage
+    cost_usd: float | None
+
+
+@dataclass(slots=True, frozen=True)
 class SessionListRow:
     session_id: str
     updated: str
@@ -69,6 +79,7 @@ class SlashHost(Protocol):
 
     console: Console
     cwd: Path
+    schemas_said: tuple[str | None, str | None] | None  # the tool-schema line /context last showed, and where
 
     @property
     def session_id(self) -> str | None: ...
@@ -99,6 +110,27 @@ class SlashHost(Protocol):
 
     def history_rows(self) -> list[tuple[str, str, str]]:
         """(message id, role, first line) of the history the engine plans from."""
+
+    def work_plan(self) -> Any:
+        """The engine's plan now (``update_plan``), or None."""
+
+    def context_warnings(self) -> list[str]:
+        """What building the session's context refused or cut so far."""
+
+    def mcp_servers(self) -> tuple[list[Any], list[str]] | None:
+        """The session's MCP servers and notes; None when it has no MCP client."""
+
+    def prepare_skill(self, name: str, request: str) -> None:
+        """Make the skill's instructions (and the request) the next message, or raise a ``UsageError``."""
+
+    def clear(self) -> str:
+        """Open a new session with the same settings; return its id."""
+
+    def switch_model(self, spec: str) -> str:
+        """Go on with this session under ``spec``; return the model's display name."""
+
+    def cost(self) -> CostReport | None:
+        """This session's usage and price so far; None before the first message."""
 
 
 Handler = Callable[[SlashHost, SlashCommand], SlashOutcome]

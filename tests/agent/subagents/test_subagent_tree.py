@@ -75,7 +75,8 @@ def test_the_context_grid_shows_childrens_tokens_on_a_line_of_their_own(code):
     report = read_session_report(session.transcript_path)
     console = Console(record=True, width=160)
     host = SimpleNamespace(console=console, window_usage=lambda: WindowUsage(131_072, 100_000, {"messages": 1000}),
-                           session_report=lambda: report)
+                           session_report=lambda: report, session_id="s", schemas_said=None, work_plan=lambda: None,
+                           mcp_servers=lambda: None, context_warnings=list)
     dispatch(host, "/context")
     text = console.export_text()
     total = subagent_tree(session.transcript_path)[0].usage["input_tokens"]

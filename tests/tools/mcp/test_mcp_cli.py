@@ -108,11 +108,20 @@ def test_slash_context_names_mcp_servers_that_are_not_serving(tmp_path: Path) ->
 
     @dataclass
     class ContextHost(_Host):
+        session_id: str = "s"
+        schemas_said: tuple | None = None
+
         def window_usage(self):
             return WindowUsage(16_000, 10_000, {"messages": 4_000, "system": 1_000})
 
         def session_report(self):
             return None
+
+        def work_plan(self):
+            return None
+
+        def context_warnings(self):
+            return []
 
     host = ContextHost(tmp_path, ([failed, ready], []))
     dispatch(host, "/context")
