@@ -79,7 +79,7 @@ def drive_turn(session: TurnHost, payload: Any, approver: Approver | None) -> Tu
         extract_memories(session)
     messages = session.conversation.messages
     new = messages[size_before:] if len(messages) >= size_before else []
-    reply = next((m.text if isinstance(m.text, str) else m.text() for m in reversed(messages)
+    reply = next((m.text for m in reversed(messages)
                   if isinstance(m, AIMessage) and not m.tool_calls), "") if status == "done" else ""
     return TurnResult(
         status=status, reply=reply,

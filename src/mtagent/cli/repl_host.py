@@ -178,7 +178,7 @@ class ReplHost:
         """(id, role, first line) of each message the engine plans from, for ``/compact from``."""
         rows: list[tuple[str, str, str]] = []
         for message in self._live().history:
-            text = message.text if isinstance(message.text, str) else message.text()
+            text = message.text
             calls = getattr(message, "tool_calls", None) or []
             if not text.strip() and calls:
                 text = "→ " + ", ".join(str(c.get("name")) for c in calls)

@@ -154,15 +154,9 @@ def _preview(text: str, full: bool) -> str:
 
 
 def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content or ():
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict):
-            parts.append(str(block.get("text") or json.dumps(block, ensure_ascii=False)))
-    return "\n".join(parts)
+    from mtagent.context.tokens import content_text
+
+    return content_text(content, lambda block: str(block.get("text") or json.dumps(block, ensure_ascii=False)))
 
 
 def _output_redactor(cwd: Path | None) -> Redactor:

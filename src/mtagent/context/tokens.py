@@ -216,24 +216,32 @@ def heuristic_text_tokens(text: str) -> int:
     return max(1, round(estimate))
 
 
+def content_text(content: Any, part: Callable[[dict[str, Any]], str | None]) -> str:
+    """The text of a message's content, one part a line: a str as it is; of a list, its str parts and
+    what ``part(block)`` makes of each dict part (None: left out). None is ""; anything else ``str()``.
+
+    The one walk over content every reader shares; what a part that is not text becomes is the
+    reader's to say (``BaseMessage.text`` joins text parts with nothing between them and drops the
+    rest, so it does not serve where a part's line or a tool call counts)."""
+    if content is None:
+        return ""
+    if not isinstance(content, list):
+        return content if isinstance(content, str) else str(content)
+    found = (b if isinstance(b, str) else part(b) if isinstance(b, dict) else None for b in content)
+    return "\n".join(t for t in found if t is not None)
+
+
+def _prompt_part(block: dict[str, Any]) -> str | None:
+    if block.get("type") == "text":
+        return str(block.get("text", ""))
+    if block.get("type") in ("tool_use", "tool_call"):
+        return None  # counted from message.tool_calls
+    return json.dumps(block, ensure_ascii=False, default=str)
+
+
 def message_text(message: BaseMessage) -> str:
     """The text a message contributes to a prompt: content plus tool-call names and arguments."""
-    content = message.content
-    if isinstance(content, str):
-        text = content
-    else:
-        parts: list[str] = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict):
-                if block.get("type") == "text":
-                    parts.append(str(block.get("text", "")))
-                elif block.get("type") in ("tool_use", "tool_call"):
-                    continue  # counted from message.tool_calls below
-                else:
-                    parts.append(json.dumps(block, ensure_ascii=False, default=str))
-        text = "\n".join(parts)
+    text = content_text(message.content, _prompt_part)
     if isinstance(message, AIMessage) and message.tool_calls:
         calls = [
             f"{call['name']}({json.dumps(call.get('args', {}), ensure_ascii=False, default=str)})"

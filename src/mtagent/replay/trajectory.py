@@ -24,6 +24,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from mtagent.context.tokens import content_text
 from mtagent.errors import ReplayFormatError
 
 
@@ -134,24 +135,13 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
 
 def text_of(content: Any) -> str:
     """Plain text of a str or a list of ``{type:"text", text}`` parts (other parts named briefly)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts: list[str] = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, dict):
-                if "text" in part:
-                    parts.append(str(part["text"]))
-                elif part.get("type") == "image":
-                    parts.append("[image]")
-                else:
-                    parts.append(json.dumps(part, ensure_ascii=False, default=str))
-        return "\n".join(parts)
-    return str(content)
+    return content_text(content, _named_part)
+
+
+def _named_part(part: dict[str, Any]) -> str:
+    if "text" in part:
+        return str(part["text"])
+    return "[image]" if part.get("type") == "image" else json.dumps(part, ensure_ascii=False, default=str)
 
 
 def repair_pairing(messages: Iterable[BaseMessage]) -> tuple[list[BaseMessage], dict[str, int]]:

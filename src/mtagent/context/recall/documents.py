@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mtagent.context.recall.store import Doc
+from mtagent.context.tokens import content_text
 from mtagent.errors import ArtifactPathError
 from mtagent.session.artifacts import ArtifactStore
 from mtagent.session.schema import parse_timestamp
@@ -40,17 +41,9 @@ SEARCH_TOOLS = frozenset({"recall"})
 
 def text_of(content: Any) -> str:
     """The text of a message's content (a string, or a list of text parts)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts: list[str] = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-        return "\n".join(parts)
-    return ""
+    if not isinstance(content, str | list):
+        return ""
+    return content_text(content, lambda part: part["text"] if isinstance(part.get("text"), str) else None)
 
 
 def record_ts(record: dict[str, Any]) -> float | None:
