@@ -113,3 +113,27 @@ def test_probes_on_a_real_session_are_strategy_independent(trajectories: Path) -
     assert [p.text for p in a.probes] == [p.text for p in b.probes]
     assert "UsernameValidator" in [p.text for p in a.probes if p.category == "task"]
     assert any(p.text.endswith("validators.py") for p in a.probes if p.category == "files_changed")
+
+
+ELIXIR_RUN = """Running ExUnit with seed: 0
+  1) test mount renders the review page (ReviewLiveTest)
+     test/review_live_test.exs:35
+     ** (RuntimeError) Phoenix LiveView requires lazy_html as a test dependency.
+     code: {:ok, _view, html} = live(conn, "/projects/1/review")
+     stacktrace:
+       (phoenix_live_view 1.1.22) lib/phoenix_live_view/test/dom.ex:13: DOM.ensure_loaded!/0
+5 tests, 5 failures
+"""
+
+
+def test_an_elixir_or_erlang_exception_line_is_an_error_line_not_a_comment() -> None:
+    """``** (RuntimeError) …`` is how Elixir/Erlang report every exception; the comment rule (a line
+    starting with ``*``) took it for source text, so the probe kept a fixed, older error as "latest"."""
+    assert latest_error_line(ELIXIR_RUN) == (
+        "** (RuntimeError) Phoenix LiveView requires lazy_html as a test dependency.")
+    assert latest_error_line("** exception error: bad argument\n     in function  foo/1") == (
+        "** exception error: bad argument")
+    # comments, markdown emphasis and bullets stay source text
+    assert latest_error_line(" * Error: the driver returns -EIO here\n") is None
+    assert latest_error_line("**Error:** the docs' own heading\n") is None
+    assert latest_error_line("* FAILED is printed when a case fails\n") is None

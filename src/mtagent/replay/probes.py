@@ -8,7 +8,8 @@ Probes are computed once from the full recording, before and independent of any 
 * ``error`` — the latest error line seen so far in a tool result (one probe at a time): a
   line naming an ``…Error``/``…Exception``, ``Error:``, a traceback, ``FAILED``, ``error:``,
   ``fatal:`` or ``panic:``; lines of numbered file listings, grep hits, comments and tables
-  are source text, not errors;
+  are source text, not errors — but Elixir's and Erlang's ``** (RuntimeError) …`` /
+  ``** exception error: …`` are how those report every exception, not comments;
 * ``files_changed`` — every file an edit/write call (or a shell redirect / ``sed -i``) touched
   so far, as ``parent/name``;
 * ``constraints`` — user sentences that say must / never / do not / only / always / make sure.
@@ -42,7 +43,7 @@ _CODE_NAME = re.compile(r"\b([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z][a-z0-9]*(?:
 _CALLED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]{3,}(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\(")
 _ISSUE = re.compile(r"(?<![\w#/.-])(#\d{2,}|[A-Z][A-Z0-9]+-\d+|[a-z][a-z0-9]+-[a-z0-9]*\d[a-z0-9]*|[a-z][a-z0-9]+-[a-z0-9]{3})(?![\w/-]|\.\w)")
 _DISTINCTIVE = re.compile(r"[._/#(\-\d]|[a-z][A-Z]|^[A-Z]{2,}")
-_NUMBERED_SOURCE = re.compile(r"^\s*\d+(?:→|\t|\||:)|^[\w./-]+:\d+[:-]|^\s*[|#/*]")
+_NUMBERED_SOURCE = re.compile(r"^\s*\d+(?:→|\t|\||:)|^[\w./-]+:\d+[:-]|^\s*(?!\*\* (?:\(|exception ))[|#/*]")
 _ERROR = re.compile(
     r"(\b\w+(?:Error|Exception)\b|\b(?:Error|Exception)\b:|Traceback|\bFAILED\b|\bFAIL:|\berror[:\[]"
     r"|\bfatal:|\bpanic:|\bSegmentation fault)"

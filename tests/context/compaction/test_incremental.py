@@ -137,6 +137,15 @@ def test_the_latest_error_is_a_real_error_line_not_source_text():
     assert "error: undefined function get/2 (expected Foo to define it)" in check.summary
 
 
+def test_an_elixir_exception_line_is_the_latest_error_not_source_text():
+    """Elixir prints ``** (XError) …``: not a comment, but the error a fix is judged against."""
+    text = ("error: undefined function get/2\n  1) test mount (ReviewTest)\n"
+            "     ** (RuntimeError) no :secret_key_base configuration found in Endpoint.\n"
+            "     stacktrace:\n       (phoenix 1.8.3) lib/phoenix/token.ex:266: Token.key/1\n")
+    assert F.error_line(text) == "** (RuntimeError) no :secret_key_base configuration found in Endpoint."
+    assert F.error_line(" * Error: in a block comment\n**Error:** a markdown heading") == ""
+
+
 def test_extractive_delta_then_merge_keeps_the_first_goal():
     task = [HumanMessage("Port the parser. never edit tests/", id="u1")]
     first = compose_handoff(ExtractiveSummarizer().summarize(task), task).summary

@@ -58,7 +58,8 @@ NOTES_HEADINGS = frozenset({NOTES_TITLE, "Current State", NOTES_TASK_SPEC, NOTES
 SECTION_LAST_REQUEST = "Latest user request"
 SECTION_EARLIER_REQUESTS = "Earlier requests"
 LEDGER_ONLY_HEADINGS = frozenset({SECTION_LAST_REQUEST, SECTION_EARLIER_REQUESTS, "Plan", "Failed commands",
-                                  "Rules in force", "Tools loaded", "Open subagent tasks", "Findings", "Hypotheses"})
+                                  "Latest error", "Rules in force", "Tools loaded", "Open subagent tasks", "Findings",
+                                  "Hypotheses"})
 # Only these headings end the user's own words (the goal, the requests, the notes' task
 # specification), so a markdown heading the user wrote stays part of them.
 KNOWN_HEADINGS = frozenset({*HANDOFF_SECTIONS, SECTION_CARRIED, *NOTES_HEADINGS, *LEDGER_ONLY_HEADINGS})
@@ -78,12 +79,13 @@ VERIFY_PATTERN = re.compile(
 ERROR_LINE = re.compile(r"(Traceback|Error|Exception|FAILED|FAIL:|error:|fatal:|panic:)")
 # The line a hand-off calls "the latest error": a named ``…Error``/``…Exception``, ``Error:``, a
 # traceback, ``FAILED``, ``error:``/``fatal:``/``panic:`` — but not a line of source text that merely
-# contains such a word (numbered file listings, ``path:line:`` grep hits, comments, tables).
+# contains such a word (numbered file listings, ``path:line:`` grep hits, comments, tables). Elixir's
+# and Erlang's ``** (XError) …`` / ``** exception …`` lines are errors, not comments.
 STRICT_ERROR_LINE = re.compile(
     r"(\b\w+(?:Error|Exception)\b|\b(?:Error|Exception)\b:|Traceback|\bFAILED\b|\bFAIL:|\berror[:\[]"
     r"|\bfatal:|\bpanic:|\bSegmentation fault)"
 )
-SOURCE_LINE = re.compile(r"^\s*\d+(?:→|\t|\||:)|^[\w./-]+:\d+[:-]|^\s*[|#/*]")
+SOURCE_LINE = re.compile(r"^\s*\d+(?:→|\t|\||:)|^[\w./-]+:\d+[:-]|^\s*(?!\*\* (?:\(|exception ))[|#/*]")
 MIN_ERROR_CHARS = 8
 _SUMMARY_BODY = re.compile(r"<conversation_history_summary>\n?(.*?)\n?</conversation_history_summary>", re.DOTALL)
 _HEADING = re.compile(r"^#{1,3}\s*(.+?)\s*:?\s*$")

@@ -90,9 +90,9 @@ the agent, with no memory of this conversation, will continue the work from a ha
 
 mtagent itself puts into the hand-off, exactly: the user's first and latest requests verbatim, \
 every constraint, the plan with its statuses, files read/created/edited/deleted, failed commands \
-with their errors, the latest verification, rules, tools loaded and open subagent tasks. Do NOT \
-repeat any of that. Write only what the transcript does not state outright and the next engineer \
-needs, under exactly these markdown headings, in this order:
+with their errors, the latest error line, the latest verification, rules, tools loaded and open \
+subagent tasks. Do NOT repeat any of that. Write only what the transcript does not state outright \
+and the next engineer needs, under exactly these markdown headings, in this order:
 ## {F.SECTION_STATE}
 Where the work stands and why: what is done, what is half-done, what was decided and on what grounds.
 ## {SECTION_FINDINGS}
@@ -232,9 +232,8 @@ def _default_count(text: str) -> int:
 def render_model_part(found: F.SessionFacts, *, max_items: int = 12, instructions: str | None = None) -> str:
     """The model's sections of a hand-off (:data:`MODEL_SECTIONS`) from extracted facts."""
     state = _state_lines(found, instructions)
+    # the latest error line and failed commands' errors are the ledger's: a model does not repeat them
     findings = F.tail(found.facts, max(1, max_items * 2 // 3))
-    if found.latest_error:
-        findings.append(f"latest error: {found.latest_error}")
     sections = {
         F.SECTION_STATE: _bullets(state),
         SECTION_FINDINGS: _bullets(findings),
@@ -292,8 +291,8 @@ def render_handoff(found: F.SessionFacts, *, max_items: int = 12, instructions: 
 
 # Never cut by :func:`fit_summary`: the user's words, their rules, the plan and what changed.
 PROTECTED_SECTIONS = frozenset({F.SECTION_GOAL, F.SECTION_CONSTRAINTS, F.SECTION_FILES_CHANGED, F.SECTION_CARRIED,
-                                F.SECTION_LAST_REQUEST, F.SECTION_EARLIER_REQUESTS, "Plan", "Rules in force",
-                                "Tools loaded", "Open subagent tasks", F.NOTES_TASK_SPEC})
+                                F.SECTION_LAST_REQUEST, F.SECTION_EARLIER_REQUESTS, "Plan", "Latest error",
+                                "Rules in force", "Tools loaded", "Open subagent tasks", F.NOTES_TASK_SPEC})
 _FIT_HEADING = re.compile(r"^#{1,3} (.+?)\s*:?\s*$")
 
 

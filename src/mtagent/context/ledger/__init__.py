@@ -4,8 +4,8 @@ Public API:
 
 * :class:`HandoffLedger` — goal (first user request, verbatim), requests (the last is the latest
   user request, verbatim), constraints, the plan (:class:`WorkPlan`), files read / created / edited
-  / deleted, the last verification, failed commands with their error tail, rules in force, tools
-  loaded, open subagent tasks;
+  / deleted, the last verification, failed commands with their error tail, the latest error line,
+  rules in force, tools loaded, open subagent tasks;
 * :func:`ledger_from_messages` — read it from messages (summary messages contribute the ledger
   they carry; the first goal always stands);
 * :func:`render_ledger` — its hand-off sections; :func:`ledger_items` — what a view must carry;

@@ -2,10 +2,11 @@
 
 Built on :func:`mtagent.context.compaction.facts.extract_facts` (goal, requests, constraints, files,
 latest verification: one definition of "what must survive"), plus what only the ledger tracks:
-the plan, created versus edited versus deleted files, failed commands with their error tail,
-tools loaded, open subagent tasks and rule files. A summary message in the messages stands for
-everything before it: its ledger (stored as data on the message, or read back from its text for
-hand-offs written before there was one) comes first and the messages after it are merged in.
+the plan, created versus edited versus deleted files, failed commands with their error tail, the
+latest error line (of any result, also one that exited 0), tools loaded, open subagent tasks and rule
+files. A summary message in the messages stands for everything before it: its ledger (stored as
+data on the message, or read back from its text for hand-offs written before there was one) comes
+first and the messages after it are merged in.
 """
 
 from __future__ import annotations
@@ -145,6 +146,9 @@ def _note_change(ledger: HandoffLedger, kind: str, args: dict[str, Any], why: st
 def _note_result(ledger: HandoffLedger, message: ToolMessage, call: tuple[str, dict[str, Any]] | None) -> None:
     name, args = call if call else (message.name or "", {})
     kind = name.lower()
+    error = F.error_line(message_text(message))
+    if error:
+        ledger.latest_error = error
     if kind in TASK_TOOLS:
         ledger.open_tasks.pop(message.tool_call_id, None)
         ledger.closed_tasks.add(message.tool_call_id)

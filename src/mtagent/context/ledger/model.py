@@ -3,8 +3,8 @@
 A :class:`HandoffLedger` is what a compaction must never lose and the engine can state exactly
 without a model: the first user request and the last one verbatim and whole, every constraint,
 the plan with its statuses, files read / created / edited / deleted, the last verification, failed
-commands with their error tail, the rule files in force, tools loaded and open subagent tasks.
-It is read from messages (:mod:`.extract`), rendered into the hand-off (:mod:`.render`), stored
+commands with their error tail, the latest error line, the rule files in force, tools loaded and open
+subagent tasks. It is read from messages (:mod:`.extract`), rendered into the hand-off (:mod:`.render`), stored
 as data on the ``compact_boundary`` record and the summary message, and merged across
 compactions by :func:`merge_ledgers` — the first goal always stands.
 """
@@ -19,6 +19,7 @@ from mtagent.context.ledger.workplan import WorkPlan, plan_from_dict
 
 CREATED, EDITED, DELETED = "created", "edited", "deleted"
 MAX_FAILED = 8
+MAX_ERROR_CHARS = 300  # a stored latest error line (a hostile record's is one clipped line)
 
 
 @dataclass(slots=True)
@@ -46,6 +47,9 @@ class HandoffLedger:
     files_changed: dict[str, tuple[str, str]] = field(default_factory=dict)
     verification: str = ""
     failed_commands: list[FailedCommand] = field(default_factory=list)
+    # The newest line a tool result showed that reports an error (facts.error_line), verbatim — also
+    # from a command that exited 0 (a crash behind `| tail`) or from an offloaded result's full text.
+    latest_error: str = ""
     rules: list[str] = field(default_factory=list)
     tools_loaded: list[str] = field(default_factory=list)
     open_tasks: dict[str, str] = field(default_factory=dict)
@@ -83,6 +87,7 @@ class HandoffLedger:
             "files_changed": [[path, kind, why] for path, (kind, why) in self.files_changed.items()],
             "verification": self.verification,
             "failed_commands": [[f.command, f.error_tail] for f in self.failed_commands],
+            "latest_error": self.latest_error,
             "rules": list(self.rules), "tools_loaded": list(self.tools_loaded),
             "open_tasks": [[key, text] for key, text in self.open_tasks.items()],
         }
@@ -104,7 +109,7 @@ def ledger_from_dict(data: Any) -> HandoffLedger | None:
     transcript line is hostile: every field is type-checked and wrong ones are left empty."""
     if not isinstance(data, Mapping):
         return None
-    goal, verification = data.get("goal"), data.get("verification")
+    goal, verification, error = data.get("goal"), data.get("verification"), data.get("latest_error")
     return HandoffLedger(
         goal=goal if isinstance(goal, str) else "",
         requests=_strings(data.get("requests")), constraints=_strings(data.get("constraints")),
@@ -112,6 +117,7 @@ def ledger_from_dict(data: Any) -> HandoffLedger | None:
         files_changed={p: (k, w) for p, k, w in _rows(data.get("files_changed"), 3) if k in (CREATED, EDITED, DELETED)},
         verification=verification if isinstance(verification, str) else "",
         failed_commands=[FailedCommand(c, t) for c, t in _rows(data.get("failed_commands"), 2)],
+        latest_error=" ".join(error.split())[:MAX_ERROR_CHARS] if isinstance(error, str) else "",
         rules=_strings(data.get("rules")), tools_loaded=_strings(data.get("tools_loaded")),
         open_tasks={k: t for k, t in _rows(data.get("open_tasks"), 2)},
     )
@@ -138,7 +144,8 @@ def merge_ledgers(old: HandoffLedger | None, new: HandoffLedger) -> HandoffLedge
     """``old`` (an earlier hand-off's ledger) followed by ``new`` (what happened since).
 
     The first goal stands — a later request never replaces it; requests, constraints, files read,
-    rules and tools loaded are united in order; the newest plan, verification and file change win;
+    rules and tools loaded are united in order; the newest plan, verification, error line and file
+    change win;
     a failed command that later passed is dropped; a subagent task open before is closed by its
     result.
     """
@@ -159,6 +166,7 @@ def merge_ledgers(old: HandoffLedger | None, new: HandoffLedger) -> HandoffLedge
     for path, (kind, why) in new.files_changed.items():
         change_file(merged.files_changed, path, kind, why)
     merged.verification = new.verification or old.verification
+    merged.latest_error = new.latest_error or old.latest_error
     merged.failed_commands = [*[f for f in old.failed_commands if f.command not in new.passed_commands],
                               *new.failed_commands][-MAX_FAILED:]
     merged.rules = _union(old.rules, new.rules)

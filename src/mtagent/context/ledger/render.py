@@ -23,14 +23,15 @@ SECTION_LAST_REQUEST = "Latest user request"
 SECTION_EARLIER = "Earlier requests"
 SECTION_PLAN = "Plan"
 SECTION_FAILED_COMMANDS = "Failed commands"
+SECTION_LATEST_ERROR = "Latest error"
 SECTION_RULES = "Rules in force"
 SECTION_TOOLS = "Tools loaded"
 SECTION_TASKS = "Open subagent tasks"
 # Every heading the ledger renders: a model's text under one of these is replaced by the ledger's.
 LEDGER_HEADINGS: tuple[str, ...] = (
     F.SECTION_GOAL, SECTION_LAST_REQUEST, SECTION_EARLIER, F.SECTION_CONSTRAINTS, SECTION_PLAN,
-    F.SECTION_FILES_CHANGED, F.SECTION_FILES_READ, SECTION_FAILED_COMMANDS, F.SECTION_VERIFICATION,
-    SECTION_RULES, SECTION_TOOLS, SECTION_TASKS,
+    F.SECTION_FILES_CHANGED, F.SECTION_FILES_READ, SECTION_FAILED_COMMANDS, SECTION_LATEST_ERROR,
+    F.SECTION_VERIFICATION, SECTION_RULES, SECTION_TOOLS, SECTION_TASKS,
 )
 MAX_FILES_READ = 30
 MAX_EARLIER_REQUESTS = 10
@@ -93,6 +94,8 @@ def ledger_sections(ledger: HandoffLedger) -> dict[str, str]:
         sections[F.SECTION_FILES_READ] = _bullets(ledger.files_read[-MAX_FILES_READ:])
     if ledger.failed_commands:
         sections[SECTION_FAILED_COMMANDS] = _bullets([f"`{f.command}` → {f.error_tail}" for f in ledger.failed_commands])
+    if ledger.latest_error:  # one line, verbatim: what the next fix is judged against
+        sections[SECTION_LATEST_ERROR] = ledger.latest_error
     if ledger.verification:
         sections[F.SECTION_VERIFICATION] = ledger.verification
     for title, items in ((SECTION_RULES, ledger.rules), (SECTION_TOOLS, ledger.tools_loaded),
@@ -177,7 +180,8 @@ def parse_rendered(text: str) -> HandoffLedger:
     F.merge_previous(facts, F.parse_handoff(body))
     goal = sections.get(F.SECTION_GOAL, "").strip() or facts.goal
     ledger = HandoffLedger(goal=goal, constraints=list(facts.constraints), files_read=list(facts.files_read),
-                           verification=facts.latest_verification)
+                           verification=facts.latest_verification,
+                           latest_error=" ".join(sections.get(SECTION_LATEST_ERROR, "").split()))
     earlier = sections.get(SECTION_EARLIER, "").split(f"\n{REQUEST_SEPARATOR}\n")
     ledger.requests = [r.strip() for r in earlier if r.strip() and not _OMITTED.fullmatch(r.strip())] or list(
         facts.user_requests)
