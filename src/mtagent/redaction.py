@@ -136,11 +136,23 @@ def collect_secrets(environ: Mapping[str, str] | None = None, extra: Iterable[st
     return tuple(sorted(found, key=len, reverse=True))
 
 
+# Literals a key shape cannot match without: a text holding none of a shape's is not searched for it
+# (nine regex scans of every character were most of the cost of redacting a record or a tool result).
+SHAPE_LITERALS: dict[str, tuple[str, ...]] = {
+    "pem": ("-----BEGIN ",), "anthropic": ("sk-ant-",), "openai": ("sk-",),
+    "github": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), "aws": ("AKIA", "ASIA"), "slack": ("xox",),
+    "google": ("AIza",), "jwt": ("eyJ",), "stripe": ("k_live_", "k_test_"),
+}
+_SHAPES = tuple((SHAPE_LITERALS[name], pattern) for name, pattern in KEY_SHAPES)  # a new shape needs its literals
+
+
 def redact_shapes(value: str) -> str:
     """``value`` with every known key shape and URL password replaced (no secret list needed)."""
-    for _, pattern in KEY_SHAPES:
-        if pattern.search(value):
-            value = pattern.sub(REDACTED, value)
+    for literals, pattern in _SHAPES:
+        for literal in literals:
+            if literal in value:
+                value = pattern.sub(REDACTED, value)
+                break
     if "://" in value:
         value = _URL_PASSWORD.sub(lambda m: f"{m.group('head')}{REDACTED}{m.group('at')}", value)
     return value
@@ -215,17 +227,60 @@ class Redactor:
         return starts, ends
 
     def deep(self, value: Any, _depth: int = 0) -> Any:
-        """``value`` with every string inside (dict keys and values, lists) redacted."""
+        """``value`` with every string inside (dict keys and values, lists) redacted. All its text is
+        looked at once, joined by NUL (a non-word character no pattern needs at a string's edge, so
+        whatever matches in one string matches there too): a record holding nothing to redact — most
+        do — is only copied; one that holds something is redacted string by string."""
+        if not isinstance(value, str):
+            strings: list[str] = []
+            copy = _copied(value, strings, _depth)
+            if copy is not _ODD and self.text(joined := "\x00".join(strings)) == joined:
+                return copy  # text() changes a joined text whenever it would change one of its strings
+        return self._deep(value, _depth)
+
+    def _deep(self, value: Any, _depth: int) -> Any:
         if isinstance(value, str):
             return self.text(value)
         if _depth > MAX_NESTING:
             return REDACTED  # too deep to look inside: fail closed, never pass it through
         inner = _depth + 1
         if isinstance(value, dict):
-            return {self.deep(k, inner): self.deep(v, inner) for k, v in value.items()}
+            return {self._deep(k, inner): self._deep(v, inner) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
-            return [self.deep(v, inner) for v in value]
+            return [self._deep(v, inner) for v in value]
         return value
+
+
+_ODD = object()
+
+
+def _copied(value: Any, strings: list[str], depth: int) -> Any:
+    """``value`` copied as :meth:`Redactor.deep` copies it when no string changes (tuples as lists),
+    every string in it (keys too) added to ``strings`` — or ``_ODD`` where ``deep`` would do more:
+    a value past the nesting limit, a key that is not a string. One loop, no call per item."""
+    out: list[Any] = [None]
+    todo: list[tuple[Any, Any, Any, int]] = [(out, 0, value, depth)]
+    while todo:
+        parent, slot, item, level = todo.pop()
+        if isinstance(item, str):
+            strings.append(item)
+        elif level > MAX_NESTING:
+            return _ODD
+        elif isinstance(item, dict):
+            copy: Any = dict.fromkeys(item)  # the keys in their order; the values fill in below
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    return _ODD
+                strings.append(key)
+                todo.append((copy, key, inner, level + 1))
+            item = copy
+        elif isinstance(item, (list, tuple)):
+            copy = [None] * len(item)
+            for index, inner in enumerate(item):
+                todo.append((copy, index, inner, level + 1))
+            item = copy
+        parent[slot] = item
+    return out[0]
 
 
 def _cut_after(value: str, at: int, starts: list[int], ends: list[int]) -> int:

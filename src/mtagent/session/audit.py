@@ -100,8 +100,11 @@ class JsonlAuditSink:
 
     def record(self, event: AuditEvent) -> None:
         line = orjson.dumps({**event.as_dict(), "detail": bounded_detail(event.detail)}) + b"\n"
-        paths.ensure_dir(self.path.parent)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        try:
+            fd = os.open(self.path, flags, 0o600)
+        except FileNotFoundError:  # the first event makes the folder; the others do not try again
+            fd = os.open(paths.ensure_dir(self.path.parent) / self.path.name, flags, 0o600)
         try:
             os.write(fd, line)  # one write on O_APPEND: lines from several processes never interleave
         finally:
@@ -176,10 +179,3 @@ class AuditingSink:
             except Exception as exc:  # noqa: BLE001 - see the class docstring
                 log.warning("could not write audit event %s for session %s: %s", action, self.session_id, exc)
         return result
-
-    # The rest of a writer's life is the writer's own, named here rather than found by delegation.
-    def end_turn(self) -> None:
-        self.inner.end_turn()
-
-    def close(self) -> None:
-        self.inner.close()
