@@ -45,11 +45,6 @@ def terminal_safe(text: str) -> str:
     return _UNSAFE.sub(_visible, text)
 
 
-def is_terminal_safe(text: str) -> bool:
-    """True when printing ``text`` cannot drive a terminal (what :func:`terminal_safe` returns)."""
-    return _UNSAFE.search(text.replace("\r\n", "\n")) is None
-
-
 def sanitize_deep(value: Any, depth: int = 0) -> Any:
     """Every string inside ``value`` (dict keys and values, lists) made :func:`terminal_safe`;
     nesting deeper than :data:`MAX_DEPTH` levels is shown as a placeholder instead of recursing."""

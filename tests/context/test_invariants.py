@@ -15,7 +15,6 @@ from mtagent.context.boundary import summary_message
 from mtagent.context.invariants import (
     InvalidView,
     adjust_index_to_preserve_message_groups,
-    adjust_index_to_preserve_tool_pairs,
     find_last_compact_boundary,
     find_safe_split_index,
     round_spans,
@@ -59,12 +58,6 @@ def test_summary_message_is_its_own_group():
     s = summary_message("b1", "sum", pre_tokens=1, post_tokens=1, reason="auto")
     groups = group_messages_by_api_round([s, ai(1, 1), tool(1)])
     assert len(groups) == 2 and groups[0] == [s]
-
-
-def test_tool_pair_adjustment_moves_cut_back_to_the_call():
-    msgs = [HumanMessage("go", id="h"), ai(1, 2), tool(1, 0), tool(1, 1), HumanMessage("x", id="h2")]
-    assert adjust_index_to_preserve_tool_pairs(msgs, 3) == 1
-    assert adjust_index_to_preserve_tool_pairs(msgs, 4) == 4
 
 
 def test_group_adjustment_moves_cut_to_group_start():
@@ -161,17 +154,15 @@ def test_any_safe_split_yields_a_valid_tail(msgs, lo, hi):
     validate_view(msgs[cut:])
     if cut < len(msgs):
         assert adjust_index_to_preserve_message_groups(msgs, cut) == cut
-        assert adjust_index_to_preserve_tool_pairs(msgs, cut) == cut
 
 
 @settings(max_examples=300, deadline=None)
 @given(histories(), st.integers(0, 200))
 def test_adjusted_cuts_never_orphan_a_result(msgs, raw_index):
     index = raw_index % (len(msgs) + 1)
-    for adjusted in (adjust_index_to_preserve_tool_pairs(msgs, index),
-                     adjust_index_to_preserve_message_groups(msgs, index)):
-        assert adjusted <= index
-        validate_view(msgs[adjusted:])
+    adjusted = adjust_index_to_preserve_message_groups(msgs, index)
+    assert adjusted <= index
+    validate_view(msgs[adjusted:])
 
 
 @settings(max_examples=200, deadline=None)

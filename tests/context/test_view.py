@@ -24,7 +24,7 @@ from mtagent.context.view import (
 from mtagent.errors import ArtifactPathError, SessionNotFound
 from mtagent.session import index as idx
 from mtagent.session import schema
-from mtagent.session.artifacts import ArtifactStore, write_tool_result_artifact
+from mtagent.session.artifacts import ArtifactStore, get_tool_result_path
 from mtagent.session.transcript import TranscriptWriter
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -224,7 +224,7 @@ def test_unknown_session_is_session_not_found(tmp_path):
 
 def test_artifact_paths_resolve_on_resume_and_traversal_is_refused(tmp_path):
     store = ArtifactStore.for_session(tmp_path, "s3")
-    meta = write_tool_result_artifact(store, "c1_0", "FULL RESULT " * 100)
+    meta = store.write_text(get_tool_result_path("c1_0"), "FULL RESULT " * 100)
     ai = AIMessage("", id="a1", tool_calls=[{"id": "c1_0", "name": "grep", "args": {}}])
     good = ToolMessage("preview", tool_call_id="c1_0", id="t1", artifact={"kind": "text", "artifact": meta.path})
     _write_session(tmp_path, "s3", [rec(HumanMessage("q", id="u1")), rec(ai), rec(good)])

@@ -10,19 +10,16 @@ from mtagent import paths
 from mtagent.errors import ArtifactPathError
 from mtagent.session.artifacts import (
     ArtifactStore,
-    get_session_artifact_dir,
     get_tool_result_path,
-    read_tool_result_artifact,
-    write_tool_result_artifact,
 )
 
 
 def test_tool_result_round_trip_under_the_session_folder(tmp_path):
     store = ArtifactStore.for_session(tmp_path, "s1")
-    meta = write_tool_result_artifact(store, "call_1", "full output\n" * 10)
+    meta = store.write_text(get_tool_result_path("call_1"), "full output\n" * 10)
     assert meta.path == "tool-results/call_1.txt" and not meta.truncated
-    assert store.root == get_session_artifact_dir(tmp_path, "s1") == paths.session_artifact_dir(tmp_path, "s1")
-    assert read_tool_result_artifact(store, meta.path) == "full output\n" * 10
+    assert store.root == paths.session_artifact_dir(tmp_path, "s1")
+    assert store.read_text(meta.path) == "full output\n" * 10
     assert store.list_tool_results() == [store.root / meta.path]
 
 

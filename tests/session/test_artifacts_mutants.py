@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from mtagent.errors import ArtifactPathError
-from mtagent.session.artifacts import ArtifactStore, get_tool_result_path, write_tool_result_artifact
+from mtagent.session.artifacts import ArtifactStore, get_tool_result_path
 
 
 def test_read_head_is_at_most_max_bytes_and_says_what_was_left_out(tmp_path):
@@ -29,7 +29,7 @@ def test_read_head_of_a_missing_or_escaping_artifact_is_a_typed_error(tmp_path):
 
 def test_meta_as_dict_is_what_the_transcript_records(tmp_path):
     store = ArtifactStore(tmp_path / "a")
-    meta = write_tool_result_artifact(store, "call_9", "hello")
+    meta = store.write_text(get_tool_result_path("call_9"), "hello")
     assert meta.as_dict() == {"path": "tool-results/call_9.txt", "original_chars": 5, "stored_bytes": 5,
                               "truncated": False, "sha256": hashlib.sha256(b"hello").hexdigest()}
 

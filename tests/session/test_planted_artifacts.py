@@ -14,7 +14,7 @@ from langchain_core.messages import ToolMessage
 
 from mtagent.config import Settings
 from mtagent.errors import ArtifactPathError
-from mtagent.session.artifacts import ArtifactStore, read_tool_result_artifact
+from mtagent.session.artifacts import ArtifactStore
 from mtagent.tools import ToolSession, default_tools
 
 
@@ -32,7 +32,7 @@ def test_a_sibling_folder_sharing_the_name_prefix_is_refused(tmp_path: Path) -> 
     with pytest.raises(ArtifactPathError, match="escapes"):
         store.resolve(sneaky)
     with pytest.raises(ArtifactPathError):
-        read_tool_result_artifact(store, sneaky)
+        store.read_text(sneaky)
     with pytest.raises(ArtifactPathError):
         store.resolve("tool-results/../../artifacts-evil/x.txt")
     assert store.resolve("tool-results/ok.txt") == (tmp_path / "artifacts" / "tool-results" / "ok.txt").resolve()

@@ -96,27 +96,6 @@ def find_last_compact_boundary(messages: Sequence[BaseMessage]) -> int:
     return -1
 
 
-def adjust_index_to_preserve_tool_pairs(messages: Sequence[BaseMessage], index: int) -> int:
-    """Move a cut at ``index`` back until no kept ``ToolMessage`` answers a call left behind.
-
-    A kept region ``messages[index:]`` may not hold a tool result whose ``AIMessage`` lies
-    before ``index``; the cut moves back to that assistant message.
-    """
-    index = max(0, min(index, len(messages)))
-    needed: set[str] = set()
-    kept_calls: set[str] = set()
-    for message in messages[index:]:
-        if isinstance(message, ToolMessage):
-            needed.add(message.tool_call_id)
-        kept_calls |= _call_ids(message)
-    needed -= kept_calls
-    cut = index
-    while needed and cut > 0:
-        cut -= 1
-        needed -= _call_ids(messages[cut])
-    return cut
-
-
 def adjust_index_to_preserve_message_groups(messages: Sequence[BaseMessage], index: int) -> int:
     """Move a cut at ``index`` back to the start of the API-round group that contains it."""
     if index <= 0:

@@ -170,17 +170,3 @@ def _confined(root: Path, target: Path, relative: str, shown: Path) -> Iterator[
     except WorkspacePathError as exc:
         raise ArtifactPathError(f"artifact {relative!r} was not read: {exc}") from exc
 
-
-def get_session_artifact_dir(project_root: str | os.PathLike[str], session_id: str) -> Path:
-    """The spec's name for the session's artifact folder (not created here)."""
-    return paths.session_artifact_dir(project_root, session_id)
-
-
-def write_tool_result_artifact(store: ArtifactStore, tool_call_id: str, content: str) -> ArtifactMeta:
-    """Persist a full tool result under ``tool-results/<id>.txt`` (spec M1 name)."""
-    return store.write_text(get_tool_result_path(tool_call_id), content)
-
-
-def read_tool_result_artifact(store: ArtifactStore, relative_path: str) -> str:
-    """Read a persisted tool result back; the path comes from an untrusted transcript."""
-    return store.read_text(relative_path)
