@@ -148,16 +148,14 @@ class RecallIndexer:
 
     # ---- catch-up ----------------------------------------------------------------------------
 
-    def catch_up(self, session: str | None = None) -> int:
-        """Index what the project's transcripts hold beyond what was indexed; returns items added."""
+    def catch_up(self) -> int:
+        """Index what the project's transcripts (subagents' too: ``<session>/subagents/<child>.jsonl``)
+        hold beyond what was indexed; returns items added."""
         folder = self.history() if self.history is not None else paths.history_dir(self.root)
         if not folder.is_dir():
             return 0
-        files = [folder / f"{session}.jsonl"] if session else sorted(folder.glob("*.jsonl"))
-        if session is None:  # subagents' transcripts (<session>/subagents/<child>.jsonl) are recallable too
-            files += sorted(folder.glob("*/subagents/*.jsonl"))
         before = self.store.count()
-        for path in files:
+        for path in [*sorted(folder.glob("*.jsonl")), *sorted(folder.glob("*/subagents/*.jsonl"))]:
             if path.is_file():
                 self.catch_up_file(path)
         return self.store.count() - before
@@ -217,9 +215,9 @@ class RecallIndexer:
         self.store.delete_where("mem:", keep={d.uid for d in docs})
         return len(self.store.add(docs))
 
-    def refresh(self, session: str | None = None) -> int:
+    def refresh(self) -> int:
         """Everything a search should see: transcripts caught up, memory synced, workspace if on."""
-        added = self.catch_up(session) + self.sync_memory()
+        added = self.catch_up() + self.sync_memory()
         if self.settings.index_workspace:
             added += sync_workspace(self.root, self.store, self.settings, self.redactor)
         return added

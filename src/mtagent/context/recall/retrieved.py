@@ -12,9 +12,8 @@ records which identifier pulled in which item and why. The bucket:
 * never repeats what the view already shows, and filters stale file reads (a later edit exists);
 * lives until the next user message replaces or clears it (tool rounds in between keep it).
 
-Only what a compaction of this session removed is retrieved, so until the view has held a
-compaction summary a call does no more than note which messages it saw; the index is caught up
-from the transcript right before it is searched (nothing indexes records as they are written).
+Only what a compaction of this session removed is retrieved: until the view has held a summary a
+call only notes which messages it saw; ``catch_up`` brings the index up to date before a search.
 """
 
 from __future__ import annotations
@@ -103,7 +102,6 @@ class CompactedRecall:
 
     def __init__(self, recaller: Recaller, settings: RecallSettings, count_tokens: Callable[[str], int],
                  session_id: str | None = None, *, catch_up: Callable[[], object] | None = None) -> None:
-        """``catch_up``: brings the index up to date with the session's transcript before a search."""
         self.recaller = recaller
         self.catch_up = catch_up
         self.settings = settings
@@ -153,8 +151,8 @@ class CompactedRecall:
         self.current = self._retrieve(missing, view_ids, budget)
         return self.current
 
-    def extend(self, view: Sequence[BaseMessage], messages: list[BaseMessage],
-               plan: ContextPlan) -> list[BaseMessage]:
+    def extend(self, view: Sequence[BaseMessage], messages: Sequence[BaseMessage],
+               plan: ContextPlan) -> Sequence[BaseMessage]:
         """``messages`` with this call's retrieved bucket appended, recorded in ``plan`` (its
         tokens count toward the plan's total). Never raises: recall is an aid, not a requirement."""
         try:
