@@ -33,7 +33,6 @@ from mtagent.context.static.tiers import StaticContext
 from mtagent.context.toolset import Toolset
 from mtagent.context.toolset.binding import bind_toolset, restore_loads
 from mtagent.context.toolset.late import add_late_tools
-from mtagent.context.toolset.schemas import SchemaChoice
 from mtagent.errors import ConfigError
 from mtagent.events import EventBus
 from mtagent.tools import ToolContext, ToolSession, default_tools
@@ -57,10 +56,6 @@ class SessionParts:
     toolset: Toolset
     runnable: dict[str, BaseTool] = field(default_factory=dict)
     mcp: McpManager | None = None  # the session's MCP servers; None when it was given its own tools
-
-    @property
-    def schema_choice(self) -> SchemaChoice:
-        return self.toolset.catalog.schema_choice
 
     def close(self) -> None:
         """Every MCP server process stops with the session."""
@@ -97,8 +92,7 @@ def open_tools(opened: OpenedSession, tools: ToolsSpec = None, *, window: int,
     parts = SessionParts(opened, tool_list, context, toolset, mcp=mcp)
     _runnable(parts, [e.tool for e in toolset.catalog.entries if isinstance(e.tool, BaseTool)])
     if toolset.catalog.deferral.deferring:
-        _runnable(parts, [make_tool_search_tool(lambda: toolset, default_k=settings.tools.search_default_k,
-                                                max_k=settings.tools.search_max_k)])
+        _runnable(parts, [_tool_search(toolset)])
     if toolset.skills.skills:
         _runnable(parts, [make_skill_tool(lambda: toolset)])
     _runnable(parts, [t for t in tool_list if t.name not in parts.runnable])  # left out of the catalog: still runs
@@ -116,6 +110,11 @@ def _runnable(parts: SessionParts, tools: Sequence[BaseTool]) -> None:
     parts.runnable.update((t.name, t) for t in tools)
 
 
+def _tool_search(toolset: Toolset) -> BaseTool:
+    tcfg = toolset.catalog.settings.tools
+    return make_tool_search_tool(lambda: toolset, default_k=tcfg.search_default_k, max_k=tcfg.search_max_k)
+
+
 def _add_late_tools(parts: SessionParts, tools: list[BaseTool]) -> None:
     """Tools an MCP server added after start (``tools/list_changed``): into the catalog under the start's
     deferral rule (:func:`~mtagent.context.toolset.late.add_late_tools`: appended, deferred when the
@@ -124,9 +123,7 @@ def _add_late_tools(parts: SessionParts, tools: list[BaseTool]) -> None:
     added = set(names)
     _runnable(parts, [t for t in tools if t.name in added])
     if started:  # the same rule as at start now defers: tool_search is offered from here on
-        tcfg = parts.toolset.catalog.settings.tools
-        _runnable(parts, [make_tool_search_tool(lambda: parts.toolset, default_k=tcfg.search_default_k,
-                                                max_k=tcfg.search_max_k)])
+        _runnable(parts, [_tool_search(parts.toolset)])
     if added:
         parts.toolset.changed()
 

@@ -90,7 +90,7 @@ class AgentSession:
         self.window_manager = opened.window  # the context window manager (compaction, plans)
         self.tools = parts.runnable  # by name; an MCP server's tools added later join it
         self.static = opened.system.static
-        self.schema_choice = parts.schema_choice
+        self.schema_choice = parts.toolset.catalog.schema_choice
         self.conversation = Conversation(guard=opened.engine.guard)  # one answered set: the engine's
         self.conversation.replace(redact_messages(self.redactor, history))  # today's secrets, on resume too
         self.runtime = AgentRuntime(

@@ -84,12 +84,6 @@ def _confirm(question: str, yes: bool) -> bool:
         return False
 
 
-def _print_items(title: str, lines: list[str]) -> None:
-    console.print(title, markup=False, soft_wrap=True)
-    for line in lines:
-        console.print(f"  {line}", markup=False, soft_wrap=True)
-
-
 def _list(as_json: bool) -> None:
     decisions = trust.all_decisions()
     if as_json:
