@@ -16,7 +16,6 @@ from mtagent.context.tool_results.budgeter import (
     ToolResultBudgeter,
     ToolResultPolicy,
     is_budgeted,
-    map_tool_result_for_llm,
 )
 from mtagent.errors import ConfigError
 from mtagent.events import EventBus, EventType, SessionStats
@@ -229,12 +228,6 @@ def test_without_an_artifact_store_the_result_is_truncated_and_says_so() -> None
     assert out.content.startswith('<truncated-output tool="grep"')
     assert "no session artifact store" in out.content
     assert out.artifact["artifact"] is None and out.artifact["budget"]["decision"] == "truncated"
-
-
-def test_map_tool_result_for_llm_wraps_only_with_artifact_meta() -> None:
-    assert map_tool_result_for_llm("grep", "abc", None) == "abc"
-    wrapped = map_tool_result_for_llm("grep", grep_output(500), {"path": "tool-results/q.txt", "original_chars": 9})
-    assert wrapped.startswith('<persisted-output tool="grep" path="tool-results/q.txt" original_chars="9">')
 
 
 def test_non_text_content_blocks_are_left_alone(store: ArtifactStore) -> None:

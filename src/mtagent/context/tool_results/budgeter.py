@@ -181,21 +181,6 @@ def apply_reducer(data: Any, spec: Mapping[str, Any]) -> tuple[Any, list[str]]:
 # ── the budgeter ─────────────────────────────────────────────────────────────────────────
 
 
-def map_tool_result_for_llm(
-    tool_name: str,
-    content: str,
-    artifact_meta: ArtifactMeta | Mapping[str, Any] | None,
-    *,
-    preview_chars: int = _DEFAULTS.preview_chars,
-) -> str:
-    """What the model sees for a result: ``content`` itself, or the persisted-output preview."""
-    if artifact_meta is None:
-        return content
-    kind = previews.preview_kind(tool_name, content)
-    preview = previews.make_preview(kind, content, preview_chars)
-    return previews.persisted_output(tool_name, content, artifact_meta, preview)
-
-
 def is_budgeted(message: BaseMessage, stage: str | None = None) -> bool:
     """True once the budgeter decided this result (optionally: reached ``stage``)."""
     artifact = getattr(message, "artifact", None)
