@@ -152,8 +152,6 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     ("policy", "L108 remove Return"): "parse_context_length_gap's closing `return None`: without it the "
     "function falls off the end and returns None all the same",
     ("policy", "L136 remove AnnAssign"): "`_on_disable` is a dead field: nothing reads or writes it",
-    ("budgeter", "L284 remove Return"): "budget_turn's early return when no result is open is a shortcut: "
-    "both loops below run over (subsets of) the empty open list and `out` is returned unchanged",
 }
 
 _FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {

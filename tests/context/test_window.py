@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import FrozenInstanceError
 
 import pytest
 from langchain_core.messages import (
@@ -67,7 +68,7 @@ def test_no_compaction_below_threshold_and_a_plan_every_call():
     history = list(SyntheticSession(seed=1).grow_to(40))
     prepared = manager.prepare(history, system=[SystemMessage("You are mtagent.", id="sys")], tools_tokens=500)
     assert prepared.compaction is None and prepared.history is history
-    assert prepared.messages[0].id == "sys" and prepared.messages[1:] == history
+    assert prepared.messages[0].id == "sys" and list(prepared.messages[1:]) == history
     assert [r["type"] for r in sink] == ["context_plan"]
     record = sink[0]
     assert record["threshold"] == 98_072 and record["buckets"]["tools"] == 500
@@ -282,19 +283,18 @@ def test_prepare_only_counts_appended_messages():
     assert len(counted) == len(new)
 
 
-def test_reused_message_list_stays_exact_when_the_caller_changes_it_or_the_system():
+def test_a_view_is_immutable_and_exact_when_the_system_changes():
     manager = ContextWindowManager(Settings(), sink=[])
     sess = SyntheticSession(seed=16)
     history = list(sess.grow_to(30))
     system = [SystemMessage("one", id="s")]
-    first = manager.prepare(history, system=system).messages
-    first.append(AIMessage("caller scribble", id="scribble"))
+    first = manager.prepare(history, system=system)
+    with pytest.raises(FrozenInstanceError):
+        first.messages = ()  # type: ignore[misc]
     history = history + sess.round()
-    second = manager.prepare(history, system=system).messages
-    assert second == [*system, *history]
+    assert manager.prepare(history, system=system).messages == (*system, *history)
     other = [SystemMessage("two", id="s")]
-    third = manager.prepare(history, system=other).messages
-    assert third == [*other, *history]
+    assert manager.prepare(history, system=other).messages == (*other, *history)
 
 
 def test_usage_anchor_is_not_taken_from_messages_kept_by_a_compaction():

@@ -30,7 +30,7 @@ _EXPORTS: dict[str, str] = {
     "open_engine_session": "mtagent.context.opener",
     # the per-call pipeline
     "ContextWindowManager": "mtagent.context.window",
-    "PreparedContext": "mtagent.context.window",
+    "CallView": "mtagent.context.window",
     "SessionMemory": "mtagent.context.window",
     "ContextMeter": "mtagent.context.meter",
     "ContextPlan": "mtagent.context.plan",
@@ -110,7 +110,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from mtagent.context.tokens import MessageTokenCounter, count_text_tokens, message_text
     from mtagent.context.tool_results.budgeter import ToolResultBudgeter, ToolResultPolicy
     from mtagent.context.view import build_resume_view, load_session
-    from mtagent.context.window import ContextWindowManager, PreparedContext, SessionMemory
+    from mtagent.context.window import CallView, ContextWindowManager, SessionMemory
     from mtagent.events import EventBus
     from mtagent.redaction import Redactor
     from mtagent.session.artifacts import ArtifactStore

@@ -64,14 +64,15 @@ class ViewClearing:
         self.schedule = SizeClearingSchedule(self.settings.size_trigger_fraction, self.settings.size_target_fraction)
 
     def run(self, history: Sequence[BaseMessage], *, now: float, last_ts: float | None, extra: int,
-            token_limit: int, log: CallLog) -> None:
-        """Time-based clearing after an idle gap, then size-based clearing over its trigger."""
+            token_limit: int, log: CallLog) -> tuple[int, bool]:
+        """Time-based clearing after an idle gap, then size-based clearing over its trigger; returns the
+        meter's measure of the view they leave (the call's one metering)."""
         meter = self.meter
         if last_ts is not None and now - last_ts > self.settings.gap_threshold_minutes * 60:
             result = maybe_time_based_microcompact(meter.view, now, last_ts, settings=self.settings,
                                                    already_cleared=meter.cleared)
             self._apply(history, result, log)
-        tokens, _ = meter.measure(extra)
+        tokens, anchored = meter.measure(extra)
         if tokens > self.schedule.next_attempt(token_limit):
             result = maybe_size_based_microcompact(
                 meter.view, tokens, token_limit, token_of=meter.view_tokens, settings=self.settings,
@@ -79,13 +80,14 @@ class ViewClearing:
             )
             self._apply(history, result, log)
             self.schedule.ran(token_limit, tokens - result.tokens_saved)
+            return meter.measure(extra)
+        return tokens, anchored
 
     def _apply(self, history: Sequence[BaseMessage], result: MicrocompactResult, log: CallLog) -> None:
         if not result.cleared_ids:
             return
         trigger = result.trigger or "size"
         log.compressed += self.meter.clear(history, result.cleared_ids, trigger)
-        log.cleared_ids += result.cleared_ids
         if self.sink is not None:
             self.sink.append(microcompact_record(trigger, result.cleared_ids))
         if self.bus is not None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -43,7 +43,7 @@ from mtagent.context.model_errors import ErrorKind, RetryPolicy, call_with_retri
 from mtagent.context.model_gate import GATE
 from mtagent.context.tool_results.repeats import RepeatIndex
 from mtagent.context.tool_results.budgeter import ToolResultBudgeter
-from mtagent.context.window import ContextWindowManager, PreparedContext
+from mtagent.context.window import CallView, ContextWindowManager
 from mtagent.errors import CompactionFailed
 from mtagent.events import EventBus, EventType, SessionStats
 from mtagent.redaction import Redactor
@@ -142,11 +142,11 @@ class EngineCounters:
 
 @dataclass(slots=True)
 class ModelCall:
-    """One answered model call: the reply (not yet recorded), the context it was sent with, and
-    the history to keep from now on (``compacted`` when a compaction rewrote it)."""
+    """One answered model call: the reply (not yet recorded), the view it was sent, and the
+    history to keep from now on (``compacted`` when a compaction rewrote it)."""
 
     reply: AIMessage
-    prepared: PreparedContext
+    view: CallView
     history: list[BaseMessage]
     compacted: bool = False
 
@@ -191,7 +191,7 @@ class EngineSession:
         self.system = system
         self.counters = EngineCounters()
         self.lock = threading.RLock()
-        self._turn_results: list[ToolMessage] = []
+        self._turn_chars = 0  # the text of this turn's results so far: the aggregate budget's base
         # Runs of lines an earlier result in the view holds become a reference (tool_results.repeats).
         self.repeats = RepeatIndex()
 
@@ -247,7 +247,7 @@ class EngineSession:
         if not reply.id or (reply.id.startswith("lc_run") and not keep_id):
             reply.id = schema.new_message_id()
         with self.lock:
-            self._turn_results = []
+            self._turn_chars = 0
             self.guard.new_turn(str(c["id"]) for c in reply.tool_calls if c.get("id"))
             self.record(reply)
         return reply
@@ -255,14 +255,14 @@ class EngineSession:
     # ── model calls ──
 
     def prepare(self, history: list[BaseMessage], *, system: Sequence[BaseMessage] = (), tools_tokens: int = 0,
-                conflicts: Sequence[Any] = ()) -> PreparedContext:
+                conflicts: Sequence[Any] = ()) -> CallView:
         """The window pipeline on ``history``; a compacted history comes back without stale usage."""
         with self.lock:
-            prepared = self.window.prepare(history, system=system, tools_tokens=tools_tokens, conflicts=conflicts)
-            self.repeats.retain(m for m in prepared.messages if isinstance(m, ToolMessage))
-        if prepared.compaction is not None:
-            prepared.history = without_stale_usage(prepared.history)
-        return prepared
+            view = self.window.prepare(history, system=system, tools_tokens=tools_tokens, conflicts=conflicts)
+            self.repeats.retain(m for m in view.messages if isinstance(m, ToolMessage))
+        if view.compaction is not None:
+            view = replace(view, history=without_stale_usage(view.history))
+        return view
 
     def call_model(
         self,
@@ -294,12 +294,10 @@ class EngineSession:
         compacted = reactive_used = False
         while True:
             system_messages = list(system())
-            prepared = self.prepare(history, system=system_messages, tools_tokens=tools_tokens,
-                                    conflicts=conflicts())
-            if prepared.compaction is not None:
-                compacted = True
-            history = prepared.history
-            sent = list(prepared.messages[len(system_messages):] if strip_system else prepared.messages)
+            view = self.prepare(history, system=system_messages, tools_tokens=tools_tokens, conflicts=conflicts())
+            compacted = compacted or view.compaction is not None
+            history = view.history
+            sent = list(view.messages[len(system_messages):] if strip_system else view.messages)
             try:
                 reply = call_with_retries(lambda: main_call(invoke, sent), retry, on_retry=self._on_retry,
                                           sleep=self.sleep)
@@ -313,7 +311,7 @@ class EngineSession:
             self.counters.model_calls += 1
             if self.stats is not None:
                 self.stats.model_calls += 1
-            return ModelCall(reply, prepared, history, compacted)
+            return ModelCall(reply, view, history, compacted)
 
     def _on_retry(self, attempt: int, kind: ErrorKind, exc: BaseException, wait: float) -> None:
         self.counters.retries += 1
@@ -377,21 +375,17 @@ class EngineSession:
 
     def tool_result(self, message: ToolMessage, *, tool_name: str | None = None, count: bool = True) -> ToolMessage:
         """Redact, budget (the one rule in the module docstring) and record one tool result."""
-        content = message.content
-        if isinstance(content, str):
-            content = self.redactor.text(content)
-        update: dict[str, Any] = {"content": content}
+        content = self.redactor.text(message.content) if isinstance(message.content, str) else message.content
+        update: dict[str, Any] = {} if content is message.content else {"content": content}
         if not message.name and tool_name:
             update["name"] = tool_name
         if not message.id:
             update["id"] = schema.new_message_id()
-        message = message.model_copy(update=update)
+        if update:  # else the result is built once, by the budget
+            message = message.model_copy(update=update)
         with self.lock:
-            budgeted = self.budgeter.budget(self.repeats.fold(message))
-            final = self.budgeter.budget_turn([*self._turn_results, budgeted])[-1]
-            assert isinstance(final, ToolMessage)
+            final, self._turn_chars = self.budgeter.admit(self.repeats.fold(message), self._turn_chars)
             self.repeats.add(final)
-            self._turn_results.append(final)
             self.record(final)
             if count:
                 self.counters.tool_executions += 1

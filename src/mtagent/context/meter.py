@@ -51,9 +51,6 @@ class _ViewCache:
     anchor: int | None = None
     last_ai_ts: float | None = None
     cleared: int = 0
-    sent: list[BaseMessage] | None = None
-    sent_system: list[BaseMessage] = field(default_factory=list)
-    sent_len: int = 0
 
     def matches(self, history: Sequence[BaseMessage]) -> bool:
         n = len(self.view)
@@ -121,20 +118,6 @@ class ContextMeter:
             return reported + cache.prefix[-1] - cache.prefix[anchor + 1], True
         return cache.prefix[-1] + extra, False
 
-    def sent_messages(self, system: Sequence[BaseMessage]) -> list[BaseMessage]:
-        """System + view, extended in place when the previous list is still exact."""
-        cache = self._cache
-        sent, old_system = cache.sent, cache.sent_system
-        same_system = len(old_system) == len(system) and all(
-            a is b or (a.id == b.id and a.content == b.content) for a, b in zip(old_system, system, strict=True)
-        )
-        if sent is None or not same_system or len(sent) != len(system) + cache.sent_len:
-            sent = [*system, *cache.view]
-        else:
-            sent.extend(cache.view[cache.sent_len:])
-        cache.sent, cache.sent_system, cache.sent_len = sent, list(system), len(cache.view)
-        return sent
-
     # ---- keeping it current -----------------------------------------------------------------
 
     def sync(self, history: Sequence[BaseMessage]) -> None:
@@ -171,7 +154,6 @@ class ContextMeter:
                 compressed.append(CompressedItem(str(message.id), before, after, f"cleared ({trigger})"))
         for cid in cleared_ids:
             self.cleared[cid] = trigger
-        cache.sent = None
         prefix = [0]
         for tokens in cache.tokens:
             prefix.append(prefix[-1] + tokens)

@@ -36,7 +36,6 @@ class CallLog:
     compressed: list[CompressedItem] = field(default_factory=list)
     dropped: list[DroppedItem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    cleared_ids: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True, frozen=True)
@@ -52,14 +51,12 @@ class PlanFrame:
     tail_tokens: int = 0  # the recent tail's size (context.compression_preserve_min_tokens): hot
 
 
-def plan_for_view(
-    meter: ContextMeter, frame: PlanFrame, log: CallLog, system: Sequence[BaseMessage]
-) -> ContextPlan:
-    """The plan of a call whose view is ``system`` + ``meter.view``."""
-    counter = meter.counter
+def plan_for_view(meter: ContextMeter, frame: PlanFrame, log: CallLog, system: Sequence[BaseMessage],
+                  system_tokens: Sequence[int]) -> ContextPlan:
+    """The plan of a call whose view is ``system`` (of ``system_tokens``) + ``meter.view``."""
     buckets = BudgetBuckets(frame.token_limit, frame.threshold)
-    for message in system:
-        add_static_tokens(buckets, message, counter.message_tokens(message))
+    for message, tokens in zip(system, system_tokens, strict=True):
+        add_static_tokens(buckets, message, tokens)
     split = getattr(frame.tools_tokens, "buckets", None)  # a toolset's ToolTokens: built-in and MCP apart
     for name, count in (split.items() if isinstance(split, dict) else [(Bucket.TOOLS.value, frame.tools_tokens)]):
         buckets.add(Bucket(name), int(count))
@@ -69,7 +66,7 @@ def plan_for_view(
     count = len(view)
 
     def selector() -> list[ContextItem]:
-        items = [context_item(m, counter.message_tokens(m), i) for i, m in enumerate(system_list)]
+        items = [context_item(m, system_tokens[i], i) for i, m in enumerate(system_list)]
         offset = len(system_list)
         hot = tail_flags(token_list[:count], frame.tail_tokens)
         items += [context_item(view[i], token_list[i], offset + i, in_tail=hot[i]) for i in range(count)]

@@ -6,10 +6,10 @@
       → auto compact (session memory first, full compact otherwise; circuit breaker)
       → re-estimate → ContextPlan
 
-and returns :class:`PreparedContext`: ``.messages`` to send, ``.history`` the caller keeps from
-now on (a new list only when a compaction happened), ``.plan`` and ``.compaction``. Everything it
-does is appended to ``sink`` (``compact_boundary``, ``microcompact``, ``context_plan``,
-``event`` records) and emitted on ``bus``.
+and returns one immutable :class:`CallView`: ``.messages`` to send, ``.tokens`` of its one
+metering, ``.plan``, ``.history`` the caller keeps from now on (a new list only when a compaction
+happened). Everything it does is appended to ``sink`` (``compact_boundary``, ``microcompact``,
+``context_plan``, ``event`` records) and emitted on ``bus``.
 
 **Incremental.** The token view lives in :class:`~mtagent.context.meter.ContextMeter` (a call
 only processes the appended messages; the estimate is anchored on the provider's reported usage);
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -71,18 +71,17 @@ class SessionMemory(Protocol):
         there is no usable memory yet."""
 
 
-@dataclass(slots=True)
-class PreparedContext:
-    """One call's context. ``messages`` is what to send: the manager reuses that list (it extends
-    it in place on the next ``prepare`` when only new messages were appended, so a call costs
-    O(new messages), not O(session)) — copy it if you keep it past the next call. ``history`` is
-    the caller's history, or a new list when this call compacted."""
+@dataclass(frozen=True, slots=True)
+class CallView:
+    """One call's view, computed once: what to send (system + history as sent + any recalled
+    bucket), its tokens (the plan's figure — callers read it here rather than count again), the
+    plan, and ``history``: the caller's, or a new list when this call compacted."""
 
-    messages: list[BaseMessage]
-    history: list[BaseMessage]
+    messages: tuple[BaseMessage, ...]
+    tokens: int
     plan: ContextPlan
+    history: list[BaseMessage]
     compaction: CompactionResult | None = None
-    cleared_ids: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +153,7 @@ class ContextWindowManager:
         tools_tokens: int = 0,
         query_source: str = "user",
         conflicts: Sequence[Conflict] = (),
-    ) -> PreparedContext:
+    ) -> CallView:
         """Build this call's view of ``history`` (see module docstring).
 
         ``conflicts`` are the authority conflicts the static context resolved this turn
@@ -164,15 +163,17 @@ class ContextWindowManager:
         now = self.clock()
         meter = self.meter
         meter.sync(history)
-        extra = self.counter.estimate(system) + tools_tokens
+        system_tokens = [self.counter.message_tokens(m) for m in system]  # counted once: extra and the plan
+        extra = sum(system_tokens) + tools_tokens
         self._frame = CallFrame(extra, tuple(rule_sources(system)))
         log = CallLog()
         working = not query_source.startswith(("compact", "session_memory"))
         if working:
             stamps = [t for t in (meter.last_ai_ts, self._last_call_ts) if t is not None]
-            self.clearing.run(history, now=now, last_ts=max(stamps) if stamps else None, extra=extra,
-                              token_limit=self.token_limit, log=log)
-        tokens, anchored = meter.measure(extra)
+            tokens, anchored = self.clearing.run(history, now=now, last_ts=max(stamps) if stamps else None,
+                                                 extra=extra, token_limit=self.token_limit, log=log)
+        else:
+            tokens, anchored = meter.measure(extra)
 
         if self.session_memory is not None and working:
             align = getattr(self.session_memory, "align_to", None)
@@ -193,8 +194,7 @@ class ContextWindowManager:
                 log.notes.append(f"auto compaction failed: {exc}")
             else:
                 self.policy.record_compaction(compaction.pre_tokens, compaction.post_tokens, decision.threshold)
-                history = compaction.new_history()
-                meter.sync(history)
+                history = compaction.new_history()  # the meter was rebased on it (_commit)
                 tokens, anchored = meter.measure(extra)
                 log.compressed.append(CompressedItem(compaction.boundary_id, compaction.pre_tokens,
                                                      compaction.post_tokens, compaction.summary_source))
@@ -205,16 +205,16 @@ class ContextWindowManager:
 
         frame = PlanFrame(self._turn, tokens, anchored, self.token_limit, self.threshold, tools_tokens,
                           self.settings.context.compression_preserve_min_tokens)
-        plan = plan_for_view(meter, frame, log, system)
+        plan = plan_for_view(meter, frame, log, system, system_tokens)
         plan.conflicts = list(conflicts)
-        messages = meter.sent_messages(system)
+        messages = (*system, *meter.view)
         if self.retriever is not None and working:
-            messages = self.retriever.extend(meter.view, messages, plan)
+            messages = tuple(self.retriever.extend(meter.view, messages, plan))
         self._last_call_ts = now
         self.last_plan = plan
         effective = self.token_limit - self.settings.context.summary_reserved_tokens
         _publish_plan(plan, self.sink, self.bus, self.stats, effective)
-        return PreparedContext(messages, history, plan, compaction, log.cleared_ids)
+        return CallView(messages, plan.tokens, plan, history, compaction)
 
     def compact(
         self,
@@ -228,9 +228,7 @@ class ContextWindowManager:
         """``/compact [instructions]``: session memory first when there are no instructions,
         otherwise a full compaction with the instructions in its prompt. Never refused as
         "too long" (prompt-too-long retry, then extractive fallback)."""
-        extra = self._extra(system, tools_tokens)
-        self.meter.sync(history)
-        tokens, _ = self.meter.measure(extra)
+        extra, tokens = self._measure(history, system, tools_tokens)
         return _ended_on_failure(self.bus, trigger, lambda: self._compact(
             history, trigger=trigger, reason=f"/compact {instructions or ''}".strip(), tokens=tokens, extra=extra,
             prefer_memory=instructions is None, instructions=instructions, system=system or ()))
@@ -247,9 +245,7 @@ class ContextWindowManager:
     ) -> CompactionResult:
         """``/compact from <id>``: partial compaction around a message (see
         :func:`mtagent.context.compaction.compactor.compact_from`)."""
-        extra = self._extra(system, tools_tokens)
-        self.meter.sync(history)
-        tokens, _ = self.meter.measure(extra)
+        extra, tokens = self._measure(history, system, tools_tokens)
         options = self._options(trigger="manual", reason=None, tokens=tokens, extra=extra, instructions=instructions)
         memo = memoise(self.summarizer)
         result = shrink_or_explain(
@@ -269,18 +265,18 @@ class ContextWindowManager:
         """Forced compaction after the provider rejected a request as too long (spec M4): runs
         even when auto compaction is disabled. Raises :class:`CompactionFailed` when nothing
         can be summarized."""
-        extra = self._extra(system, tools_tokens)
-        self.meter.sync(history)
-        tokens, _ = self.meter.measure(extra)
+        extra, tokens = self._measure(history, system, tools_tokens)
         return self._compact(history, trigger="reactive", reason="provider rejected the request as too long",
                              tokens=max(tokens, self.token_limit), extra=extra, prefer_memory=True)
 
     # ---- compaction -------------------------------------------------------------------------
 
-    def _extra(self, system: Sequence[BaseMessage] | None, tools_tokens: int) -> int:
-        if system is None:
-            return self._frame.extra + tools_tokens
-        return self.counter.estimate(system) + tools_tokens
+    def _measure(self, history: Sequence[BaseMessage], system: Sequence[BaseMessage] | None,
+                 tools_tokens: int) -> tuple[int, int]:
+        """(extra, tokens) of ``history`` for a requested compaction; ``system`` None: the last call's."""
+        extra = (self._frame.extra if system is None else self.counter.estimate(system)) + tools_tokens
+        self.meter.sync(history)
+        return extra, self.meter.measure(extra)[0]
 
     def _options(self, *, trigger: str, reason: str | None, tokens: int, extra: int,
                  instructions: str | None = None) -> CompactionOptions:

@@ -64,7 +64,7 @@ class MTContextHook:
         system = self._system()
         prepared = engine.prepare(history, system=system, tools_tokens=self.sessions.tools_tokens(self.tools))
         self.last_history = list(prepared.history)
-        update: dict[str, Any] = {"llm_input_messages": prepared.messages[len(system):]}
+        update: dict[str, Any] = {"llm_input_messages": list(prepared.messages[len(system):])}
         if prepared.compaction is not None:
             update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *prepared.history]
         elif replaced:
@@ -81,7 +81,7 @@ class MTContextHook:
         history = engine.reactive(self.last_history, error, system=system, tools_tokens=tools_tokens)
         prepared = engine.prepare(history, system=system, tools_tokens=tools_tokens)
         self.last_history = list(prepared.history)
-        return {"llm_input_messages": prepared.messages[len(system):],
+        return {"llm_input_messages": list(prepared.messages[len(system):]),
                 "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *prepared.history]}
 
     def record(self, state: dict[str, Any], config: RunnableConfig | None = None) -> None:

@@ -182,7 +182,7 @@ class MTAgentStrategy:
         view: list[BaseMessage] = []
         call = engine.call_model(self._history, _sent(view))
         self._history = call.history
-        compacted = call.compacted or bool(call.prepared.cleared_ids)
+        compacted = call.compacted or bool(call.view.plan.compressed)  # compacted or cleared: a new prefix
         return StepResult(view, compacted, self._summarizer.drain())
 
     def close(self) -> None:

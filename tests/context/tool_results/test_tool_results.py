@@ -309,3 +309,17 @@ def test_artifact_cap_is_recorded_and_told_to_the_model(tmp_path: Path) -> None:
     assert "cut at the artifact size cap" in out.content
     assert len(store.read_text("tool-results/cap.txt").encode()) <= 5_000
     assert sink[0]["type"] == "tool_result_artifact" and sink[0]["truncated"] is True
+
+
+def test_the_engine_builds_each_result_once_and_holds_the_newcomer_to_the_turn_aggregate(store, monkeypatch):
+    from mtagent.context import MemorySink, Settings, build_engine_session
+
+    built, rebuild = [], ToolResultBudgeter._rebuild
+    counted = staticmethod(lambda m, *a: built.append(m.tool_call_id) or rebuild(m, *a))
+    monkeypatch.setattr(ToolResultBudgeter, "_rebuild", counted)
+    engine = build_engine_session(Settings.model_validate({"tool_results": {"aggregate_max_chars": 3_000}}),
+                                  sink=MemorySink(), artifacts=store)
+    engine.record_reply(AIMessage("", tool_calls=[{"name": "shell", "args": {}, "id": f"c{i}"} for i in range(3)]))
+    out = [engine.tool_result(tool_msg(f"{i}" * 1_200, "shell", f"c{i}")) for i in range(3)]
+    assert built == ["c0", "c1", "c2"]  # one decision, one message each; earlier results are not budgeted again
+    assert ["<persisted-output" in m.content for m in out] == [False, False, True]

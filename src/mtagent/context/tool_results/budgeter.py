@@ -220,10 +220,11 @@ def _base_result(message: ToolMessage) -> dict[str, Any]:
 class ToolResultBudgeter:
     """Applies :class:`ToolResultPolicy` to ToolMessages, once, and records what it did.
 
-    ``budget`` runs per result as it is produced (the tools call it); ``budget_turn`` runs on
-    all results of one assistant turn (the aggregate rule) and freezes the decisions;
-    ``finalize_turn`` also appends each result as a ``transcript_message`` to the sink.
-    Safe to call from tools running in parallel threads.
+    ``budget`` runs per result as it is produced (the tools call it); ``admit`` is the engine's
+    one step per arriving result (its tool's limit unless decided, the aggregate against the
+    turn's earlier results, frozen); ``budget_turn`` runs on all results of one assistant turn
+    (largest persisted first) and freezes the decisions; ``finalize_turn`` also appends each
+    result as a ``transcript_message`` to the sink. Safe to call from parallel tool threads.
     """
 
     policy: ToolResultPolicy = field(default_factory=ToolResultPolicy)
@@ -237,12 +238,31 @@ class ToolResultBudgeter:
         """Apply the reducer and the tool's own limit; a budgeted message comes back unchanged."""
         if not isinstance(message, ToolMessage) or is_budgeted(message):
             return message
+        return self._rebuild(message, *self._tool_limit(message))
+
+    def admit(self, message: ToolMessage, earlier_chars: int) -> tuple[ToolMessage, int]:
+        """One arriving result, decided once and built once: its tool's limit (unless its tool
+        decided it already), then the turn's aggregate against ``earlier_chars`` (the text of the
+        turn's results before it, all frozen: only this one can be persisted), frozen. Returns
+        the result and the turn's text so far, with it."""
+        if is_budgeted(message, STAGE_TURN):
+            return message, earlier_chars + len(_text_of(message.content) or "")
+        content, result = ((message.content, copy.deepcopy(message.artifact)) if is_budgeted(message)
+                           else self._tool_limit(message))
+        text = _text_of(content)
+        if earlier_chars + len(text or "") > self.policy.aggregate_max_chars:
+            content = self._offload(message, text, result) or content
+        result[BUDGET_KEY] = {**result[BUDGET_KEY], "stage": STAGE_TURN}
+        return self._rebuild(message, content, result), earlier_chars + len(_text_of(content) or "")
+
+    def _tool_limit(self, message: ToolMessage) -> tuple[Any, dict[str, Any]]:
+        """(what the model sees, the ``toolUseResult``) under the reducer and the tool's own limit."""
         tool = message.name or ""
         result = _base_result(message)
         text = _text_of(message.content)
         if text is None:
             result[BUDGET_KEY] = {"stage": STAGE_TOOL, "decision": "not_text"}
-            return self._rebuild(message, message.content, result)
+            return message.content, result
         raw = text
         reducer = self.policy.reducers.get(tool)
         reduced_note = ""
@@ -265,7 +285,7 @@ class ToolResultBudgeter:
             content, decision = self._persist(message, tool, raw, text, result, reason="tool_limit", limit=limit)
             reason = "tool_limit"
         elif reduced_note:
-            meta = self._store(message, tool, raw, result)
+            meta = self._write(message.tool_call_id, tool, raw, result)
             where = f"; full data saved to {meta.path}" if meta else ""
             content = f"[reduced by the '{tool}' reducer: {reduced_note}{where}]\n{text}"
             result.update(truncated=True)
@@ -278,7 +298,7 @@ class ToolResultBudgeter:
         result["preview_chars"] = len(_text_of(content) or "")
         result[BUDGET_KEY] = {"stage": STAGE_TOOL, "decision": decision, "limit": limit,
                               **({"reason": reason} if reason else {})}
-        return self._rebuild(message, content, result)
+        return content, result
 
     def budget_turn(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         """Budget every result of one assistant turn, then persist the largest until the turn fits.
@@ -288,33 +308,19 @@ class ToolResultBudgeter:
         """
         out = [self.budget(m) if isinstance(m, ToolMessage) else m for m in messages]
         open_idx = [i for i, m in enumerate(out) if isinstance(m, ToolMessage) and not is_budgeted(m, STAGE_TURN)]
-        if not open_idx:
-            return out
         total = sum(len(_text_of(m.content) or "") for m in out if isinstance(m, ToolMessage))
-        candidates = [
-            i for i in open_idx
-            if out[i].artifact[BUDGET_KEY].get("decision") == "inline"
-            and self.policy.limit_for(out[i].name) is not None
-            and _text_of(out[i].content) is not None
-        ]
-        candidates.sort(key=lambda i: len(_text_of(out[i].content) or ""), reverse=True)
-        for i in candidates:
+        decided = {i: (out[i].content, copy.deepcopy(out[i].artifact)) for i in open_idx}
+        for i in sorted(open_idx, key=lambda i: len(_text_of(out[i].content) or ""), reverse=True):
             if total <= self.policy.aggregate_max_chars:
                 break
-            message = out[i]
-            text = _text_of(message.content) or ""
-            result = copy.deepcopy(message.artifact)
-            content, decision = self._persist(message, message.name or "", text, text, result,
-                                              reason="aggregate", limit=self.policy.aggregate_max_chars)
-            result["preview_chars"] = len(content)
-            result[BUDGET_KEY] = {**result[BUDGET_KEY], "decision": decision, "reason": "aggregate"}
-            out[i] = self._rebuild(message, content, result)
-            total -= len(text) - len(content)
-        for i in open_idx:
-            message = out[i]
-            result = copy.deepcopy(message.artifact)
+            text, result = _text_of(out[i].content), decided[i][1]
+            offloaded = self._offload(out[i], text, result)
+            if offloaded is not None:  # so text is not None
+                decided[i] = (offloaded, result)
+                total -= len(text or "") - len(offloaded)
+        for i, (content, result) in decided.items():
             result[BUDGET_KEY] = {**result[BUDGET_KEY], "stage": STAGE_TURN}
-            out[i] = self._rebuild(message, message.content, result)
+            out[i] = self._rebuild(out[i], content, result)
         return out
 
     def finalize_turn(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -329,6 +335,17 @@ class ToolResultBudgeter:
         return out
 
     # ── internals ──
+
+    def _offload(self, message: ToolMessage, text: str | None, result: dict[str, Any]) -> str | None:
+        """Persist an inline text result of a tool with a limit for the turn's aggregate (``result``
+        updated) and return what the model sees instead; None: the aggregate rule leaves it alone."""
+        if text is None or result[BUDGET_KEY].get("decision") != "inline" or self.policy.limit_for(message.name) is None:
+            return None
+        content, decision = self._persist(message, message.name or "", text, text, result,
+                                          reason="aggregate", limit=self.policy.aggregate_max_chars)
+        result["preview_chars"] = len(content)
+        result[BUDGET_KEY] = {**result[BUDGET_KEY], "decision": decision, "reason": "aggregate"}
+        return content
 
     def save(self, tool_call_id: str, tool: str, raw: str, result: dict[str, Any]) -> ArtifactMeta | None:
         """Store ``raw`` as this call's artifact (None without a store) and count it persisted.
@@ -345,9 +362,6 @@ class ToolResultBudgeter:
                                  path=meta.path, original_chars=len(raw), preview_chars=0, reason="window",
                                  limit=None)
         return meta
-
-    def _store(self, message: ToolMessage, tool: str, raw: str, result: dict[str, Any]) -> ArtifactMeta | None:
-        return self._write(message.tool_call_id, tool, raw, result)
 
     def _write(self, tool_call_id: str, tool: str, raw: str, result: dict[str, Any]) -> ArtifactMeta | None:
         if self.artifacts is None:
@@ -373,7 +387,7 @@ class ToolResultBudgeter:
     def _persist(self, message: ToolMessage, tool: str, raw: str, text: str, result: dict[str, Any],
                  *, reason: str, limit: int) -> tuple[str, str]:
         """Write the raw result to the store; return (what the model sees instead, decision)."""
-        meta = self._store(message, tool, raw, result)
+        meta = self._write(message.tool_call_id, tool, raw, result)
         kind = previews.preview_kind(tool, text)
         preview = previews.make_preview(kind, text, self.policy.preview_chars)
         if meta is not None:
