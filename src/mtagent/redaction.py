@@ -25,18 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from mtagent.config_sections import MIN_SECRET_CHARS  # noqa: F401 - a rule of redaction, named below it
 from mtagent.secret_rules import (  # noqa: F401 - the rule, re-exported where callers have always found it
-    _IDENTIFIER,
-    _KV_PASSWORD,
     _URL_PASSWORD,
-    COMMAND_ENVIRONMENT,
     HANDLES,
-    HIGH_ENTROPY_BITS_PER_CHAR,
-    HIGH_ENTROPY_MIN_CHARS,
     KEY_SHAPES,
     _entropy,
     is_secret_name,
     looks_secret,
-    needed_by_commands,
     passwords_in,
     untrusted_redactions,
     variable_is_secret,

@@ -250,20 +250,22 @@ def test_a_live_session_writes_through_its_writer_and_artifacts(store: Store) ->
 def test_audit_events_round_trip_and_derive_from_records(store: Store) -> None:
     store.audit.record(AuditEvent("export", "alice", store.tenant, "s9", {"format": "md"}))
     with store.open_writer(PROJECT, "s9") as writer:
-        sink = AuditingSink(writer, store.audit, store.tenant, "s9", who="bob")
-        sink.append(schema.message_to_record(AIMessage("", id="a1", tool_calls=[
-            {"id": "c1", "name": "shell", "args": {"command": "ls"}}])))
-        sink.append(schema.event_record("tool_started", {"tool_call_id": "c1", "tool": "shell",
-                                                         "approved_by": "user"}))
-        sink.append(schema.event_record("tool_denied", {"tool_call_id": "c2", "tool": "shell", "reason": "no"}))
-        sink.append(schema.boundary_record(summary="s", first_kept_id=None, boundary_id="cb-9"))
+        audited = AuditingSink(store.audit, store.tenant, "s9", who="bob")
+        for record in (schema.message_to_record(AIMessage("", id="a1", tool_calls=[
+                           {"id": "c1", "name": "shell", "args": {"command": "ls"}}])),
+                       schema.event_record("tool_started", {"tool_call_id": "c1", "tool": "shell",
+                                                            "approved_by": "user"}),
+                       schema.event_record("tool_denied", {"tool_call_id": "c2", "tool": "shell", "reason": "no"}),
+                       schema.boundary_record(summary="s", first_kept_id=None, boundary_id="cb-9")):
+            writer.append(record)
+            audited.append(record)
     events = store.audit.events()
     assert [(e.action, e.who) for e in events] == [("export", "alice"), ("tool.approved", "bob"),
                                                    ("tool.denied", "bob"), ("compaction", "bob")]
     assert events[1].detail["rule"] == "user" and events[3].detail["boundary_id"] == "cb-9"
     assert all(e.tenant == store.tenant and e.session_id == "s9" for e in events)
     assert [e.action for e in store.audit.events(action="compaction")] == ["compaction"]
-    assert len(store.read_entries(PROJECT, "s9")) == 4, "the audited records still reach the transcript"
+    assert len(store.read_entries(PROJECT, "s9")) == 4
 
 
 def test_a_session_without_a_message_is_discarded_and_one_with_a_message_is_kept(store: Store, backend: str) -> None:

@@ -8,7 +8,8 @@ TRUNCATE); the files backend keeps one JSONL file written with single ``O_APPEND
 crash leaves at most one torn last line, which readers skip.
 
 :class:`AuditingSink` derives most events from the transcript records already flowing to the
-writer, so the engine and the agent need no audit calls of their own.
+writer (the record types in :data:`AUDITED`; the writer's end of the sink chain hands it only
+those), so the engine and the agent need no audit calls of their own.
 """
 
 from __future__ import annotations
@@ -134,6 +135,9 @@ class JsonlAuditSink:
         return found[-limit:] if limit else found
 
 
+AUDITED = frozenset({schema.COMPACT_BOUNDARY, schema.SESSION_MEMORY_UPDATE, schema.EVENT})  # what events_for_record reads
+
+
 def events_for_record(record: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The audit actions a transcript record stands for (most records stand for none)."""
     kind = record.get("type")
@@ -159,23 +163,20 @@ def events_for_record(record: dict[str, Any]) -> list[tuple[str, dict[str, Any]]
 
 @dataclass(slots=True)
 class AuditingSink:
-    """A record sink that forwards every record and audits the ones that are decisions.
+    """A record sink that audits the records that are decisions (given each after it is written).
 
     An audit failure is logged, never raised: losing the agent's turn over an audit row would
     trade the truth (the transcript, which holds the same facts) for its index.
     """
 
-    inner: Any
     audit: AuditSink
     tenant: str
     session_id: str
     who: str = field(default_factory=current_principal)
 
-    def append(self, record: dict[str, Any]) -> object:
-        result = self.inner.append(record)
+    def append(self, record: dict[str, Any]) -> None:
         for action, detail in events_for_record(record):
             try:
                 self.audit.record(AuditEvent(action, self.who, self.tenant, self.session_id, detail))
             except Exception as exc:  # noqa: BLE001 - see the class docstring
                 log.warning("could not write audit event %s for session %s: %s", action, self.session_id, exc)
-        return result

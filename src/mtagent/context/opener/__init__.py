@@ -8,7 +8,8 @@ measurement of all. It
 * opens the session's storage through the :class:`~mtagent.session.store.Store` (files by
   default, PostgreSQL alike; :func:`mtagent.session.session_io.open_session_io`) and writes the
   ``session_start`` record of a new session (with its parent link for a child);
-* builds the one sink chain: redaction → recall indexing → audit (every backend) → the writer;
+* builds the one sink chain: redaction → the writer → audit of decisions (every backend); the recall
+  index catches up from the transcript when queried and at close (``SessionIndex``), never per record;
 * restores resume state: recorded message ids, the at-most-once tool guard, the session-memory
   coverage;
 * picks the summarizer once (:func:`make_summarizer`) and the session-memory model, which always

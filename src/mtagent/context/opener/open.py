@@ -24,7 +24,7 @@ from mtagent.events import EventBus, SessionStats
 from mtagent.redaction import RedactingSink, Redactor
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
-from mtagent.session.audit import AuditingSink
+from mtagent.session.audit import AUDITED, AuditingSink
 from mtagent.session.session_io import open_session_io
 
 
@@ -40,15 +40,20 @@ class ParentLink:
 
 
 class LockedSink:
-    """The writer, safe to share between tool calls running in parallel threads."""
+    """The writer, safe to share between tool calls running in parallel threads; a record that is a
+    decision (:data:`~mtagent.session.audit.AUDITED`) is audited once written — most are not."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, audited: AuditingSink) -> None:
         self.inner = inner
+        self.audited = audited
         self._lock = threading.Lock()
 
     def append(self, record: dict[str, Any]) -> Any:
         with self._lock:
-            return self.inner.append(record)
+            result = self.inner.append(record)
+        if record.get("type") in AUDITED:
+            self.audited.append(record)
+        return result
 
 
 @dataclass(slots=True)
@@ -56,7 +61,7 @@ class OpenedSession:
     """One opened session: its storage, the sink chain, the engine and the system-prompt context.
 
     ``writer`` is the storage's writer (``end_turn``, ``close``, ``path``); every record goes
-    through ``sink`` (redacted → audited → written); ``recall`` catches the project's index up from
+    through ``sink`` (redacted → written → audited); ``recall`` catches the project's index up from
     the transcript when recall is queried and at :meth:`close`, never per record. ``records``: what the store
     held after the last boundary when the session was opened (empty for a new one).
     """
@@ -165,8 +170,7 @@ def open_engine_session(
         stats = SessionStats()
         artifacts = io.artifacts
         artifacts.redactor = redactor  # configured secrets too, as the transcript
-        audited = AuditingSink(LockedSink(io.writer), store.audit, store.tenant, session_id)
-        sink = RedactingSink(audited, redactor)
+        sink = RedactingSink(LockedSink(io.writer, AuditingSink(store.audit, store.tenant, session_id)), redactor)
         recall = session_index(root, session_id, settings, home=store.local_home, transcript=(  # a child's: a file
             (lambda: Path(io.writer.path)) if parent else
             lambda: store.transcript_file(paths.project_hash(root), session_id, beside=False)))
