@@ -67,7 +67,7 @@ def run_size(n: int, turns: int) -> dict[str, float]:
         start = time.perf_counter()
         prepared = manager.prepare(history, system=system, tools_tokens=1_500)
         times.append((time.perf_counter() - start) * 1_000)
-        if prepared.compaction is not None or prepared.cleared_ids:
+        if prepared.compaction is not None or prepared.plan.compressed:
             raise SystemExit("a compaction or clearing fired during timing; raise BENCH_WINDOW")
     return {
         "messages": n,
