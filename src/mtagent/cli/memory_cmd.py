@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 
 from mtagent.cli.output import bare_group_help, console, user_errors
@@ -35,7 +36,7 @@ def _scope(project: bool | None, namespace: str | None = None) -> Scope:
     return "project" if project else "global"
 
 
-def _home(cwd: Path) -> Path:
+def memory_home(cwd: Path) -> Path:
     """Where this project's memory files are for the configured store's tenant (session.local)."""
     from mtagent.config import load_settings
     from mtagent.session.local import local_home
@@ -44,23 +45,34 @@ def _home(cwd: Path) -> Path:
 
 
 def _entries(scope: Scope, cwd: Path, expired_only: bool) -> list[memory.MemoryEntry]:
-    entries = memory.list_memories(scope, cwd, home=_home(cwd))
+    entries = memory.list_memories(scope, cwd, home=memory_home(cwd))
     return [e for e in entries if e.expired] if expired_only else entries
 
 
-def _print_scope(scope: Scope, cwd: Path, expired_only: bool = False) -> None:
+def print_scope(out: Console, scope: Scope, cwd: Path, expired_only: bool = False) -> None:
+    """One scope's facts, numbered as ``remove`` takes them (``mtagent memory list``, ``/memory list``)."""
     entries = _entries(scope, cwd, expired_only)
-    path = memory.memory_path(scope, cwd, home=_home(cwd))
-    console.print(f"[bold]{scope} memory[/]{' (expired)' if expired_only else ''} [dim]({escape(str(path))})[/]")
+    path = memory.memory_path(scope, cwd, home=memory_home(cwd))
+    out.print(f"[bold]{scope} memory[/]{' (expired)' if expired_only else ''} [dim]({escape(str(path))})[/]")
     if not entries:
-        console.print("  (none)")
+        out.print("  (none)")
     for e in entries:
         fact = escape(terminal_safe(e.text))
         text = f"[strike dim]{fact}[/] [dim](obsolete)[/]" if e.obsolete else fact
         if e.expired:
             text = f"[dim]{fact} (expired {e.meta.expires_at:%Y-%m-%d})[/]"
         key = f" [dim]key={escape(terminal_safe(e.meta.key))}[/]" if e.meta.key else ""
-        console.print(f"  {e.number}. {text}{key}", soft_wrap=True)
+        out.print(f"  {e.number}. {text}{key}", soft_wrap=True)
+
+
+def print_saved(out: Console, scope: str, result: memory.AddResult) -> None:
+    verb = "remembered" if result.added else "no longer obsolete" if result.reactivated else "already remembered"
+    out.print(f"{verb} ({scope}, #{result.entry.number}): {escape(terminal_safe(result.entry.text))}", soft_wrap=True)
+
+
+def print_removed(out: Console, scope: str, entry: memory.MemoryEntry, obsolete: bool) -> None:
+    out.print(f"{'marked obsolete' if obsolete else 'removed'} ({scope}): {escape(terminal_safe(entry.text))}",
+              soft_wrap=True)
 
 
 @memory_app.command("list")
@@ -81,7 +93,7 @@ def list_cmd(
         scopes = ["global", "project"] if project is None else [_scope(project)]
     if as_json:
         typer.echo(json_text([{"scope": scope, "number": e.number, "text": e.text, "obsolete": e.obsolete,
-                               "path": str(memory.memory_path(scope, root, home=_home(root))), "key": e.meta.key,
+                               "path": str(memory.memory_path(scope, root, home=memory_home(root))), "key": e.meta.key,
                                "expires_at": e.meta.expires_at.isoformat() if e.meta.expires_at else None,
                                "expired": e.expired}
                               for scope in scopes for e in _entries(scope, root, expired)]))
@@ -89,7 +101,7 @@ def list_cmd(
     for i, scope in enumerate(scopes):
         if i:
             console.print()
-        _print_scope(scope, root, expired)
+        print_scope(console, scope, root, expired)
 
 
 @memory_app.command("add")
@@ -107,16 +119,9 @@ def add_cmd(
     cleaned = clean_key(key)
     meta = FactMeta(key=cleaned, expires_at=parse_ttl(ttl),
                     authority=writer_authority("user", scope) if cleaned else None) if (key or ttl) else None
-    result = memory.save_memory(fact, scope, cwd.resolve(), meta=meta, home=_home(cwd))
+    result = memory.save_memory(fact, scope, cwd.resolve(), meta=meta, home=memory_home(cwd))
     _audit("add", scope, result.entry.number)
-    if result.added:
-        console.print(f"remembered ({scope}, #{result.entry.number}): {escape(terminal_safe(result.entry.text))}", soft_wrap=True)
-    elif result.reactivated:
-        console.print(f"no longer obsolete ({scope}, #{result.entry.number}): {escape(terminal_safe(result.entry.text))}",
-                      soft_wrap=True)
-    else:
-        console.print(f"already remembered ({scope}, #{result.entry.number}): {escape(terminal_safe(result.entry.text))}",
-                      soft_wrap=True)
+    print_saved(console, scope, result)
 
 
 @memory_app.command("remove")
@@ -130,12 +135,8 @@ def remove_cmd(
 ) -> None:
     """Forget a fact (or with --obsolete, keep it struck through and stop using it)."""
     scope = _scope(project, namespace)
-    if obsolete:
-        entry = memory.mark_memory_obsolete(selector, scope, cwd.resolve(), home=_home(cwd))
-        console.print(f"marked obsolete ({scope}): {escape(terminal_safe(entry.text))}", soft_wrap=True)
-    else:
-        entry = memory.remove_memory(selector, scope, cwd.resolve(), home=_home(cwd))
-        console.print(f"removed ({scope}): {escape(terminal_safe(entry.text))}", soft_wrap=True)
+    forget = memory.mark_memory_obsolete if obsolete else memory.remove_memory
+    print_removed(console, scope, forget(selector, scope, cwd.resolve(), home=memory_home(cwd)), obsolete)
     _audit("obsolete" if obsolete else "remove", scope, None)
 
 

@@ -172,45 +172,28 @@ def cmd_memory(host: SlashHost, command: SlashCommand) -> SlashOutcome:
     scope, obsolete, args = _memory_scope(words[1:])
     if obsolete and action not in ("remove", "rm"):
         raise UsageError("--obsolete goes with remove: /memory remove --obsolete [--project] <number or text>")
-    console = host.console
-    from mtagent.config import load_settings
-    from mtagent.session.local import local_home
+    from mtagent.cli.memory_cmd import memory_home, print_removed, print_saved, print_scope
 
-    home = local_home(load_settings(host.cwd))  # the configured tenant's memory files
     if action == "list":
         for i, each in enumerate(["global", "project"] if scope is None else [scope]):
             if i:
-                console.print()
-            entries = memory.list_memories(each, host.cwd, home=home)
-            where = memory.memory_path(each, host.cwd, home=home)
-            console.print(f"[bold]{each} memory[/] [dim]({escape(str(where))})[/]")
-            if not entries:
-                console.print("  (none)")
-            for e in entries:
-                fact = escape(terminal_safe(e.text))
-                text = f"[strike dim]{fact}[/] [dim](obsolete)[/]" if e.obsolete else fact
-                console.print(f"  {e.number}. {text}", soft_wrap=True)
+                host.console.print()
+            print_scope(host.console, each, host.cwd)
         return SlashOutcome.CONTINUE
+    home = memory_home(host.cwd)  # the configured tenant's memory files
     if action == "add":
         if not args:
             raise UsageError("usage: /memory add [--project] <fact>")
         chosen: Scope = scope or "global"
-        result = memory.save_memory(" ".join(args), chosen, host.cwd, home=home)
-        verb = "remembered" if result.added else ("no longer obsolete" if result.reactivated
-                                                  else "already remembered")
-        console.print(f"{verb} ({chosen}, #{result.entry.number}): {escape(terminal_safe(result.entry.text))}", soft_wrap=True)
+        print_saved(host.console, chosen, memory.save_memory(" ".join(args), chosen, host.cwd, home=home))
         return SlashOutcome.CONTINUE
     if action in ("remove", "rm"):
         if not args:
             raise UsageError("usage: /memory remove [--obsolete] [--project] <number or text> "
                              "(numbers from /memory list)")
         chosen = scope or "global"
-        if obsolete:
-            entry = memory.mark_memory_obsolete(" ".join(args), chosen, host.cwd, home=home)
-            console.print(f"marked obsolete ({chosen}): {escape(terminal_safe(entry.text))}", soft_wrap=True)
-        else:
-            entry = memory.remove_memory(" ".join(args), chosen, host.cwd, home=home)
-            console.print(f"removed ({chosen}): {escape(terminal_safe(entry.text))}", soft_wrap=True)
+        forget = memory.mark_memory_obsolete if obsolete else memory.remove_memory
+        print_removed(host.console, chosen, forget(" ".join(args), chosen, host.cwd, home=home), obsolete)
         return SlashOutcome.CONTINUE
     hint = suggest(action, ["list", "add", "remove"])
     raise UsageError(f"unknown /memory action {action!r}" + (f"; did you mean {hint}?" if hint else "")
