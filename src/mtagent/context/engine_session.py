@@ -43,6 +43,7 @@ from mtagent.context.model_errors import ErrorKind, RetryPolicy, call_with_retri
 from mtagent.context.model_gate import GATE
 from mtagent.context.tool_results.repeats import RepeatIndex
 from mtagent.context.tool_results.budgeter import ToolResultBudgeter
+from mtagent.context.tool_results import streamed
 from mtagent.context.window import CallView, ContextWindowManager
 from mtagent.errors import CompactionFailed
 from mtagent.events import EventBus, EventType, SessionStats
@@ -375,6 +376,7 @@ class EngineSession:
 
     def tool_result(self, message: ToolMessage, *, tool_name: str | None = None, count: bool = True) -> ToolMessage:
         """Redact, budget (the one rule in the module docstring) and record one tool result."""
+        message = streamed.persist_huge(self.budgeter, self.redactor, message)  # too big to copy (#33)
         content = self.redactor.text(message.content) if isinstance(message.content, str) else message.content
         update: dict[str, Any] = {} if content is message.content else {"content": content}
         if not message.name and tool_name:

@@ -363,6 +363,21 @@ class ToolResultBudgeter:
                                  limit=None)
         return meta
 
+    def persist_stream(self, message: ToolMessage, sample: str, limit: int) -> ToolMessage:
+        """A text result too big to copy, over its tool's limit (:mod:`~mtagent.context.tool_results.streamed`):
+        stored as it came — the artifact store redacts it a piece at a time — and previewed from ``sample``
+        (already redacted). Decided at the tool stage, as :meth:`budget` decides a result over its limit."""
+        tool, raw = message.name or "", str(message.content)
+        result = _base_result(message)
+        result.setdefault("kind", "text")
+        result["original_chars"] = len(raw)
+        if self.stats is not None:
+            self.stats.last_tool_result_chars = len(raw)
+        content, decision = self._persist(message, tool, raw, sample, result, reason="tool_limit", limit=limit)
+        result["preview_chars"] = len(content)
+        result[BUDGET_KEY] = {"stage": STAGE_TOOL, "decision": decision, "limit": limit, "reason": "tool_limit"}
+        return self._rebuild(message, content, result)
+
     def _write(self, tool_call_id: str, tool: str, raw: str, result: dict[str, Any]) -> ArtifactMeta | None:
         if self.artifacts is None:
             result.update(artifact=None, artifact_truncated=False)
