@@ -87,10 +87,14 @@ class CallView:
 @dataclass(frozen=True, slots=True)
 class CallFrame:
     """What the last prepared call put around the history: the tokens of its system prompt and tool
-    schemas, and the rule files that system prompt carries (a hand-off names them as in force)."""
+    schemas, and that system prompt, whose rule files a hand-off names as in force (read only then)."""
 
     extra: int = 0
-    rules: tuple[str, ...] = ()
+    system: tuple[BaseMessage, ...] = ()
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        return tuple(rule_sources(self.system))
 
 
 class ContextWindowManager:
@@ -165,7 +169,7 @@ class ContextWindowManager:
         meter.sync(history)
         system_tokens = [self.counter.message_tokens(m) for m in system]  # counted once: extra and the plan
         extra = sum(system_tokens) + tools_tokens
-        self._frame = CallFrame(extra, tuple(rule_sources(system)))
+        self._frame = CallFrame(extra, tuple(system))
         log = CallLog()
         working = not query_source.startswith(("compact", "session_memory"))
         if working:
