@@ -32,6 +32,7 @@ from mtagent.context.tool_results import previews
 from mtagent.errors import ConfigError
 from mtagent.events import EventBus, EventType, SessionStats
 from mtagent.session.artifacts import ArtifactMeta, ArtifactStore, get_tool_result_path
+from mtagent.session.schema import message_to_record, tool_result_artifact_record
 from mtagent.session.transcript import RecordSink
 
 _DEFAULTS = ToolResultSettings()
@@ -327,8 +328,6 @@ class ToolResultBudgeter:
         """``budget_turn``, then append each tool result of the turn to the sink as a record."""
         out = self.budget_turn(messages)
         if self.sink is not None:
-            from mtagent.session.schema import message_to_record
-
             for message in out:
                 if isinstance(message, ToolMessage):
                     self.sink.append(message_to_record(message))
@@ -391,8 +390,6 @@ class ToolResultBudgeter:
             meta = self.artifacts.write_text(relative, raw)
         result.update(artifact=meta.path, artifact_truncated=meta.truncated)
         if self.sink is not None:
-            from mtagent.session.schema import tool_result_artifact_record
-
             self.sink.append(tool_result_artifact_record(
                 tool_call_id, tool, meta.path, original_chars=meta.original_chars,
                 stored_bytes=meta.stored_bytes, truncated=meta.truncated, sha256=meta.sha256,
