@@ -17,13 +17,10 @@ from rich.console import Console
 from mtagent import paths
 from mtagent.cli.output import console, user_errors
 from mtagent.config import load_settings
-from mtagent.context.recall import SCOPES, Recaller, RecallIndexer
-from mtagent.context.recall.embeddings import make_embeddings
+from mtagent.context.recall import SCOPES
 from mtagent.context.recall.render import render_hits
+from mtagent.context.recall.sink import project_recaller
 from mtagent.errors import UsageError
-from mtagent.redaction import Redactor, collect_secrets
-from mtagent.session.local import local_home
-from mtagent.session.store import recall_history
 from mtagent.terminal_text import json_text, terminal_safe
 
 HELP = "Search this project's sessions, saved tool results and memory (what compaction removed)."
@@ -45,12 +42,8 @@ def recall_cmd(
     settings = load_settings(root)
     if session:
         paths.validate_session_id(session)
-    redactor = Redactor(collect_secrets(settings=settings))  # today's secrets, whatever the index holds
-    recaller = Recaller(RecallIndexer(root, settings.recall, tenant=settings.storage.tenant,
-                                      redactor=redactor,
-                                      home=local_home(settings),
-                                      history=recall_history(settings, root)),
-                        make_embeddings(settings.recall.embeddings))
+    recaller = project_recaller(root, settings)
+    redactor = recaller.redactor  # today's secrets, whatever the index holds
     try:
         recaller.indexer.refresh()
         if ref:
@@ -78,13 +71,8 @@ def print_recall(out: Console, cwd: Path, text: str) -> None:
     """``/recall QUERY`` and ``/recall --ref REF`` in the REPL (errors are the caller's one line)."""
     words = text.split()
     root = cwd.resolve()
-    settings = load_settings(root)
-    recall = settings.recall
-    redactor = Redactor(collect_secrets(settings=settings))
-    recaller = Recaller(RecallIndexer(root, recall, tenant=settings.storage.tenant,
-                                      redactor=redactor,
-                                      home=local_home(settings),
-                                      history=recall_history(settings, root)), make_embeddings(recall.embeddings))
+    recaller = project_recaller(root, load_settings(root))
+    redactor = recaller.redactor
     try:
         recaller.indexer.refresh()
         if words[:1] == ["--ref"]:

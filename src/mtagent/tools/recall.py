@@ -12,13 +12,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from mtagent.context.recall import RecallIndexer, Recaller
-from mtagent.context.recall.embeddings import make_embeddings
+from mtagent.context.recall import Recaller
 from mtagent.context.recall.render import render_hits
+from mtagent.context.recall.sink import project_recaller
 from mtagent.errors import UsageError
-from mtagent.redaction import Redactor, collect_secrets
-from mtagent.session.local import local_home
-from mtagent.session.store import recall_history
 from mtagent.tools.base import ToolInputError, WorkspaceTool
 
 MAX_REHYDRATE_CHARS = 40_000
@@ -48,13 +45,7 @@ class RecallTool(WorkspaceTool):
 
     def _get_recaller(self) -> Recaller:
         if self._recaller is None:
-            ctx = self.context
-            recall = ctx.settings.recall
-            indexer = RecallIndexer(ctx.workspace.root, recall, tenant=ctx.settings.storage.tenant,
-                                    redactor=Redactor(collect_secrets(settings=ctx.settings)),
-                                    home=local_home(ctx.settings),
-                                    history=recall_history(ctx.settings, ctx.workspace.root))
-            self._recaller = Recaller(indexer, make_embeddings(recall.embeddings))
+            self._recaller = project_recaller(self.context.workspace.root, self.context.settings)
         return self._recaller
 
     def _session_id(self) -> str | None:

@@ -21,6 +21,8 @@ from mtagent.context.recall.retrieved import CompactedRecall
 from mtagent.context.recall.router import Recaller
 from mtagent.context.tokens import count_text_tokens
 from mtagent.redaction import Redactor, collect_secrets
+from mtagent.session.local import local_home
+from mtagent.session.store import recall_history
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,18 @@ class SessionIndex:
             self.catch_up()
         finally:
             self.indexer.close()
+
+
+def project_recaller(project_root: Path, settings: Settings) -> Recaller:
+    """A reader's way in (the ``recall`` tool, ``/recall``, ``mtagent recall``): the project's index in
+    the tenant's local home, caught up from the configured store's transcripts (PostgreSQL: a mirror),
+    hits redacted with today's secrets, hybrid with ``recall.embeddings`` when set."""
+    from mtagent.context.recall.embeddings import make_embeddings
+
+    return Recaller(RecallIndexer(project_root, settings.recall, tenant=settings.storage.tenant,
+                                  redactor=Redactor(collect_secrets(settings=settings)), home=local_home(settings),
+                                  history=recall_history(settings, project_root)),
+                    make_embeddings(settings.recall.embeddings))
 
 
 def session_index(project_root: str | os.PathLike[str], session_id: str, settings: Settings, *,
