@@ -119,13 +119,13 @@ def _add_late_tools(parts: SessionParts, tools: list[BaseTool]) -> None:
     """Tools an MCP server added after start (``tools/list_changed``): into the catalog under the start's
     deferral rule (:func:`~mtagent.context.toolset.late.add_late_tools`: appended, deferred when the
     catalog defers or now should, else loaded and priced like a load) and runnable from now on."""
-    names, started = add_late_tools(parts.toolset.catalog, tools, after_tokens=parts.toolset.after_tokens())
+    toolset, before = parts.toolset, len(parts.toolset.catalog.loaded)
+    names, started = add_late_tools(toolset.catalog, tools, after_tokens=toolset.after_tokens())
     added = set(names)
     _runnable(parts, [t for t in tools if t.name in added])
     if started:  # the same rule as at start now defers: tool_search is offered from here on
-        _runnable(parts, [_tool_search(parts.toolset)])
-    if added:
-        parts.toolset.changed()
+        _runnable(parts, [_tool_search(toolset)])
+    toolset.loaded(toolset.catalog.loaded[before:])  # a catalog that does not defer loads them at once
 
 
 class _ListedOnly:

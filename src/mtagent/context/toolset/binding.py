@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from mtagent.context.opener.system import SessionTools, SystemContext
-from mtagent.context.toolset.toolset import Toolset
+from mtagent.context.toolset.toolset import TOOLS_LOADED, Toolset
 from mtagent.session import schema
 
 
@@ -27,9 +27,6 @@ def session_tools(toolset: Toolset, runnables: Sequence[Any]) -> SessionTools:
     full = toolset.catalog.schema_choice.mode == "full"
     return SessionTools(list(runnables), names, list_tools=full, schema_tokens=toolset.tokens(),
                         context=list(toolset.messages()), sent=bound)
-
-
-TOOLS_LOADED = "tools_loaded"  # the transcript event of a load: names, tokens, cache cost
 
 
 def restore_loads(toolset: Toolset, records: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -48,28 +45,20 @@ def bind_toolset(toolset: Toolset, system: SystemContext, runnables: Sequence[An
     ``compactions``: the session's compaction count, read then. ``last_tokens``: the last request's
     tokens (the window's plan), so a load is priced by what it makes the provider write again.
     ``record_event(name, **data)`` writes each load to the transcript (``tools_loaded``: names, the
-    session's load statistics), and after a compaction the loads so far (``carried``), which
+    session's load statistics), and at a compaction the loads so far (``carried``), which
     :func:`restore_loads` reads back on a resume. (A deferred tool the model calls by name without
     searching is loaded by the front end as the call starts: :meth:`Toolset.load_called`.)
     """
-    seen = [len(toolset.catalog.loaded), toolset.context.compactions]
-
-    def refresh() -> None:
-        current[0] = session_tools(toolset, runnables)
-        loaded, compacted = toolset.catalog.loaded, toolset.context.compactions
-        if record_event is not None and len(loaded) > seen[0]:
-            record_event(TOOLS_LOADED, names=list(loaded[seen[0]:]), **toolset.catalog.stats.to_dict())
-        if record_event is not None and compacted > seen[1] and loaded:  # resume reads from here on
-            record_event(TOOLS_LOADED, names=list(loaded), carried=True)
-        seen[:] = [len(loaded), compacted]
-
-    def now() -> SessionTools:
-        toolset.caught_up(compactions())  # a compaction since the last request: refresh() ran
-        return current[0]
-
     if last_tokens is not None:
         toolset.after_tokens = lambda: max(0, last_tokens() - int(toolset.tokens()))
-    current = [session_tools(toolset, runnables)]
-    toolset.listeners.append(refresh)
-    toolset.compactions_seen = compactions()
+    toolset.record, toolset.compactions_seen = record_event, compactions()
+    catalog = toolset.catalog
+    slot = [(catalog.version, len(catalog.entries), toolset.context.compactions), session_tools(toolset, runnables)]
+
+    def now() -> SessionTools:  # rebuilt after a load, a late tool or a compaction, as the old listener did
+        toolset.caught_up(compactions())
+        if (key := (catalog.version, len(catalog.entries), toolset.context.compactions)) != slot[0]:
+            slot[:] = [key, session_tools(toolset, runnables)]
+        return slot[1]
+
     system.source = now

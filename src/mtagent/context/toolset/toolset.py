@@ -3,7 +3,7 @@
 A front end (the CLI's session, the LangChain middleware, a subagent child) opens one per session
 with :meth:`Toolset.open` and then, per model call:
 
-* binds :meth:`bound` (re-binding when :attr:`version` changed — a load appended schemas),
+* sends :meth:`bound` with each request (a load appends schemas, from the next request on),
 * passes :meth:`tokens` as the call's ``tools_tokens`` (built-in and MCP buckets apart),
 * adds :meth:`messages` right after its system prompt (listings, instructions, deltas),
 * passes the session's compaction count to :meth:`caught_up` as it builds the request (a compaction
@@ -16,7 +16,7 @@ through :meth:`run_search` and :meth:`run_skill`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from mtagent.context.toolset.search import SearchHit
 from mtagent.context.toolset.skills import Discovery, SkillBook, discover
 
 AfterTokens = Callable[[], int]
+TOOLS_LOADED = "tools_loaded"  # the transcript event of a load: names, tokens, cache cost
 
 
 def skill_schema() -> dict[str, Any]:
@@ -55,13 +56,13 @@ class Toolset:
     skills: SkillBook
     context: ToolsetContext
     after_tokens: AfterTokens = lambda: 0  # the last request's tokens behind the tool definitions
-    listeners: list[Callable[[], None]] = field(default_factory=list)  # called after a load or a compaction
     compactions_seen: int | None = None  # the session's compaction count at the last request built
+    record: Callable[..., None] | None = None  # writes ``tools_loaded`` events to the session's transcript
 
-    def changed(self) -> None:
-        """Tell the front end's slot (its copy of what the next request carries; a load is recorded)."""
-        for listener in list(self.listeners):
-            listener()
+    def loaded(self, names: Iterable[str]) -> None:
+        """Record a load as it happens (a resume binds it again: ``binding.restore_loads``)."""
+        if self.record is not None and names:
+            self.record(TOOLS_LOADED, names=list(names), **self.catalog.stats.to_dict())
 
     @classmethod
     def open(cls, tools: Iterable[Any], settings: Settings, *, project_root: Path | None, window: int | None = None,
@@ -82,10 +83,6 @@ class Toolset:
                                     embeddings=embeddings, drop=drop, builtin_core=builtin_core)
         return cls(catalog, book, ToolsetContext(catalog, book, dict(instructions or {})))
 
-    @property
-    def version(self) -> int:
-        return self.catalog.version
-
     def bound(self) -> list[Any]:
         return self.catalog.bound()
 
@@ -96,8 +93,10 @@ class Toolset:
         return self.context.messages()
 
     def compacted(self) -> None:
+        """Fold the listing, note the loads; a resume reads from the boundary on, so they are carried."""
         self.context.compacted()
-        self.changed()
+        if self.record is not None and self.catalog.loaded:
+            self.record(TOOLS_LOADED, names=list(self.catalog.loaded), carried=True)
 
     def caught_up(self, compactions: int) -> bool:
         """Read as a request is built: ``compactions`` (the session's count, any trigger) past the last
@@ -121,8 +120,7 @@ class Toolset:
             return (f"No deferred tool matches {query[:200]!r} ({deferred} deferred tools). Try other words for "
                     "what the tool does, or select:<name> with a name from <deferred-tools>.")
         report = self.catalog.load([h.name for h in hits], after_tokens=self.after_tokens())
-        if report.added:
-            self.changed()
+        self.loaded(report.added)
         lines = [f"- {h.name} ({h.source}): {h.description}" for h in hits]
         loaded = f"Loaded {len(report.added)} tool(s); call them directly from your next step."
         if report.already and not report.added:
@@ -134,10 +132,9 @@ class Toolset:
         next call, so the model calls it with the real parameters). True when it was loaded now."""
         if self.catalog.state(name) != "deferred":
             return False
-        if self.catalog.load([name], after_tokens=self.after_tokens()).added:
-            self.changed()
-            return True
-        return False
+        added = self.catalog.load([name], after_tokens=self.after_tokens()).added
+        self.loaded(added)
+        return bool(added)
 
     def run_skill(self, name: str, file: str | None = None) -> str:
         """``skill``: the body of a skill (pinned until the next compaction), a file it bundles, or a usable error."""
