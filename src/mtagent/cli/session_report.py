@@ -84,7 +84,6 @@ class SessionReport:
     persisted: list[PersistedResult] = field(default_factory=list)
     compactions: list[CompactionEntry] = field(default_factory=list)
     microcompacts: list[MicrocompactEntry] = field(default_factory=list)
-    session_memory_updates: int = 0
     last_plan: dict[str, Any] | None = None
     skipped_lines: int = 0
     # Prompt-cache reads and writes the provider reported (usage_metadata.input_token_details).
@@ -146,8 +145,6 @@ def _apply(report: SessionReport, rec: dict[str, Any], previews: dict[str, int])
         cleared = rec.get("cleared_ids") or []
         report.microcompacts.append(MicrocompactEntry(
             trigger=str(rec.get("trigger", "")), cleared=len(cleared), timestamp=rec.get("timestamp")))
-    elif kind == schema.SESSION_MEMORY_UPDATE:
-        report.session_memory_updates += 1
     elif kind == schema.CONTEXT_PLAN:
         report.last_plan = rec
     elif kind == schema.TRANSCRIPT_MESSAGE and isinstance(rec.get("usage"), dict):
