@@ -188,29 +188,21 @@ STEERING = frozenset({"toolset", "catalog", "tools", "runnable", "bind_tools", "
 
 def steering_subscribers(root: Path) -> list[str]:
     """``bus.subscribe(handler, …)`` whose handler (a lambda, or a function or method of that name in
-    the package) names any of :data:`STEERING`."""
+    the package) names any of :data:`STEERING` (an attribute, a name or a string)."""
     trees = {p.relative_to(root).as_posix(): ast.parse(p.read_text(encoding="utf-8")) for p in sorted(root.rglob("*.py"))}
     defs: dict[str, list[ast.AST]] = {}
-    for tree in trees.values():
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                defs.setdefault(node.name, []).append(node)
+    for node in (n for tree in trees.values() for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        defs.setdefault(node.name, []).append(node)
     out = []
-    for rel, tree in trees.items():
-        for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "subscribe" and node.args):
-                continue
+    for rel, node in ((r, n) for r, tree in trees.items() for n in ast.walk(tree)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "subscribe":
             handler = node.args[0]
-            name = handler.id if isinstance(handler, ast.Name) else handler.attr if isinstance(
-                handler, ast.Attribute) else None
-            bodies = [handler] if isinstance(handler, ast.Lambda) else defs.get(name or "", [])
-            touched = {n.attr if isinstance(n, ast.Attribute) else n.id if isinstance(n, ast.Name) else n.value
-                       for body in bodies for n in ast.walk(body)
-                       if isinstance(n, ast.Attribute | ast.Name) or (isinstance(n, ast.Constant)
-                                                                     and isinstance(n.value, str))} & STEERING
-            if touched:
-                out.append(f"{rel}:{node.lineno} {name or 'lambda'} touches {', '.join(sorted(touched))}")
+            name = getattr(handler, "id", None) or getattr(handler, "attr", None)
+            words = {getattr(n, "attr", None) or getattr(n, "id", None) or getattr(n, "value", None)
+                     for body in ([handler] if isinstance(handler, ast.Lambda) else defs.get(name, []))
+                     for n in ast.walk(body) if isinstance(n, ast.Attribute | ast.Name | ast.Constant)}
+            if touched := sorted(w for w in words if isinstance(w, str) and w in STEERING):
+                out.append(f"{rel}:{node.lineno} {name or 'lambda'} touches {', '.join(touched)}")
     return out
 
 
