@@ -6,7 +6,8 @@ from pathlib import Path
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from mtagent.context.static.rules import glob_match, load_rules, parse_front_matter, touched_paths
+from mtagent.context.opener.system import touched_paths
+from mtagent.context.static.rules import glob_match, load_rules, parse_front_matter
 
 
 def _write(path: Path, text: str) -> Path:

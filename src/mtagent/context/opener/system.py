@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from mtagent.context.static.authority import Conflict
-from mtagent.context.static.rules import Rule, touched_paths
+from mtagent.context.static.rules import Rule
 from mtagent.context.static.tiers import RuntimeContext, StaticContext, StaticParts, build_system_prompt
 
 
@@ -146,15 +146,57 @@ class SystemContext(SystemPrompt):
         return self.tools.schema_tokens
 
     def touch(self, messages: Iterable[BaseMessage]) -> None:
-        """Switch on path-scoped rules for files the messages name (incremental, per message): only
-        a tool call or a tool result names files, and only a rule still off makes a rebuild."""
-        named = [m for m in messages
-                 if getattr(m, "tool_calls", None) or isinstance(getattr(m, "artifact", None), dict)]
-        if named:
-            found = touched_paths(named, self.root)
-            self.static.touched_files.update(dict.fromkeys(found))
-            if self._built is not None and any(rule.applies_to(found) for rule in self._built.dormant):
-                self._built = None
+        """Switch on path-scoped rules for files the messages name (incremental, per message); only a
+        rule still off makes a rebuild."""
+        found = touched_paths(list(messages), self.root)
+        self.static.touched_files.update(dict.fromkeys(found))
+        if found and self._built is not None and any(rule.applies_to(found) for rule in self._built.dormant):
+            self._built = None
+
+
+PATH_ARG_KEYS = ("file_path", "path", "paths", "filename", "target_file", "directory")
+
+
+def _paths_in(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
+def touched_paths(messages: Sequence[BaseMessage], project_root: str | os.PathLike[str] | None = None) -> list[str]:
+    """Files the session's tool calls named, project-relative where possible, first touch first.
+
+    Read from ``file_path`` / ``path``-like arguments of assistant tool calls and from the
+    ``file_path`` of tool results' structured metadata, so the agent can pass its history as is.
+    """
+    root = Path(project_root).resolve() if project_root is not None else None
+    found: dict[str, None] = {}
+
+    def add(raw: str) -> None:
+        if not raw or "\n" in raw:
+            return
+        p = Path(raw).expanduser()
+        if root is not None:
+            absolute = p if p.is_absolute() else root / p
+            try:
+                found[absolute.resolve().relative_to(root).as_posix()] = None
+                return
+            except ValueError:
+                pass
+        found[p.as_posix()] = None
+
+    for m in messages:
+        if isinstance(m, AIMessage):
+            for call in m.tool_calls:
+                for key in PATH_ARG_KEYS:
+                    for raw in _paths_in((call.get("args") or {}).get(key)):
+                        add(raw)
+        elif isinstance(m, ToolMessage) and isinstance(m.artifact, dict):
+            for raw in _paths_in(m.artifact.get("file_path")):
+                add(raw)
+    return list(found)
 
 
 def _stamp(path: Path) -> tuple[int, ...] | None:

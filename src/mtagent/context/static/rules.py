@@ -33,8 +33,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-
 from mtagent.config_sections import MemorySettings
 from mtagent.confine import DEFAULT_MAX_BYTES, ProjectReader, real_path
 from mtagent.context.static.front_matter import parse_front_matter
@@ -42,7 +40,6 @@ from mtagent.globs import glob_match as shared_glob_match
 from mtagent.paths import LOCAL_CONTEXT_FILE, PROJECT_CONTEXT_FILES, RULES_DIR
 from mtagent.redaction import Redactor
 
-PATH_ARG_KEYS = ("file_path", "path", "paths", "filename", "target_file", "directory")
 _INCLUDE_RE = re.compile(r"(?:(?<=\s)|^)@(?P<path>[\w.~/-]+)")
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 
@@ -236,45 +233,3 @@ def load_project_rules(project_root: str | os.PathLike[str], settings: MemorySet
     return load_rules(project_root, include_max_depth=settings.include_max_depth,
                       rules_max_chars=settings.rules_max_chars, max_file_bytes=settings.context_file_max_bytes,
                       allow_external=settings.allow_external_includes, redactor=redactor)
-
-
-def _paths_in(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        return [v for v in value if isinstance(v, str)]
-    return []
-
-
-def touched_paths(messages: Sequence[BaseMessage], project_root: str | os.PathLike[str] | None = None) -> list[str]:
-    """Files the session's tool calls named, project-relative where possible, first touch first.
-
-    Read from ``file_path`` / ``path``-like arguments of assistant tool calls and from the
-    ``file_path`` of tool results' structured metadata, so the agent can pass its history as is.
-    """
-    root = Path(project_root).resolve() if project_root is not None else None
-    found: dict[str, None] = {}
-
-    def add(raw: str) -> None:
-        if not raw or "\n" in raw:
-            return
-        p = Path(raw).expanduser()
-        if root is not None:
-            absolute = p if p.is_absolute() else root / p
-            try:
-                found[absolute.resolve().relative_to(root).as_posix()] = None
-                return
-            except ValueError:
-                pass
-        found[p.as_posix()] = None
-
-    for m in messages:
-        if isinstance(m, AIMessage):
-            for call in m.tool_calls:
-                for key in PATH_ARG_KEYS:
-                    for raw in _paths_in((call.get("args") or {}).get(key)):
-                        add(raw)
-        elif isinstance(m, ToolMessage) and isinstance(m.artifact, dict):
-            for raw in _paths_in(m.artifact.get("file_path")):
-                add(raw)
-    return list(found)

@@ -200,7 +200,7 @@ class StaticContext:
     """The static context of one session, read from disk by :meth:`build` (a session's
     :class:`~mtagent.context.opener.system.SystemContext` builds again only when a file it read changed).
 
-    ``touched`` paths (see :func:`mtagent.context.static.rules.touched_paths`) switch on the
+    ``touched`` paths (see :func:`mtagent.context.opener.system.touched_paths`) switch on the
     path-scoped rules; once a file was touched its rules stay for the rest of the session
     (``touched_files``, first touch first).
     ``redactor`` cleans every project file read (the session's, with its configured secrets; by
