@@ -222,11 +222,6 @@ class EngineSession:
                 if isinstance(message, ToolMessage):
                     self.guard.answered.add(message.tool_call_id)
 
-    def record_new(self, messages: Iterable[BaseMessage]) -> list[BaseMessage]:
-        """Append every message not yet recorded, in order; return the ones written."""
-        with self.lock:
-            return [m for m in messages if self.record(m)]
-
     def record_event(self, event: EventType | str, *, live: Mapping[str, Any] | None = None, **data: Any) -> None:
         """An ``event`` record in the transcript, and the same event on the bus; ``live`` goes on the
         bus only (what a front end shows that the transcript already holds elsewhere)."""
@@ -289,7 +284,9 @@ class EngineSession:
             conflicts = self.system.conflicts if self.system is not None else tuple
         if tools_tokens is None:
             tools_tokens = self.system.schema_tokens() if self.system is not None else 0
-        self.record_new(history)
+        with self.lock:  # what is new in history, in order
+            for message in history:
+                self.record(message)
         cfg = self.settings.agent
         retry = RetryPolicy(cfg.max_retries, cfg.retry_base_seconds)
         compacted = reactive_used = False
