@@ -142,8 +142,6 @@ class RecallIndexer:
         if found.compacted_before is not None:
             self.flush()
             self.store.mark_compacted(session, found.compacted_before or None)
-        elif len(self._pending) >= FLUSH_DOCS or self._pending_chars >= FLUSH_CHARS:
-            self.flush()
         return count
 
     # ---- catch-up ----------------------------------------------------------------------------
