@@ -20,7 +20,7 @@ OPENER = "context/opener/"
 # What only the opener may construct (and, for writers, the storage layer it calls).
 SESSION_PARTS = frozenset({
     "EngineSession", "ContextWindowManager", "SessionMemoryManager", "RedactingSink", "AuditingSink",
-    "IndexingSink", "LockedSink", "recall_sink", "build_engine_session", "open_session_io",
+    "SessionIndex", "LockedSink", "session_index", "build_engine_session", "open_session_io",
 })
 WRITERS = frozenset({"TranscriptWriter", "open_writer", "open_session_writer", "open_in_store"})
 STORAGE = "session/"
@@ -40,7 +40,7 @@ def constructions(tree: ast.AST) -> list[tuple[str, int]]:
 
 
 def defined(tree: ast.AST) -> set[str]:
-    """Names a module defines itself (a part's own module may build it: ``recall_sink`` → ``IndexingSink``)."""
+    """Names a module defines itself (a part's own module may build it: ``session_index`` → ``SessionIndex``)."""
     return {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef)}
 
 
@@ -88,7 +88,7 @@ def test_the_opener_and_the_storage_layer_may_build_them(tmp_path: Path) -> None
     (tmp_path / "session" / "rogue.py").write_text("e = EngineSession(w, b, s)\n")
     (tmp_path / "context" / "recall").mkdir()
     (tmp_path / "context" / "recall" / "sink.py").write_text(
-        "class IndexingSink: ...\ndef recall_sink(i): return IndexingSink(i)\n")
+        "class SessionIndex: ...\ndef session_index(i): return SessionIndex(i)\n")
     assert offenders(tmp_path) == ["session/rogue.py:1 builds EngineSession"]
 
 
