@@ -101,11 +101,12 @@ class Toolset:
     def caught_up(self, compactions: int) -> bool:
         """Read as a request is built: ``compactions`` (the session's count, any trigger) past the last
         count seen means the history was compacted since — :meth:`compacted` now. True when it was."""
-        seen, self.compactions_seen = self.compactions_seen, compactions
-        if seen is None or compactions <= seen:
-            return False
-        self.compacted()
-        return True
+        with self.catalog._lock:  # noqa: SLF001 - once per compaction, whichever thread reads first (notes model)
+            seen, self.compactions_seen = self.compactions_seen, compactions
+            if seen is None or compactions <= seen:
+                return False
+            self.compacted()
+            return True
 
     # ── the tools' bodies ──
 
