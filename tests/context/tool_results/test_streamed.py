@@ -65,7 +65,9 @@ def test_a_small_result_a_self_limiting_tool_and_another_stores_redactor_take_th
     assert streamed.persist_huge(budgeter, Redactor(("another-secret-value",)), other) is other
 
 
-def test_the_engine_makes_no_whole_copy_of_a_big_result_with_a_secret(tmp_path: Path) -> None:
+def test_the_engine_makes_no_whole_copy_of_a_big_result_with_a_secret(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(streamed, "STREAM_MIN_CHARS", 10_000_000)
     redactor = Redactor((SECRET,))
     engine = build_engine_session(sink=MemorySink(), artifacts=ArtifactStore(tmp_path / "a", redactor=redactor),
                                   redactor=redactor)

@@ -7,8 +7,8 @@ this big is over its tool's limit anyway, so the model only ever sees a preview:
 store redacts the text a piece at a time as it writes it (:meth:`~mtagent.redaction.Redactor.pieces`
 — the same bytes as the whole redacted at once), and the preview is made from a sample — the
 redacted head and tail, about :data:`SAMPLE_CHARS` each, with the middle's line breaks between them
-so line numbers hold. What a sample leaves out: error lines from the middle of a huge shell log, and
-the JSON outline of a huge JSON result (parsing 50 MB of JSON would cost ten times that anyway).
+so line numbers hold. What a sample leaves out: error lines from the middle of a log that size, and
+the JSON outline of a JSON result that size (parsing 50 MB of JSON would cost ten times that anyway).
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from langchain_core.messages import ToolMessage
 from mtagent.context.tool_results.budgeter import ToolResultBudgeter, is_budgeted
 from mtagent.redaction import Redactor
 
-# A text result at least this long, over its tool's limit, takes this path (below it, two copies are cheap).
-STREAM_MIN_CHARS = 8_000_000
+# A text result at least this long, over its tool's limit, takes this path: below it two copies are
+# cheap, and it is above what a shell command's output is kept to (``shell.max_capture_bytes``, 16 MiB by
+# default), so a shell log's preview keeps the error lines from its middle.
+STREAM_MIN_CHARS = 20_000_000
 SAMPLE_CHARS = 1 << 20
 
 
