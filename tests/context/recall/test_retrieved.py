@@ -84,6 +84,16 @@ def test_a_new_message_naming_a_compacted_identifier_gets_the_retrieved_bucket(t
     assert engine.prepare(history).messages[-1].id == "q2"
 
 
+def test_the_call_after_a_compaction_catches_the_index_up(tmp_path: Path) -> None:
+    """A compaction is a natural batch point: the next call indexes the transcript (so a session's
+    close, or a search, has only the tail since to read) — no question needed."""
+    engine, history = _compacted(tmp_path, _settings())
+    indexer = engine.retriever.recaller.indexer  # type: ignore[union-attr]
+    assert indexer.store.count() == 0
+    engine.prepare([*history, HumanMessage("carry on", id="q0")])
+    assert indexer.store.count("message") >= 60 and indexer.store.count("summary") == 1
+
+
 def test_nothing_is_retrieved_for_names_still_in_view_or_never_compacted(tmp_path: Path) -> None:
     engine, history = _compacted(tmp_path, _settings())
     history.append(HumanMessage("now check brand_new_function_name and module 19", id="q1"))
@@ -179,4 +189,4 @@ def test_before_a_compaction_nothing_is_searched_and_the_index_is_not_touched(tm
     summary = summary_message("cb-1", "Goal: keep going.", pre_tokens=9_000, post_tokens=500, reason="auto")
     later = [summary, *history[-4:], HumanMessage("and zorblax_widget_factory?", id="q2")]
     retriever.step(later, window=60_000, room=30_000)
-    assert caught == [1]
+    assert caught == [1, 1]  # the compaction the summary stands for, then the search

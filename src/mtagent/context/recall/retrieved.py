@@ -13,7 +13,8 @@ records which identifier pulled in which item and why. The bucket:
 * lives until the next user message replaces or clears it (tool rounds in between keep it).
 
 Only what a compaction of this session removed is retrieved: until the view has held a summary a
-call only notes which messages it saw; ``catch_up`` brings the index up to date before a search.
+call only notes which messages it saw; ``catch_up`` brings the index up to date after a compaction
+and before a search.
 """
 
 from __future__ import annotations
@@ -87,6 +88,10 @@ class Retrieval:
                 "dropped": [{"ref": r, "reason": why} for r, why in self.dropped]}
 
 
+def _is_summary(message: BaseMessage) -> bool:
+    return ((message.response_metadata or {}).get("mtagent") or {}).get("kind") == SUMMARY_KIND
+
+
 def _is_trigger(message: BaseMessage) -> bool:
     meta = (message.response_metadata or {}).get("mtagent") or {}
     if meta.get("kind") in _STATIC_KINDS or meta.get("injected"):
@@ -125,8 +130,9 @@ class CompactedRecall:
     def step(self, view: Sequence[BaseMessage], *, window: int, room: int) -> Retrieval:
         """This call's retrieval; ``room`` is what is left below the threshold before it."""
         new = self._new_messages(view)
-        self._compacted = self._compacted or any(
-            ((m.response_metadata or {}).get("mtagent") or {}).get("kind") == SUMMARY_KIND for m in view)
+        if self.catch_up is not None and any(_is_summary(m) for m in new):
+            self.catch_up()  # a compaction since the last call: the natural moment to index what it removed
+        self._compacted = self._compacted or any(_is_summary(m) for m in view)
         if not self._compacted:
             return self.current
         triggers = [m for m in new if _is_trigger(m)]
