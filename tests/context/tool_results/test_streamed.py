@@ -39,6 +39,7 @@ def test_the_artifact_is_the_whole_redacted_and_no_secret_reaches_the_preview(tm
     redactor = Redactor((SECRET,))
     # a secret in the head, one in the middle, a key across the sample's edge region, one at the very end
     text = f"start {SECRET}\n" + LINE * 3000 + f"mid {SECRET}\n" + LINE * 3000 + KEY + "\n" + LINE * 200 + SECRET
+    assert len(streamed.redacted_sample(redactor, text, streamed.SAMPLE_CHARS)) < len(text) // 4  # a sample
     out = streamed.persist_huge(_budgeter(tmp_path / "a", redactor), redactor, _result(text))
     assert is_budgeted(out) and out.artifact["budget"]["decision"] == "persisted"
     assert (tmp_path / "a" / out.artifact["artifact"]).read_text() == redactor.text(text)

@@ -37,10 +37,10 @@ def persist_huge(budgeter: ToolResultBudgeter, redactor: Redactor, message: Tool
     limit = budgeter.policy.limit_for(message.name)
     if limit is None or len(text) <= limit:
         return message
-    return budgeter.persist_stream(message, redacted_sample(redactor, text), limit)
+    return budgeter.persist_stream(message, redacted_sample(redactor, text, SAMPLE_CHARS), limit)
 
 
-def redacted_sample(redactor: Redactor, text: str, chars: int = SAMPLE_CHARS) -> str:
+def redacted_sample(redactor: Redactor, text: str, chars: int) -> str:
     """The redacted first and last pieces of ``text`` (about ``chars`` each), its middle as line breaks only."""
     cuts = redactor.cuts(text, chars)
     head_end, tail_start = cuts[1], cuts[-2]
