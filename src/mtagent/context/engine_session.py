@@ -373,7 +373,8 @@ class EngineSession:
 
     def tool_result(self, message: ToolMessage, *, tool_name: str | None = None, count: bool = True) -> ToolMessage:
         """Redact, budget (the one rule in the module docstring) and record one tool result."""
-        message = streamed.persist_huge(self.budgeter, self.redactor, message)  # too big to copy (#33)
+        if isinstance(message.content, str) and len(message.content) >= streamed.STREAM_MIN_CHARS:
+            message = streamed.persist_huge(self.budgeter, self.redactor, message)  # too big to copy (#33)
         content = self.redactor.text(message.content) if isinstance(message.content, str) else message.content
         update: dict[str, Any] = {} if content is message.content else {"content": content}
         if not message.name and tool_name:
