@@ -131,7 +131,7 @@ class Toolset:
     def load_called(self, name: str) -> bool:
         """A deferred tool was called by name without a search: load it too (its schema is bound from the
         next call, so the model calls it with the real parameters). True when it was loaded now."""
-        if self.catalog.state(name) != "deferred":
+        if not self.catalog.deferral.deferring or self.catalog.state(name) != "deferred":
             return False
         added = self.catalog.load([name], after_tokens=self.after_tokens()).added
         self.loaded(added)
