@@ -29,6 +29,13 @@ def mtagent_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 
 
 @pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """An empty project folder (a module that needs files in it defines its own ``project``)."""
+    (tmp_path / "proj").mkdir()
+    return tmp_path / "proj"
+
+
+@pytest.fixture
 def trajectories() -> Path:
     """The shared real trajectories; tests that need them skip where they are absent."""
     if not TRAJECTORIES.is_dir():

@@ -5,21 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
-import pytest
 from rich.console import Console
 
 from mtagent.cli.repl_host import ReplHost
 from mtagent.cli.session_options import SessionOptions
 from mtagent.cli.slash import dispatch
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    return root
 
 
 def _window_lines(text: str) -> list[str]:

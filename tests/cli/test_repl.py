@@ -37,13 +37,6 @@ def test_double_slash_sends_a_message_that_starts_with_a_slash():
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
 def pipe() -> Iterator:
     with create_pipe_input() as inp:
         yield inp

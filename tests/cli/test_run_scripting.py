@@ -13,13 +13,6 @@ from mtagent.cli.app import app
 runner = CliRunner()
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    return root
-
-
 def script(tmp_path: Path, steps: list) -> str:
     path = tmp_path / "script.json"
     path.write_text(json.dumps(steps), encoding="utf-8")

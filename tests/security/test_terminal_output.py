@@ -37,13 +37,6 @@ def script(tmp_path: Path, steps: list, name: str = "script.json") -> str:
     return f"scripted:{path}"
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    return root
-
-
 # ── the sanitizer itself ─────────────────────────────────────────────────────────────────
 
 def test_terminal_safe_shows_escapes_c1_and_bidi_controls_visibly():

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from mtagent import trust
@@ -14,13 +13,6 @@ from mtagent.cli.app import app
 from mtagent.cli.trust_cmd import first_run_question
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    return root
 
 
 def _mcp_json(project: Path, servers: dict) -> None:

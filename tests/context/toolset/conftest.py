@@ -1,4 +1,4 @@
-"""Fixtures of the toolset tests: a user home and a project folder, side by side."""
+"""Fixtures of the toolset tests: a user home beside the project folder (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,3 @@ import pytest
 def home(tmp_path: Path) -> Path:
     (tmp_path / "home").mkdir()
     return tmp_path / "home"
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    (tmp_path / "proj").mkdir()
-    return tmp_path / "proj"
