@@ -58,6 +58,15 @@ def make_store(backend: str, *, home: Path, dsn: str | None, tenant: str, max_by
     return PostgresStore(dsn, tenant=tenant, max_artifact_bytes=max_bytes, pool_max_size=2)
 
 
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project folder with one file (the CLI and reader tests run their sessions in it)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "README.md").write_text("hello\n")
+    return root
+
+
 @pytest.fixture(params=["files", "postgres"])
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)

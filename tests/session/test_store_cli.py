@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from mtagent import paths
@@ -17,14 +16,6 @@ from mtagent.session import schema
 from mtagent.session.files_store import FilesStore
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "README.md").write_text("hello\n")
-    return root
 
 
 def _files_session(project: Path, sid: str, n: int) -> list[dict]:

@@ -25,14 +25,6 @@ runner = CliRunner()
 CANARY = "canary-pw-7f3e"
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "README.md").write_text("hello\n")
-    return root
-
-
 def _env(dsn: str, tenant: str) -> dict[str, str]:
     return {"MTAGENT_STORAGE__BACKEND": "postgres", "MTAGENT_STORAGE__DSN": dsn, "MTAGENT_STORAGE__TENANT": tenant}
 
