@@ -25,8 +25,11 @@ from mtagent.session.reader import read_records  # noqa: E402
 WAIT = 90  # seconds per step, generous for a loaded CI box; the happy path takes a few
 
 
-def spawn(project: Path, script: Path, home: Path, *extra: str,
+def spawn(project: Path, replies: list, home: Path, *extra: str, name: str = "script.json",
           preexec: Callable[[], None] = sigint_default_in_child) -> pexpect.spawn:
+    """``mtagent`` in ``project`` with a scripted model answering ``replies`` (written beside it as ``name``)."""
+    script = project.parent / name
+    script.write_text(json.dumps(replies), encoding="utf-8")
     env = {**os.environ, "MTAGENT_HOME": str(home), "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm",
            "NO_COLOR": "1", "COLUMNS": "140", "LINES": "50"}
     env.pop("OPENAI_API_KEY", None)
@@ -37,18 +40,16 @@ def spawn(project: Path, script: Path, home: Path, *extra: str,
     return child
 
 
-def test_repl_message_context_approval_multiline_and_exit(tmp_path, mtagent_home):
-    project = tmp_path / "proj"
-    project.mkdir()
+def user_lines(project: Path, session: int = 0) -> list:
+    records = read_records(FilesStore().session_infos(paths.project_hash(project))[session].path)
+    return [r["content"] for r in records if r.get("role") == "user"]
+
+
+def test_repl_message_context_approval_multiline_and_exit(project, mtagent_home):
     marker = project / "approved.txt"
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps([
-        "Hello from the scripted model.",
-        {"tool": "shell", "args": {"command": f"echo ok > {marker}"}},
-        "The command ran.",
-        "Got two lines.",
-    ]), encoding="utf-8")
-    child = spawn(project, script, mtagent_home)
+    child = spawn(project, ["Hello from the scripted model.",
+                            {"tool": "shell", "args": {"command": f"echo ok > {marker}"}},
+                            "The command ran.", "Got two lines."], mtagent_home)
     try:
         child.expect("/help for commands")
         child.expect("›")
@@ -82,9 +83,7 @@ def test_repl_message_context_approval_multiline_and_exit(tmp_path, mtagent_home
         child.close(force=True)
     assert child.exitstatus == 0, child.before
     assert marker.read_text().strip() == "ok"
-    records = list(read_records(FilesStore().session_infos(paths.project_hash(project))[0].path))
-    users = [r["content"] for r in records if r.get("role") == "user"]
-    assert users == ["hello", "please run it", "first line\nsecond line"]
+    assert user_lines(project) == ["hello", "please run it", "first line\nsecond line"]
     assert (mtagent_home / "repl_history").read_text(encoding="utf-8").count("/context") >= 1
 
 
@@ -93,16 +92,12 @@ def _sigint_ignored() -> None:
 
 
 @pytest.mark.parametrize("started", ["plainly", "with SIGINT ignored"])
-def test_ctrl_c_stops_a_running_tool_and_returns_to_the_prompt(tmp_path, mtagent_home, started):
+def test_ctrl_c_stops_a_running_tool_and_returns_to_the_prompt(tmp_path, project, mtagent_home, started):
     """The user typing at the REPL gets Ctrl-C even when whatever started it ignored SIGINT."""
-    project = tmp_path / "proj"
-    project.mkdir()
-    script = tmp_path / "script.json"
     running = tmp_path / "running"  # Ctrl-C while the command runs, not while the tool forks it
-    script.write_text(json.dumps([{"tool": "shell", "args": {"command": f"touch {running}; sleep 60"}},
-                                  "Still here."]), encoding="utf-8")
     preexec = _sigint_ignored if started == "with SIGINT ignored" else sigint_default_in_child
-    child = spawn(project, script, mtagent_home, "--approval", "allow", preexec=preexec)
+    child = spawn(project, [{"tool": "shell", "args": {"command": f"touch {running}; sleep 60"}}, "Still here."],
+                  mtagent_home, "--approval", "allow", preexec=preexec)
     try:
         child.expect("›")
         child.sendline("wait a minute")
@@ -122,15 +117,11 @@ def test_ctrl_c_stops_a_running_tool_and_returns_to_the_prompt(tmp_path, mtagent
     records = list(read_records(FilesStore().session_infos(paths.project_hash(project))[0].path))
     tool = [r for r in records if r.get("role") == "tool"]
     assert len(tool) == 1 and "interrupt" in str(tool[0]["content"]).lower()
-    assert [r["content"] for r in records if r.get("role") == "user"] == ["wait a minute", "go on"]
+    assert user_lines(project) == ["wait a minute", "go on"]
 
 
-def test_repl_cost_compact_and_clear_in_a_terminal(tmp_path, mtagent_home):
-    project = tmp_path / "proj"
-    project.mkdir()
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(["First answer.", "Second answer."]), encoding="utf-8")
-    child = spawn(project, script, mtagent_home)
+def test_repl_cost_compact_and_clear_in_a_terminal(project, mtagent_home):
+    child = spawn(project, ["First answer.", "Second answer."], mtagent_home)
     try:
         child.expect("›")
         child.sendline("hello")
@@ -156,14 +147,10 @@ def test_repl_cost_compact_and_clear_in_a_terminal(tmp_path, mtagent_home):
     assert len(FilesStore().session_infos(paths.project_hash(project))) == 2  # each got a message
 
 
-def test_a_refused_compact_stops_its_spinner(tmp_path, mtagent_home):
+def test_a_refused_compact_stops_its_spinner(project, mtagent_home):
     """``/compact`` in a young session says "nothing compacted"; its spinner must stop with it,
     not redraw over the idle prompt (it once ran on forever: a refusal sent no end signal)."""
-    project = tmp_path / "proj"
-    project.mkdir()
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(["First answer."]), encoding="utf-8")
-    child = spawn(project, script, mtagent_home)
+    child = spawn(project, ["First answer."], mtagent_home)
     try:
         child.expect("›")
         child.sendline("hello")
@@ -181,10 +168,8 @@ def test_a_refused_compact_stops_its_spinner(tmp_path, mtagent_home):
         child.close(force=True)
 
 
-def _a_session(project: Path, tmp_path: Path, home: Path) -> str:
-    script = tmp_path / "first.json"
-    script.write_text(json.dumps(["First answer."]), encoding="utf-8")
-    child = spawn(project, script, home)
+def _a_session(project: Path, home: Path) -> str:
+    child = spawn(project, ["First answer."], home, name="first.json")
     try:
         child.expect("›")
         child.sendline("hello")
@@ -197,14 +182,10 @@ def _a_session(project: Path, tmp_path: Path, home: Path) -> str:
     return FilesStore().session_infos(paths.project_hash(project))[-1].session_id
 
 
-def test_resume_draws_its_prompt_before_the_session_is_loaded(tmp_path, mtagent_home):
+def test_resume_draws_its_prompt_before_the_session_is_loaded(project, mtagent_home):
     """--resume reaches its prompt as a new session does: the load happens behind it (issue 36)."""
-    project = tmp_path / "proj"
-    project.mkdir()
-    sid = _a_session(project, tmp_path, mtagent_home)
-    script = tmp_path / "second.json"
-    script.write_text(json.dumps(["Second answer."]), encoding="utf-8")
-    child = spawn(project, script, mtagent_home, "--resume", "latest")
+    sid = _a_session(project, mtagent_home)
+    child = spawn(project, ["Second answer."], mtagent_home, "--resume", "latest", name="second.json")
     try:
         child.expect("resuming")  # the header names the session (the line may wrap on a long script path)
         child.expect("›")
@@ -218,20 +199,15 @@ def test_resume_draws_its_prompt_before_the_session_is_loaded(tmp_path, mtagent_
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
-    records = list(read_records(FilesStore().session_infos(paths.project_hash(project))[-1].path))
-    assert [r["content"] for r in records if r.get("role") == "user"] == ["hello", "and again"]
+    assert user_lines(project, -1) == ["hello", "and again"]
 
 
-def test_resume_of_a_session_another_repl_holds_is_refused_before_loading(tmp_path, mtagent_home):
-    project = tmp_path / "proj"
-    project.mkdir()
-    sid = _a_session(project, tmp_path, mtagent_home)
-    script = tmp_path / "hold.json"
-    script.write_text(json.dumps(["Holding."]), encoding="utf-8")
-    holder = spawn(project, script, mtagent_home, "--resume", sid)
+def test_resume_of_a_session_another_repl_holds_is_refused_before_loading(project, mtagent_home):
+    sid = _a_session(project, mtagent_home)
+    holder = spawn(project, ["Holding."], mtagent_home, "--resume", sid, name="hold.json")
     try:
         holder.expect(rf"session {sid} \(resumed\)")
-        second = spawn(project, script, mtagent_home, "--resume", sid)
+        second = spawn(project, ["Holding."], mtagent_home, "--resume", sid, name="hold2.json")
         try:
             second.expect(pexpect.EOF, timeout=30)
             out = second.before
