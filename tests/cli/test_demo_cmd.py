@@ -66,7 +66,7 @@ def test_demo_shows_the_engine_working_as_it_works_and_explains_its_words(demo_r
 def test_demo_on_its_own_source_does_not_send_a_real_model_into_site_packages(tmp_path, monkeypatch):
     import mtagent.cli.demo_cmd as demo_cmd
 
-    monkeypatch.setattr(demo_cmd, "default_demo_cwd", lambda: DEMO_SOURCE)
+    monkeypatch.setattr(demo_cmd, "demo_root", lambda: DEMO_SOURCE)
     result = runner.invoke(app, ["demo"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "--resume" not in result.output and "cd your-project && mtagent --model" in result.output

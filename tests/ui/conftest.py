@@ -42,7 +42,7 @@ class DemoSession:
 def demo_session(tmp_path_factory: pytest.TempPathFactory) -> DemoSession:
     """One ``mtagent demo`` run (the scripted policy over mtagent's own source, 16K window)."""
     from mtagent.agent.demo import run_demo
-    from mtagent.cli.demo_cmd import default_demo_cwd
+    from mtagent.cli.session_options import demo_root
 
     home = tmp_path_factory.mktemp("ui-home")
     with pytest.MonkeyPatch.context() as mp:
@@ -50,7 +50,7 @@ def demo_session(tmp_path_factory: pytest.TempPathFactory) -> DemoSession:
             if name.startswith("MTAGENT_"):
                 mp.delenv(name)
         mp.setenv("MTAGENT_HOME", str(home))
-        result = run_demo(default_demo_cwd())
+        result = run_demo(demo_root())
         write_hostile_session(home)
     transcript = Path(result.transcript_path)
     return DemoSession(home, transcript.parent.name, transcript.stem, transcript)

@@ -17,19 +17,13 @@ from rich.markup import escape
 
 from mtagent.cli.context_render import WindowUsage, render_context_grid, render_demo_summary
 from mtagent.cli.output import console, user_errors
+from mtagent.cli.session_options import demo_root
 from mtagent.cli.session_report import SessionReport, read_session_report
 from mtagent.errors import UsageError
 
 # Below this the fixed part of every request (system prompt and tool definitions, about 2.4K
 # tokens) leaves the scaled tail and summary no room, and the demo would only show failures.
 MIN_DEMO_WINDOW = 4_096
-
-
-def default_demo_cwd() -> Path:
-    """The installed package's own source: a real code base that is always there."""
-    import mtagent
-
-    return Path(mtagent.__file__).resolve().parent
 
 
 def window_usage_of(report: SessionReport, window: int, threshold: int) -> WindowUsage:
@@ -56,7 +50,7 @@ def run_demo_command(cwd: Path | None, window: int | None) -> None:
     window = DEFAULT_WINDOW if window is None else window
     if window < MIN_DEMO_WINDOW:
         raise UsageError(f"--window {window} is too small for the demo; use at least {MIN_DEMO_WINDOW}")
-    root = (cwd or default_demo_cwd()).expanduser().resolve()
+    root = (cwd or demo_root()).expanduser().resolve()
     if not root.is_dir():
         raise UsageError(f"--cwd {root} is not a folder")
     console.print(f"[bold]mtagent demo[/] — a [yellow]scripted policy[/] (not a model) drives the real agent "
