@@ -54,12 +54,12 @@ def session() -> list[BaseMessage]:
 def test_the_ledger_reads_the_work_state_exactly() -> None:
     ledger = ledger_from_messages(session())
     assert ledger.goal == f"{LONG_TASK}\nNever edit files under tests/."  # whole: no 2,000-character cut
-    assert ledger.last_request == "Also keep the old ioctl working.\n## Why\nusers depend on it"
+    assert ledger.requests[-1] == "Also keep the old ioctl working.\n## Why\nusers depend on it"
     assert ledger.constraints == ["Never edit files under tests/."]
     assert ledger.plan is not None and [s.status for s in ledger.plan.steps] == ["done", "in_progress", "pending"]
     assert ledger.files_read == ["drv/dma.c"]
-    assert ledger.files_created == ["drv/ring.c"] and ledger.files_edited == ["drv/dma.c"]
-    assert ledger.files_deleted == ["drv/old.c"]
+    assert {path: kind for path, (kind, _) in ledger.files_changed.items()} == {
+        "drv/ring.c": "created", "drv/dma.c": "edited", "drv/old.c": "deleted"}
     assert [f.command for f in ledger.failed_commands] == ["rm drv/old.c && make test"]
     assert "expected ';'" in ledger.failed_commands[0].error_tail
     assert ledger.verification.startswith("`rm drv/old.c && make test` failed")
@@ -73,7 +73,7 @@ def test_the_rendered_ledger_carries_everything_and_reads_back() -> None:
     assert missing_from(ledger, text) == []
     assert LONG_TASK in text and "## Why\nusers depend on it" in text
     back = parse_rendered(text)
-    assert back.goal == ledger.goal and back.last_request == ledger.last_request
+    assert back.goal == ledger.goal and back.requests == ledger.requests
     assert back.plan == ledger.plan and back.files_changed == ledger.files_changed
     assert missing_from(ledger, render_ledger(back)) == []
 
@@ -94,7 +94,7 @@ def test_the_first_goal_stands_through_merges_and_summaries() -> None:
     later = [summary, HumanMessage("Now write the release notes.", id="u2")]
     merged = ledger_from_messages(later)
     assert merged.goal == first.goal
-    assert merged.last_request == "Now write the release notes."
+    assert merged.requests[-1] == "Now write the release notes."
     assert merged.plan == first.plan  # carried by the summary's text when it has no data
     assert merge_ledgers(first, HandoffLedger(goal="Delete everything.")).goal == first.goal
 

@@ -58,26 +58,6 @@ class HandoffLedger:
     passed_commands: set[str] = field(default_factory=set)
     closed_tasks: set[str] = field(default_factory=set)
 
-    @property
-    def last_request(self) -> str:
-        """The user's newest request (the goal when there was only one)."""
-        return self.requests[-1] if self.requests else self.goal
-
-    def files_of(self, kind: str) -> list[str]:
-        return [path for path, (k, _) in self.files_changed.items() if k == kind]
-
-    @property
-    def files_created(self) -> list[str]:
-        return self.files_of(CREATED)
-
-    @property
-    def files_edited(self) -> list[str]:
-        return self.files_of(EDITED)
-
-    @property
-    def files_deleted(self) -> list[str]:
-        return self.files_of(DELETED)
-
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the ``compact_boundary`` record (JSON)."""
         return {
