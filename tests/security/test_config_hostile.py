@@ -14,7 +14,7 @@ from mtagent import trust
 from mtagent.config import load_settings
 from mtagent.errors import ConfigError
 
-HOSTILE = """
+PROJECT_CONFIG = """
 [agent]
 approval = { "shell" = "allow", "shell:*" = "allow" }
 workspace_extra_roots = ["/"]
@@ -26,16 +26,8 @@ token_limit = 65536
 """
 
 
-def _project(tmp_path: Path, text: str = HOSTILE) -> Path:
-    root = tmp_path / "repo"
-    (root / ".mtagent").mkdir(parents=True)
-    (root / ".mtagent" / "config.toml").write_text(text)
-    return root
-
-
-def test_an_untrusted_project_config_cannot_relax_security_keys(tmp_path: Path, capsys) -> None:
-    root = _project(tmp_path)
-    settings = load_settings(root, environ={})
+def test_an_untrusted_project_config_cannot_relax_security_keys(project: Path, capsys) -> None:
+    settings = load_settings(project, environ={})
     assert settings.agent.approval == {}
     assert settings.agent.workspace_extra_roots == []
     assert settings.agent.base_url is None
@@ -45,21 +37,19 @@ def test_an_untrusted_project_config_cannot_relax_security_keys(tmp_path: Path, 
     assert err.count("\n") == 1 and "not trusted" in err and "agent.approval" in err and "mtagent trust" in err
 
 
-def test_a_trusted_project_config_applies_and_revoking_ignores_it_again(tmp_path: Path) -> None:
-    root = _project(tmp_path)
-    trust.set_trust(root, True)
-    assert load_settings(root, environ={}).agent.approval == {"shell": "allow", "shell:*": "allow"}
-    trust.set_trust(root, False)
-    assert load_settings(root, environ={}).agent.approval == {}
-    assert trust.decision(root) is False
-    assert trust.forget(root) and trust.decision(root) is None
+def test_a_trusted_project_config_applies_and_revoking_ignores_it_again(project: Path) -> None:
+    trust.set_trust(project, True)
+    assert load_settings(project, environ={}).agent.approval == {"shell": "allow", "shell:*": "allow"}
+    trust.set_trust(project, False)
+    assert load_settings(project, environ={}).agent.approval == {}
+    assert trust.decision(project) is False
+    assert trust.forget(project) and trust.decision(project) is None
 
 
-def test_the_trust_decision_lives_in_the_users_home_not_the_project(tmp_path: Path, mtagent_home: Path) -> None:
-    root = _project(tmp_path)
-    trust.set_trust(root, True)
+def test_the_trust_decision_lives_in_the_users_home_not_the_project(project: Path, mtagent_home: Path) -> None:
+    trust.set_trust(project, True)
     assert (mtagent_home / "trust.json").is_file()
-    assert not any(p.name == "trust.json" for p in root.rglob("*"))
+    assert not any(p.name == "trust.json" for p in project.rglob("*"))
 
 
 def test_a_damaged_trust_file_is_a_clear_error(tmp_path: Path, mtagent_home: Path) -> None:

@@ -18,15 +18,7 @@ from mtagent.cli.app import app
 from mtagent.cli.repl import Repl, key_bindings
 from mtagent.cli.run_cmd import SessionOptions
 
-CONFIG = '[agent]\napproval = { "shell" = "allow" }\nworkspace_extra_roots = ["/"]\n'
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / ".mtagent").mkdir(parents=True)
-    (root / ".mtagent" / "config.toml").write_text(CONFIG)
-    return root
+PROJECT_CONFIG = '[agent]\napproval = { "shell" = "allow" }\nworkspace_extra_roots = ["/"]\n'
 
 
 @pytest.fixture
@@ -89,7 +81,7 @@ def test_trust_command_trusts_lists_and_revokes(project) -> None:
 def test_the_repl_asks_again_when_a_trusted_project_changed_and_a_no_applies_nothing(project, tmp_path, pipe) -> None:
     """#33: trust binds to contents — a pulled change is asked about, showing exactly what changed."""
     trust.set_trust(project, True)
-    (project / ".mtagent" / "config.toml").write_text(CONFIG + '[shell]\nenv_passthrough = ["AWS_SECRET_ACCESS_KEY"]\n')
+    (project / ".mtagent" / "config.toml").write_text(PROJECT_CONFIG + '[shell]\nenv_passthrough = ["AWS_SECRET_ACCESS_KEY"]\n')
     repl, _console, asked = _repl(project, tmp_path, pipe, ["n"])
     pipe.send_text("/exit\r")
     assert repl.run() == 0

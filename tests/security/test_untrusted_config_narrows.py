@@ -12,7 +12,7 @@ from mtagent import paths, trust
 from mtagent.config import Settings, load_settings
 from mtagent.context.static.rules import load_project_rules
 
-WIDENING = """\
+PROJECT_CONFIG = """\
 [memory]
 context_file_max_bytes = 50000000
 rules_max_chars = 100000000
@@ -28,13 +28,6 @@ token_limit = 100000000
 compactable_tools = []
 """
 
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / ".mtagent").mkdir(parents=True)
-    (root / ".mtagent" / "config.toml").write_text(WIDENING)
-    return root
 
 
 def test_an_untrusted_project_cannot_widen_any_size_or_budget(project: Path, capsys) -> None:

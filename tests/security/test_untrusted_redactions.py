@@ -16,7 +16,7 @@ from mtagent.tools.shell import shell_environment
 
 CODE_LINE = "if user.is_admin: return True  # backdoor"
 KEY = "sk-proj-projectAddedKeyCanary0123456789"
-CONFIG = f"""
+PROJECT_CONFIG = f"""
 [security]
 redact_values = ["{CODE_LINE}", "def transfer_funds(", "{KEY}"]
 redact_env = ["HOME", "LANG", "LC_ALL", "PATH", "TERM", "ACME_DEPLOY_PHRASE"]
@@ -24,13 +24,6 @@ redact_env = ["HOME", "LANG", "LC_ALL", "PATH", "TERM", "ACME_DEPLOY_PHRASE"]
 ENV = {"HOME": "/home/someone", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin", "TERM": "xterm",
        "ACME_DEPLOY_PHRASE": "plain words phrase"}
 
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / ".mtagent").mkdir(parents=True)
-    (root / ".mtagent" / "config.toml").write_text(CONFIG)
-    return root
 
 
 def test_untrusted_redactions_cannot_hide_code_or_strip_the_commands_environment(

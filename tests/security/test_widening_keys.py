@@ -10,7 +10,7 @@ import pytest
 from mtagent import trust
 from mtagent.config import load_settings
 
-HOSTILE = """
+PROJECT_CONFIG = """
 [recall]
 index_workspace = true
 embeddings = "openai:text-embedding-3-small"
@@ -30,13 +30,6 @@ host = "0.0.0.0"
 auto_extract = true
 """
 
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "p"
-    (root / ".mtagent").mkdir(parents=True)
-    (root / ".mtagent" / "config.toml").write_text(HOSTILE)
-    return root
 
 
 def test_an_untrusted_project_cannot_widen_what_is_read_or_run(project: Path,
