@@ -37,13 +37,7 @@ from langgraph.types import interrupt
 from mtagent.agent import prompts
 from mtagent.agent.approval import ApprovalPolicy, unique_call_ids
 from mtagent.agent.tool_args import parse_tool_arguments
-from mtagent.agent.state import (
-    INVALID_ARGS_KEY,
-    AgentState,
-    Conversation,
-    PendingCall,
-    ToolDecision,
-)
+from mtagent.agent.state import INVALID_ARGS_KEY, AgentState, Conversation, PendingCall, ToolDecision
 from mtagent.config import Settings
 from mtagent.context.engine_session import EngineCounters, EngineSession
 from mtagent.context.opener import SystemContext

@@ -23,12 +23,7 @@ from mtagent.config import Settings, load_settings
 from mtagent.context.compaction.summarize import Summarizer
 from mtagent.context.toolset.schemas import schema_tokens
 from mtagent.events import EventBus
-from mtagent.integrations.thread_session import (
-    ThreadSession,
-    open_thread_session,
-    session_id_for_thread,
-    thread_id_of,
-)
+from mtagent.integrations.thread_session import ThreadSession, open_thread_session, session_id_for_thread, thread_id_of
 from mtagent.session.schema import new_session_id
 from mtagent.session.store import open_store
 

@@ -36,13 +36,8 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from langchain.agents.middleware.types import (
-    AgentMiddleware,
-    AgentState,
-    ExtendedModelResponse,
-    ModelRequest,
-    ModelResponse,
-)
+from langchain.agents.middleware.types import (AgentMiddleware, AgentState, ExtendedModelResponse, ModelRequest,
+                                               ModelResponse)
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, ToolMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES

@@ -26,19 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain.agents.middleware import (
-    ClearToolUsesEdit,
-    ContextEditingMiddleware,
-    SummarizationMiddleware,
-)
+from langchain.agents.middleware import ClearToolUsesEdit, ContextEditingMiddleware, SummarizationMiddleware
 from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT
 from langchain.agents.middleware.types import ModelRequest, ModelResponse
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    RemoveMessage,
-    get_buffer_string,
-)
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, get_buffer_string
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 

@@ -23,12 +23,7 @@ from langchain_core.messages import SystemMessage
 
 from mtagent.config import Settings
 from mtagent.context.tokens import MessageTokenCounter, count_text_tokens
-from mtagent.replay.cost import (
-    DEFAULT_CACHE_MODELS,
-    CacheModel,
-    PrefixCache,
-    summary_costs,
-)
+from mtagent.replay.cost import DEFAULT_CACHE_MODELS, CacheModel, PrefixCache, summary_costs
 from mtagent.replay.names import DEFAULT_WINDOW
 from mtagent.replay.probes import ProbeSet, build_probes
 from mtagent.replay.strategies import StrategyContext, make_strategy

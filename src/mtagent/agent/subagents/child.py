@@ -26,13 +26,8 @@ from langchain_core.tools import BaseTool
 from mtagent.agent.approval import ApprovalPolicy
 from mtagent.agent.subagents.brief import Brief
 from mtagent.agent.subagents.profiles import WRITE_TOOLS, AgentProfile
-from mtagent.agent.subagents.report import (
-    REPORT_INSTRUCTIONS,
-    SubagentReport,
-    parse_report,
-    repair_request,
-    unvalidated_report,
-)
+from mtagent.agent.subagents.report import (REPORT_INSTRUCTIONS, SubagentReport, parse_report, repair_request,
+                                            unvalidated_report)
 from mtagent.config import Settings
 from mtagent.events import EventBus, EventType
 from mtagent.context.opener import ParentLink

@@ -13,14 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mtagent.errors import ReplayFormatError
-from mtagent.replay.formats import (
-    aider,
-    claude_code,
-    mini_swe,
-    mtagent_transcript,
-    openhands,
-    swe_agent,
-)
+from mtagent.replay.formats import aider, claude_code, mini_swe, mtagent_transcript, openhands, swe_agent
 from mtagent.replay.trajectory import Trajectory
 
 FORMATS = (

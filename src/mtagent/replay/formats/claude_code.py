@@ -27,17 +27,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from mtagent.errors import ReplayFormatError
 from mtagent.replay.formats.claude_subagents import with_subagents
-from mtagent.replay.trajectory import (
-    RecordedUsage,
-    Trajectory,
-    ai,
-    finish,
-    human,
-    jsonl_objects,
-    parse_arguments,
-    text_of,
-    tool,
-)
+from mtagent.replay.trajectory import (RecordedUsage, Trajectory, ai, finish, human, jsonl_objects, parse_arguments,
+                                       text_of, tool)
 
 FORMAT = "claude-code"
 _CONTEXT_TYPES = {"user", "assistant"}

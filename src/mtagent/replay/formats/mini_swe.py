@@ -23,16 +23,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from mtagent.errors import ReplayFormatError
-from mtagent.replay.trajectory import (
-    Trajectory,
-    ai,
-    finish,
-    human,
-    parse_arguments,
-    system,
-    text_of,
-    tool,
-)
+from mtagent.replay.trajectory import Trajectory, ai, finish, human, parse_arguments, system, text_of, tool
 
 FORMAT_V1 = "mini-swe-agent-v1"
 FORMAT_V2 = "mini-swe-agent"

@@ -19,17 +19,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from mtagent.errors import ReplayFormatError
-from mtagent.replay.trajectory import (
-    Trajectory,
-    ai,
-    finish,
-    human,
-    jsonl_objects,
-    parse_arguments,
-    system,
-    text_of,
-    tool,
-)
+from mtagent.replay.trajectory import (Trajectory, ai, finish, human, jsonl_objects, parse_arguments, system, text_of,
+                                       tool)
 
 FORMAT = "openhands"
 FORMAT_RESOLVER = "openhands-resolver"

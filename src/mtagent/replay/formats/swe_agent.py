@@ -20,16 +20,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from mtagent.errors import ReplayFormatError
-from mtagent.replay.trajectory import (
-    Trajectory,
-    ai,
-    finish,
-    human,
-    parse_arguments,
-    system,
-    text_of,
-    tool,
-)
+from mtagent.replay.trajectory import Trajectory, ai, finish, human, parse_arguments, system, text_of, tool
 
 FORMAT = "swe-agent"
 
