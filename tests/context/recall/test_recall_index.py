@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import time
 from pathlib import Path
 
@@ -185,31 +184,12 @@ def test_workspace_files_honour_gitignore(tmp_path: Path) -> None:
     assert indexer.refresh() == 0  # unchanged files are not read again
 
 
-class BagOfWordsEmbeddings:
-    """Deterministic fake: hashed bag of words with a tiny synonym table, 64 dims."""
-
-    SYNONYMS = {"automobile": "car", "vehicle": "car"}
-
-    def _vec(self, text: str) -> list[float]:
-        vec = [0.0] * 64
-        for word in text.lower().split():
-            word = self.SYNONYMS.get(word.strip(".,"), word.strip(".,"))
-            vec[int(hashlib.sha256(word.encode()).hexdigest(), 16) % 64] += 1.0
-        return vec
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._vec(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._vec(text)
-
-
-def test_hybrid_search_finds_what_keywords_miss(tmp_path: Path) -> None:
+def test_hybrid_search_finds_what_keywords_miss(tmp_path: Path, embeddings) -> None:
     indexer = RecallIndexer(tmp_path, in_memory=True)
     indexer.add_record(schema.message_to_record(HumanMessage("the car needs new tyres", id="a")), "s1")
     indexer.add_record(schema.message_to_record(HumanMessage("bake bread at noon", id="b")), "s1")
     assert Recaller(indexer).search("automobile") == []
-    hybrid = Recaller(indexer, BagOfWordsEmbeddings())
+    hybrid = Recaller(indexer, embeddings)
     assert hybrid.vectors is not None and hybrid.vectors.backend in ("python", "sqlite-vec")
     assert hybrid.search("automobile", k=1)[0].message_id == "a"
 

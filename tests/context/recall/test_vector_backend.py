@@ -3,7 +3,6 @@ explicit (one line in ``mtagent recall`` / ``/recall``), and both give the same 
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import sqlite3
 from pathlib import Path
@@ -19,22 +18,6 @@ from mtagent.session import schema
 VEC_READY = vector_fallback_reason(SQLITE) is None
 
 
-class HashedWords:
-    """Deterministic fake Embeddings: hashed bag of words, 64 dims (no model, no network)."""
-
-    def _vec(self, text: str) -> list[float]:
-        vec = [0.0] * 64
-        for word in text.lower().split():
-            vec[int(hashlib.sha256(word.strip(".,").encode()).hexdigest(), 16) % 64] += 1.0
-        return vec
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._vec(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._vec(text)
-
-
 def _indexer(tmp_path: Path) -> RecallIndexer:
     indexer = RecallIndexer(tmp_path, in_memory=True)
     for i, text in enumerate(["the parser drops trailing commas", "deploy staging with argo rollouts",
@@ -43,10 +26,10 @@ def _indexer(tmp_path: Path) -> RecallIndexer:
     return indexer
 
 
-def test_the_python_fallback_is_explicit_and_still_searches(tmp_path: Path, monkeypatch) -> None:
+def test_the_python_fallback_is_explicit_and_still_searches(tmp_path: Path, monkeypatch, embeddings) -> None:
     monkeypatch.setattr(vectors, "_try_sqlite_vec", lambda store: False)
     monkeypatch.setattr(vectors, "vector_fallback_reason", lambda d: "this Python's sqlite3 cannot load extensions")
-    recaller = Recaller(_indexer(tmp_path), HashedWords())
+    recaller = Recaller(_indexer(tmp_path), embeddings)
     assert recaller.vectors is not None and recaller.vectors.backend == "python"
     assert recaller.mode == "hybrid (python vectors)"
     assert recaller.vector_backend == ("vector backend: python (exact cosine in Python, because this Python's "
@@ -65,8 +48,8 @@ def test_keyword_only_says_so_and_what_embeddings_would_use(tmp_path: Path) -> N
 
 
 @pytest.mark.skipif(not VEC_READY, reason=f"sqlite-vec cannot load here: {vector_fallback_reason(SQLITE)}")
-def test_sqlite_vec_answers_when_it_can_load_and_agrees_with_python(tmp_path: Path) -> None:
-    recaller = Recaller(_indexer(tmp_path), HashedWords())
+def test_sqlite_vec_answers_when_it_can_load_and_agrees_with_python(tmp_path: Path, embeddings) -> None:
+    recaller = Recaller(_indexer(tmp_path), embeddings)
     assert recaller.vectors is not None and recaller.vectors.backend == "sqlite-vec"
     assert recaller.vector_backend == f"vector backend: sqlite-vec (in {SQLITE.name}'s SQLite)"
     recaller.indexer.flush()
@@ -74,7 +57,7 @@ def test_sqlite_vec_answers_when_it_can_load_and_agrees_with_python(tmp_path: Pa
     rows = recaller.store.execute("SELECT count(*) FROM vec_items")
     assert rows[0][0] == 4  # the vectors really are in sqlite-vec's table
     nearest = recaller.vectors.search("deploy argo", 4)
-    python = vectors.VectorIndex(recaller.store, HashedWords())
+    python = vectors.VectorIndex(recaller.store, embeddings)
     python.backend = "python"
     assert [r for r, _ in nearest] == [r for r, _ in python.search("deploy argo", 4)]
     assert [round(s, 4) for _, s in nearest] == [round(s, 4) for _, s in python.search("deploy argo", 4)]
