@@ -4,6 +4,7 @@ sandbox.mode = "off": see the fixture)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,16 @@ def mtagent_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     # command asks must not depend on the machine. Sandbox tests set sandbox.mode themselves.
     monkeypatch.setenv("MTAGENT_SANDBOX__MODE", "off")
     return home
+
+
+@pytest.fixture(autouse=True)
+def _fresh_probes() -> Iterator[None]:
+    """No test sees the server kind or window a stub server answered another test (ports are reused)."""
+    from mtagent.agent.server_profiles import forget_probes
+
+    forget_probes()
+    yield
+    forget_probes()
 
 
 @pytest.fixture

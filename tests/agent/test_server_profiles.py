@@ -12,7 +12,7 @@ from langchain_core.tools import tool
 from agent_helpers import agent_settings
 from mtagent.context.model_errors import ErrorKind, classify, to_model_error
 from mtagent.agent.models import create_chat_model, max_output_tokens
-from mtagent.agent.server_profiles import detect_server, forget_probes, guess_from_models
+from mtagent.agent.server_profiles import detect_server, guess_from_models
 from stub_openai import StubOpenAI
 
 LLAMA_SERVER_MODELS = {"models": [{"name": "smol", "model": "smol"}], "object": "list",
@@ -33,13 +33,6 @@ QUIRKS = {"tools_need_tool_choice", "empty_stream_with_tools", "null_content_500
 def write_file(path: str, text: str) -> str:
     """Write text to a file."""
     return "ok"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_probes():
-    forget_probes()
-    yield
-    forget_probes()
 
 
 @pytest.mark.parametrize(("answer", "name"), ANSWERS)

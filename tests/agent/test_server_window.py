@@ -21,13 +21,6 @@ VLLM_MODELS = {"object": "list", "data": [
 OLLAMA_MODELS = {"object": "list", "data": [{"id": "smol:latest", "object": "model", "owned_by": "library"}]}
 
 
-@pytest.fixture(autouse=True)
-def _fresh_probes():
-    forget_probes()
-    yield
-    forget_probes()
-
-
 def _session(tmp_path: Path, stub: StubOpenAI, spec: str = "openai:smol", **sections) -> AgentSession:
     settings = agent_settings(**sections)
     return AgentSession.create(make_project(tmp_path), model=spec, settings=settings, base_url=stub.base_url,

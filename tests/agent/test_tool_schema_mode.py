@@ -10,17 +10,9 @@ from agent_helpers import agent_settings, make_project
 from stub_openai import StubOpenAI
 
 from mtagent.agent.scripted import ScriptedChatModel, reply, tool_call
-from mtagent.agent.server_profiles import forget_probes
 from mtagent.agent.session import AgentSession
 
 OPTIONAL = {"task", "recall", "save_memory"}
-
-
-@pytest.fixture(autouse=True)
-def _fresh_probes():
-    forget_probes()
-    yield
-    forget_probes()
 
 
 def _scripted(tmp_path: Path, steps=(), **sections) -> AgentSession:

@@ -74,15 +74,12 @@ def test_run_json_reports_the_servers_window_and_the_compact_schemas(project: Pa
     from stub_openai import StubOpenAI
     from typer.testing import CliRunner
 
-    from mtagent.agent.server_profiles import forget_probes
     from mtagent.cli.app import app
 
     models = {"object": "list", "data": [{"id": "smol", "object": "model", "owned_by": "llamacpp"}]}
-    forget_probes()
     with StubOpenAI([{"content": "hi"}], models=models, props={"default_generation_settings": {"n_ctx": 4096}}) as stub:
         result = CliRunner().invoke(app, ["run", "--cwd", str(project), "--model", "llamacpp:smol", "--base-url",
                                           stub.base_url, "--json", "hello"])
-    forget_probes()
     assert result.exit_code == 0, result.output
     window = json.loads(result.stdout)["window"]
     assert window["tokens"] == 4096 and window["source"].startswith("the server (llama.cpp /props")
@@ -94,14 +91,11 @@ def test_run_warns_about_a_window_the_server_got_wrong(project: Path) -> None:
     from stub_openai import StubOpenAI
     from typer.testing import CliRunner
 
-    from mtagent.agent.server_profiles import forget_probes
     from mtagent.cli.app import app
 
     models = {"object": "list", "data": [{"id": "smol", "object": "model", "owned_by": "vllm", "max_model_len": -5}]}
-    forget_probes()
     with StubOpenAI([{"content": "hi"}], models=models) as stub:
         result = CliRunner().invoke(app, ["run", "--cwd", str(project), "--model", "vllm:smol", "--base-url",
                                           stub.base_url, "hello"])
-    forget_probes()
     assert result.exit_code == 0, result.output
     assert "vLLM /v1/models max_model_len = -5 is outside" in " ".join(result.output.split())

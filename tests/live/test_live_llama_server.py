@@ -19,17 +19,10 @@ from live_server import LlamaServer, run_cli, transcript_records
 
 from mtagent.context.model_errors import ErrorKind, classify
 from mtagent.agent.models import create_chat_model
-from mtagent.agent.server_profiles import detect_server, forget_probes
+from mtagent.agent.server_profiles import detect_server
 from mtagent.config import Settings
 
 MODEL = "llamacpp:smollm2"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_probes():
-    forget_probes()
-    yield
-    forget_probes()
 
 
 @pytest.fixture
