@@ -23,7 +23,8 @@ MAX_LISTED = 20  # images / resources named in the result's metadata, at most
 EMPTY_RESULT = "(the tool returned no content)"
 
 
-def _get(block: Any, name: str, alias: str | None = None) -> Any:
+def get_field(block: Any, name: str, alias: str | None = None) -> Any:
+    """``name`` of an SDK object, or of its JSON form (a dict), where it may be spelt ``alias`` (``mimeType``)."""
     if isinstance(block, dict):
         return block.get(alias or name, block.get(name))
     return getattr(block, name, None)
@@ -44,36 +45,36 @@ def _human(size: int) -> str:
 
 
 def _resource(block: Any, meta: dict[str, Any]) -> str:
-    res = _get(block, "resource") or {}
-    uri = clean_text(_get(res, "uri") or "", 500)
-    mime = clean_text(_get(res, "mime_type", "mimeType") or "unknown type", 100)
+    res = get_field(block, "resource") or {}
+    uri = clean_text(get_field(res, "uri") or "", 500)
+    mime = clean_text(get_field(res, "mime_type", "mimeType") or "unknown type", 100)
     meta["resources"].append(uri)
-    text = _get(res, "text")
+    text = get_field(res, "text")
     if isinstance(text, str):
         return f"[resource {uri} ({mime})]\n{text}"
-    size = _size(_get(res, "blob"))
+    size = _size(get_field(res, "blob"))
     return f"[resource {uri}: {mime}, {_human(size)} of binary data, not shown]"
 
 
 def _block(block: Any, meta: dict[str, Any]) -> str:
-    kind = str(_get(block, "type") or "unknown")
+    kind = str(get_field(block, "type") or "unknown")
     meta["blocks"][kind] = meta["blocks"].get(kind, 0) + 1
     if kind == "text":
-        return str(_get(block, "text") or "")
+        return str(get_field(block, "text") or "")
     if kind in ("image", "audio"):
-        mime = clean_text(_get(block, "mime_type", "mimeType") or "unknown type", 100)
-        size = _size(_get(block, "data"))
+        mime = clean_text(get_field(block, "mime_type", "mimeType") or "unknown type", 100)
+        size = _size(get_field(block, "data"))
         meta["media"].append({"type": kind, "mime": mime, "bytes": size})
         return f"[{kind}: {mime}, {_human(size)}, not shown]"
     if kind == "resource_link":
-        uri = clean_text(_get(block, "uri") or "", 500)
-        name = clean_text(_get(block, "name") or "", 200)
-        mime = _get(block, "mime_type", "mimeType")
-        size = _get(block, "size")
+        uri = clean_text(get_field(block, "uri") or "", 500)
+        name = clean_text(get_field(block, "name") or "", 200)
+        mime = get_field(block, "mime_type", "mimeType")
+        size = get_field(block, "size")
         details = ", ".join(p for p in (clean_text(mime, 100) if mime else "",
                                         _human(size) if isinstance(size, int) else "") if p)
         meta["resources"].append(uri)
-        desc = _get(block, "description")
+        desc = get_field(block, "description")
         line = f"[resource link: {name} <{uri}>{f' ({details})' if details else ''}]"
         return line + (f" {clean_text(desc, 300)}" if desc else "")
     if kind == "resource":
@@ -84,16 +85,16 @@ def _block(block: Any, meta: dict[str, Any]) -> str:
 def render_result(result: Any, *, server: str, tool: str) -> tuple[str, dict[str, Any]]:
     """``(content, tool_use_result)`` of one ``CallToolResult`` (or its dict form)."""
     meta: dict[str, Any] = {"kind": "mcp", "server": server, "tool": tool,
-                            "is_error": bool(_get(result, "is_error", "isError")),
+                            "is_error": bool(get_field(result, "is_error", "isError")),
                             "blocks": {}, "media": [], "resources": []}
     parts: list[str] = []
     texts: list[str] = []
-    for block in _get(result, "content") or []:
+    for block in get_field(result, "content") or []:
         rendered = _block(block, meta)
         parts.append(rendered)
-        if _get(block, "type") == "text":
+        if get_field(block, "type") == "text":
             texts.append(rendered)
-    structured = _get(result, "structured_content", "structuredContent")
+    structured = get_field(result, "structured_content", "structuredContent")
     if structured is not None:
         meta["structured"] = True
         if not texts:  # a text block is the server's own rendering of it (the spec asks for one)

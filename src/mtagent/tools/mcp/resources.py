@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from mtagent.terminal_text import CONTROL_CHARS
 from mtagent.tools.mcp.errors import McpServerError
-from mtagent.tools.mcp.render import render_result
+from mtagent.tools.mcp.render import get_field, render_result
 from mtagent.tools.mcp.untrusted import clean_text
 
 LIST_TOOL = "mcp_list_resources"
@@ -53,18 +53,14 @@ class _ReadArgs(BaseModel):
     uri: str = Field(description="the resource's URI, as listed by mcp_list_resources (or filled from a template)")
 
 
-def _get(item: Any, name: str, alias: str) -> Any:
-    return item.get(alias, item.get(name)) if isinstance(item, dict) else getattr(item, name, None)
-
-
 def _line(item: Any, uri_field: str, uri_alias: str) -> str:
-    uri = clean_text(_get(item, uri_field, uri_alias) or "", 500).replace("\n", " ")
-    name = clean_text(_get(item, "name", "name") or "", 200).replace("\n", " ")
-    details = [clean_text(m, 100) for m in [_get(item, "mime_type", "mimeType")] if m]
-    size = _get(item, "size", "size")
+    uri = clean_text(get_field(item, uri_field, uri_alias) or "", 500).replace("\n", " ")
+    name = clean_text(get_field(item, "name") or "", 200).replace("\n", " ")
+    details = [clean_text(m, 100) for m in [get_field(item, "mime_type", "mimeType")] if m]
+    size = get_field(item, "size")
     if isinstance(size, int) and not isinstance(size, bool):
         details.append(f"{size:,} bytes")
-    description = " ".join(clean_text(_get(item, "description", "description") or "", 300).split())
+    description = " ".join(clean_text(get_field(item, "description") or "", 300).split())
     head = f"- {uri}" + (f" — {name}" if name and name != uri else "")
     head += f" ({', '.join(details)})" if details else ""
     return head + (f": {description}" if description else "")
@@ -139,7 +135,7 @@ class ReadResourceTool(_ResourceTool):
             result = self.reader.read_resource(name, uri)
         except McpServerError as exc:
             raise ToolException(f"Error: {exc}") from exc
-        contents = _get(result, "contents", "contents") or []
+        contents = get_field(result, "contents") or []
         blocks = [{"type": "resource", "resource": c} for c in contents]
         content, meta = render_result({"content": blocks}, server=name, tool="resources/read")
         meta["uri"] = clean_text(uri, 500)
