@@ -49,8 +49,7 @@ class Target:
 
 TARGETS: dict[str, Target] = {
     "invariants": Target("context/invariants.py",
-                         ("tests/context/test_invariants.py", "tests/context/test_planted_split.py",
-                          "tests/context/test_invariants_mutants.py")),
+                         ("tests/context/test_invariants.py", "tests/context/test_planted_split.py")),
     "compactor": Target("context/compaction/compactor.py",
                         ("tests/context/compaction/test_compactor_mutants.py", "tests/context/compaction/test_planted_ptl.py",
                          "tests/context/compaction/test_compactor.py")),

@@ -172,3 +172,19 @@ def test_groups_concatenate_back_to_the_sequence(msgs):
     assert [m for g in groups for m in g] == msgs
     for g in groups:
         validate_view(g)
+
+
+# ── sharp tests: each kills a view-validation mutant that survived the tests above (docs/mutation.md) ──
+
+
+def test_an_unanswered_call_is_named_by_its_own_id():
+    view = [HumanMessage("go", id="h"), ai(1, 2), tool(1, 1), HumanMessage("next", id="h2")]
+    with pytest.raises(InvalidView, match="'c1-0' has no result before message 3"):
+        validate_view(view)
+
+
+def test_chunks_of_one_provider_response_may_come_before_their_results():
+    validate_view([HumanMessage("go", id="h"), ai(1, 1, rid="r"), ai(2, 1, rid="r"), tool(1), tool(2)])
+    with pytest.raises(InvalidView, match="has no result"):
+        validate_view([HumanMessage("go", id="h"), ai(1, 1, rid="r"), ai(2, 1, rid="other"), tool(1),
+                       tool(2)])
