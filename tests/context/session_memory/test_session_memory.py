@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from mtagent.config import Settings
 from mtagent.context.session_memory import notes as N
-from mtagent.context.boundary import is_summary_message
+from mtagent.context.boundary import is_summary_message, summary_message
 from mtagent.context.invariants import validate_view
 from mtagent.context.session_memory.manager import (
     DEFAULT_SESSION_MEMORY_TEMPLATE,
@@ -20,6 +20,7 @@ from mtagent.context.session_memory.manager import (
     load_session_memory,
     session_memory_for_resume,
 )
+from mtagent.context.session_memory.triggers import is_text_message
 from mtagent.context.tokens import count_text_tokens, message_text
 from mtagent.context.view import build_resume_view
 from mtagent.session.artifacts import ArtifactStore
@@ -427,3 +428,20 @@ def test_messages_parked_during_a_failed_update_go_into_the_next_one(tmp_path: P
     assert sm.wait_idle(0.5)
     update = sm.update_session_memory([])
     assert update is not None and update.last_summarized_message_id == conv.messages[-1].id
+
+
+# ── which messages count as conversation text for the triggers (mutants that survived: docs/mutation.md) ──
+
+
+def test_only_user_and_assistant_text_counts():
+    assert is_text_message(HumanMessage("fix the parser"))
+    assert not is_text_message(HumanMessage("   "))
+    assert not is_text_message(ToolMessage("42 lines of output", tool_call_id="c1"))
+    assert not is_text_message(summary_message("b1", "earlier work", pre_tokens=1, post_tokens=1, reason="auto"))
+
+
+def test_block_content_counts_when_a_block_has_text():
+    assert is_text_message(AIMessage(content=[{"type": "text", "text": "done"}]))
+    assert is_text_message(AIMessage(content=["plain string block"]))
+    assert not is_text_message(AIMessage(content=[{"type": "text", "text": "  "}, " "]))
+    assert not is_text_message(AIMessage(content=[{"type": "tool_use", "id": "c1", "name": "x", "input": {}}]))
