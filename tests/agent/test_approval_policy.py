@@ -33,19 +33,13 @@ def test_shell_patterns_allow_and_deny_commands():
     assert decide("make test") == "ask"
 
 
-def test_one_denied_part_denies_a_compound_command():
-    assert decide("git status && rm -rf /tmp/x") == "deny"
-    assert decide("ls; rm -f a") == "deny"
-
-
-def test_a_compound_command_is_never_allowed_by_a_pattern():
-    assert decide("git status | ls -la") == "ask"
-    assert decide("git status && make deploy") == "ask"
-
-
-def test_command_substitution_is_never_auto_allowed():
-    assert decide("ls $(cat targets)") == "ask"
-    assert decide("git status `whoami`") == "ask"
+@pytest.mark.parametrize(("command", "expected"), [
+    ("git status && rm -rf /tmp/x", "deny"), ("ls; rm -f a", "deny"),  # one denied part denies a compound command
+    ("git status | ls -la", "ask"), ("git status && make deploy", "ask"),  # never allowed by a pattern
+    ("ls $(cat targets)", "ask"), ("git status `whoami`", "ask"),  # command substitution is never auto-allowed
+])
+def test_a_compound_command_is_denied_by_any_part_and_never_allowed_by_a_pattern(command: str, expected: str):
+    assert decide(command) == expected
 
 
 def test_longest_pattern_wins():
