@@ -77,10 +77,12 @@ def test_an_index_that_is_a_directory_is_set_aside_and_run_and_recall_work(proje
     assert (moved / "keep.txt").read_text(encoding="utf-8") == "mine"
 
 
-def test_a_dropped_fts_table_is_rebuilt_from_the_transcripts(project):
+@pytest.mark.parametrize("damage", ["DROP TABLE items_fts", "UPDATE sources SET offset='far'"],
+                         ids=["dropped-fts-table", "wrong-typed-source-offset"])
+def test_a_dropped_fts_table_or_a_wrong_typed_source_offset_is_rebuilt_from_the_transcripts(project, damage):
     assert recall_hits(project)
     conn = sqlite3.connect(index_path(project))
-    conn.execute("DROP TABLE items_fts")
+    conn.execute(damage)
     conn.commit()
     conn.close()
     assert recall_hits(project), "the FTS index came back empty and stayed empty"
@@ -99,15 +101,6 @@ def test_rows_of_the_wrong_type_rebuild_the_index(project, column, value):
     assert result.exit_code == 0 and isinstance(json.loads(result.stdout), list), result.output
     shown = runner.invoke(app, ["recall", NEEDLE, "--cwd", str(project)])
     assert shown.exit_code == 0 and "Traceback" not in shown.output, shown.output
-    assert recall_hits(project)
-
-
-def test_a_wrong_typed_source_offset_rebuilds_the_index(project):
-    assert recall_hits(project)
-    conn = sqlite3.connect(index_path(project))
-    conn.execute("UPDATE sources SET offset='far'")
-    conn.commit()
-    conn.close()
     assert recall_hits(project)
 
 
