@@ -11,12 +11,9 @@ from mtagent.context.budget import (
 )
 
 
-def test_threshold_for_128k_window_is_98072():
-    assert auto_compact_threshold(131072) == 98072
-
-
-def test_threshold_for_64k_window_is_32536():
-    assert auto_compact_threshold(65536) == 32536
+@pytest.mark.parametrize(("window", "threshold"), [(131072, 98072), (65536, 32536)], ids=["128k", "64k"])
+def test_threshold_for_a_window(window: int, threshold: int):
+    assert auto_compact_threshold(window) == threshold
 
 
 def test_effective_limit_reserves_summary_output():
@@ -34,16 +31,11 @@ def test_settings_threshold_defaults_to_spec_formula():
     assert Settings().auto_compact_threshold_tokens(65536) == 32536
 
 
-def test_user_threshold_in_tokens_is_honoured_exactly():
-    s = Settings.model_validate({"context": {"auto_compact_threshold": 50000}})
-    assert s.auto_compact_threshold_tokens() == 50000
-    assert s.auto_compact_threshold_tokens(65536) == 50000
-
-
-def test_user_threshold_as_fraction_is_honoured_exactly():
-    s = Settings.model_validate({"context": {"auto_compact_threshold": 0.8}})
-    assert s.auto_compact_threshold_tokens(100_000) == 80_000
-    assert s.auto_compact_threshold_tokens(131072) == int(131072 * 0.8)
+@pytest.mark.parametrize(("setting", "window", "expected"), [(50000, None, 50000), (50000, 65536, 50000),
+                                                             (0.8, 100_000, 80_000), (0.8, 131072, int(131072 * 0.8))])
+def test_user_threshold_in_tokens_or_as_fraction_is_honoured_exactly(setting: float, window: int | None, expected: int):
+    s = Settings.model_validate({"context": {"auto_compact_threshold": setting}})
+    assert (s.auto_compact_threshold_tokens() if window is None else s.auto_compact_threshold_tokens(window)) == expected
 
 
 def test_buckets_sum_and_report_free_and_headroom():
