@@ -38,16 +38,14 @@ def test_llamacpp_props_n_ctx_is_the_window_and_its_source_is_said(tmp_path: Pat
         assert model.output_tokens == 256  # the output bound follows the server's window too (2048 // 8 → floor)
 
 
-def test_llamacpp_without_props_falls_back_to_the_models_meta(tmp_path: Path) -> None:
-    with StubOpenAI(models=LLAMA_MODELS) as stub, _session(tmp_path, stub) as session:
-        assert session.window == 8192
-        assert session.window_source == "the server (llama.cpp /v1/models meta.n_ctx_train)"
-
-
-def test_vllm_max_model_len_of_the_model_asked_for(tmp_path: Path) -> None:
-    with StubOpenAI(models=VLLM_MODELS) as stub, _session(tmp_path, stub) as session:
-        assert session.window == 4096
-        assert session.window_source == "the server (vLLM /v1/models max_model_len)"
+@pytest.mark.parametrize(("models", "window", "source"), [
+    (LLAMA_MODELS, 8192, "llama.cpp /v1/models meta.n_ctx_train"),  # llama.cpp without /props: the models' meta
+    (VLLM_MODELS, 4096, "vLLM /v1/models max_model_len"),  # vLLM: max_model_len of the model asked for
+], ids=["llamacpp-without-props", "vllm-max-model-len"])
+def test_the_window_from_the_models_answer(tmp_path: Path, models: dict, window: int, source: str) -> None:
+    with StubOpenAI(models=models) as stub, _session(tmp_path, stub) as session:
+        assert session.window == window
+        assert session.window_source == f"the server ({source})"
 
 
 def test_ollama_num_ctx_wins_over_the_trained_context_length(tmp_path: Path) -> None:
