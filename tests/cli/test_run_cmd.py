@@ -199,16 +199,20 @@ def test_run_in_a_terminal_asks_before_running_a_command(project, tmp_path, mtag
     assert child.exitstatus == 0 and not marker.exists()
 
 
-def test_run_resuming_a_paused_approval_without_a_terminal_denies_it_then_runs_the_task(project, tmp_path):
+def paused_session(project: Path, tmp_path: Path, marker: Path) -> str:
+    """A session left waiting for approval of ``touch marker``; its id."""
     from mtagent.agent.session import AgentSession
 
+    model = load_scripted_model(script(tmp_path, [{"tool": "shell", "args": {"command": f"touch {marker}"}}],
+                                       "paused.json"))
+    with AgentSession.create(project, model=model) as session:
+        assert session.run_turn("touch it").status == "approval_required"
+        return session.session_id
+
+
+def test_run_resuming_a_paused_approval_without_a_terminal_denies_it_then_runs_the_task(project, tmp_path):
     marker = project / "paused.txt"
-    paused_model = load_scripted_model(script(tmp_path, [{"tool": "shell", "args": {"command": f"touch {marker}"}}],
-                                              "paused.json"))
-    session = AgentSession.create(project, model=paused_model)
-    sid = session.session_id
-    assert session.run_turn("touch it").status == "approval_required"
-    session.close()
+    sid = paused_session(project, tmp_path, marker)
     model = script(tmp_path, ["Skipped the touch.", "Next task done."], "next.json")
     result = runner.invoke(app, ["run", "--cwd", str(project), "--resume", sid, "--model", model, "next"])
     assert result.exit_code == 0, result.output
@@ -315,15 +319,8 @@ def test_resuming_a_corrupt_session_does_not_suggest_a_flag_run_lacks(project, t
 
 @pytest.mark.parametrize("flag, runs", [("allow", True), ("deny", False)])
 def test_run_settles_a_paused_approval_by_the_approval_flag(project, tmp_path, flag, runs):
-    from mtagent.agent.session import AgentSession
-
     marker = project / "paused.txt"
-    paused_model = load_scripted_model(script(tmp_path, [{"tool": "shell", "args": {"command": f"touch {marker}"}}],
-                                              "paused.json"))
-    session = AgentSession.create(project, model=paused_model)
-    sid = session.session_id
-    assert session.run_turn("touch it").status == "approval_required"
-    session.close()
+    sid = paused_session(project, tmp_path, marker)
     model = script(tmp_path, ["Settled.", "Next task done."], "next.json")
     result = runner.invoke(app, ["run", "--cwd", str(project), "--resume", sid, "--model", model,
                                  "--approval", flag, "next"])
