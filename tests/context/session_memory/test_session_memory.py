@@ -83,13 +83,14 @@ class FakeModel:
                 self.active -= 1
 
 
+@pytest.fixture
+def conv() -> Conversation:
+    return Conversation()
+
+
 def _manager(tmp_path: Path, **kw: Any) -> SessionMemoryManager:
     store = ArtifactStore.for_session(tmp_path, "s1")
     return SessionMemoryManager(store.session_memory_path, kw.pop("settings", Settings()), **kw)
-
-
-def _count(text: str) -> int:
-    return count_text_tokens(text)
 
 
 def test_template_has_every_section_with_an_italic_description() -> None:
@@ -104,9 +105,8 @@ def test_template_has_every_section_with_an_italic_description() -> None:
     assert N.parse_notes(DEFAULT_SESSION_MEMORY_TEMPLATE).is_empty()
 
 
-def test_first_extraction_at_init_tokens_then_growth_and_tool_calls(tmp_path: Path) -> None:
+def test_first_extraction_at_init_tokens_then_growth_and_tool_calls(tmp_path: Path, conv: Conversation) -> None:
     sm = _manager(tmp_path)
-    conv = Conversation()
     assert not sm.should_extract_memory(conv.messages, token_count=9_999)
     assert sm.should_extract_memory(conv.messages, token_count=10_000)
     sm.tokens_at_last_update = 10_000
@@ -121,10 +121,9 @@ def test_first_extraction_at_init_tokens_then_growth_and_tool_calls(tmp_path: Pa
     assert sm.tool_calls_since_update(conv.messages) == 3
 
 
-def test_summary_md_created_on_first_trigger(tmp_path: Path) -> None:
+def test_summary_md_created_on_first_trigger(tmp_path: Path, conv: Conversation) -> None:
     sink: list[dict[str, Any]] = []
     sm = _manager(tmp_path, sink=sink)
-    conv = Conversation()
     conv.grow(4)
     assert sm.maybe_update(conv.messages) is None and not sm.path.exists()
     conv.grow(24)
@@ -139,9 +138,8 @@ def test_summary_md_created_on_first_trigger(tmp_path: Path) -> None:
     assert set(sink[-1]["sections"]) == set(N.SECTIONS)
 
 
-def test_extractive_update_fills_sections_from_messages(tmp_path: Path) -> None:
+def test_extractive_update_fills_sections_from_messages(tmp_path: Path, conv: Conversation) -> None:
     sm = _manager(tmp_path)
-    conv = Conversation()
     conv.tool_round("read_file", "src/gemm.c", "int main() {}")
     conv.tool_round("edit_file", "src/gemm.c", "ok")
     conv.tool_round("shell", "all", "FAILED test_gemm: AssertionError: 3 != 4", error=True)
@@ -158,9 +156,8 @@ def test_extractive_update_fills_sections_from_messages(tmp_path: Path) -> None:
     assert "Switched to AVX2" in notes.bodies["Current State"]
 
 
-def test_model_update_changes_only_section_bodies(tmp_path: Path) -> None:
+def test_model_update_changes_only_section_bodies(tmp_path: Path, conv: Conversation) -> None:
     sm = _manager(tmp_path)
-    conv = Conversation()
     conv.grow(2)
     sm.update_session_memory(conv.messages)
     before = sm.read_notes()
@@ -188,12 +185,11 @@ def test_model_update_changes_only_section_bodies(tmp_path: Path) -> None:
     assert "<notes>" in message_text(model.requests[0][1]) and "<transcript>" in message_text(model.requests[0][1])
 
 
-def test_model_failure_falls_back_to_extractive_update(tmp_path: Path) -> None:
+def test_model_failure_falls_back_to_extractive_update(tmp_path: Path, conv: Conversation) -> None:
     def boom(request: list[BaseMessage]) -> str:
         raise RuntimeError("503 upstream")
 
     sm = _manager(tmp_path, model=FakeModel(boom))
-    conv = Conversation()
     conv.grow(2)
     update = sm.update_session_memory(conv.messages)
     assert update is not None and update.source == "extractive"
@@ -201,26 +197,24 @@ def test_model_failure_falls_back_to_extractive_update(tmp_path: Path) -> None:
     assert CONSTRAINT in sm.path.read_text()
 
 
-def test_sections_and_total_stay_within_budget(tmp_path: Path) -> None:
+def test_sections_and_total_stay_within_budget(tmp_path: Path, conv: Conversation) -> None:
     settings = Settings(session_memory={"section_max_tokens": 300, "total_max_tokens": 1_200})
     sm = _manager(tmp_path, settings=settings)
-    conv = Conversation()
     for _ in range(60):
         conv.tool_round(path=f"src/deep/very/long/path/module_{conv.n}.c")
     sm.update_session_memory(conv.messages)
     notes = sm.read_notes()
     for name in N.SECTIONS:
-        assert _count(notes.bodies[name]) <= 300, name
-    assert _count(sm.path.read_text()) <= 1_200
+        assert count_text_tokens(notes.bodies[name]) <= 300, name
+    assert count_text_tokens(sm.path.read_text()) <= 1_200
     assert "older entries omitted" in notes.bodies["Worklog"]
     assert CONSTRAINT in notes.bodies["Task specification"]
     assert "module_" in notes.bodies["Worklog"].splitlines()[-1]  # newest entries kept
 
 
-def test_concurrent_update_requests_none_lost_never_two_at_once(tmp_path: Path) -> None:
+def test_concurrent_update_requests_none_lost_never_two_at_once(tmp_path: Path, conv: Conversation) -> None:
     model = FakeModel(lambda req: "# Current State\nworking\n", delay=0.05)
     sm = _manager(tmp_path, model=model)
-    conv = Conversation()
     conv.grow(40)
     all_messages = list(conv.messages)
     snapshots = [all_messages[: 10 * (k + 1)] for k in range(len(all_messages) // 10)] + [all_messages]
@@ -242,10 +236,9 @@ def test_concurrent_update_requests_none_lost_never_two_at_once(tmp_path: Path) 
     assert any(r is None for r in results)
 
 
-def test_background_update_is_awaited_by_compaction(tmp_path: Path) -> None:
+def test_background_update_is_awaited_by_compaction(tmp_path: Path, conv: Conversation) -> None:
     model = FakeModel(lambda req: "# Current State\nbackground notes\n# Task specification\n" + CONSTRAINT, delay=0.2)
     sm = _manager(tmp_path, model=model, background_updates=True)
-    conv = Conversation()
     conv.grow(60)
     thread = sm.maybe_update(conv.messages)
     assert isinstance(thread, threading.Thread)
@@ -259,9 +252,8 @@ def _compacted(conv: Conversation, sm: SessionMemoryManager, **kw: Any):
     return result
 
 
-def test_session_memory_compact_keeps_unsummarized_messages_and_min_tail(tmp_path: Path) -> None:
+def test_session_memory_compact_keeps_unsummarized_messages_and_min_tail(tmp_path: Path, conv: Conversation) -> None:
     sm = _manager(tmp_path)
-    conv = Conversation()
     conv.grow(80)
     sm.update_session_memory(conv.messages)
     covered = len(conv.messages)
@@ -284,9 +276,8 @@ def test_session_memory_compact_keeps_unsummarized_messages_and_min_tail(tmp_pat
     assert CONSTRAINT in result.summary
 
 
-def test_compact_is_none_without_notes_or_when_still_over_threshold(tmp_path: Path) -> None:
+def test_compact_is_none_without_notes_or_when_still_over_threshold(tmp_path: Path, conv: Conversation) -> None:
     sm = _manager(tmp_path)
-    conv = Conversation()
     conv.grow(40)
     assert sm.try_session_memory_compact(conv.messages) is None  # no notes yet
     sm.update_session_memory(conv.messages[:20])
@@ -295,9 +286,8 @@ def test_compact_is_none_without_notes_or_when_still_over_threshold(tmp_path: Pa
     assert sm.try_session_memory_compact(conv.messages) is not None
 
 
-def test_compact_never_splits_a_tool_round(tmp_path: Path) -> None:
+def test_compact_never_splits_a_tool_round(tmp_path: Path, conv: Conversation) -> None:
     sm = _manager(tmp_path)
-    conv = Conversation()
     conv.grow(40)
     sm.update_session_memory(conv.messages[:-1])  # last summarized = an AIMessage with a pending call
     result = _compacted(conv, sm)
@@ -305,10 +295,9 @@ def test_compact_never_splits_a_tool_round(tmp_path: Path) -> None:
     assert not isinstance(result.messages_to_keep[0], ToolMessage)
 
 
-def test_resume_restores_summary_and_recent_messages(tmp_path: Path) -> None:
+def test_resume_restores_summary_and_recent_messages(tmp_path: Path, conv: Conversation) -> None:
     sink: list[dict[str, Any]] = []
     sm = _manager(tmp_path, sink=sink)
-    conv = Conversation()
     conv.grow(60)
     records = [message_to_record(m) for m in conv.messages]
     sm.update_session_memory(conv.messages)
@@ -338,11 +327,10 @@ def test_resume_restores_summary_and_recent_messages(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("with_model", [False, True])
-def test_user_constraint_survives_five_session_memory_compactions(tmp_path: Path, with_model: bool) -> None:
+def test_user_constraint_survives_five_session_memory_compactions(tmp_path: Path, with_model: bool, conv: Conversation) -> None:
     # A forgetful model: rewrites the notes without the task specification at all.
     model = FakeModel(lambda req: "# Current State\nstill optimizing\n# Worklog\n- more steps\n") if with_model else None
     sm = _manager(tmp_path, model=model)
-    conv = Conversation()
     history: list[BaseMessage] = list(conv.messages)
     sources = []
     for _ in range(5):
@@ -364,9 +352,8 @@ def test_user_constraint_survives_five_session_memory_compactions(tmp_path: Path
     assert CONSTRAINT in view_text
 
 
-def test_restore_from_session_memory_boundary_when_update_record_is_before_it(tmp_path: Path) -> None:
+def test_restore_from_session_memory_boundary_when_update_record_is_before_it(tmp_path: Path, conv: Conversation) -> None:
     sm = _manager(tmp_path)
-    conv = Conversation()
     conv.grow(60)
     sm.update_session_memory(conv.messages)
     conv.grow(3)
@@ -380,13 +367,12 @@ def test_restore_from_session_memory_boundary_when_update_record_is_before_it(tm
     assert fresh.initialized and fresh.last_summarized_message_id is None  # notes exist on disk
 
 
-def test_notes_shown_on_resume_only_when_they_add_to_the_summary(tmp_path: Path) -> None:
+def test_notes_shown_on_resume_only_when_they_add_to_the_summary(tmp_path: Path, conv: Conversation) -> None:
     sm = _manager(tmp_path)
     update_rec = {"type": "session_memory_update", "last_summarized_message_id": "x"}
     sm_boundary = {"type": "compact_boundary", "summary_source": "session_memory"}
     llm_boundary = {"type": "compact_boundary", "summary_source": "llm"}
     assert session_memory_for_resume(sm.path, [update_rec]) is None  # no notes yet
-    conv = Conversation()
     conv.grow(3)
     sm.update_session_memory(conv.messages)
     assert session_memory_for_resume(sm.path, [update_rec, sm_boundary]) is None  # the summary is the notes
@@ -395,12 +381,11 @@ def test_notes_shown_on_resume_only_when_they_add_to_the_summary(tmp_path: Path)
     assert session_memory_for_resume(sm.path, []) is not None
 
 
-def test_works_with_a_langchain_chat_model(tmp_path: Path) -> None:
+def test_works_with_a_langchain_chat_model(tmp_path: Path, conv: Conversation) -> None:
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
     model = FakeListChatModel(responses=["# Session Title\nGEMM\n# Current State\nprofiling\n"])
     sm = _manager(tmp_path, model=model)
-    conv = Conversation()
     conv.grow(2)
     update = sm.update_session_memory(conv.messages)
     assert update is not None and update.source == "model"
@@ -408,9 +393,8 @@ def test_works_with_a_langchain_chat_model(tmp_path: Path) -> None:
     assert notes.bodies["Session Title"] == "GEMM" and notes.bodies["Current State"] == "profiling"
 
 
-def test_messages_parked_during_a_failed_update_go_into_the_next_one(tmp_path: Path) -> None:
+def test_messages_parked_during_a_failed_update_go_into_the_next_one(tmp_path: Path, conv: Conversation) -> None:
     sm = _manager(tmp_path)
-    conv = Conversation()
     conv.grow(4)
     calls = {"n": 0}
     real_write = sm._write
