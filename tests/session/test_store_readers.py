@@ -1,4 +1,4 @@
-"""PostgreSQL mode end to end: the readers (sessions list/show/export, the REPL picker, the UI),
+"""PostgreSQL mode end to end: the readers (sessions list/show/export, the REPL picker, the UI, recall),
 session and long-term memory through the store, checkpoint tenancy, and the DSN's password."""
 
 from __future__ import annotations
@@ -365,3 +365,46 @@ def test_export_fetches_no_artifacts_and_show_does(project: Path, pg_dsn: str, t
     assert not artifact.exists()
     assert runner.invoke(app, ["sessions", "show", "01PGEXP", "--full", *cwd], env=env).exit_code == 0
     assert artifact.read_text() == "artifact body of 01PGEXP"
+
+
+def test_recall_finds_a_session_another_worker_wrote_and_only_for_its_tenant(project: Path, pg_dsn: str,
+                                                                              tenant: str) -> None:
+    """Recall's catch-up reads the tenant's mirror of the project (refreshed from the store)."""
+    with PostgresStore(pg_dsn, tenant=tenant, pool_max_size=1) as store, \
+            store.open_writer(paths.project_hash(project), "01RECALLPG") as writer:
+        writer.append(schema.session_start_record("01RECALLPG", str(project), "m-test", "0"))
+        writer.append(schema.message_to_record(
+            schema.HumanMessage("the flaky test is quokka_canary_batch_loader", id="pg-m1")))
+    assert not paths.history_dir(project).exists()  # nothing of it on this worker's files
+    found = runner.invoke(app, ["recall", "quokka_canary_batch_loader", "--json", "--cwd", str(project)],
+                          env=_env(pg_dsn, tenant))
+    assert found.exit_code == 0, found.output
+    hits = json.loads(found.stdout)
+    assert [h["session"] for h in hits][:1] == ["01RECALLPG"]
+    other = runner.invoke(app, ["recall", "quokka_canary_batch_loader", "--json", "--cwd", str(project)],
+                          env=_env(pg_dsn, tenant + "-other"))
+    assert other.exit_code == 0, other.output
+    assert json.loads(other.stdout) == []
+
+
+def test_a_session_in_postgres_catches_its_tenants_index_up_when_it_closes(project: Path, tmp_path: Path,
+                                                                            pg_dsn: str, tenant: str) -> None:
+    """No record is indexed as it is written; the closing session reads its own transcript (the
+    tenant's mirror of its rows) into the tenant's local index."""
+    import sqlite3
+
+    from mtagent.config import Settings
+    from mtagent.context.recall import index_path
+
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps(["noted"]), encoding="utf-8")
+    ran = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}",
+                              "the relay is marmot_relay_7731"], env=_env(pg_dsn, tenant))
+    assert ran.exit_code == 0, ran.output
+    settings = Settings.model_validate({"storage": {"backend": "postgres", "dsn": pg_dsn, "tenant": tenant}})
+    conn = sqlite3.connect(index_path(project, tenant, home=local_home(settings)))
+    try:
+        rows = conn.execute("SELECT role FROM items WHERE text LIKE '%marmot_relay_7731%'").fetchall()
+    finally:
+        conn.close()
+    assert rows == [("user",)]
