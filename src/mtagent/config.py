@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import tomllib
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field, ValidationError, model_validator
@@ -131,9 +130,7 @@ def _check_keys(data: dict[str, Any], source: str) -> None:
                 raise ConfigError(f"[{section}] in {source} is {_FOREIGN_MCP_TABLES[section]}'s spelling; mtagent "
                                   "spells it [mcp.servers.NAME] (same command, args, env, url keys), or run "
                                   "`mtagent mcp add NAME -- COMMAND ARGS…`")
-            raise ConfigError(
-                f"unknown config section [{section}] in {source}; valid sections: {', '.join(SECTIONS)}"
-            )
+            raise ConfigError(f"unknown config section [{section}] in {source}; valid sections: {', '.join(SECTIONS)}")
         if not isinstance(body, dict):
             raise ConfigError(f"[{section}] in {source} must be a table of settings")
         known = SECTIONS[section].model_fields

@@ -86,9 +86,7 @@ class ApprovalPolicy:
         for key, value in rules.items():
             decision = str(value).lower()
             if decision not in DECISIONS:
-                raise ConfigError(
-                    f"agent.approval[{key!r}] = {value!r} is not one of {', '.join(DECISIONS)}"
-                )
+                raise ConfigError(f"agent.approval[{key!r}] = {value!r} is not one of {', '.join(DECISIONS)}")
             if key.startswith(_SHELL_PREFIX):
                 pattern = key[len(_SHELL_PREFIX):].strip()
                 if not pattern:

@@ -133,6 +133,15 @@ def reads(first: int, last: int, prefix: str = "src/mod_") -> str:
     return f"Read the files `{prefix}{{{first:02d}..{last:02d}}}.py`, one by one."
 
 
+def file_fact(index: int, task_id: str, kind: str, fact: str, value: str, distance: int, path: str, text: str,
+              what: str, remove: bool = False) -> SuiteTask:
+    """The fact in ``path``, read first; then ``distance`` filler modules (then ``rm path`` when ``remove``)."""
+    steps = [f"Read `{path}`.", reads(0, distance - 1), *([f"Run `rm {path}`."] if remove else []),
+             f"Write the value of {fact} into `{ANSWER_FILE}`."]
+    return SuiteTask(task_id, kind, fact, value, distance, {path: text, **fillers(index, distance)},
+                     prompt_of(task_id, steps, what))
+
+
 def first_of_many(index: int, task_id: str) -> SuiteTask:
     fact, value = "SHARD_COUNT", number(index, "first")
     count = 10 + index % 4
@@ -185,11 +194,8 @@ def json_fact(index: int, task_id: str) -> SuiteTask:
     distance = 10 + index % 12
     data = {"SERVICE": "billing", "API_TIMEOUT": int(number(index, "timeout")), fact: value,
             "API_REGION": word_value(index, "region"), "FEATURES": ["audit", "export"]}
-    files = {"config/service.json": json.dumps(data, indent=2) + "\n", **fillers(index, distance)}
-    steps = ["Read `config/service.json`.", reads(0, distance - 1), "Run `rm config/service.json`.",
-             f"Write the value of {fact} into `{ANSWER_FILE}`."]
-    return SuiteTask(task_id, "json", fact, value, distance, files,
-                     prompt_of(task_id, steps, f"the value {fact} had in config/service.json"))
+    return file_fact(index, task_id, "json", fact, value, distance, "config/service.json",
+                     json.dumps(data, indent=2) + "\n", f"the value {fact} had in config/service.json", remove=True)
 
 
 def yaml_fact(index: int, task_id: str) -> SuiteTask:
@@ -197,10 +203,8 @@ def yaml_fact(index: int, task_id: str) -> SuiteTask:
     distance = 10 + index % 12
     text = (f"service: billing\nreplicas: {index % 5 + 2}\n{fact}: {value}\nREGION_NAME: {WORDS[index % 26]}\n"
             "limits:\n  cpu: 2\n  memory: 4Gi\n")
-    files = {"deploy/values.yaml": text, **fillers(index, distance)}
-    steps = ["Read `deploy/values.yaml`.", reads(0, distance - 1), f"Write the value of {fact} into `{ANSWER_FILE}`."]
-    return SuiteTask(task_id, "yaml", fact, value, distance, files,
-                     prompt_of(task_id, steps, f"the {fact} of deploy/values.yaml"))
+    return file_fact(index, task_id, "yaml", fact, value, distance, "deploy/values.yaml", text,
+                     f"the {fact} of deploy/values.yaml")
 
 
 def two_facts(index: int, task_id: str) -> SuiteTask:
@@ -228,11 +232,9 @@ def control(index: int, task_id: str) -> SuiteTask:
                          prompt_of(task_id, steps, f"the value of {fact} in config/limits.py"))
     if variant == 1:
         fact, value = "CACHE_TTL", number(index, "control")
-        files = {"config/cache.json": json.dumps({"CACHE_NAME": "edge", fact: value}, indent=2) + "\n",
-                 **fillers(index, 2)}
-        steps = ["Read `config/cache.json`.", reads(0, 1), f"Write the value of {fact} into `{ANSWER_FILE}`."]
-        return SuiteTask(task_id, "control", fact, value, 2, files,
-                         prompt_of(task_id, steps, f"the value of {fact} in config/cache.json"))
+        return file_fact(index, task_id, "control", fact, value, 2, "config/cache.json",
+                         json.dumps({"CACHE_NAME": "edge", fact: value}, indent=2) + "\n",
+                         f"the value of {fact} in config/cache.json")
     fact, value = "OUTPUT_TAG", word_value(index, "control")
     steps = [reads(0, 2), f"Write the value of {fact} into `{ANSWER_FILE}`."]
     return SuiteTask(task_id, "control", fact, value, 3, fillers(index, 3),

@@ -20,8 +20,8 @@ checked on tasks it has not seen. Same step language and window, other shapes:
 
 from __future__ import annotations
 
-from mtagent.eval.shapes import (ANSWER_FILE, WORDS, SuiteTask, digest, fillers, number, one_shot, prompt_of,
-                                 reads, word_value)
+from mtagent.eval.shapes import (ANSWER_FILE, WORDS, SuiteTask, digest, file_fact, fillers, number, one_shot,
+                                 prompt_of, reads, word_value)
 
 HUGE_LINES = 450
 
@@ -35,10 +35,8 @@ def huge_file(index: int, task_id: str) -> SuiteTask:
         if j == at:
             lines.append(f"{fact} = {value}")
         lines.append(f"ITEM_{j:04d} = ('{WORDS[int(h[:2], 16) % 26]}', {int(h[2:6], 16) % 9999}, '{h[6:22]}')")
-    files = {"data/catalog.py": "\n".join(lines) + "\n", **fillers(index, 4)}
-    steps = ["Read `data/catalog.py`.", reads(0, 3), f"Write the value of {fact} into `{ANSWER_FILE}`."]
-    return SuiteTask(task_id, "huge-file", fact, value, 4, files,
-                     prompt_of(task_id, steps, f"the value {fact} has in data/catalog.py"))
+    return file_fact(index, task_id, "huge-file", fact, value, 4, "data/catalog.py", "\n".join(lines) + "\n",
+                     f"the value {fact} has in data/catalog.py")
 
 
 def repeat_read(index: int, task_id: str) -> SuiteTask:
@@ -65,21 +63,15 @@ def toml_fact(index: int, task_id: str) -> SuiteTask:
     fact, value = "BATCH_WINDOW", word_value(index, "toml")
     distance = 12 + index % 10
     text = f'[service]\nname = "ingest"\n{fact} = "{value}"\nworkers = {index % 7 + 1}\n'
-    files = {"settings.toml": text, **fillers(index, distance)}
-    steps = ["Read `settings.toml`.", reads(0, distance - 1), "Run `rm settings.toml`.",
-             f"Write the value of {fact} into `{ANSWER_FILE}`."]
-    return SuiteTask(task_id, "toml", fact, value, distance, files,
-                     prompt_of(task_id, steps, f"the value {fact} had in settings.toml (without quotes)"))
+    return file_fact(index, task_id, "toml", fact, value, distance, "settings.toml", text,
+                     f"the value {fact} had in settings.toml (without quotes)", remove=True)
 
 
 def env_fact(index: int, task_id: str) -> SuiteTask:
     fact, value = "DEPLOY_SLOT", word_value(index, "env")
     distance = 12 + index % 10
-    files = {".env": f"APP_NAME=ingest\n{fact}={value}\nLOG_LEVEL=info\n", **fillers(index, distance)}
-    steps = ["Read `.env`.", reads(0, distance - 1), "Run `rm .env`.",
-             f"Write the value of {fact} into `{ANSWER_FILE}`."]
-    return SuiteTask(task_id, "env", fact, value, distance, files,
-                     prompt_of(task_id, steps, f"the value {fact} had in .env"))
+    return file_fact(index, task_id, "env", fact, value, distance, ".env",
+                     f"APP_NAME=ingest\n{fact}={value}\nLOG_LEVEL=info\n", f"the value {fact} had in .env", remove=True)
 
 
 def shell_outputs(index: int, task_id: str) -> SuiteTask:
@@ -133,10 +125,8 @@ def three_facts(index: int, task_id: str) -> SuiteTask:
 
 def control(index: int, task_id: str) -> SuiteTask:
     fact, value = "RETRY_LIMIT", number(index, "xcontrol")
-    files = {"settings.toml": f'[retry]\n{fact} = "{value}"\n', **fillers(index, 2)}
-    steps = ["Read `settings.toml`.", reads(0, 1), f"Write the value of {fact} into `{ANSWER_FILE}`."]
-    return SuiteTask(task_id, "control", fact, value, 2, files,
-                     prompt_of(task_id, steps, f"the value of {fact} in settings.toml (without quotes)"))
+    return file_fact(index, task_id, "control", fact, value, 2, "settings.toml", f'[retry]\n{fact} = "{value}"\n',
+                     f"the value of {fact} in settings.toml (without quotes)")
 
 
 EXTRA_SHAPES = {"huge-file": huge_file, "repeat-read": repeat_read, "grep-only": grep_only, "toml": toml_fact,

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from mtagent import paths
-from mtagent.agent.batch import APPROVALS, BatchTask, checkout
+from mtagent.agent.batch import APPROVALS, checkout
 from mtagent.eval.checks import CommandOutcome, apply_patch, run_command
 from mtagent.eval.lanes import lane
 from mtagent.eval.metering import METER
