@@ -27,6 +27,12 @@ def _indexed(store: RecallStore) -> str:
     return "\n".join(str(text) for (text,) in store.execute("SELECT text FROM items"))
 
 
+def _synced(project: Path) -> str:
+    store = RecallStore(None)
+    sync_workspace(project, store, RecallSettings(index_workspace=True))
+    return _indexed(store)
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "p"
@@ -39,18 +45,14 @@ def project(tmp_path: Path) -> Path:
 
 def test_a_hard_link_to_an_outside_file_is_not_indexed(project: Path) -> None:
     os.link(project.parent / "outside" / "secret.txt", project / "hard.txt")
-    store = RecallStore(None)
-    sync_workspace(project, store, RecallSettings(index_workspace=True))
-    text = _indexed(store)
+    text = _synced(project)
     assert "ordinary text" in text and CANARY not in text
 
 
 def test_workspace_secrets_are_redacted_before_they_are_stored(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     (project / "deploy.sh").write_text(f"export GITHUB_TOKEN={TOKEN}\nkey=ghp_{'b' * 36}\n")
-    store = RecallStore(None)
-    sync_workspace(project, store, RecallSettings(index_workspace=True))
-    text = _indexed(store)
+    text = _synced(project)
     assert "export GITHUB_TOKEN=" in text and TOKEN not in text and "ghp_bbbb" not in text
 
 
@@ -78,9 +80,7 @@ def test_a_folder_swapped_for_a_symlink_never_indexes_outside_text(project: Path
     deadline = time.monotonic() + 3.0
     with flipping(real, outside):
         while time.monotonic() < deadline:
-            store = RecallStore(None)
-            sync_workspace(project, store, RecallSettings(index_workspace=True))
-            leaks += CANARY in _indexed(store)
+            leaks += CANARY in _synced(project)
     assert leaks == 0
 
 
@@ -122,9 +122,7 @@ def test_a_deeply_nested_workspace_is_a_short_walk_not_a_crash(project: Path) ->
             here.mkdir()
         (here / "deep.txt").write_text("too deep to index\n")
         (project / "a" / "near.txt").write_text("near enough\n")
-        store = RecallStore(None)
-        sync_workspace(project, store, RecallSettings(index_workspace=True))
-        text = _indexed(store)
+        text = _synced(project)
     finally:
         remove_nested(project)
     assert "near enough" in text and "ordinary text" in text and "too deep" not in text
