@@ -130,9 +130,7 @@ class LCClearToolUsesStrategy:
         request = ModelRequest(model=self._model, messages=[*prefix, *self._state], system_message=system)  # type: ignore[arg-type]
         self._middleware.wrap_model_call(request, handler)
         edited = seen[0]
-        cleared = sum(
-            1 for m in edited if (m.response_metadata or {}).get("context_editing", {}).get("cleared")
-        )
+        cleared = sum(1 for m in edited if (m.response_metadata or {}).get("context_editing", {}).get("cleared"))
         view = ([system] if system is not None else []) + edited
         newly_cleared = cleared > self._cleared
         self._cleared = cleared

@@ -13,7 +13,7 @@ session costs O(turns × view), not O(turns × history) re-tokenization.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -87,30 +87,20 @@ class ReplayResult:
 
     @property
     def retention(self) -> float | None:
-        values = [t.retention for t in self.turns if t.retention is not None]
-        return sum(values) / len(values) if values else None
+        return _mean([t.retention for t in self.turns if t.retention is not None])
 
     @property
     def cached_cost(self) -> dict[str, float]:
-        totals: dict[str, float] = {}
-        for t in self.turns:
-            for name, value in t.costs.items():
-                totals[name] = totals.get(name, 0.0) + value
-        return totals
+        return _totals(t.costs for t in self.turns)
 
     @property
     def summary_cost(self) -> dict[str, float]:
         """The summary calls' part of :attr:`cached_cost`."""
-        totals: dict[str, float] = {}
-        for t in self.turns:
-            for name, value in t.summary_costs.items():
-                totals[name] = totals.get(name, 0.0) + value
-        return totals
+        return _totals(t.summary_costs for t in self.turns)
 
     def retention_of(self, kind: str) -> float | None:
         """Mean share of ``kind``'s probes visible, over the turns that had any."""
-        values = [t.retention_by_kind[kind] for t in self.turns if kind in t.retention_by_kind]
-        return sum(values) / len(values) if values else None
+        return _mean([t.retention_by_kind[kind] for t in self.turns if kind in t.retention_by_kind])
 
     @property
     def work_state(self) -> WorkStateCount:
@@ -131,6 +121,18 @@ class ReplayResult:
 
 
 _TEXT_CACHE_SIZE = 65_536
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _totals(parts: Iterable[dict[str, float]]) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    for part in parts:
+        for name, value in part.items():
+            totals[name] = totals.get(name, 0.0) + value
+    return totals
 
 
 @lru_cache(maxsize=4)
@@ -228,7 +230,7 @@ def _replay(traj: Trajectory, strat: Any, ctx: StrategyContext, cache_models: Se
                 summary_output_tokens=sum(c.output_tokens for c in step.summary_calls),
                 orphan_results=orphans,
                 unanswered_calls=unanswered,
-                retention=sum(kinds.values()) / len(kinds) if kinds else None,
+                retention=_mean(list(kinds.values())),
                 recorded_input=recorded.total_input if recorded is not None else None,
                 summary_costs=summaries,
                 retention_by_kind=kinds,

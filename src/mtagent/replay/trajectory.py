@@ -66,12 +66,7 @@ def human(text: str, msg_id: str, timestamp: str | float | None = None, *, injec
     return HumanMessage(content=text, id=msg_id, response_metadata=mt_meta(timestamp, injected=injected or None))
 
 
-def ai(
-    text: str,
-    msg_id: str,
-    calls: Sequence[dict[str, Any]] = (),
-    timestamp: str | float | None = None,
-) -> AIMessage:
+def ai(text: str, msg_id: str, calls: Sequence[dict[str, Any]] = (), timestamp: str | float | None = None) -> AIMessage:
     """An assistant message; ``calls`` are ``{"id", "name", "args"}`` dicts. Arguments a recording
     holds as something other than an object (a string, a list) are read by :func:`parse_arguments`,
     so one malformed call does not make the whole session unreadable."""

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -104,9 +103,3 @@ def load_v1(path: Path, data: Any) -> list[Trajectory]:
             messages.append(human(text, mid))
     return [finish(messages, FORMAT_V1, meta={"source": str(path)})]
 
-
-def parse(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise ReplayFormatError(f"{path} is not JSON; expected a mini-swe-agent trajectory") from exc
