@@ -28,6 +28,7 @@ from rich.text import Text
 
 from mtagent.context.budget import BudgetBuckets
 from mtagent.cli.glyphs import UNICODE, glyphs
+from mtagent.cli.output import fmt_size
 from mtagent.cli.session_report import SessionReport
 
 GRID_CELLS = 100
@@ -73,13 +74,6 @@ def fmt_tokens(n: int) -> str:
     if abs(n) < 1_000_000:
         return f"{n / 1000:.1f}k"
     return f"{n / 1_000_000:.2f}M"
-
-
-def fmt_size(n_bytes: int) -> str:
-    for unit, size in (("MB", 1 << 20), ("KB", 1 << 10)):
-        if n_bytes >= size:
-            return f"{n_bytes / size:.1f} {unit}"
-    return f"{n_bytes} B"
 
 
 @dataclass(slots=True, frozen=True)

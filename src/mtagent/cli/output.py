@@ -88,6 +88,14 @@ def print_error(message: str) -> None:
     err_console.print(f"[bold red]error:[/] {escape(terminal_safe(message))}", soft_wrap=not err_console.is_terminal)
 
 
+def fmt_size(n_bytes: int) -> str:
+    """``512 B``, ``1.5 KB``, ``12.0 MB``, ``2.1 GB``: a stored size as a listing shows it."""
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n_bytes >= size:
+            return f"{n_bytes / size:.1f} {unit}"
+    return f"{n_bytes} B"
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print ``error: message`` on one line to stderr and exit with ``code`` (inside a command)."""
     print_error(message)

@@ -20,7 +20,7 @@ from rich.text import Text
 
 from mtagent import paths
 from mtagent.cli.fit import Column, dropped_note, fit_table
-from mtagent.cli.output import bare_group_help, console, err_console, fail, user_errors
+from mtagent.cli.output import bare_group_help, console, err_console, fail, fmt_size, user_errors
 from mtagent.terminal_text import json_text, sanitize_deep, terminal_safe
 from mtagent.cli.session_options import demo_hint, resolve_session_id
 from mtagent.errors import ArtifactPathError, UsageError
@@ -93,14 +93,6 @@ def _when(stamp: datetime | None) -> str:
     return stamp.strftime("%Y-%m-%d %H:%M") if stamp else "-"
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
-
-
 def _cwd_option() -> Any:
     return typer.Option(None, "--cwd", help="Project folder (default: the current directory).")
 
@@ -132,7 +124,7 @@ def list_cmd(
                Column("messages", "right", drop=4), Column("size", "right", drop=1),
                Column("compactions", "right", drop=3), Column("model", drop=5, wrap=True)]
     rows = [[escape(info.session_id), _when(info.started), _when(info.last_activity), str(info.messages),
-             _size(info.size_bytes), str(info.compactions), escape(terminal_safe(info.model or "-"))]
+             fmt_size(info.size_bytes), str(info.compactions), escape(terminal_safe(info.model or "-"))]
             for info in sessions]
     table, dropped = fit_table(console, columns, rows, title=escape(f"sessions of {root.resolve()}"),
                                title_justify="left")
