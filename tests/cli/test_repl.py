@@ -378,3 +378,67 @@ def test_cost_s_title_is_one_line_at_60_columns():
     cmd_cost(host, SimpleNamespace(rest=""))
     lines = console.export_text().splitlines()
     assert lines[0] == "Session cost · openai:gpt-4o-mini · 3 model call(s)"  # not cut to the table's width
+
+
+# ── /skill ────────────────────────────────────────────────────────────────────────────────
+
+def test_skill_command_sends_the_body_and_the_request(project: Path, tmp_path: Path, pipe) -> None:
+    """/skill NAME: the skill's instructions go to the model as the next message; /context names the catalog."""
+    from mtagent import trust
+
+    skill = project / ".mtagent" / "skills" / "release" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: release\ndescription: Cut a release.\n---\n1. Bump the version in pyproject.\n")
+    trust.set_trust(project, True)
+    repl, console = make_repl(project, tmp_path, ["Bumped."], pipe)
+    pipe.send_text("/skill nope\r/skill release for 2.0\r/context explain\r/exit\r")
+    assert repl.run() == 0
+    out = console.export_text()
+    assert "no skill named 'nope'" in out and "Bumped." in out
+    assert "tool catalog:" in out and "1 skills" in out and "1 loaded" in out
+    users = user_messages(project)
+    assert len(users) == 1 and "1. Bump the version in pyproject." in users[0] and users[0].endswith("for 2.0")
+
+
+def test_an_untrusted_projects_skill_is_asked_about_and_named_when_not_found(tmp_path: Path, pipe) -> None:
+    """#33/#36: the trust question covers the project's skills; `/skill NAME` of an existing but untrusted
+    skill says so (it said "no skills found: add one as .mtagent/skills/…")."""
+    from mtagent.cli.trust_cmd import first_run_question
+
+    project = tmp_path / "proj"
+    skill = project / ".claude" / "skills" / "explaining-code" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: explaining-code\ndescription: Explain code.\n---\nUse analogies.\n")
+    question = first_run_question(project)
+    assert question is not None and "skill explaining-code (.claude/skills)" in question
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["ok"]), encoding="utf-8")
+    console = Console(record=True, width=200, force_terminal=False)
+    prompt = PromptSession(input=pipe, output=DummyOutput(), key_bindings=key_bindings(), multiline=True)
+    asked: list[str] = []
+    repl = Repl(SessionOptions(cwd=project, model=f"scripted:{script}"), console=console, prompt_session=prompt,
+                ask=lambda q: asked.append(q) or "n")
+    pipe.send_text("/skill explaining-code\r/exit\r")
+    assert repl.run() == 0
+    out = console.export_text()
+    assert asked and "explaining-code" in asked[0]
+    assert "explaining-code" in out and "not trusted" in out and "mtagent trust" in out
+    assert "no skills found" not in out
+
+
+def test_the_skill_tool_names_an_untrusted_skill(tmp_path: Path) -> None:
+    from mtagent.config import load_settings
+    from mtagent.context.toolset.skills import SkillBook, discover
+    from mtagent.context.toolset.toolset import Toolset
+
+    project = tmp_path / "proj"
+    skill = project / ".mtagent" / "skills" / "release" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: release\ndescription: Cut a release.\n---\nBump.\n")
+    found = discover(project, load_settings(project).skills)
+    assert found.skills == [] and found.untrusted == ["release"]
+    book = SkillBook(found, load_settings(project).skills)
+    toolset = Toolset.__new__(Toolset)
+    toolset.skills = book
+    error = Toolset.run_skill(toolset, "release")
+    assert error.startswith("Error: ") and "not trusted" in error and "mtagent trust" in error
