@@ -35,7 +35,7 @@ PROBES_33_TRUST: dict[str, tuple[str, str]] = {
     "widening_self_limiting": ("config: an untrusted project adds shell to self_limiting_tools (never cut)",
                                "test_untrusted_config_narrows.py"),
     "untrusted_skill_unasked": ("skills: an untrusted project's .claude/skills gets no trust question",
-                                "tests/cli/test_repl_skill.py"),
+                                "tests/cli/test_repl.py"),
     "refusal_suggests_path": ("confine: a refused @~/.ssh/id_rsa suggests the config line allowing it",
                               "test_context_confinement.py"),
 }
