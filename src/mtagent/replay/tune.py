@@ -23,10 +23,9 @@ from mtagent.config import Settings
 from mtagent.errors import MTAgentError
 from mtagent.replay.cost import DEFAULT_CACHE_MODELS
 from mtagent.replay.executors.base import Executor
-from mtagent.replay.probes import build_probes
-from mtagent.replay.simulate import ReplayResult, simulate
+from mtagent.replay.simulate import ReplayResult
 from mtagent.replay.trajectory import Trajectory
-from mtagent.replay.units import ReplayUnit, SessionRef, load_session, run_replay_unit
+from mtagent.replay.units import ReplayUnit, SessionRef, run_replay_unit
 
 RETENTION_SLACK = 0.01
 
@@ -104,35 +103,44 @@ def tune(
     grid: Iterable[Candidate] = GRID,
     progress: Callable[[int, int], None] | None = None,
     executor: Executor | None = None,
+    run: Callable[[ReplayUnit], ReplayResult] = run_replay_unit,
 ) -> list[Score]:
     """Score every candidate of ``grid`` on ``sessions``; the list is in grid order.
 
-    With an ``executor`` each (session × candidate) replay, and each session's raw reference, is a
-    work unit (:func:`tune_parallel`); the scores are the same as the serial loop's. A unit that
+    Each session's raw reference and each (session × candidate) replay is a work unit on ``executor``
+    (default: this process, one unit after another). The merge walks the outcomes in unit order, so the
+    floating-point sums — and so the chosen setting — are the same on every executor. A unit that
     fails twice raises :class:`TuneFailed`: a score missing a session would compare unlike totals.
     """
     if cache_model not in {m.name for m in DEFAULT_CACHE_MODELS}:
         raise ValueError(f"unknown cache model {cache_model!r}")
-    if executor is not None:
-        grid = list(grid)
-        return tune_parallel(sessions, settings, [Score(c) for c in grid], [apply(settings, c) for c in grid],
-                             window=window, cache_model=cache_model, progress=progress, executor=executor)
-    sessions = [load_session(s)[0] if isinstance(s, SessionRef) else s for s in sessions]
-    candidates = list(grid)
-    scores = [Score(c) for c in candidates]
-    configured = [apply(settings, c) for c in candidates]
-    total = len(sessions) * len(candidates)
+    if executor is None:
+        from mtagent.replay.executors.local import LocalExecutor
+
+        executor = LocalExecutor(1)  # one worker: the units run inline
+    scores = [Score(c) for c in grid]
+    configured = [apply(settings, s.candidate) for s in scores]
+    per_session = 1 + len(configured)
+    units = []
+    for item in map(_ref, sessions):
+        units.append(ReplayUnit(item.ref, item.label, "raw", window, settings))
+        units += [ReplayUnit(item.ref, item.label, "mtagent", window, cand) for cand in configured]
+    total = len(sessions) * len(configured)
+    raw: ReplayResult | None = None
     done = 0
-    for traj in sessions:
-        probes = build_probes(traj)
-        raw = simulate(traj, "raw", window=window, probes=probes, settings=settings)
-        pressured = raw.peak_tokens >= raw.threshold
-        for score, cand_settings in zip(scores, configured, strict=True):
-            r = simulate(traj, "mtagent", window=window, probes=probes, settings=cand_settings)
-            add_result(score, r, raw, cache_model, pressured)
-            done += 1
-            if progress is not None:
-                progress(done, total)
+    for outcome in executor.map(run, units):
+        if not outcome.ok:
+            raise TuneFailed(f"tuning replay of {outcome.unit.label} failed after {outcome.attempts} attempts: "
+                             f"{outcome.error}; check that file with `mtagent replay` first")
+        slot = outcome.index % per_session
+        if slot == 0:
+            raw = outcome.value
+            continue
+        assert raw is not None
+        add_result(scores[slot - 1], outcome.value, raw, cache_model, raw.peak_tokens >= raw.threshold)
+        done += 1
+        if progress is not None:
+            progress(done, total)
     return scores
 
 
@@ -163,47 +171,6 @@ def _ref(session: Trajectory | SessionRef) -> _Labelled:
     if isinstance(session, SessionRef):
         return _Labelled(session, f"{session.path}#{session.index}")
     return _Labelled(SessionRef(str(session.meta.get("source", "")), trajectory=session), str(session.meta.get("source", "")))
-
-
-def tune_parallel(
-    sessions: Sequence[Trajectory | SessionRef],
-    settings: Settings,
-    scores: list[Score],
-    configured: list[Settings],
-    *,
-    window: int,
-    cache_model: str,
-    executor: Executor,
-    progress: Callable[[int, int], None] | None = None,
-    run: Callable[[ReplayUnit], ReplayResult] = run_replay_unit,
-) -> list[Score]:
-    """:func:`tune` on an executor: each session's raw replay and each (session × candidate) is a unit.
-
-    The merge walks the outcomes in unit order and adds them exactly as the serial loop does, so the
-    floating-point sums — and so the chosen setting — are the same on every executor."""
-    refs = [_ref(s) for s in sessions]
-    per_session = 1 + len(configured)
-    units = []
-    for item in refs:
-        units.append(ReplayUnit(item.ref, item.label, "raw", window, settings))
-        units += [ReplayUnit(item.ref, item.label, "mtagent", window, cand) for cand in configured]
-    total = len(sessions) * len(configured)
-    raw: ReplayResult | None = None
-    done = 0
-    for outcome in executor.map(run, units):
-        if not outcome.ok:
-            raise TuneFailed(f"tuning replay of {outcome.unit.label} failed after {outcome.attempts} attempts: "
-                             f"{outcome.error}; check that file with `mtagent replay` first")
-        slot = outcome.index % per_session
-        if slot == 0:
-            raw = outcome.value
-            continue
-        assert raw is not None
-        add_result(scores[slot - 1], outcome.value, raw, cache_model, raw.peak_tokens >= raw.threshold)
-        done += 1
-        if progress is not None:
-            progress(done, total)
-    return scores
 
 
 def best(scores: Sequence[Score], retention_slack: float = RETENTION_SLACK) -> Score:
