@@ -74,15 +74,25 @@ def attempt(fn: Callable[[Any], Any], unit: Any) -> tuple[bool, Any]:
         return False, UnitError(type(exc).__name__, str(exc)[:2000], traceback.format_exc(limit=8)[-4000:])
 
 
-class InOrder(Generic[U, R]):
-    """Buffers outcomes that finish early so they are released strictly by index."""
-
-    def __init__(self) -> None:
-        self.pending: dict[int, Outcome[U, R]] = {}
-        self.next = 0
-
-    def add(self, outcome: Outcome[U, R]) -> Iterator[Outcome[U, R]]:
-        self.pending[outcome.index] = outcome
-        while self.next in self.pending:
-            yield self.pending.pop(self.next)
-            self.next += 1
+def in_order(items: list[Any], running: dict[Any, tuple[int, int]], wait_any: Callable[[list[Any]], Iterable[Any]],
+             result_of: Callable[[Any], tuple[bool, Any]], submit: Callable[[Any], Any],
+             progress: Progress | None) -> Iterator[Outcome]:
+    """The outcomes of ``running`` (task → (unit index, attempt)) as they finish, released strictly by
+    index; a failed attempt is submitted again until :data:`ATTEMPTS`. ``running`` stays the caller's
+    to cancel when the consumer stops or Ctrl-C comes."""
+    early: dict[int, Outcome] = {}
+    finished = released = 0
+    while running:
+        for task in wait_any(list(running)):
+            index, tries = running.pop(task)
+            ok, value = result_of(task)
+            if not ok and tries < ATTEMPTS:
+                running[submit(items[index])] = (index, tries + 1)
+                continue
+            finished += 1
+            if progress is not None:
+                progress(finished, len(items))
+            early[index] = Outcome(index, items[index], value if ok else None, None if ok else value, tries)
+            while released in early:
+                yield early.pop(released)
+                released += 1

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
-from mtagent.replay.executors.base import ATTEMPTS, InOrder, Outcome, Progress, UnitError, attempt
+from mtagent.replay.executors.base import Outcome, Progress, UnitError, attempt, in_order
 
 
 def default_workers() -> int:
@@ -45,23 +45,10 @@ class LocalExecutor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_ignore_sigint)
         pool = self._pool
-        order: InOrder[Any, Any] = InOrder()
-        running: dict[Future, tuple[int, int]] = {pool.submit(attempt, fn, u): (i, 1) for i, u in enumerate(items)}
-        done_count = 0
+        running = {pool.submit(attempt, fn, u): (i, 1) for i, u in enumerate(items)}
         try:
-            while running:
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    index, tries = running.pop(future)
-                    ok, value = _result(future)
-                    if not ok and tries < ATTEMPTS:
-                        running[pool.submit(attempt, fn, items[index])] = (index, tries + 1)
-                        continue
-                    done_count += 1
-                    if progress is not None:
-                        progress(done_count, len(items))
-                    outcome = Outcome(index, items[index], value if ok else None, None if ok else value, tries)
-                    yield from order.add(outcome)
+            yield from in_order(items, running, lambda futures: wait(futures, return_when=FIRST_COMPLETED)[0], _result,
+                                lambda unit: pool.submit(attempt, fn, unit), progress)
         except BaseException:  # Ctrl-C, or the consumer stopped early: stop every worker now
             for future in running:
                 future.cancel()

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from mtagent.replay.executors.base import ATTEMPTS, InOrder, Outcome, Progress, UnitError, attempt
+from mtagent.replay.executors.base import Outcome, Progress, UnitError, attempt, in_order
 from mtagent.replay.executors.local import default_workers
 
 CANCEL_ROUNDS = 3  # a task being handed to a worker can miss one cancel
@@ -52,22 +52,10 @@ class RayExecutor:
         ray = self._ray
         items = list(units)
         fn_ref = ray.put(fn)
-        running: dict[Any, tuple[int, int]] = {self._remote.remote(fn_ref, u): (i, 1) for i, u in enumerate(items)}
-        order: InOrder[Any, Any] = InOrder()
-        done_count = 0
+        running = {self._remote.remote(fn_ref, u): (i, 1) for i, u in enumerate(items)}
         try:
-            while running:
-                ready, _ = ray.wait(list(running), num_returns=1)
-                for ref in ready:
-                    index, tries = running.pop(ref)
-                    ok, value = self._get(ref)
-                    if not ok and tries < ATTEMPTS:
-                        running[self._remote.remote(fn_ref, items[index])] = (index, tries + 1)
-                        continue
-                    done_count += 1
-                    if progress is not None:
-                        progress(done_count, len(items))
-                    yield from order.add(Outcome(index, items[index], value if ok else None, None if ok else value, tries))
+            yield from in_order(items, running, lambda refs: ray.wait(refs, num_returns=1)[0], self._get,
+                                lambda unit: self._remote.remote(fn_ref, unit), progress)
         except BaseException:  # Ctrl-C, or the consumer stopped early
             self._cancel(list(running))
             raise
