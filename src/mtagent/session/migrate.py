@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from mtagent.errors import SessionLocked, UsageError
 from mtagent.session.audit import AuditEvent, current_principal
 from mtagent.session.store import Store
+from mtagent.session.store_catalog import copy_session_files
 
 
 @dataclass(slots=True)
@@ -65,15 +66,7 @@ def copy_session(src: Store, dst: Store, project: str, session_id: str) -> Sessi
             writer.append(entry.record)
         writer.end_turn()
         result.records_present, result.records_copied = present, len(entries) - present
-    have = set(dst.list_artifacts(project, session_id))
-    for relative in src.list_artifacts(project, session_id):
-        if relative not in have:
-            dst.write_artifact(project, session_id, relative, src.read_artifact(project, session_id, relative))
-            result.artifacts_copied += 1
-    notes = src.read_session_memory(project, session_id)
-    if notes is not None and dst.read_session_memory(project, session_id) != notes:
-        dst.write_session_memory(project, session_id, notes)
-        result.session_memory_copied = True
+    result.artifacts_copied, result.session_memory_copied = copy_session_files(src, dst, project, session_id)
     return result
 
 

@@ -91,15 +91,23 @@ def mirror_session(store: Any, project: str, session_id: str, *, home: Path | No
     return path
 
 
+def copy_session_files(src: Any, dst: Any, project: str, session_id: str) -> tuple[int, bool]:
+    """The artifacts ``dst`` lacks (each copied once: they never change) and the session notes when they
+    differ; (artifacts copied, notes copied)."""
+    have = set(dst.list_artifacts(project, session_id))
+    missing = [relative for relative in src.list_artifacts(project, session_id) if relative not in have]
+    for relative in missing:
+        dst.write_artifact(project, session_id, relative, src.read_artifact(project, session_id, relative))
+    notes = src.read_session_memory(project, session_id)
+    differ = notes is not None and dst.read_session_memory(project, session_id) != notes
+    if differ:
+        dst.write_session_memory(project, session_id, notes)
+    return len(missing), differ
+
+
 def _mirror_beside(store: Any, local: FilesStore, project: str, session_id: str) -> None:
-    """Artifacts (each fetched once: they never change), the session notes and the project memory."""
-    have = set(local.list_artifacts(project, session_id))
-    for relative in store.list_artifacts(project, session_id):
-        if relative not in have:
-            local.write_artifact(project, session_id, relative, store.read_artifact(project, session_id, relative))
-    notes = store.read_session_memory(project, session_id)
-    if notes is not None and local.read_session_memory(project, session_id) != notes:
-        local.write_session_memory(project, session_id, notes)
+    """Artifacts, the session notes (:func:`copy_session_files`) and the project memory."""
+    copy_session_files(store, local, project, session_id)
     for name in store.list_memory(project):
         text = store.read_memory(project, name)
         if text is not None and local.read_memory(project, name) != text:
