@@ -37,10 +37,7 @@ from mtagent.agent.models import create_chat_model, model_window
 from mtagent.redaction import collect_secrets, redact_messages
 from mtagent.agent.state import Conversation, initial_state
 from mtagent.agent.turns import (  # noqa: F401 - re-exported: front ends import them from here
-    ApprovalRequest,
-    Approver,
-    TurnResult,
-    drive_turn,
+    ApprovalRequest, Approver, TurnResult, drive_turn,
 )
 from mtagent.agent.summary_model import EXTRACTIVE, summary_model
 from mtagent.agent import storage as agent_storage
