@@ -17,7 +17,7 @@ from mtagent.config import Settings
 from mtagent.replay.cost import DEFAULT_CACHE_MODELS, lower_bounds
 from mtagent.replay.formats import load_trajectories
 from mtagent.replay.probes import build_probes
-from mtagent.replay.simulate import DEFAULT_WINDOW, ReplayResult, simulate
+from mtagent.replay.simulate import DEFAULT_WINDOW, ReplayResult, simulate, sum_by_key
 from mtagent.replay.trajectory import Trajectory
 from mtagent.replay.work_state import WorkStateCount
 
@@ -149,12 +149,10 @@ def overall_rows(table_rows: Sequence[dict[str, Any]], strategies: Sequence[str]
         tokens = sum(r["cumulative_tokens"] for r in group)
         raw = sum(raw_by_file.get(r["file"], 0) for r in group)
         kept = [r["retention"] for r in group if r["retention"] is not None]
-        costs: dict[str, float] = {}
+        costs = sum_by_key(r["cached_cost"] for r in group)
         bounds: dict[str, list[float]] = {}
         work = WorkStateCount()
         for r in group:
-            for model, value in r["cached_cost"].items():
-                costs[model] = costs.get(model, 0.0) + value
             for model, pair in (r.get("bounds") or {}).items():
                 mine = bounds.setdefault(model, [0.0, 0.0])
                 mine[0], mine[1] = mine[0] + pair[0], mine[1] + pair[1]

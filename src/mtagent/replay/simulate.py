@@ -91,12 +91,12 @@ class ReplayResult:
 
     @property
     def cached_cost(self) -> dict[str, float]:
-        return _totals(t.costs for t in self.turns)
+        return sum_by_key(t.costs for t in self.turns)
 
     @property
     def summary_cost(self) -> dict[str, float]:
         """The summary calls' part of :attr:`cached_cost`."""
-        return _totals(t.summary_costs for t in self.turns)
+        return sum_by_key(t.summary_costs for t in self.turns)
 
     def retention_of(self, kind: str) -> float | None:
         """Mean share of ``kind``'s probes visible, over the turns that had any."""
@@ -127,7 +127,7 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _totals(parts: Iterable[dict[str, float]]) -> dict[str, float]:
+def sum_by_key(parts: Iterable[dict[str, float]]) -> dict[str, float]:
     totals: dict[str, float] = {}
     for part in parts:
         for name, value in part.items():

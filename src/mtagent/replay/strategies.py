@@ -133,8 +133,6 @@ class ThresholdCompactStrategy:
         return True
 
 
-
-
 def _lc(name: str, ctx: StrategyContext) -> Strategy:
     from mtagent.replay import lc_strategies  # LangChain's middleware: loaded only when compared
 
