@@ -122,9 +122,9 @@ def tune(
     configured = [apply(settings, s.candidate) for s in scores]
     per_session = 1 + len(configured)
     units = []
-    for item in map(_ref, sessions):
-        units.append(ReplayUnit(item.ref, item.label, "raw", window, settings))
-        units += [ReplayUnit(item.ref, item.label, "mtagent", window, cand) for cand in configured]
+    for ref, label in map(_ref, sessions):
+        units.append(ReplayUnit(ref, label, "raw", window, settings))
+        units += [ReplayUnit(ref, label, "mtagent", window, cand) for cand in configured]
     total = len(sessions) * len(configured)
     raw: ReplayResult | None = None
     done = 0
@@ -161,16 +161,12 @@ class TuneFailed(MTAgentError):
     """A tuning replay failed twice; the scores would be incomparable without it."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Labelled:
-    ref: SessionRef
-    label: str
-
-
-def _ref(session: Trajectory | SessionRef) -> _Labelled:
+def _ref(session: Trajectory | SessionRef) -> tuple[SessionRef, str]:
+    """The unit's session and its label."""
     if isinstance(session, SessionRef):
-        return _Labelled(session, f"{session.path}#{session.index}")
-    return _Labelled(SessionRef(str(session.meta.get("source", "")), trajectory=session), str(session.meta.get("source", "")))
+        return session, f"{session.path}#{session.index}"
+    source = str(session.meta.get("source", ""))
+    return SessionRef(source, trajectory=session), source
 
 
 def best(scores: Sequence[Score], retention_slack: float = RETENTION_SLACK) -> Score:
