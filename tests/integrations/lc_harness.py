@@ -7,8 +7,10 @@ import hashlib
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 
+from mtagent import paths
 from mtagent.config import Settings
 from mtagent.context.tokens import count_text_tokens, message_text
+from mtagent.session.reader import read_records
 
 SYSTEM_PROMPT = "You are a careful coding agent. Use the tools to inspect the repository."
 
@@ -87,3 +89,6 @@ def tool_results(messages: list[BaseMessage]) -> list[ToolMessage]:
     return [m for m in messages if isinstance(m, ToolMessage)]
 
 
+def records_of(project, session_id: str) -> list[dict]:
+    """The records of a middleware thread's transcript (the session is the thread id)."""
+    return read_records(paths.session_transcript_path(project, session_id))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 import pytest
 from langchain.agents.middleware.types import ModelRequest
@@ -11,7 +10,6 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from mtagent import paths
 from mtagent.agent.scripted import ScriptedChatModel, reply, tool_call
 from mtagent.context.boundary import is_summary_message
 from mtagent.context.invariants import validate_view
@@ -19,9 +17,8 @@ from mtagent.context.view import load_session
 from mtagent.errors import CompactionFailed, ContextLengthExceeded
 from mtagent.integrations.langchain import MTContextMiddleware
 from mtagent.session.artifacts import ArtifactStore
-from mtagent.session.reader import read_records
 
-from lc_harness import conversation, request_tokens, small_window_settings, tool_results
+from lc_harness import conversation, records_of, request_tokens, small_window_settings, tool_results
 
 STEPS = 40
 
@@ -38,10 +35,6 @@ def forty_step_script(steps: int = STEPS) -> list[AIMessage]:
             script.append(tool_call("read_file", {"path": f"src/mod_{i}.py"}, id=f"call_{i:03d}"))
     script.append(reply("All 40 steps done; the failing case is case_12."))
     return script
-
-
-def records_of(project: Path, session_id: str) -> list[dict]:
-    return read_records(paths.session_transcript_path(project, session_id))
 
 
 def test_forty_step_session_stays_in_budget_with_valid_pairs_artifacts_and_compaction(project, build_agent):

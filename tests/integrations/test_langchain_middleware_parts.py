@@ -7,7 +7,7 @@ import asyncio
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from lc_harness import conversation, request_tokens, small_window_settings, tool_results
+from lc_harness import conversation, records_of, request_tokens, small_window_settings, tool_results
 from typer.testing import CliRunner
 
 from mtagent import paths
@@ -19,17 +19,12 @@ from mtagent.context.compaction.microcompact import CLEARED_PLACEHOLDER
 from mtagent.events import EventBus, EventType
 from mtagent.integrations.langchain import MTContextMiddleware
 from mtagent.replay.formats import detect_format, load_trajectory
-from mtagent.session.reader import read_records
 
 
 def script(steps: int, final: str = "done") -> list:
     calls = [tool_call("shell" if i % 2 else "grep", {"command": f"c{i}"} if i % 2 else {"pattern": f"p{i}"},
                        id=f"call_{i:03d}") for i in range(steps)]
     return [*calls, reply(final)]
-
-
-def records(project, session_id):
-    return read_records(paths.session_transcript_path(project, session_id))
 
 
 def run(build_agent, model, middleware, thread, text="go"):
@@ -49,9 +44,9 @@ def test_microcompact_clears_results_on_the_request_only_and_records_it(project,
     assert cleared_in_requests
     state_results = {m.id: m for m in tool_results(out["messages"])}
     assert all(not state_results[i].content.startswith(CLEARED_PLACEHOLDER) for i in cleared_in_requests if i in state_results)
-    recorded = {i for r in records(project, "micro") if r["type"] == "microcompact" for i in r["cleared_ids"]}
+    recorded = {i for r in records_of(project, "micro") if r["type"] == "microcompact" for i in r["cleared_ids"]}
     assert recorded == cleared_in_requests
-    assert not any(r["type"] == "compact_boundary" for r in records(project, "micro"))
+    assert not any(r["type"] == "compact_boundary" for r in records_of(project, "micro"))
 
 
 def test_separate_summarizer_model_writes_the_hand_off(project, build_agent):
@@ -63,7 +58,7 @@ def test_separate_summarizer_model_writes_the_hand_off(project, build_agent):
     run(build_agent, model, middleware, "llm-summary")
     middleware.close()
 
-    boundaries = [r for r in records(project, "llm-summary") if r["type"] == "compact_boundary"]
+    boundaries = [r for r in records_of(project, "llm-summary") if r["type"] == "compact_boundary"]
     assert boundaries and {b["summary_source"] for b in boundaries} == {"llm"}
     assert "find the failing case" in boundaries[0]["summary"]
     assert len(summarizer.calls) == len(boundaries)
@@ -87,7 +82,7 @@ def test_session_memory_compacts_without_a_model_call_when_enabled(project, buil
     notes = session.artifacts.session_memory_path
     middleware.close()
 
-    recs = records(project, "memory")
+    recs = records_of(project, "memory")
     assert any(r["type"] == "session_memory_update" for r in recs)
     assert notes.is_file() and notes.read_text().strip()
     sources = [r["summary_source"] for r in recs if r["type"] == "compact_boundary"]
@@ -109,7 +104,7 @@ def test_events_reach_the_bus_and_the_transcript(project, build_agent):
     for kind in (EventType.TOOL_STARTED, EventType.TOOL_FINISHED, EventType.TOOL_RESULT_PERSISTED,
                  EventType.CONTEXT_PLANNED, EventType.COMPACT_BOUNDARY):
         assert kind in seen
-    recorded = [r["event"] for r in records(project, "events") if r["type"] == "event"]
+    recorded = [r["event"] for r in records_of(project, "events") if r["type"] == "event"]
     assert recorded.count("tool_started") == recorded.count("tool_finished") == 12
 
 
@@ -124,7 +119,7 @@ def test_async_agent_runs_the_same_pipeline(project, build_agent):
 
     assert out["messages"][-1].content == "async done"
     assert is_summary_message(out["messages"][0])
-    assert any(r["type"] == "compact_boundary" for r in records(project, "async"))
+    assert any(r["type"] == "compact_boundary" for r in records_of(project, "async"))
     for sent in model.calls:
         validate_view(sent)
 
@@ -168,7 +163,7 @@ def test_parallel_results_over_the_turn_aggregate_are_persisted_in_state_and_tra
     assert {m.artifact["budget"]["stage"] for m in results} == {"turn"}
     sent = tool_results(model.calls[-1])
     assert [m.content for m in sent] == [m.content for m in results]
-    recorded = {r["id"]: r for r in records(project, "aggregate") if r["type"] == "transcript_message"}
+    recorded = {r["id"]: r for r in records_of(project, "aggregate") if r["type"] == "transcript_message"}
     for message in results:
         assert recorded[message.id]["content"] == message.content
 
@@ -213,5 +208,5 @@ def test_idle_gap_clears_old_results_by_time_even_after_a_resume_in_a_new_proces
     sent = tool_results(model.calls[0])
     cleared = [m for m in sent if m.content.startswith(CLEARED_PLACEHOLDER)]
     assert len(cleared) == len(sent) - settings.microcompact.keep_recent
-    time_records = [r for r in records(project, "idle") if r["type"] == "microcompact" and r["trigger"] == "time"]
+    time_records = [r for r in records_of(project, "idle") if r["type"] == "microcompact" and r["trigger"] == "time"]
     assert [r["cleared_ids"] for r in time_records] == [[m.id for m in cleared]]
