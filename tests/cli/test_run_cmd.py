@@ -371,11 +371,7 @@ def test_dash_reads_the_task_from_stdin(project, tmp_path):
     result = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, ["ok"]), "-"],
                            input="summarize the diff\n")
     assert result.exit_code == 0, result.output
-    from mtagent import paths
-    from mtagent.session.files_store import FilesStore
-    from mtagent.session.reader import read_records
-
-    users = [r for r in read_records(FilesStore().session_infos(paths.project_hash(project))[0].path) if r.get("role") == "user"]
+    users = [r for r in records(project) if r.get("role") == "user"]
     assert users[0]["content"] == "summarize the diff\n"
     empty = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, ["ok"]), "-"], input="")
     assert empty.exit_code == 2 and "the task is empty" in empty.output
@@ -439,9 +435,5 @@ def test_piped_stdin_is_appended_to_the_task(project, tmp_path):
     result = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, ["reviewed"]),
                                  "review this"], input="diff --git a/x b/x\n+new line\n")
     assert result.exit_code == 0, result.output
-    from mtagent import paths
-    from mtagent.session.files_store import FilesStore
-    from mtagent.session.reader import read_records
-
-    users = [r for r in read_records(FilesStore().session_infos(paths.project_hash(project))[0].path) if r.get("role") == "user"]
+    users = [r for r in records(project) if r.get("role") == "user"]
     assert users[0]["content"] == "review this\n\ndiff --git a/x b/x\n+new line\n"
