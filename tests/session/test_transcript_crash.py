@@ -15,6 +15,7 @@ import os
 import random
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -65,19 +66,24 @@ def _child(path: Path, ack_fd: int, seed: int) -> None:
             time.sleep(60)
 
 
-def _kill_once(path: Path, seed: int, delay: float, after_open: bool) -> int:
-    """Run a child writer and SIGKILL it ``delay`` s after fork (or after its writer opened)."""
-    read_fd, write_fd = os.pipe()
+def _fork(work: Callable[[], object]) -> int:
+    """``work()`` in a forked child that never returns into pytest (exit 0, or 3 on any exception)."""
     pid = os.fork()
-    if pid == 0:  # child: never returns into pytest
+    if pid == 0:
         code = 0
         try:
-            os.close(read_fd)
-            _child(path, write_fd, seed)
+            work()
         except BaseException:
             code = 3
         finally:
             os._exit(code)
+    return pid
+
+
+def _kill_once(path: Path, seed: int, delay: float, after_open: bool) -> int:
+    """Run a child writer and SIGKILL it ``delay`` s after fork (or after its writer opened)."""
+    read_fd, write_fd = os.pipe()
+    pid = _fork(lambda: (os.close(read_fd), _child(path, write_fd, seed)))
     os.close(write_fd)
     early = b""
     if after_open:
@@ -133,26 +139,19 @@ def test_sigkill_at_random_points_never_loses_acknowledged_records(tmp_path, cap
 def test_writers_in_turn_across_processes_never_interleave(tmp_path):
     path = tmp_path / "turns.jsonl"
     procs, per_proc, rounds = 4, 15, 10
-    pids = []
-    for p in range(procs):
-        pid = os.fork()
-        if pid == 0:
-            code = 0
+
+    def turns(p: int) -> None:
+        done = 0
+        while done < per_proc:
             try:
-                done = 0
-                while done < per_proc:
-                    try:
-                        with TranscriptWriter(path, fsync="never") as writer:
-                            for i in range(rounds):
-                                writer.append(schema.event_record("turn", {"p": p, "turn": done, "i": i}))
-                            done += 1
-                    except SessionLocked:
-                        time.sleep(0.0005)
-            except BaseException:
-                code = 3
-            finally:
-                os._exit(code)
-        pids.append(pid)
+                with TranscriptWriter(path, fsync="never") as writer:
+                    for i in range(rounds):
+                        writer.append(schema.event_record("turn", {"p": p, "turn": done, "i": i}))
+                    done += 1
+            except SessionLocked:
+                time.sleep(0.0005)
+
+    pids = [_fork(lambda p=p: turns(p)) for p in range(procs)]
     for pid in pids:
         assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
     records = [json.loads(line)["data"] for line in path.read_bytes().splitlines()]
@@ -167,22 +166,15 @@ def test_ten_thousand_concurrent_o_append_lines_never_interleave(tmp_path):
     """Line atomicity without the lock: 4 processes × 2,500 single-write appends."""
     path = tmp_path / "append.jsonl"
     procs, per_proc = 4, 2_500
-    pids = []
-    for p in range(procs):
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                rng = random.Random(p)
-                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-                for i in range(per_proc):
-                    record = schema.event_record("append", {"p": p, "i": i, "pad": "z" * rng.randint(0, 8_000)})
-                    os.write(fd, schema.dumps_record(record))
-            except BaseException:
-                code = 3
-            finally:
-                os._exit(code)
-        pids.append(pid)
+
+    def appends(p: int) -> None:
+        rng = random.Random(p)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        for i in range(per_proc):
+            record = schema.event_record("append", {"p": p, "i": i, "pad": "z" * rng.randint(0, 8_000)})
+            os.write(fd, schema.dumps_record(record))
+
+    pids = [_fork(lambda p=p: appends(p)) for p in range(procs)]
     for pid in pids:
         assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
     seen: dict[int, list[int]] = {p: [] for p in range(procs)}
