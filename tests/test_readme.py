@@ -32,6 +32,13 @@ def test_ci_runs_the_readmes_test_command():
     assert re.search(r"^python -m pytest$", ci, flags=re.M) and test_command.endswith("python -m pytest")
 
 
+def test_every_test_file_ci_names_exists():
+    """The minimum-versions step names test files; one merged away would make that step fail in CI only."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    named = re.findall(r"\btests/[\w/]+\.py\b", ci)
+    assert named and [n for n in named if not (ROOT / n).is_file()] == []
+
+
 def test_configuration_reference_matches_config_py():
     block = CONFIGURATION.split("<!-- config-reference:start -->\n", 1)[1].split("\n<!-- config-reference:end -->", 1)[0]
     assert block == reference_markdown(), "run `mtagent config reference` and paste it into docs/configuration.md"
