@@ -256,8 +256,9 @@ class ToolResultBudgeter:
         result[BUDGET_KEY] = {**result[BUDGET_KEY], "stage": STAGE_TURN}
         return self._rebuild(message, content, result), earlier_chars + len(_text_of(content) or "")
 
-    def _tool_limit(self, message: ToolMessage) -> tuple[Any, dict[str, Any]]:
-        """(what the model sees, the ``toolUseResult``) under the reducer and the tool's own limit."""
+    def _tool_limit(self, message: ToolMessage, sample: str | None = None) -> tuple[Any, dict[str, Any]]:
+        """(what the model sees, the ``toolUseResult``) under the reducer and the tool's own limit;
+        with ``sample`` (a redacted excerpt of a text too big to copy) the preview is made from it."""
         tool = message.name or ""
         result = _base_result(message)
         text = _text_of(message.content)
@@ -265,7 +266,7 @@ class ToolResultBudgeter:
             result[BUDGET_KEY] = {"stage": STAGE_TOOL, "decision": "not_text"}
             return message.content, result
         raw = text
-        reducer = self.policy.reducers.get(tool)
+        reducer = self.policy.reducers.get(tool) if sample is None else None
         reduced_note = ""
         if reducer is not None:
             parsed = previews._parse_json(text)
@@ -283,7 +284,8 @@ class ToolResultBudgeter:
         limit = self.policy.limit_for(tool)
         decision, reason = "inline", None
         if limit is not None and len(text) > limit:
-            content, decision = self._persist(message, tool, raw, text, result, reason="tool_limit", limit=limit)
+            content, decision = self._persist(message, tool, raw, text if sample is None else sample, result,
+                                              reason="tool_limit", limit=limit)
             reason = "tool_limit"
         elif reduced_note:
             meta = self._write(message.tool_call_id, tool, raw, result)
@@ -362,20 +364,11 @@ class ToolResultBudgeter:
                                  limit=None)
         return meta
 
-    def persist_stream(self, message: ToolMessage, sample: str, limit: int) -> ToolMessage:
+    def persist_stream(self, message: ToolMessage, sample: str) -> ToolMessage:
         """A text result too big to copy, over its tool's limit (:mod:`~mtagent.context.tool_results.streamed`):
         stored as it came — the artifact store redacts it a piece at a time — and previewed from ``sample``
-        (already redacted). Decided at the tool stage, as :meth:`budget` decides a result over its limit."""
-        tool, raw = message.name or "", str(message.content)
-        result = _base_result(message)
-        result.setdefault("kind", "text")
-        result["original_chars"] = len(raw)
-        if self.stats is not None:
-            self.stats.last_tool_result_chars = len(raw)
-        content, decision = self._persist(message, tool, raw, sample, result, reason="tool_limit", limit=limit)
-        result["preview_chars"] = len(content)
-        result[BUDGET_KEY] = {"stage": STAGE_TOOL, "decision": decision, "limit": limit, "reason": "tool_limit"}
-        return self._rebuild(message, content, result)
+        (already redacted); otherwise decided as :meth:`budget` decides a result over its limit."""
+        return self._rebuild(message, *self._tool_limit(message, sample))
 
     def _write(self, tool_call_id: str, tool: str, raw: str, result: dict[str, Any]) -> ArtifactMeta | None:
         if self.artifacts is None:

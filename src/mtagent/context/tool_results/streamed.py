@@ -37,7 +37,7 @@ def persist_huge(budgeter: ToolResultBudgeter, redactor: Redactor, message: Tool
     limit = budgeter.policy.limit_for(message.name)
     if limit is None or len(text) <= limit:
         return message
-    return budgeter.persist_stream(message, redacted_sample(redactor, text, SAMPLE_CHARS), limit)
+    return budgeter.persist_stream(message, redacted_sample(redactor, text, SAMPLE_CHARS))
 
 
 def redacted_sample(redactor: Redactor, text: str, chars: int) -> str:
