@@ -140,13 +140,15 @@ SHAPE_LITERALS: dict[str, tuple[str, ...]] = {
 _SHAPES = tuple((SHAPE_LITERALS[name], pattern) for name, pattern in KEY_SHAPES)  # a new shape needs its literals
 
 
+def _shapes_in(value: str) -> list[re.Pattern[str]]:
+    """The key shapes that can match in ``value``: one of their literals occurs in it."""
+    return [pattern for literals, pattern in _SHAPES if any(literal in value for literal in literals)]
+
+
 def redact_shapes(value: str) -> str:
     """``value`` with every known key shape and URL password replaced (no secret list needed)."""
-    for literals, pattern in _SHAPES:
-        for literal in literals:
-            if literal in value:
-                value = pattern.sub(REDACTED, value)
-                break
+    for pattern in _shapes_in(value):  # a replacement adds no shape's literal: the list holds for the result
+        value = pattern.sub(REDACTED, value)
     if "://" in value:
         value = _URL_PASSWORD.sub(lambda m: f"{m.group('head')}{REDACTED}{m.group('at')}", value)
     return value
@@ -208,7 +210,7 @@ class Redactor:
             while at != -1:
                 spans.append((at, at + len(secret)))
                 at = value.find(secret, at + len(secret))
-        for pattern in (*(p for _, p in KEY_SHAPES), _URL_PASSWORD):
+        for pattern in (*_shapes_in(value), _URL_PASSWORD):
             spans += [m.span() for m in pattern.finditer(value)]
         starts: list[int] = []
         ends: list[int] = []
