@@ -1,9 +1,8 @@
 """The REPL's live session, as slash commands see it (:class:`~mtagent.cli.slash.SlashHost`).
 
-It owns the current :class:`~mtagent.agent.session.AgentSession` and swaps it on ``/resume``.
-The window shown by ``/context`` is the engine's last plan when this process has made a model
-call, else the last ``context_plan`` record of the transcript — so a just-resumed session shows
-where it stood — else nothing yet.
+It owns the current :class:`~mtagent.agent.session.AgentSession` and swaps it on ``/resume``,
+``/clear`` and ``/model``; what ``/context`` reads of it are plain functions of the session
+(:mod:`mtagent.cli.window_now`).
 """
 
 from __future__ import annotations
@@ -28,13 +27,6 @@ if TYPE_CHECKING:  # the rest loads on first use: the REPL's prompt is drawn bef
     from mtagent.cli.slash import CompactOutcome, SessionListRow
     from mtagent.cli.slash_host import CostReport
     from mtagent.config import Settings
-
-# What only the loop counts, and the session's statistics (model calls, the engine's work);
-# shown in SHOWN_FIELDS order. The compaction history is shown from the transcript, not here.
-RUN_FIELDS = ("tool_executions", "retries", "reactive_compacts")
-STAT_FIELDS = ("model_calls", "microcompactions", "tool_results_persisted", "tool_result_chars_saved",
-               "compression_failure_count")
-SHOWN_FIELDS = ("model_calls", *RUN_FIELDS, *STAT_FIELDS[1:])
 
 
 def _refuse_untrusted_skill(toolset: Any, name: str) -> None:
@@ -99,70 +91,29 @@ class ReplHost:
     def session_id(self) -> str | None:
         return self.session.session_id if self.session else None
 
-    # views ------------------------------------------------------------------------------
-    def _plan(self) -> Any:
-        session = self.session
-        return session.last_plan if session is not None else None
-
+    # views: what /context reads of the session (cli/window_now.py) ----------------------
     def session_report(self) -> SessionReport | None:
-        if self.session is None or not self.session.transcript_path.exists():
-            return None
-        from mtagent.cli.session_report import read_session_report
+        from mtagent.cli.window_now import session_report
 
-        return read_session_report(self.session.transcript_path)
+        return session_report(self.session) if self.session else None
 
     def window_usage(self) -> WindowUsage | None:
-        usage = self._window_usage()
-        session = self.session
-        if usage is None or session is None:
-            return usage
-        from mtagent.context.toolset.toolset import describe
+        from mtagent.cli.window_now import window_usage
 
-        lines = [session.schema_choice.describe(), describe(session.parts.toolset)]
-        return replace(usage, window_source=session.window_source, schemas="\n".join(lines))
-
-    def _window_usage(self) -> WindowUsage | None:
-        from mtagent.cli.context_render import WindowUsage
-        from mtagent.cli.window_now import current_buckets
-
-        session = self.session
-        if session is None:
-            return None
-        plan = self._plan()
-        if plan is not None:
-            usage = replace(WindowUsage.from_budget(plan.buckets, session.model_name),
-                            basis=f"as of call {plan.turn}")
-            if self.compacted_since_plan:
-                usage = replace(usage, buckets=current_buckets(usage.buckets, session.history,
-                                                               session.window_manager.counter.message_tokens),
-                                basis="estimated now")
-            return usage
-        report = self.session_report()
-        if report is None or report.last_plan is None:
-            return None
-        recorded = WindowUsage.from_plan_record(report.last_plan, session.window, session.model_name)
-        # the record's window and threshold are of the window it ran with; show this one's
-        return replace(recorded, token_limit=session.window, threshold=session.threshold,
-                       basis=f"as of call {report.last_plan.get('turn', '?')}")
+        return window_usage(self.session, self.compacted_since_plan) if self.session else None
 
     def artifact_root(self) -> str | None:
         return str(self.session.artifacts.root) if self.session else None
 
     def last_plan(self) -> tuple[Mapping[str, Any] | None, str | None]:
-        plan = self._plan()
-        if plan is not None:
-            return plan.to_dict(), plan.explain()
-        report = self.session_report()
-        return (report.last_plan if report else None), None
+        from mtagent.cli.window_now import last_plan
+
+        return last_plan(self.session) if self.session else (None, None)
 
     def stats_counters(self) -> Mapping[str, int]:
-        if self.session is None:
-            return {}
-        counters = self.session.runtime.counters
-        stats = self.session.stats
-        values = {**{name: getattr(counters, name) for name in RUN_FIELDS},
-                  **{name: getattr(stats, name) for name in STAT_FIELDS}}
-        return {name: int(values[name]) for name in SHOWN_FIELDS}
+        from mtagent.cli.window_now import stats_counters
+
+        return stats_counters(self.session) if self.session else {}
 
     def effective_limit(self) -> int | None:
         session = self.session
@@ -175,15 +126,9 @@ class ReplHost:
         return current_plan(self._live().history)
 
     def history_rows(self) -> list[tuple[str, str, str]]:
-        """(id, role, first line) of each message the engine plans from, for ``/compact from``."""
-        rows: list[tuple[str, str, str]] = []
-        for message in self._live().history:
-            text = message.text
-            calls = getattr(message, "tool_calls", None) or []
-            if not text.strip() and calls:
-                text = "→ " + ", ".join(str(c.get("name")) for c in calls)
-            rows.append((message.id or "-", message.type, " ".join(text.split())[:80]))
-        return rows
+        from mtagent.cli.window_now import history_rows
+
+        return history_rows(self._live())
 
     # actions ----------------------------------------------------------------------------
     def compact(self, instructions: str | None) -> CompactOutcome:
@@ -216,16 +161,14 @@ class ReplHost:
                 raise UsageError("no other session to resume in this project; /sessions lists them")
         if target == current:
             raise UsageError(f"session {target} is the one open now")
-        # Open the new one before closing the old: a bad id leaves the REPL where it was.
-        fresh = self.options.open_session(on_token=self.on_token, events=self.events, session_id=target)
-        self.close()
-        self.session = fresh
-        self.compacted_since_plan = False
-        return fresh.session_id
+        return self._swap(self.options.open_session(on_token=self.on_token, events=self.events, session_id=target))
 
     def clear(self) -> str:
-        fresh = replace(self.options, resume=None, continue_=False).open_session(
-            on_token=self.on_token, events=self.events)
+        return self._swap(replace(self.options, resume=None, continue_=False).open_session(
+            on_token=self.on_token, events=self.events))
+
+    def _swap(self, fresh: AgentSession) -> str:
+        """Go on in ``fresh``, opened before the old one closes: a bad id leaves the REPL where it was."""
         self.close()
         self.session = fresh
         self.compacted_since_plan = False
