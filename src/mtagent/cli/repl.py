@@ -120,7 +120,7 @@ class Repl:
             self._ask_session = PromptSession()
         return self._ask_session.prompt(question)
 
-    def banner(self, *, with_help: bool = True) -> None:
+    def banner(self) -> None:
         session = self.host.session
         assert session is not None
         resumed = " (resumed)" if len(session.history) else ""
@@ -131,8 +131,6 @@ class Repl:
         warnings = [*session.resume_warnings, *setup_warnings(session)]
         for warning in filter(None, warnings):
             self.console.print(f"[yellow]warning:[/] {escape(terminal_safe(str(warning)))}", soft_wrap=True)
-        if with_help:
-            self.console.print(HELP_LINE)
 
     # opening: the prompt first, the agent stack imported meanwhile ------------------------------
     def start_early(self) -> None:
@@ -174,7 +172,7 @@ class Repl:
             from mtagent.cli.read_ahead import remember_modules
 
             remember_modules()
-            self.banner(with_help=False)
+            self.banner()
             self._settle_first = bool(self.host.options.resume)  # asked on the main thread (:meth:`_loop`)
 
     def _schedule_open(self) -> None:
