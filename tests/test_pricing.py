@@ -9,7 +9,6 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from mtagent import pricing
-from mtagent.cli import usage as cli_usage
 from mtagent.config import DEFAULT_PRICES
 from mtagent.eval import report, worker
 from mtagent.pricing import Usage, cost_usd, price_for, usage_of_messages
@@ -18,9 +17,8 @@ ROW = {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75}
 
 
 def test_the_cli_and_the_evaluation_use_the_one_lookup():
-    assert cli_usage.price_for is pricing.price_for and cli_usage.cost_usd is pricing.cost_usd
-    assert cli_usage.usage_of_transcript is pricing.usage_of_transcript is worker.usage_of_transcript
-    assert cli_usage.Usage is pricing.Usage is report.Usage is worker.Usage
+    assert pricing.usage_of_transcript is worker.usage_of_transcript
+    assert pricing.Usage is report.Usage is worker.Usage
     assert report.cost_usd is pricing.cost_usd and worker.price_for is pricing.price_for
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from mtagent.cli.usage import Usage, cost_usd, price_for, usage_of_messages, usage_of_transcript
+from mtagent.pricing import Usage, cost_usd, price_for, usage_of_messages, usage_of_transcript
 from mtagent.config import DEFAULT_PRICES
 
 META = {"input_tokens": 1000, "output_tokens": 50, "total_tokens": 1050,

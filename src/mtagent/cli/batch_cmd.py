@@ -28,7 +28,7 @@ def run_unit(unit: Any) -> dict[str, Any]:
     """The worker function: one task, its model resolved here (scripts load in the worker)."""
     from mtagent.agent.batch import run_task
     from mtagent.cli import scripted_model
-    from mtagent.cli.usage import cost_usd, price_for, usage_of_messages
+    from mtagent.pricing import cost_usd, price_for, usage_of_messages
 
     spec = unit.task.model
     model = scripted_model.load_scripted_model(spec) if scripted_model.is_scripted(spec) else spec

@@ -223,7 +223,7 @@ def _finish(display: TurnDisplay, result: TurnResult, session: AgentSession, as_
 
 def _json_result(result: TurnResult, session: AgentSession, messages: list[Any],
                  model_calls: int) -> dict[str, Any]:
-    from mtagent.cli.usage import cost_usd, price_for, usage_of_messages
+    from mtagent.pricing import cost_usd, price_for, usage_of_messages
     from mtagent.tools.sandbox import shell_commands
 
     usage = usage_of_messages(messages)

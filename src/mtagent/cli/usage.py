@@ -10,11 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from mtagent.pricing import (PRICE_KEYS, Usage, assistant_records, cost_usd, price_for, usage_of_messages,
-                             usage_of_transcript)
-
-__all__ = ["PRICE_KEYS", "Usage", "cost_usd", "price_for", "session_cost", "usage_by_model", "usage_of_messages",
-           "usage_of_transcript"]
+from mtagent.pricing import Usage, assistant_records, cost_usd, price_for
 
 
 def usage_by_model(path: Path) -> dict[str | None, Usage]:
