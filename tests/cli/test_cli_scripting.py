@@ -8,7 +8,6 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from mtagent import paths
 from mtagent.cli.app import LAZY_COMMANDS, app, load_command
 from mtagent.cli.session_options import resolve_session_id
 from mtagent.errors import SessionNotFound, UsageError
@@ -55,23 +54,16 @@ def test_main_turns_no_args_is_help_into_exit_0(monkeypatch: pytest.MonkeyPatch,
     assert "Usage:" in capsys.readouterr().out
 
 
-def _sessions(root: Path, ids: list[str]) -> None:
-    folder = paths.history_dir(root)
-    folder.mkdir(parents=True, exist_ok=True)
-    for sid in ids:
-        (folder / f"{sid}.jsonl").write_text("")
-
-
 def test_session_id_prefix_latest_and_ambiguity(tmp_path: Path) -> None:
-    _sessions(tmp_path, ["20261201T010000000-aaaaaa", "20261201T020000000-bbbbbb", "20261202T000000000-cccccc"])
-    assert resolve_session_id(tmp_path, "latest") == "20261202T000000000-cccccc"
-    assert resolve_session_id(tmp_path, "20261202") == "20261202T000000000-cccccc"
-    assert resolve_session_id(tmp_path, "20261201T020000000-bbbbbb") == "20261201T020000000-bbbbbb"
+    ids = ["20261201T010000000-aaaaaa", "20261201T020000000-bbbbbb", "20261202T000000000-cccccc"]
+    assert resolve_session_id(tmp_path, "latest", ids) == "20261202T000000000-cccccc"
+    assert resolve_session_id(tmp_path, "20261202", ids) == "20261202T000000000-cccccc"
+    assert resolve_session_id(tmp_path, "20261201T020000000-bbbbbb", ids) == "20261201T020000000-bbbbbb"
     with pytest.raises(UsageError, match="matches 2 sessions"):
-        resolve_session_id(tmp_path, "20261201")
+        resolve_session_id(tmp_path, "20261201", ids)
     with pytest.raises(SessionNotFound, match="no session 2027"):
-        resolve_session_id(tmp_path, "2027")
+        resolve_session_id(tmp_path, "2027", ids)
     with pytest.raises(UsageError, match="invalid session id"):
-        resolve_session_id(tmp_path, "../../etc/passwd")
+        resolve_session_id(tmp_path, "../../etc/passwd", ids)
     with pytest.raises(SessionNotFound, match="no sessions yet"):
-        resolve_session_id(tmp_path / "elsewhere", "latest")
+        resolve_session_id(tmp_path / "elsewhere", "latest", [])

@@ -31,15 +31,6 @@ NO_MODEL = ("no model configured: pass --model provider:name (e.g. --model opena
             "set agent.model in ~/.mtagent/config.toml, or try `mtagent demo` which needs no model")
 
 
-def session_ids(root: Path) -> list[str]:
-    """A project's session ids in the configured store, oldest first (ids sort by creation time)."""
-    from mtagent import paths
-    from mtagent.config import load_settings
-    from mtagent.session.store import shared_store
-
-    return shared_store(load_settings(root)).sessions(paths.project_hash(root))
-
-
 def resume_target(root: Path, settings: Any, given: str | None, latest: bool) -> tuple[str, str | None]:
     """The session ``--resume``/``--continue`` names and the model it recorded, fast: no agent import.
 
@@ -82,11 +73,9 @@ def demo_hint(root: Path) -> str:
             f"`mtagent sessions list --cwd {demo}`, or run `mtagent demo --cwd .` here)")
 
 
-def resolve_session_id(root: Path, given: str, ids: list[str] | None = None) -> str:
-    """``latest``, a full id or a unique prefix → the full id; else a one-line error that helps.
-
-    ``ids``: the project's sessions, when the caller has them (default: from the configured store)."""
-    ids = session_ids(root) if ids is None else ids
+def resolve_session_id(root: Path, given: str, ids: list[str]) -> str:
+    """``latest``, a full id or a unique prefix of one of ``ids`` (the project's sessions, oldest first)
+    → the full id; else a one-line error that helps."""
     if given == LATEST:
         if not ids:
             raise SessionNotFound(f"no sessions yet for {root}; start one with `mtagent`{demo_hint(root)}")
