@@ -156,7 +156,7 @@ def run_child(project: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Scr
         child = child_module.open_child(
             parent, child_id="parity-child", profile=BUILTIN_PROFILES["general"], depth=1, model=model,
             model_name="scripted", tool_call_id="call_task", description="parity", cancel=threading.Event(),
-            rules=False)
+            rules=False, tree=parent.subagents)
         try:
             assert child.run_turn(TASK).status == "done"
         finally:

@@ -30,14 +30,12 @@ class SubagentParent(Protocol):
     session_id: str
     model_name: str
     settings: Settings
-    window: int
     redactor: Redactor
     policy: ApprovalPolicy
     artifacts: Any  # the session's artifact store (a child's transcript is kept there in PostgreSQL mode)
     sink: Any  # where the ``subagent`` records go
     runtime: AgentRuntime
     conversation: Conversation
-    subagents: Any  # its SubagentRunner (a child's shares the tree's model choice and slots)
     events: EventBus  # where a child's tool calls are shown too (tagged with the child's agent)
 
     @property

@@ -33,6 +33,7 @@ from mtagent.agent import prompts, subagents
 from mtagent.agent.approval import ApprovalPolicy
 from mtagent.agent.graph import APPROVAL_KIND, AgentRuntime, build_graph
 from mtagent.agent.opener import ToolsSpec, open_tools
+from mtagent.agent.subagents.report import settle_after_crash
 from mtagent.agent.models import create_chat_model, model_window
 from mtagent.redaction import collect_secrets, redact_messages
 from mtagent.agent.state import Conversation, initial_state
@@ -168,7 +169,8 @@ class AgentSession:
                            tools=tools, approval=approval, events=events, on_token=on_token, resume=records,
                            history=_without_stale_usage(resumed.messages, records))
         session.resume_warnings = list(resumed.warnings)
-        session.subagents.settle_after_crash(resumed.view.interrupted_messages(), records)
+        settle_after_crash(resumed.view.interrupted_messages(), records, sink=session.sink,
+                           max_tokens=settings.subagents.report_max_tokens)
         session._settle_interrupted_calls(resumed.view.interrupted_messages())
         session.parts.opened.engine.known(session.conversation.messages)
         return session

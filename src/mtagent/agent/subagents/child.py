@@ -24,7 +24,7 @@ from typing import Any
 from langchain_core.tools import BaseTool
 
 from mtagent.agent.approval import ApprovalPolicy
-from mtagent.agent.subagents.brief import Brief
+from mtagent.agent.subagents.brief import Brief, build_brief
 from mtagent.agent.subagents.profiles import WRITE_TOOLS, AgentProfile
 from mtagent.agent.subagents.report import (REPORT_INSTRUCTIONS, SubagentReport, parse_report, repair_request,
                                             unvalidated_report)
@@ -32,6 +32,7 @@ from mtagent.config import Settings
 from mtagent.events import EventBus, EventType
 from mtagent.context.opener import ParentLink
 from mtagent.tools import ToolContext, default_tools
+from mtagent.tools.task import TaskRequest
 
 from mtagent.agent.host import SubagentParent
 from mtagent.agent.turns import ApprovalRequest
@@ -117,10 +118,10 @@ class ChildRun:
     repaired: bool = False
 
 
-def child_settings(parent: Settings, profile: AgentProfile, parent_window: int) -> Settings:
+def child_settings(parent: Settings, profile: AgentProfile) -> Settings:
     """The parent's settings with the child's window, step limit and no memory extraction."""
     cfg = parent.subagents
-    window = profile.window or cfg.window_tokens or parent_window
+    window = profile.window or cfg.window_tokens or parent.context.token_limit  # the parent's window
     context = parent.context.model_copy(update={"token_limit": window})
     agent = parent.agent.model_copy(update={"max_steps": cfg.max_steps})
     memory = parent.memory.model_copy(update={"auto_extract": False})
@@ -144,18 +145,37 @@ def child_policy(parent: ApprovalPolicy, profile: AgentProfile) -> ApprovalPolic
 
 def open_child(parent: SubagentParent, *, child_id: str, profile: AgentProfile, depth: int, model: Any,
                model_name: str, tool_call_id: str, description: str, cancel: threading.Event,
-               rules: bool) -> Any:
+               rules: bool, tree: Any) -> Any:
     """Open the child's session (the parent's class) through the one opener, as a :class:`ChildSpec`
-    says; its ``session_start`` names the parent and the ``task`` call."""
+    says (``tree``: the parent's runner); its ``session_start`` names the parent and the ``task`` call."""
     spec = ChildSpec(ParentLink(parent.session_id, tool_call_id, profile.name, depth, description), profile,
                      ChildTools(profile, depth), child_policy(parent.policy, profile),
                      f"\n## Your role: subagent '{profile.name}'\n{profile.instructions}\n\n{REPORT_INSTRUCTIONS}\n",
-                     rules, parent.subagents, cancel)
+                     rules, tree, cancel)
     return type(parent).open(
-        parent.project_root, child_id, child_settings(parent.settings, profile, parent.window),
+        parent.project_root, child_id, child_settings(parent.settings, profile),
         CancellableModel(model, cancel), model_name, secrets=parent.redactor.secrets, summarizer_model=None,
         tools=spec.tools, approval=parent.policy.mode, events=child_events(parent.events, profile.name),
         on_token=None, child=spec)
+
+
+def run_child(parent: SubagentParent, request: TaskRequest, profile: AgentProfile, *, child_id: str, depth: int,
+              model: tuple[Any, str], cancel: threading.Event, approver: Callable[[list[ApprovalRequest]], Any],
+              tree: Any) -> tuple[SubagentReport, str, bool]:
+    """Open the child for ``request`` (:func:`open_child`), brief it (with the parent's task state),
+    drive it to its report (:func:`drive_to_report`) and close it."""
+    cfg = parent.settings.subagents
+    child = open_child(parent, child_id=child_id, profile=profile, depth=depth, model=model[0], model_name=model[1],
+                       tool_call_id=request.tool_call_id, description=request.description, cancel=cancel,
+                       rules="rules" in request.context, tree=tree)
+    try:
+        memory = parent.session_memory
+        brief = build_brief(request, workspace=child.parts.tool_context.workspace,
+                            task_state=memory.load() if memory is not None else None,
+                            files_max_tokens=cfg.files_max_tokens, task_state_max_tokens=cfg.task_state_max_tokens)
+        return drive_to_report(child, brief, repair_attempts=cfg.repair_attempts, approver=approver)
+    finally:
+        child.close()
 
 
 SHOWN_CHILD_EVENTS = (EventType.TOOL_STARTED, EventType.TOOL_FINISHED)

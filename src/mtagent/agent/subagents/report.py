@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
+from langchain_core.messages import ToolMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mtagent.context.tokens import count_text_tokens
+from mtagent.session import schema
 
 ReportOutcome = Literal["success", "partial", "failed", "blocked", "interrupted"]
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*\})\s*```", re.DOTALL)
@@ -140,6 +143,38 @@ def render_report(report: SubagentReport, *, child_id: str, agent: str, transcri
         data["summary"] = str(data.get("summary", ""))[: max(200, max_tokens * 2)] + " […]"
         text = _dumps(data)
     return text
+
+
+def interrupted_result(child_id: str, agent: str, path: str) -> str:
+    """The ``task`` result of a child that did not finish (Ctrl-C, a crash, the user moving on)."""
+    return (f"Interrupted: subagent {child_id} ({agent}) did not finish; its partial transcript is {path}. "
+            "Start a new task to redo the work.")
+
+
+def settle_after_crash(synthetic: Sequence[ToolMessage], records: Iterable[dict[str, Any]], *, sink: Any,
+                       max_tokens: int) -> None:
+    """Answer the ``task`` calls a resumed session found without a result: a finished child's recorded
+    report — reused, never recomputed — else interrupted, naming its transcript; recorded in ``sink``."""
+    wanted = {m.tool_call_id for m in synthetic}
+    last: dict[str, dict[str, Any]] = {}
+    for record in records:
+        if record.get("type") == schema.SUBAGENT and record.get("tool_call_id") in wanted:
+            last[str(record["tool_call_id"])] = record
+    for message in synthetic:
+        record = last.get(message.tool_call_id)
+        if record is None:
+            continue
+        child_id, agent, path = str(record["child_id"]), str(record.get("agent")), str(record.get("path"))
+        if record.get("status") == "finished" and isinstance(record.get("report"), dict):
+            report = SubagentReport.model_validate(record["report"])
+            message.content = render_report(report, child_id=child_id, agent=agent, transcript=path,
+                                            max_tokens=max_tokens)
+            message.status = "success"
+            status = "reused"
+        else:
+            message.content = interrupted_result(child_id, agent, path)
+            status = "interrupted"
+        sink.append(schema.subagent_record(child_id, status, tool_call_id=message.tool_call_id, agent=agent, path=path))
 
 
 def _dumps(data: dict[str, Any]) -> str:

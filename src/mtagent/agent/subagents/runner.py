@@ -7,16 +7,13 @@ Runtime rules (spec 003 Boundary, v1.3):
   whole tree work at once (:mod:`.slots`; threads: the agent's LangGraph loop is synchronous)
   and one assistant message may start at most ``max_per_turn``.
 * **Asking.** A child's "ask" reaches the user like the parent's own (:mod:`.asks`).
-* **Ctrl-C** reaches the whole tree: a child waiting for its own children stops them too.
 * **Concurrent.** The graph's tool node runs calls one by one; when it reaches the first ``task``
   call of an assistant message, the runner also starts that message's other ``task`` calls the
   approval policy allows, so they run side by side while the node waits for each in order.
-* **Ctrl-C** while waiting cancels every running child (each stops before its next model call),
-  records them as interrupted, and lets the interrupt reach the session as usual.
+* **Ctrl-C** while waiting cancels every running child (each stops before its next model call; one waiting
+  for its own children stops them too), records them as interrupted, and lets the interrupt reach the session.
 * **Crash and resume.** A finished child's report is in a ``subagent`` record of the parent's
-  transcript the moment it finishes. When a resumed session settles the tool calls a crash left
-  without a result, a ``task`` call whose child had finished gets that report — reused, never
-  recomputed — and one whose child had not is answered as interrupted, naming its transcript.
+  transcript the moment it finishes (a resumed session reuses it: :func:`.report.settle_after_crash`).
 """
 
 from __future__ import annotations
@@ -24,21 +21,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage
 from langchain_core.tools import ToolException
 
 from mtagent.agent.subagents.asks import AskBridge
-from mtagent.agent.subagents.brief import build_brief
-from mtagent.agent.subagents.child import ChildRun, ChildSpec, SubagentCancelled, drive_to_report, open_child
+from mtagent.agent.subagents.child import ChildRun, ChildSpec, SubagentCancelled, run_child
 from mtagent.agent.subagents.evidence import complete_report, trace_child
 from mtagent.agent.subagents.merge import merge_into_session_memory
 from mtagent.agent.subagents.profiles import AgentProfile, ProfileSet, load_profiles
-from mtagent.agent.subagents.report import SubagentReport, render_report, unvalidated_report
+from mtagent.agent.subagents.report import interrupted_result, render_report, unvalidated_report
 from mtagent.agent.subagents.slots import TreeSlots
 from mtagent.agent.subagents.stored import keep_in_store
 from mtagent import paths
@@ -51,12 +47,6 @@ from mtagent.agent.host import SubagentParent
 log = logging.getLogger(__name__)
 WAIT_SLICE_SECONDS = 0.1
 ModelFactory = Callable[[AgentProfile, TaskRequest], tuple[Any, str]]
-
-
-def interrupted_result(child_id: str, agent: str, path: str) -> str:
-    """The ``task`` result of a child that did not finish (Ctrl-C, a crash, the user moving on)."""
-    return (f"Interrupted: subagent {child_id} ({agent}) did not finish; its partial transcript is {path}. "
-            "Start a new task to redo the work.")
 
 
 @dataclass(slots=True)
@@ -218,7 +208,10 @@ class SubagentRunner:
             with self.slots.held(cancel.is_set):
                 if cancel.is_set():
                     raise KeyboardInterrupt
-                report, status, repaired = self._drive(entry, cancel)
+                approver = self.asks.approver_for(f"subagent {entry.child_id} ({entry.profile.name})", cancel.is_set)
+                report, status, repaired = run_child(
+                    session, request, entry.profile, child_id=entry.child_id, depth=self.depth + 1,
+                    model=self._model_for(entry.profile, request), cancel=cancel, approver=approver, tree=self)
         except KeyboardInterrupt:
             report, status, repaired = unvalidated_report("stopped before it started", "interrupted"), "interrupted", False
         except Exception as exc:  # noqa: BLE001 - a failing child is a failed report, not a crashed parent
@@ -238,25 +231,6 @@ class SubagentRunner:
             merge_into_session_memory(self.session.session_memory, report, child_id=entry.child_id,
                                       agent=entry.profile.name)
         return run
-
-    def _drive(self, entry: ChildEntry, cancel: threading.Event) -> tuple[SubagentReport, str, bool]:
-        request = entry.request
-        model, name = self._model_for(entry.profile, request)
-        child = open_child(self.session, child_id=entry.child_id, profile=entry.profile, depth=self.depth + 1,
-                           model=model, model_name=name, tool_call_id=request.tool_call_id,
-                           description=request.description, cancel=cancel, rules="rules" in request.context)
-        try:
-            brief = build_brief(request, workspace=child.parts.tool_context.workspace,
-                                task_state=self._task_state(), files_max_tokens=self.cfg.files_max_tokens,
-                                task_state_max_tokens=self.cfg.task_state_max_tokens)
-            approver = self.asks.approver_for(f"subagent {entry.child_id} ({entry.profile.name})", cancel.is_set)
-            return drive_to_report(child, brief, repair_attempts=self.cfg.repair_attempts, approver=approver)
-        finally:
-            child.close()
-
-    def _task_state(self) -> str | None:
-        memory = self.session.session_memory
-        return memory.load() if memory is not None else None
 
     def _render(self, entry: ChildEntry, run: ChildRun) -> str:
         return render_report(run.report, child_id=entry.child_id, agent=entry.profile.name, transcript=entry.path,
@@ -298,35 +272,6 @@ class SubagentRunner:
         if entry.run.status == "finished":
             return self._render(entry, entry.run), "success"
         return interrupted_result(entry.child_id, entry.profile.name, entry.path), "error"
-
-    def settle_after_crash(self, synthetic: Sequence[ToolMessage], records: Iterable[dict[str, Any]]) -> None:
-        """Answer ``task`` calls a crash left open: a finished child's stored report, else interrupted."""
-        wanted = {m.tool_call_id for m in synthetic}
-        last: dict[str, dict[str, Any]] = {}
-        for record in records:
-            if record.get("type") == schema.SUBAGENT and record.get("tool_call_id") in wanted:
-                last[str(record["tool_call_id"])] = record
-        for message in synthetic:
-            record = last.get(message.tool_call_id)
-            if record is None:
-                continue
-            child_id, agent, path = str(record["child_id"]), str(record.get("agent")), str(record.get("path"))
-            if record.get("status") == "finished" and isinstance(record.get("report"), dict):
-                report = SubagentReport.model_validate(record["report"])
-                message.content = render_report(report, child_id=child_id, agent=agent, transcript=path,
-                                                max_tokens=self.cfg.report_max_tokens)
-                message.status = "success"
-                status = "reused"
-            else:
-                message.content = interrupted_result(child_id, agent, path)
-                status = "interrupted"
-            self.session.sink.append(schema.subagent_record(child_id, status, tool_call_id=message.tool_call_id,
-                                                            agent=agent, path=path))
-
-    def usage(self) -> list[dict[str, Any]]:
-        """Per child of this session run: id, agent, status and tokens (``/context`` shows them apart)."""
-        return [{"child_id": e.child_id, "agent": e.profile.name, "status": e.run.status if e.run else "running",
-                 **(e.run.usage if e.run else {})} for e in self.children.values()]
 
     def close(self) -> None:
         if self._pool is not None:
