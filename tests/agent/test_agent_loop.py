@@ -11,6 +11,7 @@ from mtagent.agent.scripted import ScriptedChatModel, tool_call, tool_calls
 from mtagent.agent.session import AgentSession
 from mtagent.agent.storage import session_ids
 from mtagent.config import load_settings
+from mtagent.context.boundary import is_summary_message
 from mtagent.errors import ModelError
 from mtagent.session.reader import read_records
 
@@ -302,6 +303,7 @@ def test_a_context_length_error_compacts_reactively_and_retries_once(project):
             session.run_turn(f"part {i}: " + "notes about the task " * 100)
         result = session.run_turn("and now?")
         path = session.transcript_path
+        assert is_summary_message(session.history[0])  # the loop keeps the history it compacted
     assert result.reply == "after the compact" and result.model_calls == 1
     assert [r["trigger"] for r in read_records(path) if r["type"] == "compact_boundary"] == ["reactive"]
     assert len(model.calls[-1]) < len(model.calls[-2])

@@ -197,7 +197,7 @@ def call_model(rt: AgentRuntime) -> AIMessage:
         kind = classify(exc)
         attempts = rt.settings.agent.max_retries + 1 if kind in RETRYABLE else 1
         raise to_model_error(exc, kind, model=rt.model_name, attempts=attempts, secrets=rt.secrets) from exc
-    rt.conversation.replace(call.history)
+    rt.conversation.replace(call.view.history)
     return call.reply
 
 

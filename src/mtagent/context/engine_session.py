@@ -143,12 +143,11 @@ class EngineCounters:
 
 @dataclass(slots=True)
 class ModelCall:
-    """One answered model call: the reply (not yet recorded), the view it was sent, and the
-    history to keep from now on (``compacted`` when a compaction rewrote it)."""
+    """One answered model call: the reply (not yet recorded) and the view it was sent, whose
+    ``history`` the caller keeps from now on (``compacted`` when a compaction rewrote it)."""
 
     reply: AIMessage
     view: CallView
-    history: list[BaseMessage]
     compacted: bool = False
 
 
@@ -309,7 +308,7 @@ class EngineSession:
             self.counters.model_calls += 1
             if self.stats is not None:
                 self.stats.model_calls += 1
-            return ModelCall(reply, view, history, compacted)
+            return ModelCall(reply, view, compacted)
 
     def _on_retry(self, attempt: int, kind: ErrorKind, exc: BaseException, wait: float) -> None:
         self.counters.retries += 1

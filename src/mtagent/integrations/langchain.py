@@ -229,7 +229,7 @@ class MTContextMiddleware(AgentMiddleware):
                 engine.record(message)
         if not call.compacted:
             return response
-        rewrite: list[BaseMessage] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *call.history, *response.result]
+        rewrite: list[BaseMessage] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *call.view.history, *response.result]
         return ExtendedModelResponse(model_response=response, command=Command(update={"messages": rewrite}))
 
 

@@ -181,7 +181,7 @@ class MTAgentStrategy:
             self._history.append(m)
         view: list[BaseMessage] = []
         call = engine.call_model(self._history, _sent(view))
-        self._history = call.history
+        self._history = call.view.history
         compacted = call.compacted or bool(call.view.plan.compressed)  # compacted or cleared: a new prefix
         return StepResult(view, compacted, self._summarizer.drain())
 
