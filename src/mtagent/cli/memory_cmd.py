@@ -49,20 +49,23 @@ def _entries(scope: Scope, cwd: Path, expired_only: bool) -> list[memory.MemoryE
     return [e for e in entries if e.expired] if expired_only else entries
 
 
-def print_scope(out: Console, scope: Scope, cwd: Path, expired_only: bool = False) -> None:
-    """One scope's facts, numbered as ``remove`` takes them (``mtagent memory list``, ``/memory list``)."""
-    entries = _entries(scope, cwd, expired_only)
-    path = memory.memory_path(scope, cwd, home=memory_home(cwd))
-    out.print(f"[bold]{scope} memory[/]{' (expired)' if expired_only else ''} [dim]({escape(str(path))})[/]")
-    if not entries:
-        out.print("  (none)")
-    for e in entries:
-        fact = escape(terminal_safe(e.text))
-        text = f"[strike dim]{fact}[/] [dim](obsolete)[/]" if e.obsolete else fact
-        if e.expired:
-            text = f"[dim]{fact} (expired {e.meta.expires_at:%Y-%m-%d})[/]"
-        key = f" [dim]key={escape(terminal_safe(e.meta.key))}[/]" if e.meta.key else ""
-        out.print(f"  {e.number}. {text}{key}", soft_wrap=True)
+def print_scopes(out: Console, scopes: list[Scope], cwd: Path, expired_only: bool = False) -> None:
+    """Each scope's facts, numbered as ``remove`` takes them (``mtagent memory list``, ``/memory list``)."""
+    for i, scope in enumerate(scopes):
+        if i:
+            out.print()
+        entries = _entries(scope, cwd, expired_only)
+        path = memory.memory_path(scope, cwd, home=memory_home(cwd))
+        out.print(f"[bold]{scope} memory[/]{' (expired)' if expired_only else ''} [dim]({escape(str(path))})[/]")
+        if not entries:
+            out.print("  (none)")
+        for e in entries:
+            fact = escape(terminal_safe(e.text))
+            text = f"[strike dim]{fact}[/] [dim](obsolete)[/]" if e.obsolete else fact
+            if e.expired:
+                text = f"[dim]{fact} (expired {e.meta.expires_at:%Y-%m-%d})[/]"
+            key = f" [dim]key={escape(terminal_safe(e.meta.key))}[/]" if e.meta.key else ""
+            out.print(f"  {e.number}. {text}{key}", soft_wrap=True)
 
 
 def print_saved(out: Console, scope: str, result: memory.AddResult) -> None:
@@ -98,10 +101,7 @@ def list_cmd(
                                "expired": e.expired}
                               for scope in scopes for e in _entries(scope, root, expired)]))
         return
-    for i, scope in enumerate(scopes):
-        if i:
-            console.print()
-        print_scope(console, scope, root, expired)
+    print_scopes(console, scopes, root, expired)
 
 
 @memory_app.command("add")

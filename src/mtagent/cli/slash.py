@@ -172,13 +172,10 @@ def cmd_memory(host: SlashHost, command: SlashCommand) -> SlashOutcome:
     scope, obsolete, args = _memory_scope(words[1:])
     if obsolete and action not in ("remove", "rm"):
         raise UsageError("--obsolete goes with remove: /memory remove --obsolete [--project] <number or text>")
-    from mtagent.cli.memory_cmd import memory_home, print_removed, print_saved, print_scope
+    from mtagent.cli.memory_cmd import memory_home, print_removed, print_saved, print_scopes
 
     if action == "list":
-        for i, each in enumerate(["global", "project"] if scope is None else [scope]):
-            if i:
-                host.console.print()
-            print_scope(host.console, each, host.cwd)
+        print_scopes(host.console, ["global", "project"] if scope is None else [scope], host.cwd)
         return SlashOutcome.CONTINUE
     home = memory_home(host.cwd)  # the configured tenant's memory files
     if action == "add":
