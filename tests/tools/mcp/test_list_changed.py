@@ -24,7 +24,7 @@ def _by_name(manager: McpManager) -> dict:
 def test_a_tool_added_during_a_call_is_handed_on_before_the_call_returns_and_runs(project: Path) -> None:
     arrived: list[list[str]] = []
     with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
-        manager.on_new_tools(lambda tools: arrived.append([t.name for t in tools]))
+        manager.offered.on_new_tools(lambda tools: arrived.append([t.name for t in tools]))
         tools = _by_name(manager)
         assert "mcp__fx__late" not in tools
         assert call(tools["mcp__fx__add_tool"], name="late", answer="I am new").content == "added late"

@@ -1,14 +1,14 @@
 """A session's MCP servers: started together on first need, called from the sync agent, stopped at close.
 
-:class:`McpManager` is what a session opener holds. It implements :class:`McpToolSource`, the seam
-the tool catalog (``context/toolset``) takes: the tools (``mcp__<server>__<tool>``, source
+:class:`McpManager` is what a session opener holds. It is the ``ToolSource`` the catalog's
+opener (``context/opener/catalog.py``) takes: the tools (``mcp__<server>__<tool>``, source
 ``mcp:<server>``), each server's instructions (quoted as the server's words) and each server's
 state. No thread, loop or process exists until something asks for the tools or a call; then
 every startable server starts *in parallel*, each bounded by its start timeout, and a server that
 fails is a state and a note, not an exception. :meth:`close` stops every server (their process
 groups) and the loop; an ``atexit`` hook does the same if the session is never closed.
 
-Tools a server adds later reach :meth:`on_new_tools` listeners (the agent puts them in the catalog);
+Tools a server adds later reach :class:`ServerTools`' listeners (the opener puts them in the catalog);
 servers that offer resources add the ``mcp_list_resources`` / ``mcp_read_resource`` tools.
 """
 
@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from langchain_core.tools import BaseTool
 
@@ -58,48 +59,22 @@ class McpServerStatus:
                 "instructions_chars": len(self.instructions)}
 
 
-@runtime_checkable
-class McpToolSource(Protocol):
-    """The seam between the MCP client (this package) and the tool catalog (``context/toolset``)."""
-
-    def tools(self) -> list[BaseTool]:
-        """Every MCP tool of the servers that are up, named ``mcp__<server>__<tool>``."""
-        ...
-
-    def instructions(self) -> dict[str, str]:
-        """Server name → its instructions, framed as the server's (untrusted) words; servers without any left out."""
-        ...
-
-    def servers(self) -> list[McpServerStatus]:
-        ...
-
-    def close(self) -> None:
-        ...
-
-
 class McpManager:
     """See the module docstring. Build with :meth:`for_project`."""
 
-    def __init__(self, specs: list[ServerSpec], config: McpSettings, project_root: Path,
-                 notes: list[str] | None = None) -> None:
+    def __init__(self, specs: list[ServerSpec], config: McpSettings, notes: list[str] | None = None) -> None:
         self.specs = specs
         self.config = config
-        self.project_root = project_root
         self.notes = list(notes or [])
         self._connections: dict[str, Any] = {}
         self._loop_box: list[Any] = []  # the LoopThread, once one runs (shared with the finalizer)
-        self._tools: list[BaseTool] | None = None
+        self.offered = ServerTools(self, config, self.notes)
         self._lock = threading.Lock()
         self._closed = False
         self._missing = ""  # why no server can start at all (the SDK is not installed)
-        self._late_lock = threading.Lock()  # not self._lock: start() holds that while the loop runs
-        self._late: list[BaseTool] = []  # tools a server added after start, not yet handed on
-        self._late_listeners: list[Callable[[list[BaseTool]], None]] = []
-        self._status_listeners: list[Callable[[dict[str, str]], None]] = []
-        self._pending: set[str] = set()  # servers still starting after a bounded start (their tools come late)
         self.ready_wait: float | None = None  # a session's bound on start(); None: wait for every server
+        self.events: EventBus | None = None  # a session's bus: told of each server a bounded start went on without
         self._starting: concurrent.futures.Future[None] | None = None  # a bounded start still going on
-        self._calls = 0  # calls in flight: tools that arrive during one are handed on when it returns
         # a session never closed (a crash, a forgotten close) still stops its servers at exit
         self._finalizer = weakref.finalize(self, _close_quietly, self._connections, self._loop_box)
 
@@ -107,7 +82,7 @@ class McpManager:
     def for_project(cls, settings: Settings, project_root: str | os.PathLike[str]) -> McpManager:
         root = Path(project_root).resolve()
         specs, notes = discover_servers(settings, root)
-        return cls(specs, settings.mcp, root, notes)
+        return cls(specs, settings.mcp, notes)
 
     @classmethod
     def for_session(cls, settings: Settings, project_root: str | os.PathLike[str], events: EventBus) -> McpManager:
@@ -115,7 +90,7 @@ class McpManager:
         each server it went on without is told on ``events`` (``EventType.MCP_SERVER``) for the front end."""
         manager = cls.for_project(settings, project_root)
         manager.ready_wait = settings.mcp.ready_wait_seconds
-        manager.on_status(lambda status: events.emit(EventType.MCP_SERVER, **status))
+        manager.events = events
         return manager
 
     @property
@@ -138,18 +113,18 @@ class McpManager:
     def start(self) -> None:
         """Start every startable server at once and wait for all (each bounded by its start timeout),
         or, with :attr:`ready_wait` set (a session), at most that long: a server still starting then
-        goes on in the background and its tools reach :meth:`on_new_tools` listeners when it is ready,
-        so a slow or hung server never holds the first request. :meth:`on_status` hears about each
+        goes on in the background and its tools reach :attr:`offered`'s listeners when it is ready,
+        so a slow or hung server never holds the first request. :attr:`events` hears about each
         server that is still starting or failed, and when a late one is ready or fails."""
         with self._lock:
-            if self._tools is not None or not self.startable:
+            if self.offered.listed is not None or not self.startable:
                 return
             try:
                 loop = self._ensure_loop()
             except ImportError as exc:
                 self._missing = (f"the MCP SDK is not installed ({exc.name}); install it: "
                                  "pip install 'mtagent[mcp]'")
-                self._tools = []
+                self.offered.listed = []
                 return
             bound = max(c.start_timeout for c in self._connections.values()) + SAFETY_SECONDS
             connections = list(self._connections.values())
@@ -166,104 +141,38 @@ class McpManager:
                         pass  # the rest start in the background (not cancelled)
             except TimeoutError:
                 self.notes.append(f"MCP servers were still starting after {bound:g} s")
-            with self._late_lock:  # a re-list arriving now waits, then sees these tools as known
-                self._pending = {c.spec.name for c in connections if c.state not in ("ready", "failed")}
-                self._tools = self._build_tools()
-                if any(conn.has_resources for conn in self._connections.values()):
-                    self._tools += resource_tools(self)
+            self.offered.start(connections)
             for conn in connections:
-                if conn.spec.name in self._pending:
+                if conn.spec.name in self.offered.pending:
                     self._tell(conn.spec, "starting", "its tools arrive when it is ready")
                 elif conn.state == "failed":
                     self._tell(conn.spec, "failed", conn.note)
 
-    def _build_tools(self) -> list[BaseTool]:
-        tools: list[BaseTool] = []
-        taken: set[str] = set()
-        for spec in self.startable:
-            if spec.name not in self._pending:
-                tools += self._server_tools(spec, self._connections[spec.name], taken)
-        return tools
-
-    def on_status(self, listener: Callable[[dict[str, str]], None]) -> None:
-        """Call ``listener({"server", "state", "note", "transport"})`` when a bounded start leaves a server
-        starting or failed, and when such a server later is ready or fails (on the MCP loop's thread)."""
-        self._status_listeners.append(listener)
-
     def _tell(self, spec: ServerSpec, state: str, note: str) -> None:
-        status = {"server": clean_text(spec.name, 64), "state": state, "note": note, "transport": spec.transport}
-        for listener in list(self._status_listeners):
-            try:
-                listener(status)
-            except Exception:  # noqa: S112 - a front end's failure must not take the MCP loop down
-                continue
+        if self.events is not None:
+            self.events.emit(EventType.MCP_SERVER, server=clean_text(spec.name, 64), state=state, note=note,
+                             transport=spec.transport)
 
     def _started_late(self, conn: Any) -> None:
         """One server's start ended (on the loop thread); if the session went on without it, its tools
         join now through the late-tools path, or its failure is told."""
-        with self._late_lock:
-            if self._tools is None or self._closed or conn.spec.name not in self._pending:
-                return  # start() is still waiting and builds from the fresh state, or it was not late
-            self._pending.discard(conn.spec.name)
-            fresh: list[BaseTool] = []
-            if conn.state == "ready":
-                taken = {t.name for t in self._tools}
-                fresh = self._server_tools(conn.spec, conn, taken, budget=self.config.max_tools_per_server)
-                self._tools.extend(fresh)
-                self._late.extend(fresh)
-            idle = self._calls == 0
-        if idle:  # the tools are in the catalog before anyone is told they are ready
-            self._deliver()
+        fresh = None if self._closed else self.offered.arrived(conn, late=True)
+        if fresh is None:
+            return  # start() is still waiting and builds from the fresh state, or it was not late
         if conn.state == "ready":
             self._tell(conn.spec, "ready", f"{len(fresh)} tool{'s' if len(fresh) != 1 else ''} added")
         else:
             self._tell(conn.spec, "failed", conn.note)
 
-    def _server_tools(self, spec: ServerSpec, conn: Any, taken: set[str], *,
-                      budget: int | None = None) -> list[BaseTool]:
-        return server_tools(self, spec, conn, taken, budget=budget)
-
-    # tools that arrive later ---------------------------------------------------------------
-    def on_new_tools(self, listener: Callable[[list[BaseTool]], None]) -> None:
-        """Call ``listener(tools)`` with the tools a server adds after start (``tools/list_changed``).
-
-        Tools a server removes stay (the bound schemas are the provider's cached prefix); calling one
-        returns the server's error. A server never brings more than ``mcp.max_tools_per_server``
-        tools over its life. The listener runs on the agent's thread when a call made the change
-        (before that call's result is returned), else on the MCP loop's thread.
-        """
-        self._late_listeners.append(listener)
-
     def _tools_changed(self, conn: Any) -> None:
         """A server re-listed its tools (on the loop thread): keep the new ones, hand them on."""
-        with self._late_lock:
-            if self._tools is None or self._closed:
-                return  # still starting: start() builds from the fresh list
-            spec = conn.spec
-            taken = {t.name for t in self._tools}
-            own = sum(1 for t in self._tools if getattr(t, "server", None) == spec.name)
-            fresh = self._server_tools(spec, conn, taken, budget=max(0, self.config.max_tools_per_server - own))
-            self._tools.extend(fresh)
-            self._late.extend(fresh)
-            idle = self._calls == 0
-        if idle:
-            self._deliver()
-
-    def _deliver(self) -> None:
-        with self._late_lock:
-            late, self._late = self._late, []
-        if not late:
-            return
-        for listener in list(self._late_listeners):
-            try:
-                listener(late)
-            except Exception as exc:  # a front end's failure must not take the MCP loop down
-                self.notes.append(f"tools added by an MCP server could not be offered: {exc}")
+        if not self._closed:
+            self.offered.arrived(conn)
 
     # the seam ----------------------------------------------------------------------------
     def tools(self) -> list[BaseTool]:
         self.start()
-        return list(self._tools or [])
+        return list(self.offered.listed or [])
 
     def instructions(self) -> dict[str, str]:
         self.start()
@@ -296,16 +205,11 @@ class McpManager:
             raise McpServerError(f"MCP server '{server}' is not running in this session")
         loop = self._ensure_loop()
         bound = conn.start_timeout + requests * conn.call_timeout + SAFETY_SECONDS
-        with self._late_lock:
-            self._calls += 1
-        try:
-            return loop.run(work(conn), bound)
-        except TimeoutError as exc:
-            raise McpServerError(f"MCP server '{server}' did not answer within {bound:g} s") from exc
-        finally:
-            with self._late_lock:
-                self._calls -= 1
-            self._deliver()
+        with self.offered.during_call():
+            try:
+                return loop.run(work(conn), bound)
+            except TimeoutError as exc:
+                raise McpServerError(f"MCP server '{server}' did not answer within {bound:g} s") from exc
 
     # stopping ----------------------------------------------------------------------------
     def close(self) -> None:
@@ -326,29 +230,108 @@ class McpManager:
         self.close()
 
 
-def server_tools(manager: McpManager, spec: ServerSpec, conn: Any, taken: set[str], *,
-                 budget: int | None = None) -> list[BaseTool]:
-    """``conn``'s listed tools whose names are not in ``taken`` (added to it), at most ``budget``;
-    each calls through ``manager``."""
-    tools: list[BaseTool] = []
-    for listed in conn.tools:
-        name = tool_name(spec.key, listed.name)
-        if name in taken:
-            if budget is None:  # at start a repeat is a clash; on a re-list it is a tool already known
-                conn.note = (conn.note + "; " if conn.note else "") + f"tool {listed.name!r} skipped (name clash)"
-            continue
-        if budget is not None and len(tools) >= budget:
-            conn.note = f"tools past {manager.config.max_tools_per_server} added after start were skipped"
-            break
-        taken.add(name)
-        if listed.note:
-            manager.notes.append(f"MCP server {clean_text(spec.name, 64)}: tool {listed.name}: {listed.note}")
-        description = listed.description or f"Tool {listed.name} of the MCP server {spec.name}."
-        tools.append(McpTool(name=name, description=description, args_schema=listed.schema,
-                             server=spec.name, remote_name=listed.name, caller=manager,
-                             metadata={"source": f"mcp:{spec.name}", "mcp_server": spec.name,
-                                       "mcp_tool": listed.name}))
-    return tools
+class ServerTools:
+    """The catalog entries a session's servers bring, ``mcp__<server>__<tool>`` (each calls through the
+    manager): those of the servers up when the start returned, then those of a server that was still
+    starting or re-listed its tools. Tools that arrive during a call reach :meth:`on_new_tools`
+    listeners when it returns (the catalog has them before the call's result is read), else at once."""
+
+    def __init__(self, manager: McpManager, config: McpSettings, notes: list[str]) -> None:
+        self.manager = manager
+        self.config = config
+        self.notes = notes
+        self.lock = threading.Lock()  # not the manager's: its start() holds that while the loop runs
+        self.listed: list[BaseTool] | None = None  # None until the start returned
+        self.pending: set[str] = set()  # servers still starting after a bounded start (their tools come late)
+        self._late: list[BaseTool] = []  # tools a server added after start, not yet handed on
+        self._listeners: list[Callable[[list[BaseTool]], None]] = []
+        self._calls = 0  # calls in flight: tools that arrive during one are handed on when it returns
+
+    def start(self, connections: list[Any]) -> None:
+        """The tools of the servers that are up (a re-list arriving now waits, then sees these as known);
+        the others' come through :meth:`arrived`."""
+        with self.lock:
+            self.pending = {c.spec.name for c in connections if c.state not in ("ready", "failed")}
+            taken: set[str] = set()
+            self.listed = [t for c in connections if c.spec.name not in self.pending for t in self._entries(c, taken)]
+            if any(conn.has_resources for conn in connections):
+                self.listed += resource_tools(self.manager)
+
+    def arrived(self, conn: Any, *, late: bool = False) -> list[BaseTool] | None:
+        """The tools ``conn`` brings that are new (``late``: its start ended after the session went on
+        without it; else it re-listed), at most ``mcp.max_tools_per_server`` over its life; None before
+        the start returned, or when ``late`` and the server was not."""
+        with self.lock:
+            if self.listed is None or (late and conn.spec.name not in self.pending):
+                return None
+            if late:
+                self.pending.discard(conn.spec.name)
+            fresh: list[BaseTool] = []
+            if not late or conn.state == "ready":
+                own = sum(1 for t in self.listed if getattr(t, "server", None) == conn.spec.name)
+                fresh = self._entries(conn, {t.name for t in self.listed},
+                                      budget=max(0, self.config.max_tools_per_server - own))
+                self.listed.extend(fresh)
+                self._late.extend(fresh)
+            idle = self._calls == 0
+        if idle:  # the tools are in the catalog before anyone is told they are ready
+            self._deliver()
+        return fresh
+
+    def on_new_tools(self, listener: Callable[[list[BaseTool]], None]) -> None:
+        """Call ``listener(tools)`` with the tools a server adds after start (``tools/list_changed``).
+
+        Tools a server removes stay (the bound schemas are the provider's cached prefix); calling one
+        returns the server's error. A server never brings more than ``mcp.max_tools_per_server``
+        tools over its life. The listener runs on the agent's thread when a call made the change
+        (before that call's result is returned), else on the MCP loop's thread.
+        """
+        self._listeners.append(listener)
+
+    @contextlib.contextmanager
+    def during_call(self) -> Iterator[None]:
+        """A call in flight: the tools that arrive meanwhile are handed on when it returns."""
+        with self.lock:
+            self._calls += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self._calls -= 1
+            self._deliver()
+
+    def _deliver(self) -> None:
+        with self.lock:
+            late, self._late = self._late, []
+        if not late:
+            return
+        for listener in list(self._listeners):
+            try:
+                listener(late)
+            except Exception as exc:  # a front end's failure must not take the MCP loop down
+                self.notes.append(f"tools added by an MCP server could not be offered: {exc}")
+
+    def _entries(self, conn: Any, taken: set[str], *, budget: int | None = None) -> list[BaseTool]:
+        """``conn``'s listed tools whose names are not in ``taken`` (added to it), at most ``budget``."""
+        spec, tools = conn.spec, list[BaseTool]()
+        for listed in conn.tools:
+            name = tool_name(spec.key, listed.name)
+            if name in taken:
+                if budget is None:  # at start a repeat is a clash; on a re-list it is a tool already known
+                    conn.note = (conn.note + "; " if conn.note else "") + f"tool {listed.name!r} skipped (name clash)"
+                continue
+            if budget is not None and len(tools) >= budget:
+                conn.note = f"tools past {self.config.max_tools_per_server} added after start were skipped"
+                break
+            taken.add(name)
+            if listed.note:
+                self.notes.append(f"MCP server {clean_text(spec.name, 64)}: tool {listed.name}: {listed.note}")
+            description = listed.description or f"Tool {listed.name} of the MCP server {spec.name}."
+            tools.append(McpTool(name=name, description=description, args_schema=listed.schema,
+                                 server=spec.name, remote_name=listed.name, caller=self.manager,
+                                 metadata={"source": f"mcp:{spec.name}", "mcp_server": spec.name,
+                                           "mcp_tool": listed.name}))
+        return tools
 
 
 def server_status(spec: ServerSpec, conn: Any, missing: str) -> McpServerStatus:
