@@ -180,12 +180,9 @@ def _rule(out: Console, title: str) -> None:
     out.print(Rule(title, style="magenta") if out.is_terminal else Text(f"── {title} ──", style="magenta"))
 
 
-def _render_record(out: Console, rec: dict[str, Any], store: ArtifactStore, full: bool,
-                   redactor: Redactor | None = None) -> None:
-    from mtagent.redaction import Redactor, collect_secrets
+def _render_record(out: Console, rec: dict[str, Any], store: ArtifactStore, full: bool, redactor: Redactor) -> None:
     from mtagent.session import schema
 
-    redactor = redactor or Redactor(collect_secrets())
     rec = sanitize_deep(redactor.deep(rec))  # stored text may carry escape sequences: show them, never run them
     kind = rec.get("type")
     stamp = rec.get("timestamp") or ""
