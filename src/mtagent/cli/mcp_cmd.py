@@ -14,7 +14,6 @@ The REPL's ``/mcp`` shows the running session's servers the same way (:func:`pri
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.console import Console
@@ -58,10 +57,6 @@ def print_servers(out: Console, servers: list[McpServerStatus], notes: list[str]
         out.print(terminal_safe(note), markup=False, style="dim")
 
 
-def server_rows(servers: list[McpServerStatus]) -> list[dict[str, Any]]:
-    return [s.to_dict() for s in servers]
-
-
 @mcp_app.command("list")
 @user_errors
 def list_cmd(
@@ -80,7 +75,7 @@ def list_cmd(
             manager.start()
         servers, notes = manager.servers(), list(manager.notes)
     if as_json:
-        typer.echo(json_text({"servers": server_rows(servers), "notes": notes}, indent=2))
+        typer.echo(json_text({"servers": [s.to_dict() for s in servers], "notes": notes}, indent=2))
         return
     print_servers(console, servers, notes)
 
