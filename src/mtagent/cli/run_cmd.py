@@ -24,7 +24,7 @@ from rich.markup import escape
 
 from mtagent.cli.output import console, err_console, fail, user_errors
 from mtagent.cli.session_options import (  # noqa: F401  (re-exported: the REPL and tests import them here)
-    APPROVAL_MODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, SessionOptions, approval_option,
+    APPROVAL_MODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, SessionOptions, approval_option,
     base_url_option, continue_option, cwd_option, model_option, resume_option, window_option,
 )
 from mtagent.cli.turn_display import (
@@ -223,30 +223,21 @@ def _finish(display: TurnDisplay, result: TurnResult, session: AgentSession, as_
 
 def _json_result(result: TurnResult, session: AgentSession, messages: list[Any],
                  model_calls: int) -> dict[str, Any]:
+    from mtagent.context.ledger import current_plan
     from mtagent.pricing import cost_usd, price_for, usage_of_messages
     from mtagent.tools.sandbox import shell_commands
 
     usage = usage_of_messages(messages)
     price = price_for(session.model_name, session.settings.agent.prices)
+    plan = current_plan(session.history)  # the engine's plan after the turn (update_plan; kept through compactions)
+    # the window's size and source, and the tool-schema mode: scripts checking a small model's setup
+    window = {"tokens": session.window, "source": session.window_source,
+              "tool_schemas": session.schema_choice.to_dict(),
+              "tool_catalog": session.parts.toolset.summary()}  # deferral, buckets, loads (context/toolset)
     return {"answer": result.reply, "status": result.status, "session_id": session.session_id,
             "model": session.model_name, "model_calls": model_calls, "tokens": usage.as_dict(),
-            "cost_usd": cost_usd(usage, price), "window": _window_json(session), "plan": _plan_json(session),
+            "cost_usd": cost_usd(usage, price), "window": window, "plan": plan.to_dict() if plan is not None else None,
             "commands": shell_commands(messages)}
-
-
-def _plan_json(session: AgentSession) -> dict[str, Any] | None:
-    """The engine's plan after the turn (``update_plan``; kept through compactions), or None."""
-    from mtagent.context.ledger import current_plan
-
-    plan = current_plan(session.history)
-    return plan.to_dict() if plan is not None else None
-
-
-def _window_json(session: AgentSession) -> dict[str, Any]:
-    """The window's size and source, and the tool-schema mode (scripts checking a small model's setup)."""
-    return {"tokens": session.window, "source": session.window_source,
-            "tool_schemas": session.schema_choice.to_dict(),
-            "tool_catalog": session.parts.toolset.summary()}  # deferral, buckets, loads (context/toolset)
 
 
 def setup_warnings(session: AgentSession) -> list[str]:
