@@ -319,10 +319,6 @@ class Repl:
         return result
 
 
-def start_repl(options: SessionOptions) -> int:
-    return Repl(options).run()
-
-
 def launch(options: SessionOptions) -> int:
     """The REPL with every user error as one line and its exit code (the root command's body)."""
-    return guarded(lambda: start_repl(options))
+    return guarded(lambda: Repl(options).run())
