@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from model_script import script
 from prompt_toolkit import PromptSession
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
@@ -44,12 +45,10 @@ def pipe() -> Iterator:
 
 def make_repl(project: Path, tmp_path: Path, steps: list, pipe, answers: list[str] | None = None,
               **options) -> tuple[Repl, Console]:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(steps), encoding="utf-8")
     console = Console(record=True, width=140, force_terminal=False)
     session = PromptSession(input=pipe, output=DummyOutput(), key_bindings=key_bindings(), multiline=True)
     pending = list(answers or [])
-    repl = Repl(SessionOptions(cwd=project, model=f"scripted:{script}", **options), console=console,
+    repl = Repl(SessionOptions(cwd=project, model=script(tmp_path, steps), **options), console=console,
                 prompt_session=session, ask=lambda q: (console.print(q, markup=False), pending.pop(0))[1])
     return repl, console
 
@@ -236,18 +235,14 @@ def test_resumed_session_waiting_for_approval_asks_first_and_never_reruns_earlie
     log = project / "log.txt"
     steps = [{"tool": "shell", "args": {"command": f"echo first >> {log}"}},
              {"tool": "shell", "args": {"command": f"echo second >> {log}"}}, "both ran"]
-    path = tmp_path / "paused.json"
-    path.write_text(json.dumps(steps), encoding="utf-8")
-    session = AgentSession.create(project, model=load_scripted_model(f"scripted:{path}"))
+    session = AgentSession.create(project, model=load_scripted_model(script(tmp_path, steps, "paused.json")))
     sid = session.session_id
     first = session.run_turn("log twice", approver=lambda requests: "allow")
     assert first.status == "done" and log.read_text().count("first") == 1
     session.close()
 
     steps2 = [{"tool": "shell", "args": {"command": f"echo third >> {log}"}}, "third ran"]
-    path2 = tmp_path / "paused2.json"
-    path2.write_text(json.dumps(steps2), encoding="utf-8")
-    paused = AgentSession.resume(sid, project, model=load_scripted_model(f"scripted:{path2}"))
+    paused = AgentSession.resume(sid, project, model=load_scripted_model(script(tmp_path, steps2, "paused2.json")))
     assert paused.run_turn("once more").status == "approval_required"
     paused.close()
 
@@ -271,10 +266,9 @@ def test_repl_compact_of_a_short_session_changes_nothing_and_says_why(project, t
 
 
 def test_clear_starts_a_new_session_model_switches_and_cost_splits_cache(project, tmp_path, pipe):
-    other = tmp_path / "other.json"
-    other.write_text(json.dumps(["from the other model"]), encoding="utf-8")
+    other = script(tmp_path, ["from the other model"], "other.json")
     repl, console = make_repl(project, tmp_path, ["first answer", "second answer"], pipe)
-    pipe.send_text(f"hello\r/cost\r/model scripted:{other}\rgo on\r/clear\r/cost\r/model nosuch:thing\r/exit\r")
+    pipe.send_text(f"hello\r/cost\r/model {other}\rgo on\r/clear\r/cost\r/model nosuch:thing\r/exit\r")
     repl.run()
     out = console.export_text()
     sessions = FilesStore().session_infos(paths.project_hash(project))
@@ -411,12 +405,10 @@ def test_an_untrusted_projects_skill_is_asked_about_and_named_when_not_found(tmp
     skill.write_text("---\nname: explaining-code\ndescription: Explain code.\n---\nUse analogies.\n")
     question = first_run_question(project)
     assert question is not None and "skill explaining-code (.claude/skills)" in question
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(["ok"]), encoding="utf-8")
     console = Console(record=True, width=200, force_terminal=False)
     prompt = PromptSession(input=pipe, output=DummyOutput(), key_bindings=key_bindings(), multiline=True)
     asked: list[str] = []
-    repl = Repl(SessionOptions(cwd=project, model=f"scripted:{script}"), console=console, prompt_session=prompt,
+    repl = Repl(SessionOptions(cwd=project, model=script(tmp_path, ["ok"])), console=console, prompt_session=prompt,
                 ask=lambda q: asked.append(q) or "n")
     pipe.send_text("/skill explaining-code\r/exit\r")
     assert repl.run() == 0

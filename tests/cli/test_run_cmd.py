@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from interrupts import sigint_default_in_child, wait_for
+from model_script import script
 from typer.testing import CliRunner
 
 from mtagent.cli.app import app
@@ -27,12 +28,6 @@ def project(tmp_path: Path) -> Path:
     root.mkdir()
     (root / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
     return root
-
-
-def script(tmp_path: Path, steps: list, name: str = "script.json") -> str:
-    path = tmp_path / name
-    path.write_text(json.dumps(steps), encoding="utf-8")
-    return f"scripted:{path}"
 
 
 def records(project: Path) -> list[dict]:
@@ -110,10 +105,8 @@ def test_run_without_a_model_says_how_to_get_one(project):
 def test_continue_resumes_the_latest_session_with_its_history(project, tmp_path):
     first = script(tmp_path, ["First answer."], "one.json")
     assert runner.invoke(app, ["run", "--cwd", str(project), "--model", first, "remember: blue"]).exit_code == 0
-    second_path = tmp_path / "two.json"
-    second_path.write_text(json.dumps(["Second answer."]), encoding="utf-8")
-    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{second_path}",
-                                 "--continue", "what colour?"])
+    second = script(tmp_path, ["Second answer."], "two.json")
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", second, "--continue", "what colour?"])
     assert result.exit_code == 0, result.output
     users = [r["content"] for r in records(project) if r.get("role") == "user"]
     assert users == ["remember: blue", "what colour?"]
@@ -162,10 +155,8 @@ def test_run_help_lists_the_common_options():
     ([{"nothing": 1}], "needs 'tool', 'tool_calls' or 'text'"),
 ])
 def test_bad_script_files_are_usage_errors(tmp_path, steps, needle):
-    path = tmp_path / "bad.json"
-    path.write_text(json.dumps(steps), encoding="utf-8")
     with pytest.raises(UsageError, match=needle):
-        load_scripted_model(f"scripted:{path}")
+        load_scripted_model(script(tmp_path, steps, "bad.json"))
 
 
 def test_script_steps_become_replies_and_tool_calls(tmp_path):

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
 import pytest
+from model_script import script
 from typer.testing import CliRunner
 
 from mtagent.cli.app import app
@@ -29,12 +29,6 @@ RAW_BYTES = ("\x1b", "\x07", "\x9b", "\u202e", "\u2066", "\x90")
 
 def raw_control(output: str) -> list[str]:
     return [seq for seq in RAW_BYTES if seq in output]
-
-
-def script(tmp_path: Path, steps: list, name: str = "script.json") -> str:
-    path = tmp_path / name
-    path.write_text(json.dumps(steps), encoding="utf-8")
-    return f"scripted:{path}"
 
 
 # ── the sanitizer itself ─────────────────────────────────────────────────────────────────

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from model_script import script
 from typer.testing import CliRunner
 
 from mtagent import paths, trust
@@ -34,17 +35,11 @@ def _pull(project: Path, marker: Path) -> None:
     (project / ".mtagent" / "config.toml").write_text(HOSTILE_CONFIG)
 
 
-def _script(tmp_path: Path, steps: list) -> str:
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps(steps), encoding="utf-8")
-    return f"scripted:{path}"
-
-
 def test_a_pulled_change_to_a_trusted_project_is_refused_by_run_and_nothing_starts(project, tmp_path) -> None:
     trust.set_trust(project, True)
     marker = tmp_path / "PWNED"
     _pull(project, marker)
-    model = _script(tmp_path, [{"tool": "shell", "args": {"command": f"touch {tmp_path / 'SHELL'}"}}, "done"])
+    model = script(tmp_path, [{"tool": "shell", "args": {"command": f"touch {tmp_path / 'SHELL'}"}}, "done"])
     result = runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "go"])
     assert result.exit_code != 0
     error = result.output.strip()

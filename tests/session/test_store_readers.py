@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from model_script import script
 from typer.testing import CliRunner
 
 pytest.importorskip("psycopg", reason="the postgres extra is not installed: pip install -e '.[dev]'")
@@ -110,22 +111,21 @@ def test_the_repl_picker_and_resume_by_prefix_read_postgres(project: Path, pg_ds
 
     for name, value in _env(pg_dsn, tenant).items():
         monkeypatch.setenv(name, value)
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(["hi", "again"]))
-    with SessionOptions(cwd=project, model=f"scripted:{script}").open_session() as session:
+    model = script(tmp_path, ["hi", "again"])
+    with SessionOptions(cwd=project, model=model).open_session() as session:
         session.run_turn("hello")
         sid = session.session_id
     monkeypatch.setenv("MTAGENT_HOME", str(tmp_path / "another-worker"))
-    host = ReplHost(console=Console(record=True), options=SessionOptions(cwd=project, model=f"scripted:{script}"))
+    host = ReplHost(console=Console(record=True), options=SessionOptions(cwd=project, model=model))
     assert [row.session_id for row in host.list_sessions()] == [sid]
     with SessionOptions(cwd=project, resume=sid[:-4]).open_session() as resumed:  # a prefix; the recorded script
-        assert resumed.session_id == sid and resumed.model_name == f"scripted:{script}"
+        assert resumed.session_id == sid and resumed.model_name == model
     with SessionOptions(cwd=project, continue_=True).open_session() as latest:
         assert latest.session_id == sid
     monkeypatch.setenv("MTAGENT_STORAGE__TENANT", f"{tenant}-b")  # another tenant: none of it
     assert host.list_sessions() == []
     with pytest.raises(SessionNotFound):
-        SessionOptions(cwd=project, resume=sid, model=f"scripted:{script}").open_session()
+        SessionOptions(cwd=project, resume=sid, model=model).open_session()
 
 
 def test_the_ui_lists_and_shows_postgres_sessions_of_its_tenant_only(project: Path, pg_dsn: str,
@@ -396,9 +396,7 @@ def test_a_session_in_postgres_catches_its_tenants_index_up_when_it_closes(proje
     from mtagent.config import Settings
     from mtagent.context.recall import index_path
 
-    script = tmp_path / "s.json"
-    script.write_text(json.dumps(["noted"]), encoding="utf-8")
-    ran = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}",
+    ran = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, ["noted"]),
                               "the relay is marmot_relay_7731"], env=_env(pg_dsn, tenant))
     assert ran.exit_code == 0, ran.output
     settings = Settings.model_validate({"storage": {"backend": "postgres", "dsn": pg_dsn, "tenant": tenant}})

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from model_script import script
 from typer.testing import CliRunner
 
 from mtagent.cli.app import app
@@ -21,17 +22,13 @@ REPORT = json.dumps({"outcome": "success", "summary": "touched it"})
     (["--approval", "deny"], False, None),     # denied by the policy itself, no question
     (["--approval", "allow"], True, None),
 ])
-def test_run_settles_a_childs_question_by_the_parents_rule(tmp_path: Path, flags, runs, says):
-    project = tmp_path / "proj"
-    project.mkdir()
+def test_run_settles_a_childs_question_by_the_parents_rule(project: Path, tmp_path: Path, flags, runs, says):
     marker = project / "ran.txt"
     steps = [{"tool": "task", "args": {"description": "touch a file", "prompt": "touch it", "agent": "general"}},
              {"tool": "shell", "args": {"command": f"touch {marker}"}},  # the child (same scripted model)
              REPORT,
              "ok"]
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(steps), encoding="utf-8")
-    result = CliRunner().invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}", *flags, "go"])
+    result = CliRunner().invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, steps), *flags, "go"])
     assert result.exit_code == 0, result.output
     assert marker.exists() is runs
     if says:
@@ -42,16 +39,12 @@ def test_run_settles_a_childs_question_by_the_parents_rule(tmp_path: Path, flags
     assert report["summary"] == "touched it" and bool(report.get("open_questions")) is not runs
 
 
-def test_a_childs_denial_without_a_terminal_is_said_once_whole_and_names_the_child(tmp_path: Path):
-    project = tmp_path / "proj"
-    project.mkdir()
+def test_a_childs_denial_without_a_terminal_is_said_once_whole_and_names_the_child(project: Path, tmp_path: Path):
     steps = [{"tool": "task", "args": {"description": "touch a file", "prompt": "touch it", "agent": "general"}},
              {"tool": "shell", "args": {"command": "touch ran.txt"}},
              REPORT,
              "ok"]
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(steps), encoding="utf-8")
-    result = CliRunner().invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}", "go"])
+    result = CliRunner().invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, steps), "go"])
     assert result.exit_code == 0, result.output
     lines = [line for line in result.stderr.splitlines() if "denied" in line]
     assert len(lines) == 1, result.stderr  # said once: not lost with the child's transcript, not twice

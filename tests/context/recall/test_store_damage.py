@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+from model_script import script
 from typer.testing import CliRunner
 
 from mtagent import paths
@@ -68,9 +69,7 @@ def test_an_index_that_is_a_directory_is_set_aside_and_run_and_recall_work(proje
     index = index_path(project)
     index.mkdir(parents=True)
     (index / "keep.txt").write_text("mine", encoding="utf-8")
-    script = tmp_path / "s.json"
-    script.write_text(json.dumps(["done"]), encoding="utf-8")
-    ran = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}", "hi"])
+    ran = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, ["done"]), "hi"])
     assert ran.exit_code == 0, ran.output
     assert recall_hits(project)
     (moved,) = set_aside(index)
@@ -165,9 +164,8 @@ def test_an_index_from_before_the_application_id_is_still_ours(project):
 def test_run_leaves_its_records_in_the_index(project, tmp_path):
     """Not indexed record by record: the session catches the index up from its transcript when it
     closes, and records how far it read, so the next reader reads none of it again."""
-    script = tmp_path / "s.json"
-    script.write_text(json.dumps([f"the answer mentions {NEEDLE}_live"]), encoding="utf-8")
-    ran = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}", "say it"])
+    model = script(tmp_path, [f"the answer mentions {NEEDLE}_live"])
+    ran = runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "say it"])
     assert ran.exit_code == 0, ran.output
     conn = sqlite3.connect(index_path(project))
     try:
