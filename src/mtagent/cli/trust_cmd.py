@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 import typer
+from rich.console import Console
 
 from mtagent import trust, trust_scope
 from mtagent.cli.output import console, err_console, user_errors
@@ -74,14 +75,15 @@ def _audit(root: Path, trusted: bool) -> None:
     record_audit(load_settings(None), "trust", None, {"project": str(root), "trusted": trusted})
 
 
-def _confirm(question: str, yes: bool) -> bool:
-    if yes:
-        return True
+def _confirm(question: str, yes: bool, out: Console) -> None:
+    """Returns on a yes; a no (or no answer) ends the command with nothing recorded."""
     try:
-        return bool(typer.confirm(question, default=False, err=True))
+        if yes or typer.confirm(question, default=False, err=True):
+            return
     except (typer.Abort, EOFError):  # no answer (stdin closed): not trusted
         err_console.print("")
-        return False
+    out.print("not trusted: nothing was recorded", markup=False)
+    raise typer.Exit(1)
 
 
 def _list(as_json: bool) -> None:
@@ -130,9 +132,7 @@ def _trust_project(root: Path, revoke: bool, as_json: bool, yes: bool) -> None:
     elif not (as_json and yes):
         out.print(f"{shown} brings nothing that needs trust now; whatever it adds later is asked about again",
                   markup=False, soft_wrap=True)
-    if not _confirm("Trust it as shown?", yes):
-        out.print("not trusted: nothing was recorded", markup=False)
-        raise typer.Exit(1)
+    _confirm("Trust it as shown?", yes, out)
     trust.set_trust(root, True, covers=items)  # what was shown, not what is there a moment later
     _audit(root, True)
     if as_json:
@@ -157,9 +157,7 @@ def _trust_task_file(path: Path, revoke: bool, as_json: bool, yes: bool) -> None
               markup=False, soft_wrap=True)
     for line in commands or ["(no setup, check or test_patch in it)"]:
         out.print(f"  {line}", markup=False, soft_wrap=True)
-    if not _confirm("Trust this task file as shown?", yes):
-        out.print("not trusted: nothing was recorded", markup=False)
-        raise typer.Exit(1)
+    _confirm("Trust this task file as shown?", yes, out)
     trust.set_file_trust(path, digest)
     if as_json:
         typer.echo(json.dumps({"task_file": str(path), "trusted": True, "commands": commands}))
