@@ -65,17 +65,12 @@ def _io_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-@contextlib.contextmanager
-def _store(cwd: Path | None) -> Iterator[Any]:
-    """The configured :class:`~mtagent.session.store.Store`, whichever backend it is."""
+def _store(cwd: Path | None) -> contextlib.closing[Any]:
+    """The configured :class:`~mtagent.session.store.Store`, whichever backend it is; closed after the ``with``."""
     from mtagent.config import load_settings
     from mtagent.session.store import open_store
 
-    store = open_store(load_settings(cwd or Path.cwd()))
-    try:
-        yield store
-    finally:
-        store.close()
+    return contextlib.closing(open_store(load_settings(cwd or Path.cwd())))
 
 
 def _transcript(cwd: Path, session_id: str, store: Any, *, beside: bool = True) -> Path:
