@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 
 import typer
@@ -29,11 +30,8 @@ def audit_cmd(
     Events come from the configured store (storage.backend): ``$MTAGENT_HOME/audit.jsonl`` for
     files, the ``mtagent_audit`` table for PostgreSQL — only the configured tenant's.
     """
-    store = open_store(load_settings(cwd))
-    try:
+    with closing(open_store(load_settings(cwd))) as store:
         events = store.audit.events(session_id=session, action=action, limit=limit)
-    finally:
-        store.close()
     if as_json:
         typer.echo(json_text([e.as_dict() for e in events], default=str))
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,12 +66,9 @@ def migrate_cmd(
 
     settings = load_settings(cwd)
     src, dst = _stores(settings, to, dsn)
-    try:
+    with closing(src), closing(dst):
         projects = [paths.project_hash(cwd)] if cwd is not None else None
         report = copy_store(src, dst, projects=projects)
-    finally:
-        src.close()
-        dst.close()
     if as_json:
         typer.echo(json.dumps({
             "from": src.backend, "to": dst.backend, "tenant": dst.tenant,
