@@ -153,15 +153,14 @@ class ReplHost:
         from mtagent.agent.storage import session_ids
 
         current = self.session_id
-        target = session_id
-        if target is None:
+        if session_id is None:
             others = [s for s in session_ids(self.options.settings(), self.cwd) if s != current]
-            target = others[-1] if others else None
-            if target is None:
+            if not others:
                 raise UsageError("no other session to resume in this project; /sessions lists them")
-        if target == current:
-            raise UsageError(f"session {target} is the one open now")
-        return self._swap(self.options.open_session(on_token=self.on_token, events=self.events, session_id=target))
+            session_id = others[-1]
+        if session_id == current:
+            raise UsageError(f"session {session_id} is the one open now")
+        return self._swap(self.options.open_session(on_token=self.on_token, events=self.events, session_id=session_id))
 
     def clear(self) -> str:
         return self._swap(replace(self.options, resume=None, continue_=False).open_session(
