@@ -22,6 +22,7 @@ from mtagent.context.model_errors import is_context_length_error
 from mtagent.context.compaction.summarize import LLMSummarizer
 from mtagent.testing.synthetic import SyntheticSession
 from mtagent.context.tokens import MessageTokenCounter, count_text_tokens
+from mtagent.context.requested_compaction import manual_compact, partial_compact, reactive_compact
 from mtagent.context.window import ContextWindowManager
 from mtagent.errors import CompactionFailed
 from mtagent.events import EventBus, EventType, SessionStats
@@ -132,7 +133,7 @@ def test_reactive_compact_after_context_length_error_even_when_disabled():
     error = RuntimeError("Error code: 400 - This model's maximum context length is 20000 tokens. "
                          "However, you requested 25000 tokens.")
     assert is_context_length_error(error)
-    result = manager.reactive_compact(history)
+    result = reactive_compact(manager, history)
     assert result.trigger == "reactive"
     assert sink[-1]["type"] == "compact_boundary" and sink[-1]["trigger"] == "reactive"
     validate_view(result.new_history())
@@ -202,7 +203,7 @@ def test_manual_compact_of_a_history_three_times_the_window_succeeds_via_ptl_ret
     manager = ContextWindowManager(settings, summarizer=LLMSummarizer(ProviderLike(20_000)), sink=[])
     history = list(SyntheticSession(seed=9, result_chars=2_000, constraint=CONSTRAINT).grow_to(400))
     assert manager.counter.estimate(history) > 3 * 20_000
-    result = manager.compact(history, instructions="focus on the parser")
+    result = manual_compact(manager, history, instructions="focus on the parser")
     assert result.summary_source == "llm" and result.ptl_retries >= 1
     assert CONSTRAINT in result.summary
     assert result.post_tokens < settings.auto_compact_threshold_tokens()
@@ -238,9 +239,9 @@ def test_session_memory_is_tried_first_for_auto_and_plain_manual_compaction():
     sources = {p.compaction.summary_source for p in prepared if p.compaction}
     assert sources == {"session_memory"}
     assert memory.updates == 150
-    assert manager.compact(history).summary_source == "session_memory"
+    assert manual_compact(manager, history).summary_source == "session_memory"
     calls = memory.compacts
-    assert manager.compact(history, instructions="keep the regex notes").summary_source == "extractive"
+    assert manual_compact(manager, history, instructions="keep the regex notes").summary_source == "extractive"
     assert memory.compacts == calls  # instructions → full compact, memory skipped
 
 
@@ -250,7 +251,7 @@ def test_session_memory_result_above_threshold_falls_back_to_full_compact():
     memory = FakeMemory(settings, counter, summary="# Task specification\n" + "entry " * 30_000)
     manager = ContextWindowManager(settings, counter=counter, session_memory=memory, sink=[])
     history = list(SyntheticSession(seed=11).grow_to(120))
-    result = manager.compact(history)
+    result = manual_compact(manager, history)
     assert memory.compacts == 1 and result.summary_source == "extractive"
 
 
@@ -259,7 +260,7 @@ def test_compact_from_through_the_manager_records_a_boundary():
     manager = ContextWindowManager(small_settings(), sink=sink)
     history = list(SyntheticSession(seed=12).grow_to(80))
     manager.prepare(history)
-    result = manager.compact_from(history, history[50].id)
+    result = partial_compact(manager, history, history[50].id)
     assert sink[-1]["type"] == "compact_boundary" and sink[-1]["trigger"] == "manual"
     validate_view(result.new_history())
 
@@ -267,7 +268,7 @@ def test_compact_from_through_the_manager_records_a_boundary():
 def test_nothing_to_compact_is_a_typed_error():
     manager = ContextWindowManager(small_settings(), sink=[])
     with pytest.raises(CompactionFailed):
-        manager.compact([])
+        manual_compact(manager, [])
 
 
 def test_prepare_only_counts_appended_messages():

@@ -149,7 +149,7 @@ def test_reactive_compaction_that_cannot_shrink_reraises_the_providers_error(pro
     def cannot_shrink(*_args, **_kwargs):
         raise CompactionFailed("nothing to compact: everything is in the recent tail")
 
-    monkeypatch.setattr(manager, "reactive_compact", cannot_shrink)
+    monkeypatch.setattr(manager, "run_compaction", cannot_shrink)
     calls = []
 
     def provider(request):

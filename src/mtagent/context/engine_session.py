@@ -41,6 +41,7 @@ from mtagent.context.boundary import is_summary_message
 from mtagent.context.compaction.reattach import REATTACHED_KIND
 from mtagent.context.model_errors import ErrorKind, RetryPolicy, call_with_retries, classify
 from mtagent.context.model_gate import GATE
+from mtagent.context.requested_compaction import reactive_compact
 from mtagent.context.tool_results.repeats import RepeatIndex
 from mtagent.context.tool_results.budgeter import ToolResultBudgeter
 from mtagent.context.tool_results import streamed
@@ -324,7 +325,7 @@ class EngineSession:
                           error=self.redactor.text(str(error))[:ERROR_PREVIEW_CHARS])
         try:
             with self.lock:
-                result = self.window.reactive_compact(history, system=system, tools_tokens=tools_tokens)
+                result = reactive_compact(self.window, history, system=system, tools_tokens=tools_tokens)
         except CompactionFailed as failed:
             raise error from failed
         return without_stale_usage(result.new_history())

@@ -14,7 +14,8 @@ happened). Everything it does is appended to ``sink`` (``compact_boundary``, ``m
 **Incremental.** The token view lives in :class:`~mtagent.context.meter.ContextMeter` (a call
 only processes the appended messages; the estimate is anchored on the provider's reported usage);
 the plan is built by :mod:`mtagent.context.plan_builder`; this module is the pipeline's order and
-its records.
+its records. Compactions asked for from outside it (``/compact``, reactive) are in
+:mod:`mtagent.context.requested_compaction`.
 
 **Session memory** plugs in as ``session_memory`` (:class:`SessionMemory` protocol): it is
 updated every call (it decides cheaply whether to extract) and tried first for auto and no-argument
@@ -32,7 +33,7 @@ from typing import Protocol
 from langchain_core.messages import BaseMessage
 
 from mtagent.config import Settings
-from mtagent.context.compaction.compactor import CompactionOptions, CompactionResult, compact, compact_from
+from mtagent.context.compaction.compactor import CompactionOptions, CompactionResult, compact
 from mtagent.context.compaction.policy import AutoCompactPolicy, RecordSink
 from mtagent.context.compaction.reattach import RecentReads
 from mtagent.context.compaction.manual import memoise, shrink_or_explain
@@ -135,8 +136,8 @@ class ContextWindowManager:
         self.clearing = ViewClearing(settings.microcompact, self.meter, sink, bus, stats)
         self._turn = 0
         self._last_call_ts: float | None = None
-        self._frame = CallFrame()
-        self._summary_tokens_of = lambda result: self.counter.estimate(result.summary_messages)
+        self.frame = CallFrame()
+        self.summary_tokens_of = lambda result: self.counter.estimate(result.summary_messages)
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -147,7 +148,7 @@ class ContextWindowManager:
     @property
     def threshold(self) -> int:
         """The auto-compact threshold for the last prepared view (its fixed part can raise it)."""
-        return self.policy.threshold_for(self._frame.extra)
+        return self.policy.threshold_for(self.frame.extra)
 
     def prepare(
         self,
@@ -169,7 +170,7 @@ class ContextWindowManager:
         meter.sync(history)
         system_tokens = [self.counter.message_tokens(m) for m in system]  # counted once: extra and the plan
         extra = sum(system_tokens) + tools_tokens
-        self._frame = CallFrame(extra, tuple(system))
+        self.frame = CallFrame(extra, tuple(system))
         log = CallLog()
         working = not query_source.startswith(("compact", "session_memory"))
         if working:
@@ -191,7 +192,7 @@ class ContextWindowManager:
         decision = self.policy.decide(tokens, query_source=query_source, extra_tokens=extra)
         if decision.compact:
             try:
-                compaction = self._compact(history, trigger="auto", reason=decision.reason, tokens=tokens,
+                compaction = self.run_compaction(history, trigger="auto", reason=decision.reason, tokens=tokens,
                                            extra=extra, prefer_memory=True, early=decision.early, system=system)
             except Exception as exc:  # noqa: BLE001 - a failed auto compaction must never fail the turn
                 self.policy.record_failure(exc, early=decision.early, tokens=tokens)
@@ -220,77 +221,17 @@ class ContextWindowManager:
         _publish_plan(plan, self.sink, self.bus, self.stats, effective)
         return CallView(messages, plan.tokens, plan, history, compaction)
 
-    def compact(
-        self,
-        history: Sequence[BaseMessage],
-        trigger: str = "manual",
-        instructions: str | None = None,
-        *,
-        system: Sequence[BaseMessage] | None = None,
-        tools_tokens: int = 0,
-    ) -> CompactionResult:
-        """``/compact [instructions]``: session memory first when there are no instructions,
-        otherwise a full compaction with the instructions in its prompt. Never refused as
-        "too long" (prompt-too-long retry, then extractive fallback)."""
-        extra, tokens = self._measure(history, system, tools_tokens)
-        return _ended_on_failure(self.bus, trigger, lambda: self._compact(
-            history, trigger=trigger, reason=f"/compact {instructions or ''}".strip(), tokens=tokens, extra=extra,
-            prefer_memory=instructions is None, instructions=instructions, system=system or ()))
-
-    def compact_from(
-        self,
-        history: Sequence[BaseMessage],
-        message_id: str,
-        *,
-        direction: str = "up_to",
-        instructions: str | None = None,
-        system: Sequence[BaseMessage] | None = None,
-        tools_tokens: int = 0,
-    ) -> CompactionResult:
-        """``/compact from <id>``: partial compaction around a message (see
-        :func:`mtagent.context.compaction.compactor.compact_from`)."""
-        extra, tokens = self._measure(history, system, tools_tokens)
-        options = self._options(trigger="manual", reason=None, tokens=tokens, extra=extra, instructions=instructions)
-        memo = memoise(self.summarizer)
-        result = shrink_or_explain(
-            lambda s: compact_from(history, message_id, memo, replace(options, settings=s),
-                                   direction=direction),  # type: ignore[arg-type]
-            options.settings, tokens, self._summary_tokens_of)
-        self._commit(result)
-        return result
-
-    def reactive_compact(
-        self,
-        history: Sequence[BaseMessage],
-        *,
-        system: Sequence[BaseMessage] | None = None,
-        tools_tokens: int = 0,
-    ) -> CompactionResult:
-        """Forced compaction after the provider rejected a request as too long (spec M4): runs
-        even when auto compaction is disabled. Raises :class:`CompactionFailed` when nothing
-        can be summarized."""
-        extra, tokens = self._measure(history, system, tools_tokens)
-        return self._compact(history, trigger="reactive", reason="provider rejected the request as too long",
-                             tokens=max(tokens, self.token_limit), extra=extra, prefer_memory=True)
-
     # ---- compaction -------------------------------------------------------------------------
 
-    def _measure(self, history: Sequence[BaseMessage], system: Sequence[BaseMessage] | None,
-                 tools_tokens: int) -> tuple[int, int]:
-        """(extra, tokens) of ``history`` for a requested compaction; ``system`` None: the last call's."""
-        extra = (self._frame.extra if system is None else self.counter.estimate(system)) + tools_tokens
-        self.meter.sync(history)
-        return extra, self.meter.measure(extra)[0]
-
-    def _options(self, *, trigger: str, reason: str | None, tokens: int, extra: int,
-                 instructions: str | None = None) -> CompactionOptions:
+    def options(self, *, trigger: str, reason: str | None, tokens: int, extra: int,
+                instructions: str | None = None) -> CompactionOptions:
         return CompactionOptions(
             settings=self.settings, counter=self.counter, trigger=trigger, reason=reason,
             instructions=instructions, read_state=self.read_state, pre_tokens=tokens, extra_tokens=extra,
-            token_limit=self.token_limit, root=self.root, rules=self._frame.rules,
+            token_limit=self.token_limit, root=self.root, rules=self.frame.rules,
         )
 
-    def _compact(
+    def run_compaction(
         self,
         history: Sequence[BaseMessage],
         *,
@@ -303,6 +244,8 @@ class ContextWindowManager:
         early: bool = False,
         system: Sequence[BaseMessage] = (),
     ) -> CompactionResult:
+        """The one compaction core: the pipeline's auto compaction, and those asked for
+        (:mod:`mtagent.context.requested_compaction`)."""
         if self.bus is not None:
             self.bus.emit(EventType.COMPACT_STARTED, trigger=trigger, tokens=tokens)
         threshold = self.threshold
@@ -315,8 +258,8 @@ class ContextWindowManager:
                     trigger != "manual" or candidate.post_tokens < tokens):  # manual: smaller, or nothing
                 result = candidate
         if result is None:
-            options = self._options(trigger=trigger, reason=reason, tokens=tokens, extra=extra,
-                                    instructions=instructions)
+            options = self.options(trigger=trigger, reason=reason, tokens=tokens, extra=extra,
+                                   instructions=instructions)
             if early:  # a cost-triggered compaction keeps the shorter cost tail
                 options = replace(options, settings=early_compaction_settings(self.settings))
             ctx = self.settings.context
@@ -326,7 +269,7 @@ class ContextWindowManager:
             if trigger == "manual":
                 memo, base = memoise(summarizer), options
                 result = shrink_or_explain(lambda s: compact(history, memo, replace(base, settings=s)),
-                                           base.settings, tokens, self._summary_tokens_of)
+                                           base.settings, tokens, self.summary_tokens_of)
             else:
                 result = compact(history, summarizer, options)
             self.policy.summary_written(getattr(summarizer, "last_output", None))
@@ -335,27 +278,15 @@ class ContextWindowManager:
                 f"compaction did not shrink the context ({result.pre_tokens} → {result.post_tokens} tokens); "
                 "the recent tail alone is too large — start a new session or raise context.token_limit"
             )
-        self._commit(result)
+        self.commit(result)
         return result
 
-    def _commit(self, result: CompactionResult) -> None:
+    def commit(self, result: CompactionResult) -> None:
         """Record a compaction and re-base the incremental state on the new history."""
         _publish_compaction(result, self.sink, self.bus, self.stats)
         self.meter.rebase(result.new_history())
         self.clearing.schedule.retry_floor = 0
         self.policy.rounds_since_compact = 0  # any compaction (/compact too) restarts compact_every_rounds
-
-
-def _ended_on_failure(bus: EventBus | None, trigger: str, run: Callable[[], CompactionResult]) -> CompactionResult:
-    """Run a requested compaction; one that raises — a refusal ("nothing compacted") too — still
-    ends what its ``COMPACT_STARTED`` began, with ``COMPACT_FAILED``, so a spinner stops with it.
-    (Auto compactions are ended by the policy's failure count instead.)"""
-    try:
-        return run()
-    except Exception as exc:
-        if bus is not None:
-            bus.emit(EventType.COMPACT_FAILED, trigger=trigger, error=str(exc))
-        raise
 
 
 def _publish_plan(plan: ContextPlan, sink: RecordSink | None, bus: EventBus | None, stats: SessionStats | None,

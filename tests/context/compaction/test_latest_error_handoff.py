@@ -9,6 +9,7 @@ from mtagent.config import Settings
 from mtagent.context.boundary import summary_message_from_record
 from mtagent.context.ledger import ledger_from_messages
 from mtagent.context.tokens import message_text
+from mtagent.context.requested_compaction import manual_compact
 from mtagent.context.window import ContextWindowManager
 
 CRASH = ("Generated app\n** (Mix) Could not start application opentelemetry: exited in: start/2\n"
@@ -45,11 +46,11 @@ def test_a_crash_line_from_a_command_that_exited_0_survives_two_compactions() ->
                                                           "args": {"command": "mix test 2>&1 | tail -50"}}]),
         ToolMessage(CRASH, tool_call_id="s1", name="shell", id="ts"),
         *_reads(0, 20)]
-    first = wm.compact(history)
+    first = manual_compact(wm, history)
     view = first.new_history()
     assert not any(m.id == "ts" for m in view) and ERROR in _text(view)
     assert first.boundary_record["ledger"]["latest_error"] == ERROR
-    second = wm.compact([*view, *_reads(20, 20)])  # a stretch without any error
+    second = manual_compact(wm, [*view, *_reads(20, 20)])  # a stretch without any error
     view = second.new_history()
     assert ERROR in _text(view)
     # resume rebuilds the summary from the record: the line comes back as data

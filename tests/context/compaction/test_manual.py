@@ -13,6 +13,7 @@ from langchain_core.messages import SystemMessage
 from mtagent.config import Settings
 from mtagent.context.compaction.compactor import CompactionResult
 from mtagent.context.compaction.manual import NothingCompacted, shrink_or_explain
+from mtagent.context.requested_compaction import manual_compact, partial_compact
 from mtagent.context.window import ContextWindowManager
 from mtagent.errors import MTAgentError
 from mtagent.testing.synthetic import SyntheticSession
@@ -31,10 +32,10 @@ def _one(manager, sink, history, op, pick, instructions):
     before = len([r for r in sink if r.get("type") == "compact_boundary"])
     try:
         if op == "compact":
-            result = manager.compact(history, instructions=instructions, system=SYSTEM, tools_tokens=300)
+            result = manual_compact(manager, history, instructions=instructions, system=SYSTEM, tools_tokens=300)
         else:
             ids = [m.id for m in history if m.id and not isinstance(m, SystemMessage)]
-            result = manager.compact_from(history, ids[int(pick * (len(ids) - 1))], system=SYSTEM,
+            result = partial_compact(manager, history, ids[int(pick * (len(ids) - 1))], system=SYSTEM,
                                           tools_tokens=300)
     except MTAgentError as exc:
         message = str(exc)
@@ -68,11 +69,11 @@ def test_compact_from_works_after_an_earlier_compaction():
     manager = _manager(40_000, sink)
     session = SyntheticSession(seed=7, result_chars=400)
     history = list(session.grow_to(60))
-    history = manager.compact(history, system=SYSTEM, tools_tokens=300).new_history()
+    history = manual_compact(manager, history, system=SYSTEM, tools_tokens=300).new_history()
     for _ in range(40):
         history = [*history, *session.round()]
     late = [m.id for m in history if m.id][-6]
-    result = manager.compact_from(history, late, system=SYSTEM, tools_tokens=300)
+    result = partial_compact(manager, history, late, system=SYSTEM, tools_tokens=300)
     assert result.post_tokens < result.pre_tokens
     assert sum(1 for r in sink if r["type"] == "compact_boundary") == 2
 
@@ -117,7 +118,7 @@ def test_a_refused_manual_compaction_ends_with_compact_failed():
     manager = ContextWindowManager(settings, sink=[], token_limit=40_000, bus=bus)
     history = list(SyntheticSession(seed=3, result_chars=100).grow_to(2))
     try:
-        manager.compact(history, system=SYSTEM)
+        manual_compact(manager, history, system=SYSTEM)
     except NothingCompacted:
         pass
     else:

@@ -6,6 +6,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from mtagent.config import Settings
 from mtagent.context.compaction.policy import AutoCompactPolicy
+from mtagent.context.requested_compaction import manual_compact
 from mtagent.context.window import ContextWindowManager
 
 
@@ -69,7 +70,7 @@ def test_a_manual_compact_restarts_the_round_count() -> None:
     for end in range(1, len(history) + 1, 2):
         assert engine.prepare(history[:end]).compaction is None
     assert engine.policy.rounds_since_compact == 3
-    history = engine.compact(history).new_history()
+    history = manual_compact(engine, history).new_history()
     assert engine.policy.rounds_since_compact == 0
     history += [AIMessage("after compact " + "word " * 60, id="ax"), HumanMessage("next " + "word " * 60, id="hx")]
     assert engine.prepare(history).compaction is None  # one round since /compact, not five

@@ -22,6 +22,7 @@ from mtagent.context.compaction.microcompact import maybe_size_based_microcompac
 from mtagent.context.compaction.policy import AutoCompactPolicy
 from mtagent.context.invariants import unanswered_round_start, validate_view
 from mtagent.context.tokens import MessageTokenCounter
+from mtagent.context.requested_compaction import reactive_compact
 from mtagent.context.window import ContextWindowManager
 from mtagent.eval.policies import BUILTIN_POLICIES, merge_sections
 from mtagent.eval.suite import SUITE_SETTINGS
@@ -77,7 +78,7 @@ def test_auto_and_reactive_compaction_through_the_manager_keep_it(policy: str) -
     assert prepared.compaction is not None or policy == "masking"  # masking compacts only at 95%
     assert _kept_ids(prepared.messages)[-2:] == ["a-big", "t-big"]
     assert "LEASE_SECONDS = 4711" in str(prepared.messages[-1].content)
-    reactive = ContextWindowManager(settings, counter=COUNTER, sink=[]).reactive_compact(_history(), tools_tokens=2_000)
+    reactive = reactive_compact(ContextWindowManager(settings, counter=COUNTER, sink=[]), _history(), tools_tokens=2_000)
     assert _kept_ids(reactive.messages_to_keep)[-2:] == ["a-big", "t-big"]
 
 

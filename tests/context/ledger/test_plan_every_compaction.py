@@ -17,6 +17,7 @@ from mtagent.context.session_memory.manager import SessionMemoryManager
 from mtagent.context.session_memory.notes import SECTIONS
 from mtagent.context.tokens import message_text
 from mtagent.context.view import build_resume_view
+from mtagent.context.requested_compaction import manual_compact, partial_compact, reactive_compact
 from mtagent.context.window import ContextWindowManager
 from mtagent.session import schema
 
@@ -60,9 +61,9 @@ def test_full_manual_and_reactive_compactions_carry_the_plan() -> None:
         wm = ContextWindowManager(_settings(), sink=[])
         history = _history()
         if kind == "manual":
-            result = wm.compact(history)
+            result = manual_compact(wm, history)
         elif kind == "reactive":
-            result = wm.reactive_compact(history)
+            result = reactive_compact(wm, history)
         else:
             prepared = wm.prepare(history)
             assert prepared.compaction is not None
@@ -80,7 +81,7 @@ def test_session_memory_compaction_carries_the_plan_and_a_later_full_one_keeps_i
     history = _history(10)
     memory.update_session_memory(history)
     history += _history(40)[4 + 20:]
-    first = wm.compact(history)
+    first = manual_compact(wm, history)
     assert first.summary_source == "session_memory"
     _assert_carried(first.new_history())
     later = first.new_history()
@@ -88,7 +89,7 @@ def test_session_memory_compaction_carries_the_plan_and_a_later_full_one_keeps_i
         later += [AIMessage("", id=f"z{i}", tool_calls=[{"id": f"e{i}", "name": "read_file",
                                                          "args": {"file_path": f"lib/n{i}.py"}}]),
                   ToolMessage(FILLER, tool_call_id=f"e{i}", name="read_file", id=f"y{i}")]
-    second = wm.compact(later, instructions="keep the plan")  # instructions: a full compaction
+    second = manual_compact(wm, later, instructions="keep the plan")  # instructions: a full compaction
     assert second.summary_source != "session_memory"
     _assert_carried(second.new_history())
     notes = memory.read_notes()
@@ -101,7 +102,7 @@ def test_session_memory_compaction_carries_the_plan_and_a_later_full_one_keeps_i
 def test_compact_from_and_microcompact_keep_the_plan() -> None:
     wm = ContextWindowManager(_settings(), sink=[])
     history = _history()
-    result = wm.compact_from(history, "a30", direction="up_to")
+    result = partial_compact(wm, history, "a30", direction="up_to")
     _assert_carried(result.new_history())
     cleared = maybe_time_based_microcompact(history, 10_000.0, 0.0, settings=_settings().microcompact)
     assert cleared.cleared_ids  # it did clear results, and the plan call stays
@@ -124,7 +125,7 @@ def test_after_a_compaction_the_plan_is_in_the_view_once_live_and_on_resume() ->
                 AIMessage("", id="ar", tool_calls=[{"id": "cr", "name": "read_file", "args": {"file_path": "x.py"}}]),
                 ToolMessage("x = 1", tool_call_id="cr", name="read_file", id="tr")]
     wm = ContextWindowManager(_settings(), sink=[])
-    result = wm.compact(history)
+    result = manual_compact(wm, history)
     live = result.new_history()
     assert any(m.id == "aq" for m in live)  # the plan calls are in the kept tail …
     assert _view_text(live).count("write the report") == 1  # … collapsed: the plan is shown once, in the hand-off

@@ -10,6 +10,7 @@ from mtagent.config import Settings
 from mtagent.context.budget import Bucket
 from mtagent.context.recall import CompactedRecall, Recaller, RecallIndexer, SessionIndex
 from mtagent.context.tokens import count_text_tokens
+from mtagent.context.requested_compaction import manual_compact
 from mtagent.context.window import ContextWindowManager
 from mtagent.session import schema
 from mtagent.session.transcript import TranscriptWriter
@@ -59,7 +60,7 @@ def _compacted(tmp_path: Path, settings: Settings) -> tuple[ContextWindowManager
     for m in history:  # the agent records every message through the same sink
         writer.append(schema.message_to_record(m))
     engine.prepare(history)
-    result = engine.compact(history)
+    result = manual_compact(engine, history)
     return engine, result.new_history()
 
 
