@@ -78,14 +78,18 @@ def in_order(items: list[Any], running: dict[Any, tuple[int, int]], wait_any: Ca
              result_of: Callable[[Any], tuple[bool, Any]], submit: Callable[[Any], Any],
              progress: Progress | None) -> Iterator[Outcome]:
     """The outcomes of ``running`` (task → (unit index, attempt)) as they finish, released strictly by
-    index; a failed attempt is submitted again until :data:`ATTEMPTS`. ``running`` stays the caller's
-    to cancel when the consumer stops or Ctrl-C comes."""
+    index; a failed attempt is submitted again until :data:`ATTEMPTS`. ``result_of`` raising (the worker
+    died: killed, out of memory, or Ray could not run it) is a failed attempt, not a crash of the run.
+    ``running`` stays the caller's to cancel when the consumer stops or Ctrl-C comes."""
     early: dict[int, Outcome] = {}
     finished = released = 0
     while running:
         for task in wait_any(list(running)):
             index, tries = running.pop(task)
-            ok, value = result_of(task)
+            try:
+                ok, value = result_of(task)
+            except Exception as exc:  # noqa: BLE001 — BrokenProcessPool, RayTaskError, WorkerCrashedError, …
+                ok, value = False, UnitError(type(exc).__name__, str(exc)[:2000])
             if not ok and tries < ATTEMPTS:
                 running[submit(items[index])] = (index, tries + 1)
                 continue

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
-from mtagent.replay.executors.base import Outcome, Progress, UnitError, attempt, in_order
+from mtagent.replay.executors.base import ATTEMPTS, Outcome, Progress, attempt, in_order
 
 
 def default_workers() -> int:
@@ -47,8 +47,8 @@ class LocalExecutor:
         pool = self._pool
         running = {pool.submit(attempt, fn, u): (i, 1) for i, u in enumerate(items)}
         try:
-            yield from in_order(items, running, lambda futures: wait(futures, return_when=FIRST_COMPLETED)[0], _result,
-                                lambda unit: pool.submit(attempt, fn, unit), progress)
+            yield from in_order(items, running, lambda futures: wait(futures, return_when=FIRST_COMPLETED)[0],
+                                Future.result, lambda unit: pool.submit(attempt, fn, unit), progress)
         except BaseException:  # Ctrl-C, or the consumer stopped early: stop every worker now
             for future in running:
                 future.cancel()
@@ -57,11 +57,10 @@ class LocalExecutor:
 
     def _inline(self, fn: Callable[[Any], Any], items: list[Any], progress: Progress | None) -> Iterator[Outcome]:
         for index, unit in enumerate(items):
-            tries = 1
-            ok, value = attempt(fn, unit)
-            if not ok:
-                tries = 2
+            for tries in range(1, ATTEMPTS + 1):
                 ok, value = attempt(fn, unit)
+                if ok:
+                    break
             if progress is not None:
                 progress(index + 1, len(items))
             yield Outcome(index, unit, value if ok else None, None if ok else value, tries)
@@ -87,11 +86,3 @@ class LocalExecutor:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _result(future: Future) -> tuple[bool, Any]:
-    """A worker that died (killed, out of memory) is a failed attempt, not a crash of the run."""
-    try:
-        return future.result()
-    except Exception as exc:  # noqa: BLE001 — BrokenProcessPool and friends
-        return False, UnitError(type(exc).__name__, str(exc)[:2000])

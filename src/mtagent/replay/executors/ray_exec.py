@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from mtagent.replay.executors.base import Outcome, Progress, UnitError, attempt, in_order
+from mtagent.replay.executors.base import Outcome, Progress, attempt, in_order
 from mtagent.replay.executors.local import default_workers
 
 CANCEL_ROUNDS = 3  # a task being handed to a worker can miss one cancel
@@ -54,7 +54,7 @@ class RayExecutor:
         fn_ref = ray.put(fn)
         running = {self._remote.remote(fn_ref, u): (i, 1) for i, u in enumerate(items)}
         try:
-            yield from in_order(items, running, lambda refs: ray.wait(refs, num_returns=1)[0], self._get,
+            yield from in_order(items, running, lambda refs: ray.wait(refs, num_returns=1)[0], ray.get,
                                 lambda unit: self._remote.remote(fn_ref, unit), progress)
         except BaseException:  # Ctrl-C, or the consumer stopped early
             self._cancel(list(running))
@@ -72,13 +72,6 @@ class RayExecutor:
             _, refs = ray.wait(refs, num_returns=len(refs), timeout=CANCEL_WAIT_S)
             if not refs:
                 return
-
-    def _get(self, ref: Any) -> tuple[bool, Any]:
-        """A task whose worker died (or that Ray could not run) is a failed attempt."""
-        try:
-            return self._ray.get(ref)
-        except Exception as exc:  # noqa: BLE001 — RayTaskError, WorkerCrashedError, …
-            return False, UnitError(type(exc).__name__, str(exc)[:2000])
 
     def close(self) -> None:
         if self._started:
