@@ -166,15 +166,12 @@ def _validate(data: dict[str, Any], sources: dict[tuple[str, str], str]) -> Sett
         return Settings.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = [str(part) for part in err["loc"]]
-        named = (err.get("ctx") or {}).get("error")
-        if isinstance(named, SettingRangeError):
-            loc = named.key.split(".")
-            where = sources.get(tuple(loc[:2]), "defaults")  # type: ignore[arg-type]
-            raise ConfigError(f"invalid value for '{named.key}' in {where}: {named}") from exc
-        key = ".".join(loc[:2])
+        named = (err.get("ctx") or {}).get("error")  # a range check names its key (section.key) itself
+        ranged = isinstance(named, SettingRangeError)
+        loc = named.key.split(".") if ranged else [str(part) for part in err["loc"]]
         where = sources.get(tuple(loc[:2]), "defaults")  # type: ignore[arg-type]
-        raise ConfigError(f"invalid value for '{key}' in {where}: {err['msg']}") from exc
+        why = named if ranged else err["msg"]
+        raise ConfigError(f"invalid value for '{'.'.join(loc[:2])}' in {where}: {why}") from exc
 
 
 def _below(user_layer: dict[str, Any]) -> Any:
