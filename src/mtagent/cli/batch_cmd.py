@@ -81,26 +81,23 @@ def run_batch(tasks_file: Path, out: Path | None, root: Path | None, scratch: Pa
     env = {k: v for k, v in os.environ.items() if k.startswith("MTAGENT_")}
     units = [TaskUnit(t, str(scratch), env) for t in todo]
     records: list[dict[str, Any]] = []
-    executor = choice.open() if units else None
     show = not as_json and err_console.is_terminal
 
     def progress(finished: int, total: int) -> None:
         if show:
             err_console.print(f"batch: {finished}/{total} tasks", end="\r")
 
-    try:
-        for outcome in executor.map(run_unit, units, progress) if executor is not None else ():
-            task = outcome.unit.task
-            if outcome.ok:
-                record = {"line": task.line, **outcome.value, "attempts": outcome.attempts}
-            else:
-                record = {"id": task.id, "line": task.line, "status": "error", "error": str(outcome.error),
-                          "attempts": outcome.attempts}
-            append_result(out, record)
-            records.append(record)
-    finally:
-        if executor is not None:
-            executor.close()
+    if units:
+        with choice.open() as executor:
+            for outcome in executor.map(run_unit, units, progress):
+                task = outcome.unit.task
+                if outcome.ok:
+                    record = {"line": task.line, **outcome.value, "attempts": outcome.attempts}
+                else:
+                    record = {"id": task.id, "line": task.line, "status": "error", "error": str(outcome.error),
+                              "attempts": outcome.attempts}
+                append_result(out, record)
+                records.append(record)
     if as_json:
         typer.echo(json_text({"tasks": records, "skipped": len(tasks) - len(todo), "results": str(out)}))
     else:

@@ -121,12 +121,9 @@ def run_eval(tasks_file: Path | None, policy_specs: list[str], suite: str | None
     show = not as_json and err_console.is_terminal
     records: list[dict[str, Any]] = []
     if units:
-        executor = choice.open()
-        try:
+        with choice.open() as executor:
             records = run_units(units, executor, out, run_unit,
                                 (lambda d, t: err_console.print(f"eval: {d}/{t} sessions", end="\r")) if show else None)
-        finally:
-            executor.close()
     register_run(out)
     data = report(out, [p.name for p in policies], chain)
     data["ran"], data["skipped"] = len(records), skipped

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,8 +54,8 @@ class ExecutorChoice:
     address: str | None = None
     workers: int | None = None
 
-    def open(self) -> Executor:
-        """The executor (a one-line usage error for an unknown name or missing Ray)."""
+    def open(self) -> closing[Executor]:
+        """The executor, closed after the ``with`` (a one-line usage error for an unknown name or missing Ray)."""
         from mtagent.replay.executors import make_executor
 
-        return make_executor(self.name, workers=self.workers, address=self.address)
+        return closing(make_executor(self.name, workers=self.workers, address=self.address))

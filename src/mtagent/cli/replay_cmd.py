@@ -66,20 +66,16 @@ def run_tune(files: list[Path], window: int, fmt: str | None, as_json: bool, *, 
 
     from mtagent.replay.units import refs_for
 
-    run = run or ExecutorChoice()
-    executor = run.open()
-    sessions = [ref for path in files
-                for ref in refs_for(path, len(load_trajectories(path, fmt)), fmt, inline=executor.name != "local")]
     show = not quiet and not as_json and err_console.is_terminal
 
     def progress(done: int, total: int) -> None:
         if show:
             err_console.print(f"tuning: {done}/{total} replays", end="\r")
 
-    try:
+    with (run or ExecutorChoice()).open() as executor:
+        sessions = [ref for path in files
+                    for ref in refs_for(path, len(load_trajectories(path, fmt)), fmt, inline=executor.name != "local")]
         scores = tune(sessions, load_settings(Path.cwd()), window=window, progress=progress, executor=executor)
-    finally:
-        executor.close()
     chosen = best(scores)
     if as_json:
         typer.echo(json_text(to_json(scores, chosen)))
@@ -102,13 +98,10 @@ def run_replay(
     from mtagent.replay.units import replay_parallel
 
     names = list(dict.fromkeys(strategies))
-    executor = (run or ExecutorChoice()).open()
-    try:
-        with replay_progress(err_console, enabled=not quiet and err_console.is_terminal) as progress:
-            sessions, failures = replay_parallel(files, names, window, fmt, load_settings(Path.cwd()), executor,
-                                                 progress=progress, summary_price=summary_price)
-    finally:
-        executor.close()
+    with ((run or ExecutorChoice()).open() as executor,
+          replay_progress(err_console, enabled=not quiet and err_console.is_terminal) as progress):
+        sessions, failures = replay_parallel(files, names, window, fmt, load_settings(Path.cwd()), executor,
+                                             progress=progress, summary_price=summary_price)
     for failure in failures:
         err_console.print(f"[red]failed[/] {escape(failure.label)} · {escape(failure.strategy)} after "
                           f"{failure.attempts} attempts: {escape(str(failure.error))}", highlight=False, soft_wrap=True)
