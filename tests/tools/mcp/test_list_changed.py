@@ -115,7 +115,6 @@ def test_a_handshake_era_notification_marks_the_list_stale_and_nothing_else_does
     from mcp_types import ResourceListChangedNotification, ToolListChangedNotification
 
     from mtagent.tools.mcp.changes import ChangeWatcher
-    from mtagent.tools.mcp.server import _on_message
 
     async def scenario() -> tuple[int, int]:
         relisted = []
@@ -125,12 +124,11 @@ def test_a_handshake_era_notification_marks_the_list_stale_and_nothing_else_does
 
         watcher = ChangeWatcher(relist)
         watcher.start(None, listen=False)
-        handle = _on_message(watcher)
-        await handle(ResourceListChangedNotification())
-        await handle(ValueError("a stream error the SDK hands over"))
+        await watcher.on_message(ResourceListChangedNotification())
+        await watcher.on_message(ValueError("a stream error the SDK hands over"))
         assert not watcher.pending
         for _ in range(1000):
-            await handle(ToolListChangedNotification())
+            await watcher.on_message(ToolListChangedNotification())
         await watcher.settle()
         await asyncio.sleep(0.6)
         await watcher.stop()

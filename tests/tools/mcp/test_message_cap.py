@@ -16,7 +16,7 @@ import pytest
 from tools.mcp.mcp_helpers import call, fixture_server, mcp_settings
 
 from mtagent.tools.mcp import McpManager
-from mtagent.tools.mcp import server as mcp_server
+from mtagent.tools.mcp import transport
 from mtagent.tools.mcp.transport import MESSAGE_TOO_BIG, LineReader
 
 REPO = Path(__file__).resolve().parents[3]
@@ -43,7 +43,7 @@ def test_lines_split_across_chunks_and_a_line_over_the_cap_is_an_error_for_its_r
 
 def test_a_result_over_the_cap_is_an_error_the_model_reads_and_the_server_stays_usable(
         project: Path, monkeypatch) -> None:
-    monkeypatch.setattr(mcp_server, "MAX_MESSAGE_BYTES", 200_000)
+    monkeypatch.setattr(transport, "MAX_MESSAGE_BYTES", 200_000)
     with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
         tools = {t.name: t for t in manager.tools()}
         big = call(tools["mcp__fx__big"], size=1_000_000)

@@ -18,15 +18,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio.lowlevel
+
 DEBOUNCE_SECONDS = 0.05  # notifications arriving this close together become one re-list
 MIN_INTERVAL_SECONDS = 0.5  # at most one re-list per interval, however fast a server signals
 SETTLE_SECONDS = 5.0  # a call whose server signalled a change waits this long, at most, for the re-list
 _log = logging.getLogger(__name__)
-
-
-def is_tool_list_changed(message: Any) -> bool:
-    """A handshake-era ``notifications/tools/list_changed`` (what the SDK's message handler receives)."""
-    return getattr(message, "method", None) == "notifications/tools/list_changed"
 
 
 class ChangeWatcher:
@@ -49,6 +46,12 @@ class ChangeWatcher:
         self.signals += 1
         self._settled.clear()
         self._stale.set()
+
+    async def on_message(self, message: Any) -> None:
+        """The SDK's message handler: a handshake-era ``notifications/tools/list_changed`` marks the list stale."""
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            self.mark()
+        await anyio.lowlevel.checkpoint()
 
     @property
     def pending(self) -> bool:

@@ -9,10 +9,7 @@ a one-line note kept for ``/mcp`` and ``/context``. A server that crashed, hung 
 stopped (its whole process group: the SDK starts it in a new session) and started again by the
 next call of one of its tools. While it runs, a change of its tools (``tools/list_changed``) is
 re-listed through :mod:`.changes`, and its resources are listed and read on request (:mod:`.resources`).
-
-A stdio server gets only the environment its config names, on top of the SDK's minimal set
-(``PATH``, ``HOME``, ``LOGNAME``, ``SHELL``, ``TERM``, ``USER``); its stderr goes to an unnamed
-temporary file, whose last lines explain a failure.
+How the server is reached (its process or endpoint, its stderr) is :mod:`.transport`'s.
 """
 
 from __future__ import annotations
@@ -20,35 +17,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import sys
-import tempfile
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import IO, Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
-import anyio.lowlevel
-import httpx2
-from mcp import Client, MCPError, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp_types import Implementation
+from mcp import MCPError
+from mcp_types import CONNECTION_CLOSED
 from pydantic import ValidationError
 
-from mtagent import __version__, paths
 from mtagent.config import McpSettings
-from mtagent.tools.mcp.changes import ChangeWatcher, is_tool_list_changed
+from mtagent.tools.mcp.changes import ChangeWatcher
 from mtagent.tools.mcp.errors import McpServerError
-from mtagent.tools import proctree
-from mtagent.tools import sandbox as sandboxing
 from mtagent.tools.mcp.specs import ServerSpec
-from mtagent.tools.mcp.transport import MAX_MESSAGE_BYTES, capped_stdio_client
+from mtagent.tools.mcp.transport import StderrLog, sdk_client
 from mtagent.tools.mcp.untrusted import clean_schema, clean_text
 
-STDERR_TAIL_CHARS = 600
 MAX_LIST_PAGES = 50  # tools/list pages followed, at most (a paginator that never ends cannot hang a start)
-HTTP_CONNECT_SECONDS = 30.0
 STOP_SECONDS = 10.0  # the SDK's own shutdown (stdin close, SIGTERM, SIGKILL) takes at most ~6 s
 # The SDK logs each unparsable stdout line at ERROR; without a handler Python would print it (with a
 # traceback) on the user's terminal. The failure reaches the user as the server's state instead.
@@ -66,8 +51,30 @@ class ListedTool:
     note: str = ""
 
 
+async def list_tools(client: Any, config: McpSettings, cache_mode: str = "use") -> list[ListedTool]:
+    """The server's tools, cleaned, at most ``mcp.max_tools_per_server`` (pages up to :data:`MAX_LIST_PAGES`)."""
+    listed: list[ListedTool] = []
+    cursor = None
+    for _ in range(MAX_LIST_PAGES):
+        page = await client.list_tools(cursor=cursor, cache_mode=cache_mode)
+        for tool in page.tools:
+            if len(listed) >= config.max_tools_per_server:
+                return listed
+            schema, note = clean_schema(tool.input_schema, description_limit=config.description_max_chars,
+                                        max_chars=config.schema_max_chars)
+            listed.append(ListedTool(clean_text(tool.name, 200),
+                                     clean_text(tool.description or "", config.description_max_chars),
+                                     schema, note))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return listed
+
+
 @dataclass
 class ServerConnection:
+    """One server's connection: started (again) on demand, held by one task, asked bounded requests, stopped."""
+
     spec: ServerSpec
     config: McpSettings
     state: str = "not started"
@@ -83,7 +90,7 @@ class ServerConnection:
     _all_holders: set[asyncio.Task[None]] = field(default_factory=set)  # also those still stopping
     _stop: asyncio.Event | None = None
     _lock: asyncio.Lock | None = None
-    _stderr: IO[bytes] | None = None
+    _stderr: StderrLog = field(default_factory=StderrLog)
 
     @property
     def status(self) -> tuple[str, str]:
@@ -137,8 +144,8 @@ class ServerConnection:
     async def _hold(self, stop: asyncio.Event, ready: asyncio.Future[None]) -> None:
         try:
             watcher = ChangeWatcher(self._relist)
-            async with _client(self.spec, self._stderr_file(), _on_message(watcher)) as client:
-                listed = await self._list_tools(client)
+            async with sdk_client(self.spec, self._stderr.open(), watcher.on_message) as client:
+                listed = await list_tools(client, self.config)
                 self.instructions = clean_text(client.instructions or "", self.config.instructions_max_chars)
                 self.tools = listed
                 self.has_resources = await _offers_resources(client)
@@ -166,45 +173,9 @@ class ServerConnection:
         client = self._client
         if client is None:
             return
-        self.tools = await asyncio.wait_for(self._list_tools(client, cache_mode="refresh"), self.call_timeout)
+        self.tools = await asyncio.wait_for(list_tools(client, self.config, cache_mode="refresh"), self.call_timeout)
         if self.on_tools_changed is not None:
             self.on_tools_changed(self)
-
-    async def _list_tools(self, client: Any, cache_mode: str = "use") -> list[ListedTool]:
-        listed: list[ListedTool] = []
-        cursor = None
-        for _ in range(MAX_LIST_PAGES):
-            page = await client.list_tools(cursor=cursor, cache_mode=cache_mode)
-            for tool in page.tools:
-                if len(listed) >= self.config.max_tools_per_server:
-                    return listed
-                schema, note = clean_schema(tool.input_schema, description_limit=self.config.description_max_chars,
-                                            max_chars=self.config.schema_max_chars)
-                listed.append(ListedTool(clean_text(tool.name, 200),
-                                         clean_text(tool.description or "", self.config.description_max_chars),
-                                         schema, note))
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return listed
-
-    def _stderr_file(self) -> IO[bytes]:
-        if self._stderr is None:
-            self._stderr = tempfile.TemporaryFile(prefix="mtagent-mcp-")  # noqa: SIM115 - closed in close()
-        return self._stderr
-
-    def stderr_tail(self) -> str:
-        """The last lines the server wrote to stderr (cleaned), "" when none."""
-        if self._stderr is None:
-            return ""
-        try:
-            self._stderr.seek(0, 2)
-            size = self._stderr.tell()
-            self._stderr.seek(max(0, size - STDERR_TAIL_CHARS))
-            tail = self._stderr.read().decode("utf-8", "replace")
-        except (OSError, ValueError):
-            return ""
-        return clean_text(" | ".join(line.strip() for line in tail.splitlines() if line.strip()), STDERR_TAIL_CHARS)
 
     def _where(self) -> str:
         """`` at URL`` for an HTTP server (a connection error alone does not say which endpoint is down)."""
@@ -212,7 +183,7 @@ class ServerConnection:
         return f" at {clean_text(_without_credentials(str(url)), 200)}" if url else ""
 
     def _fail(self, what: str) -> McpServerError:
-        tail = self.stderr_tail()
+        tail = self._stderr.tail()
         self.state = "failed"
         self.note = what + (f" (stderr: {tail})" if tail else "")
         return McpServerError(f"MCP server '{self.spec.name}' {self.note}")
@@ -271,7 +242,7 @@ class ServerConnection:
             raise self._fail(f"did not answer within {self.call_timeout:g} s; it was stopped and will be "
                              "started again on the next call") from None
         except MCPError as exc:
-            if _connection_lost(exc) or self._holder is None or self._holder.done():
+            if exc.code == CONNECTION_CLOSED or self._holder is None or self._holder.done():
                 await self._stop_holder()
                 raise self._fail("stopped during the call; it will be started again on the next call") from exc
             raise McpServerError(f"MCP server '{self.spec.name}' answered with an error: "
@@ -307,11 +278,9 @@ class ServerConnection:
         await self._stop_holder()
         if self._all_holders:  # one being stopped elsewhere (a start cut short by Ctrl-C): wait for its end
             await asyncio.wait(set(self._all_holders), timeout=STOP_SECONDS)
-        if self.state != "failed":
-            self.state = "stopped" if self.starts else self.state
-        if self._stderr is not None:
-            self._stderr.close()
-            self._stderr = None
+        if self.state != "failed" and self.starts:
+            self.state = "stopped"
+        self._stderr.close()
 
 
 def _closed(client: Any) -> bool:
@@ -319,12 +288,6 @@ def _closed(client: Any) -> bool:
     dispatcher state; an SDK without it answers False and the call reports the closed connection."""
     session = getattr(client, "_session", None)
     return bool(getattr(getattr(session, "_dispatcher", None), "_closed", False))
-
-
-def _connection_lost(exc: MCPError) -> bool:
-    from mcp_types import CONNECTION_CLOSED
-
-    return exc.code == CONNECTION_CLOSED
 
 
 def _without_credentials(url: str) -> str:
@@ -336,82 +299,13 @@ def _without_credentials(url: str) -> str:
 
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
-        inner = [e for e in exc.exceptions]
-        return _describe(inner[0]) if inner else type(exc).__name__
+        return _describe(exc.exceptions[0]) if exc.exceptions else type(exc).__name__
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {clean_text(exc.filename or exc, 200)}"
     if isinstance(exc, MCPError):
         return clean_text(exc.message, 300)
     text = clean_text(str(exc), 300)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-@contextlib.asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
-    timeout = httpx2.Timeout(HTTP_CONNECT_SECONDS, read=None)
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
-        async with streamable_http_client(url, http_client=http) as streams:
-            yield streams
-
-
-# Linux: the server is started through this launcher, which asks the kernel to SIGKILL it when the
-# thread that started it (the session's loop thread) dies — so even a server that ignores its closed
-# stdin cannot outlive an mtagent killed outright. It then execs the server (same pid, same env).
-_LAUNCHER = (
-    "import ctypes, os, signal, sys\n"
-    "ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
-    "if os.getppid() == 1:\n    sys.exit(1)  # the parent is already gone\n"
-    "if sys.argv.pop(1) == 'drop':\n    os.environ.pop('LC_CTYPE', None)  # Python's own locale coercion\n"
-    "try:\n    os.execvp(sys.argv[1], sys.argv[1:])\n"
-    "except OSError as exc:\n"
-    "    sys.stderr.write(f'command not found: {sys.argv[1]} ({exc.strerror})\\n')\n    sys.exit(127)\n"
-)
-
-
-def _with_parent_death_signal(command: str, args: list[str], env: dict[str, str]) -> tuple[str, list[str]]:
-    if not sys.platform.startswith("linux"):
-        return command, args
-    return sys.executable, ["-I", "-S", "-c", _LAUNCHER, "keep" if "LC_CTYPE" in env else "drop", command, *args]
-
-
-@contextlib.asynccontextmanager
-async def _sandboxed_stdio(spec: ServerSpec, stderr: IO[bytes]) -> AsyncIterator[Any]:
-    """A stdio server in the shell tool's sandbox (``sandbox.mcp_servers``): bubblewrap around the
-    runner around the server, its proxy open as long as the server runs."""
-    settings, workdir = spec.settings, _workdir(spec)
-    assert settings is not None and settings.command is not None and spec.sandbox is not None
-    own = Path(os.path.realpath(workdir))  # made just now by _workdir: discovery cannot bind what was not there
-    policy = replace(spec.sandbox, writable=tuple(dict.fromkeys([own, *spec.sandbox.writable])),
-                     protected=(*spec.sandbox.protected, *_named_under_tmp(settings, spec.sandbox.hidden)))
-    with sandboxing.SandboxedCall(policy, own) as call:
-        argv = call.argv(proctree.contained([settings.command, *settings.args], 1.0, bridge=call.bridge))
-        command, args = _with_parent_death_signal(argv[0], argv[1:], settings.env)
-        params = StdioServerParameters(command=command, args=args, env=dict(settings.env), cwd=workdir,
-                                       encoding_error_handler="replace")
-        async with stdio_client(params, errlog=stderr) as streams:
-            yield streams
-
-
-def _named_under_tmp(settings: Any, hidden: tuple[Path, ...]) -> tuple[Path, ...]:
-    """Folders of the files a server's command line names that lie under ``/tmp``: the sandbox's private
-    ``/tmp`` would hide them (a server script in a checkout under /tmp), so they are bound read-only —
-    never one inside a hidden path."""
-    folders = []
-    for part in [settings.command, *settings.args]:
-        if os.path.isabs(part) and os.path.isfile(part):
-            folder = Path(os.path.realpath(part)).parent
-            if folder.is_relative_to("/tmp") and not any(folder.is_relative_to(h) for h in hidden):
-                folders.append(folder)
-    return tuple(dict.fromkeys(folders))
-
-
-def _on_message(watcher: ChangeWatcher) -> Any:
-    """The SDK's message handler: a handshake-era tools/list_changed marks the list stale."""
-    async def handle(message: Any) -> None:
-        if is_tool_list_changed(message):
-            watcher.mark()
-        await anyio.lowlevel.checkpoint()
-    return handle
 
 
 async def _offers_resources(client: Any) -> bool:
@@ -428,35 +322,9 @@ async def _offers_resources(client: Any) -> bool:
     return False
 
 
-def _workdir(spec: ServerSpec) -> str:
-    """The folder discovery chose (:func:`~mtagent.tools.mcp.specs.discover_servers`), made when it is
-    the server's own folder under ``$MTAGENT_HOME``; never the project by default."""
-    own = paths.mcp_server_workdir(spec.key)
-    workdir = spec.workdir or str(own)
-    if Path(workdir) == own:
-        own.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return workdir
-
-
 def _announces_tool_changes(client: Any) -> bool:
     """The server declared ``tools.listChanged`` and speaks the era whose changes come by ``listen``."""
     caps = getattr(client, "server_capabilities", None)
     tools = getattr(caps, "tools", None)
     modern = str(getattr(client, "protocol_version", "") or "") >= "2026-07-28"
     return bool(getattr(tools, "list_changed", False)) and modern
-
-
-def _client(spec: ServerSpec, stderr: IO[bytes], on_message: Any = None) -> Client:
-    settings = spec.settings
-    assert settings is not None
-    info = Implementation(name="mtagent", version=__version__)
-    if settings.command is not None and spec.sandbox is not None:
-        return Client(_sandboxed_stdio(spec, stderr), client_info=info, message_handler=on_message)  # type: ignore[arg-type]
-    if settings.command is not None:
-        command, args = _with_parent_death_signal(settings.command, list(settings.args), settings.env)
-        params = StdioServerParameters(command=command, args=args, env=dict(settings.env),
-                                       cwd=_workdir(spec), encoding_error_handler="replace")
-        return Client(capped_stdio_client(params, errlog=stderr, max_message_bytes=MAX_MESSAGE_BYTES), client_info=info,  # type: ignore[arg-type]
-                      message_handler=on_message)
-    return Client(_http_transport(str(settings.url), dict(settings.headers)), client_info=info,
-                  message_handler=on_message)

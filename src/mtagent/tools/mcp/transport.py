@@ -1,5 +1,11 @@
-"""The stdio transport to an MCP server: newline-delimited JSON-RPC, each message capped.
+"""How mtagent reaches an MCP server: the SDK client for a spec, and the stdio transport, each message capped.
 
+A stdio server gets only the environment its config names, on top of the SDK's minimal set
+(``PATH``, ``HOME``, ``LOGNAME``, ``SHELL``, ``TERM``, ``USER``), starts in the folder discovery chose,
+in the shell tool's sandbox when ``sandbox.mcp_servers`` says so, and dies with the thread that
+started it (Linux); its stderr goes to an unnamed temporary file, whose last lines explain a failure.
+
+The stdio transport is newline-delimited JSON-RPC, each message capped.
 The SDK's ``stdio_client`` decodes the server's stdout to text and joins chunks to a growing string
 until a newline comes: a 50 MB result was rebuilt from 64 KiB pieces (quadratic: minutes of CPU)
 and held as text, as the joined string and as the parsed message at once (836 MB peak RSS). Here a
@@ -17,26 +23,40 @@ stopped and killed exactly as before.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
-from collections.abc import AsyncGenerator
+import tempfile
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TextIO
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO, Any, TextIO
 
 import anyio
 import anyio.lowlevel
+import httpx2
 import mcp_types as types
+from mcp import Client
 from mcp.client import stdio as sdk_stdio
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
+from mtagent import __version__, paths
+from mtagent.tools import proctree
+from mtagent.tools import sandbox as sandboxing
 from mtagent.tools.mcp.long_strings import SCAN_FROM, LongStrings
+from mtagent.tools.mcp.specs import ServerSpec
+from mtagent.tools.mcp.untrusted import clean_text
 
 # One message from a server, at most: the artifact store's cap (a result past it could not be kept whole).
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 MESSAGE_TOO_BIG = -32001  # a JSON-RPC server error code: the message was over the cap
 _HEAD_BYTES = 4096  # where a message's id is looked for
 _ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
+STDERR_TAIL_CHARS = 600
+HTTP_CONNECT_SECONDS = 30.0
 
 
 def _parse(line: bytes | bytearray) -> SessionMessage | Exception:
@@ -200,3 +220,120 @@ async def capped_stdio_client(server: StdioServerParameters, errlog: TextIO = sy
                 await shutdown()
             tg.cancel_scope.cancel()
     await anyio.lowlevel.cancel_shielded_checkpoint()
+
+
+def sdk_client(spec: ServerSpec, stderr: IO[bytes], on_message: Any = None) -> Client:
+    """The SDK's client for ``spec``: a stdio server (in the sandbox when ``sandbox.mcp_servers``) or an
+    HTTP endpoint; entering it starts the server or connects."""
+    settings = spec.settings
+    assert settings is not None
+    info = types.Implementation(name="mtagent", version=__version__)
+    if settings.command is not None and spec.sandbox is not None:
+        return Client(_sandboxed_stdio(spec, stderr), client_info=info, message_handler=on_message)  # type: ignore[arg-type]
+    if settings.command is not None:
+        command, args = _with_parent_death_signal(settings.command, list(settings.args), settings.env)
+        params = StdioServerParameters(command=command, args=args, env=dict(settings.env),
+                                       cwd=_workdir(spec), encoding_error_handler="replace")
+        return Client(capped_stdio_client(params, errlog=stderr, max_message_bytes=MAX_MESSAGE_BYTES), client_info=info,  # type: ignore[arg-type]
+                      message_handler=on_message)
+    return Client(_http_transport(str(settings.url), dict(settings.headers)), client_info=info,
+                  message_handler=on_message)
+
+
+@dataclass(slots=True)
+class StderrLog:
+    """A server's stderr: an unnamed temporary file, made on first use, whose last lines explain a failure."""
+
+    file: IO[bytes] | None = None
+
+    def open(self) -> IO[bytes]:
+        if self.file is None:
+            self.file = tempfile.TemporaryFile(prefix="mtagent-mcp-")  # noqa: SIM115 - closed in close()
+        return self.file
+
+    def tail(self) -> str:
+        """The last lines the server wrote to stderr (cleaned), "" when none."""
+        if self.file is None:
+            return ""
+        try:
+            self.file.seek(0, 2)
+            size = self.file.tell()
+            self.file.seek(max(0, size - STDERR_TAIL_CHARS))
+            tail = self.file.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+        return clean_text(" | ".join(line.strip() for line in tail.splitlines() if line.strip()), STDERR_TAIL_CHARS)
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+
+def _workdir(spec: ServerSpec) -> str:
+    """The folder discovery chose (:func:`~mtagent.tools.mcp.specs.discover_servers`), made when it is
+    the server's own folder under ``$MTAGENT_HOME``; never the project by default."""
+    own = paths.mcp_server_workdir(spec.key)
+    workdir = spec.workdir or str(own)
+    if Path(workdir) == own:
+        own.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return workdir
+
+
+# Linux: the server is started through this launcher, which asks the kernel to SIGKILL it when the
+# thread that started it (the session's loop thread) dies — so even a server that ignores its closed
+# stdin cannot outlive an mtagent killed outright. It then execs the server (same pid, same env).
+_LAUNCHER = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
+    "if os.getppid() == 1:\n    sys.exit(1)  # the parent is already gone\n"
+    "if sys.argv.pop(1) == 'drop':\n    os.environ.pop('LC_CTYPE', None)  # Python's own locale coercion\n"
+    "try:\n    os.execvp(sys.argv[1], sys.argv[1:])\n"
+    "except OSError as exc:\n"
+    "    sys.stderr.write(f'command not found: {sys.argv[1]} ({exc.strerror})\\n')\n    sys.exit(127)\n"
+)
+
+
+def _with_parent_death_signal(command: str, args: list[str], env: dict[str, str]) -> tuple[str, list[str]]:
+    if not sys.platform.startswith("linux"):
+        return command, args
+    return sys.executable, ["-I", "-S", "-c", _LAUNCHER, "keep" if "LC_CTYPE" in env else "drop", command, *args]
+
+
+@asynccontextmanager
+async def _sandboxed_stdio(spec: ServerSpec, stderr: IO[bytes]) -> AsyncIterator[Any]:
+    """A stdio server in the shell tool's sandbox (``sandbox.mcp_servers``): bubblewrap around the
+    runner around the server, its proxy open as long as the server runs."""
+    settings, workdir = spec.settings, _workdir(spec)
+    assert settings is not None and settings.command is not None and spec.sandbox is not None
+    own = Path(os.path.realpath(workdir))  # made just now by _workdir: discovery cannot bind what was not there
+    policy = replace(spec.sandbox, writable=tuple(dict.fromkeys([own, *spec.sandbox.writable])),
+                     protected=(*spec.sandbox.protected, *_named_under_tmp(settings, spec.sandbox.hidden)))
+    with sandboxing.SandboxedCall(policy, own) as call:
+        argv = call.argv(proctree.contained([settings.command, *settings.args], 1.0, bridge=call.bridge))
+        command, args = _with_parent_death_signal(argv[0], argv[1:], settings.env)
+        params = StdioServerParameters(command=command, args=args, env=dict(settings.env), cwd=workdir,
+                                       encoding_error_handler="replace")
+        async with sdk_stdio.stdio_client(params, errlog=stderr) as streams:
+            yield streams
+
+
+def _named_under_tmp(settings: Any, hidden: tuple[Path, ...]) -> tuple[Path, ...]:
+    """Folders of the files a server's command line names that lie under ``/tmp``: the sandbox's private
+    ``/tmp`` would hide them (a server script in a checkout under /tmp), so they are bound read-only —
+    never one inside a hidden path."""
+    folders = []
+    for part in [settings.command, *settings.args]:
+        if os.path.isabs(part) and os.path.isfile(part):
+            folder = Path(os.path.realpath(part)).parent
+            if folder.is_relative_to("/tmp") and not any(folder.is_relative_to(h) for h in hidden):
+                folders.append(folder)
+    return tuple(dict.fromkeys(folders))
+
+
+@asynccontextmanager
+async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    timeout = httpx2.Timeout(HTTP_CONNECT_SECONDS, read=None)
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            yield streams
