@@ -29,7 +29,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -106,6 +106,13 @@ class ApprovalPolicy:
         else:
             self.tool_rules[tool] = "allow"
             self.remembered.add(tool)
+
+    def remember_answers(self, requests: Sequence[Any], answer: Any) -> None:
+        """The user's ``answer`` to approval ``requests``: ``remember: true`` on an allow is :meth:`remember`-ed."""
+        for request in requests if isinstance(answer, dict) else ():
+            decision = answer.get(request.tool_call_id)
+            if isinstance(decision, dict) and decision.get("remember") and decision.get("decision") == "allow":
+                self.remember(request.tool, request.args)
 
     def _label(self, key: str) -> str:
         return "allowed by the user for this session" if key in self.remembered else f"approval rule {key!r}"

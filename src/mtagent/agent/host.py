@@ -54,8 +54,7 @@ class TurnHost(Protocol):
     subagents: Any  # the session's SubagentRunner
     memory_extractor: Any
     turn_count: int
+    policy: ApprovalPolicy  # remembers the user's "always" answers
 
     @property
     def pending_approval(self) -> list[Any]: ...
-
-    def remember(self, answer: Any) -> None: ...

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
 from mtagent import paths
@@ -33,31 +33,25 @@ from mtagent.agent import prompts, subagents
 from mtagent.agent.approval import ApprovalPolicy
 from mtagent.agent.graph import APPROVAL_KIND, AgentRuntime, build_graph
 from mtagent.agent.opener import ToolsSpec, open_tools
-from mtagent.agent.subagents.report import settle_after_crash
-from mtagent.agent.models import create_chat_model, model_window
-from mtagent.redaction import collect_secrets, redact_messages
+from mtagent.agent.models import model_window
+from mtagent.agent.session_open import load_resumed, resolve_model, settle_resumed
+from mtagent.redaction import redact_messages
 from mtagent.agent.state import Conversation, initial_state
 from mtagent.agent.turns import (  # noqa: F401 - re-exported: front ends import them from here
     ApprovalRequest, Approver, TurnResult, drive_turn,
 )
-from mtagent.agent.summary_model import EXTRACTIVE, summary_model
-from mtagent.agent import storage as agent_storage
 from mtagent.agent.storage import open_session_storage
 from mtagent.config import Settings, load_settings
 from mtagent.context.compaction.compactor import CompactionResult
+from mtagent.context.requested_compaction import manual_compact, partial_compact
 from mtagent.context.opener import OpenedSession, open_engine_session
 from mtagent.context.static.memory_extract import MemoryExtractor
 from mtagent.context.plan import ContextPlan
-from mtagent.context.session_memory.manager import session_memory_for_resume
-from mtagent.context.view import ResumedSession, build_resume_view, load_from_store
-from mtagent.errors import ModelError, SessionNotFound
+from mtagent.errors import SessionNotFound
 from mtagent.events import EventBus
 from mtagent.session import schema
 from mtagent.session.store import shared_store
 from mtagent.tools import ReadState, sandbox
-
-# Model names recorded by scripted policies (the demo): not something a resume can reconnect to.
-SCRIPTED_PREFIX = "scripted"
 
 
 class AgentSession:
@@ -83,7 +77,7 @@ class AgentSession:
             self.settings.agent.approval, approval, sandboxed=sandbox.status(self.settings).active)
         self.resume_warnings: list[str] = []
         self.turn_count = sum(1 for m in history if isinstance(m, HumanMessage))
-        self.subagents = subagents.attach(self, tools, model, child)  # the task tool and its children
+        self.subagents = subagents.SubagentRunner(self, tools, model, child)  # the task tool and its children
         self.parts = parts = open_tools(opened, tools, window=self.window, host=self.subagents.hosted_tools)
         self.window_manager = opened.window  # the context window manager (compaction, plans)
         self.tools = parts.runnable  # by name; an MCP server's tools added later join it
@@ -135,7 +129,7 @@ class AgentSession:
         """A new session in ``project_root``; writes its ``session_start`` record."""
         root = Path(project_root).resolve()
         settings = settings or load_settings(root)
-        chat, name, secrets, summarizer = _resolve_model(model, settings, base_url, api_key, environ)
+        chat, name, secrets, summarizer = resolve_model(model, settings, base_url, api_key, environ)
         sid = paths.validate_session_id(session_id or schema.new_session_id())
         return cls.open(root, sid, settings, chat, name, secrets=secrets, summarizer_model=summarizer, tools=tools,
                         approval=approval, events=events, on_token=on_token)
@@ -150,50 +144,13 @@ class AgentSession:
         """Continue a session (``None`` = the latest of this project): summary + recent tail."""
         root = Path(project_root).resolve()
         settings = settings or load_settings(root)
-        sid = session_id or next(reversed(agent_storage.session_ids(settings, root)), None)
-        if sid is None:
-            raise SessionNotFound(f"no sessions yet for project {root}; start one with `mtagent`")
-        resumed, records = load_from_store(shared_store(settings), paths.project_hash(root), sid,
-                                            skip_corrupt=skip_corrupt)
-        _add_session_memory(resumed, records, settings)
-        recorded = (resumed.session_start or {}).get("model")
-        if recorded and str(recorded).startswith(SCRIPTED_PREFIX):
-            if model is None and not settings.agent.model:
-                raise ModelError(
-                    f"session {sid} was driven by the scripted demo policy, not a model; continue it with a "
-                    "real one: --model openai:gpt-4o-mini (with OPENAI_API_KEY) or --model ollama:<name>"
-                )
-            recorded = None
-        chat, name, secrets, summarizer = _resolve_model(model or recorded, settings, base_url, api_key, environ)
-        session = cls.open(root, sid, settings, chat, name, secrets=secrets, summarizer_model=summarizer,
+        resumed, records, recorded, history = load_resumed(settings, root, session_id, model, skip_corrupt=skip_corrupt)
+        chat, name, secrets, summarizer = resolve_model(model or recorded, settings, base_url, api_key, environ)
+        session = cls.open(root, resumed.session_id, settings, chat, name, secrets=secrets, summarizer_model=summarizer,
                            tools=tools, approval=approval, events=events, on_token=on_token, resume=records,
-                           history=_without_stale_usage(resumed.messages, records))
-        session.resume_warnings = list(resumed.warnings)
-        settle_after_crash(resumed.view.interrupted_messages(), records, sink=session.sink,
-                           max_tokens=settings.subagents.report_max_tokens)
-        session._settle_interrupted_calls(resumed.view.interrupted_messages())
-        session.parts.opened.engine.known(session.conversation.messages)
+                           history=history)
+        settle_resumed(session, resumed, records)
         return session
-
-    def _settle_interrupted_calls(self, synthetic: list[ToolMessage]) -> None:
-        """Tool calls the transcript left without a result (the view filled them in).
-
-        Calls of a round paused for approval stay open — :meth:`resume_approval` runs or answers
-        them. Any other was cut off by a crash: its synthetic "interrupted" result is written to the transcript,
-        so the file and the history agree, and the call is never run again.
-        """
-        waiting: set[str] = set()
-        if self.pending_approval:
-            waiting = {c["id"] for c in (self.graph.get_state(self.graph_config).values or {}).get("pending", [])}
-        drop = {m.id for m in synthetic if m.tool_call_id in waiting}
-        if drop:
-            history = [m for m in self.conversation.messages if m.id not in drop]
-            self.conversation = Conversation(guard=self.conversation.guard)
-            self.conversation.replace(history)
-            self.runtime.conversation = self.conversation
-        for message in synthetic:
-            if message.tool_call_id not in waiting:
-                self.sink.append(schema.message_to_record(message))
 
     # the turn ----------------------------------------------------------------------------
     @property
@@ -238,38 +195,22 @@ class AgentSession:
         where a decision is a string or ``{"decision": ..., "reason": ..., "remember": bool}``."""
         if not self.pending_approval:
             raise SessionNotFound(f"session {self.session_id} has no tool call waiting for approval")
-        self.remember(answer)
+        self.policy.remember_answers(self.pending_approval, answer)
         return drive_turn(self, Command(resume=answer), approver)
-
-    def remember(self, answer: Any) -> None:
-        """``remember: true`` on an allow turns it into a session rule (the exact shell command)."""
-        if not isinstance(answer, dict):
-            return
-        for request in self.pending_approval:
-            decision = answer.get(request.tool_call_id)
-            if isinstance(decision, dict) and decision.get("remember") and decision.get("decision") == "allow":
-                self.policy.remember(request.tool, request.args)
 
     # engine passthroughs ----------------------------------------------------------------
     def compact(self, instructions: str | None = None, *, from_message_id: str | None = None) -> CompactionResult:
-        """``/compact [instructions]``: session memory first without instructions, else a full
-        compact with them in the prompt. The new history is adopted; the boundary is recorded.
-        ``from_message_id`` is :meth:`compact_from` (``/compact from <id>``)."""
-        if from_message_id:
-            return self.compact_from(from_message_id, instructions=instructions)
-        return self._adopt(lambda system, tools_tokens: self.window_manager.compact(
-            self.history, trigger="manual", instructions=instructions, system=system, tools_tokens=tools_tokens))
-
-    def compact_from(self, message_id: str, *, direction: str = "up_to",
-                     instructions: str | None = None) -> CompactionResult:
-        """``/compact from <id>``: summarize what precedes the message's round, keep the rest."""
-        return self._adopt(lambda system, tools_tokens: self.window_manager.compact_from(
-            self.history, message_id, direction=direction, instructions=instructions, system=system,
-            tools_tokens=tools_tokens))
-
-    def _adopt(self, run: Callable[[list[BaseMessage], int], CompactionResult]) -> CompactionResult:
+        """``/compact [instructions]``: session memory first without instructions, else a full compact
+        with them in the prompt; ``from_message_id`` (``/compact from <id>``): summarize what precedes
+        that message's round, keep the rest. The new history is adopted; the boundary is recorded."""
         self._abandon_unanswered_calls()
-        result = run(self.opened.system.messages(), self.opened.system.schema_tokens())
+        system, tools_tokens = self.opened.system.messages(), self.opened.system.schema_tokens()
+        if from_message_id:
+            result = partial_compact(self.window_manager, self.history, from_message_id, instructions=instructions,
+                                     system=system, tools_tokens=tools_tokens)
+        else:
+            result = manual_compact(self.window_manager, self.history, instructions, system=system,
+                                    tools_tokens=tools_tokens)
         self.parts.toolset.caught_up(self.stats.compactions)  # its loads carried past the boundary now
         self.conversation.replace(result.new_history())
         self.opened.end_turn()
@@ -306,55 +247,3 @@ class AgentSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _add_session_memory(resumed: ResumedSession, records: Sequence[dict[str, Any]], settings: Settings) -> None:
-    """Put the session-memory notes beside the last summary when they say more than it does.
-
-    The notes cover what happened after the last boundary too; a session-memory compaction whose
-    notes did not change since already *is* the summary, so they are not sent twice
-    (:func:`~mtagent.context.session_memory.manager.session_memory_for_resume` decides).
-    """
-    if not settings.session_memory.enabled:
-        return
-    notes = session_memory_for_resume(resumed.artifacts.session_memory_path, records)
-    if notes:
-        resumed.view = build_resume_view(records, session_memory=notes)
-
-
-def _without_stale_usage(history: Sequence[BaseMessage], records: Sequence[dict[str, Any]]) -> list[BaseMessage]:
-    """The resumed history, minus the usage of assistant messages kept from before the last boundary.
-
-    Their usage describes the longer view before that compaction; anchoring the first estimate on
-    it would compact again at once. Messages written after the boundary keep theirs (the transcript
-    always keeps the original).
-    """
-    last = max((i for i, r in enumerate(records) if r.get("type") == schema.COMPACT_BOUNDARY), default=None)
-    if last is None:
-        return list(history)
-    fresh = {r.get("id") for r in records[last + 1:] if r.get("type") == schema.TRANSCRIPT_MESSAGE}
-    return [m.model_copy(update={"usage_metadata": None})
-            if isinstance(m, AIMessage) and m.usage_metadata and m.id not in fresh else m
-            for m in history]
-
-
-def _resolve_model(model: str | BaseChatModel | None, settings: Settings, base_url: str | None,
-                   api_key: str | None, environ: dict[str, str] | None
-                   ) -> tuple[BaseChatModel, str, tuple[str, ...], BaseChatModel | None]:
-    """The chat model, its display name, the secrets to redact, and the compaction model."""
-    secrets = collect_secrets(environ, [api_key], settings=settings)
-    spec = settings.agent.compact_model
-    summarizer = (create_chat_model(spec, settings=settings, base_url=base_url, api_key=api_key, environ=environ)
-                  if spec and spec != EXTRACTIVE else None)
-    if isinstance(model, BaseChatModel):
-        name = getattr(model, "model_name", None) or type(model).__name__
-        return model, str(name), secrets, summary_model(model, summarizer, spec)
-    spec_or_default = model or settings.agent.model
-    if not spec_or_default:
-        raise ModelError(
-            "no model configured: pass --model provider:name (e.g. --model openai:gpt-4o-mini with "
-            "OPENAI_API_KEY set, or --model ollama:qwen2.5-coder --base-url http://localhost:11434/v1), "
-            "set agent.model in ~/.mtagent/config.toml, or try `mtagent demo` which needs no model")
-    chat = create_chat_model(spec_or_default, settings=settings, base_url=base_url, api_key=api_key,
-                             environ=environ)
-    return chat, spec_or_default, secrets, summary_model(chat, summarizer, spec)

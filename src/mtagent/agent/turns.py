@@ -65,7 +65,7 @@ def drive_turn(session: TurnHost, payload: Any, approver: Approver | None) -> Tu
                 status = "approval_required"
                 break
             answer = approver(requests)
-            session.remember(answer)
+            session.policy.remember_answers(requests, answer)
             payload = Command(resume=answer)
     except KeyboardInterrupt:
         status = "interrupted"

@@ -109,10 +109,7 @@ class AskBridge:
             self._asks.clear()
 
     def _answer(self, pending: PendingAsk, answer: Any, *, remember: bool) -> None:
-        if remember and isinstance(answer, dict):
-            for request in pending.requests:
-                decision = answer.get(request.tool_call_id)
-                if isinstance(decision, dict) and decision.get("remember") and decision.get("decision") == "allow":
-                    self.session.policy.remember(request.tool, request.args)
+        if remember:
+            self.session.policy.remember_answers(pending.requests, answer)
         pending.answer = answer
         pending.done.set()

@@ -22,6 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -77,12 +78,16 @@ class SubagentRunner:
     """See the module docstring. ``model_factory(profile, request) -> (chat model, name)`` picks a
     child's model; the default is the profile's model (a trusted profile), else the parent's."""
 
-    def __init__(self, session: SubagentParent, depth: int, model: Any, child: ChildSpec | None = None) -> None:
+    def __init__(self, session: SubagentParent, tools: Any, model: Any, child: ChildSpec | None = None) -> None:
+        """It serves the ``task`` tool (:meth:`hosted_tools`) when subagents are enabled at its depth: a main
+        session's with the default tools only (``tools`` None: a caller's own list stays as given), a child's
+        (``child``) while below ``subagents.max_depth`` and when its profile allows ``task``."""
         self.session = session
-        self.depth = depth
+        self.depth = child.link.depth if child is not None else 0
         self.model = model
-        self.cfg = session.settings.subagents
-        self.hosting = False  # serves the task tool (attach decides)
+        self.cfg = cfg = session.settings.subagents
+        wanted = child.profile.allows(TASK_TOOL) if child is not None else tools is None
+        self.hosting = cfg.enabled and self.depth < cfg.max_depth and wanted
         self.model_factory: ModelFactory | None = child.tree.model_factory if child is not None else None
         self.children: dict[str, ChildEntry] = {}  # by tool_call_id
         self._profiles: ProfileSet | None = None
@@ -183,21 +188,17 @@ class SubagentRunner:
         return self._cancel.is_set() or (self.parent_cancel is not None and self.parent_cancel.is_set())
 
     def _wait(self, entry: ChildEntry) -> ChildRun:
-        """Wait for a child, serving its (and its siblings') questions to the user meanwhile."""
+        """Wait for a child, serving its (and its siblings') questions to the user meanwhile. A child's
+        runner lends its slot while it waits: it works again only once a slot is free."""
         assert entry.future is not None
-        if self.depth == 0:
-            return self._wait_loop(entry.future)
-        with self.slots.lent(self._stopped):  # this child works again only once a slot is free
-            return self._wait_loop(entry.future)
-
-    def _wait_loop(self, future: Future[ChildRun]) -> ChildRun:
-        while True:
-            self.asks.serve()
-            try:
-                return future.result(timeout=WAIT_SLICE_SECONDS)
-            except TimeoutError:
-                if self.parent_cancel is not None and self.parent_cancel.is_set():
-                    raise SubagentCancelled("the parent session was interrupted") from None
+        with self.slots.lent(self._stopped) if self.depth else nullcontext():
+            while True:
+                self.asks.serve()
+                try:
+                    return entry.future.result(timeout=WAIT_SLICE_SECONDS)
+                except TimeoutError:
+                    if self.parent_cancel is not None and self.parent_cancel.is_set():
+                        raise SubagentCancelled("the parent session was interrupted") from None
 
     # one child --------------------------------------------------------------------------
     def _run_child(self, entry: ChildEntry) -> ChildRun:
