@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from mtagent.config import RecallSettings
-from mtagent.context.boundary import SUMMARY_KIND
+from mtagent.context.boundary import SUMMARY_KIND, is_summary_message
 from mtagent.context.budget import Bucket
 from mtagent.context.recall.documents import text_of
 from mtagent.context.recall.query import identifiers
@@ -88,10 +88,6 @@ class Retrieval:
                 "dropped": [{"ref": r, "reason": why} for r, why in self.dropped]}
 
 
-def _is_summary(message: BaseMessage) -> bool:
-    return ((message.response_metadata or {}).get("mtagent") or {}).get("kind") == SUMMARY_KIND
-
-
 def _is_trigger(message: BaseMessage) -> bool:
     meta = (message.response_metadata or {}).get("mtagent") or {}
     if meta.get("kind") in _STATIC_KINDS or meta.get("injected"):
@@ -130,9 +126,9 @@ class CompactedRecall:
     def step(self, view: Sequence[BaseMessage], *, window: int, room: int) -> Retrieval:
         """This call's retrieval; ``room`` is what is left below the threshold before it."""
         new = self._new_messages(view)
-        if self.catch_up is not None and any(_is_summary(m) for m in new):
+        if self.catch_up is not None and any(is_summary_message(m) for m in new):
             self.catch_up()  # a compaction since the last call: the natural moment to index what it removed
-        self._compacted = self._compacted or any(_is_summary(m) for m in view)
+        self._compacted = self._compacted or any(is_summary_message(m) for m in view)
         if not self._compacted:
             return self.current
         triggers = [m for m in new if _is_trigger(m)]
