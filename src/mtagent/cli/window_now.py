@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 # What only the loop counts, and the session's statistics (model calls, the engine's work);
 # shown in SHOWN_FIELDS order. The compaction history is shown from the transcript, not here.
-RUN_FIELDS = ("tool_executions", "retries", "reactive_compacts")
+RUN_FIELDS = ("tool_executions", "retries")
 STAT_FIELDS = ("model_calls", "microcompactions", "tool_results_persisted", "tool_result_chars_saved",
                "compression_failure_count")
 SHOWN_FIELDS = ("model_calls", *RUN_FIELDS, *STAT_FIELDS[1:])

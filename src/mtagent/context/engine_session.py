@@ -138,7 +138,6 @@ class EngineCounters:
     model_calls: int = 0
     tool_executions: int = 0
     retries: int = 0
-    reactive_compacts: int = 0
     executed: list[str] = field(default_factory=list)
 
 
@@ -320,7 +319,6 @@ class EngineSession:
                  tools_tokens: int = 0) -> list[BaseMessage]:
         """The provider rejected ``history`` as too long: compact now (even below the threshold) and
         return the new history; re-raises ``error`` (caused by the failure) when nothing shrinks."""
-        self.counters.reactive_compacts += 1
         self.record_event(EventType.MODEL_RETRY, attempt=1, kind=ErrorKind.CONTEXT_LENGTH.value, wait_seconds=0,
                           error=self.redactor.text(str(error))[:ERROR_PREVIEW_CHARS])
         try:
