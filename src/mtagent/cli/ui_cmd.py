@@ -70,13 +70,10 @@ def _shared_sessions(settings: Any, options: Any) -> Iterator[None]:
     is a local mirror, refreshed per listing)."""
     from mtagent.session.store import open_store
 
-    store = open_store(settings)
-    try:
+    with contextlib.closing(open_store(settings)) as store:
         options.home = store.tenant_folder()
         options.refresh = store.tenant_folder
         yield
-    finally:
-        store.close()
 
 
 def register(app: typer.Typer) -> None:
