@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -230,12 +229,9 @@ def build_resume_messages(records_or_session: Iterable[dict[str, Any]] | Resumed
 
 @dataclass(slots=True)
 class ResumeStats:
-    file_bytes: int
     start_offset: int
     bytes_read: int
-    records_read: int
     source: str  # index | scan | none | full (fell back to reading the whole file)
-    seconds: float
 
 
 @dataclass(slots=True)
@@ -296,7 +292,6 @@ def load_transcript(path: str | os.PathLike[str], *, session_id: str | None = No
     path = Path(path)
     if not path.is_file():
         raise SessionNotFound(f"no transcript at {path}; see `mtagent sessions list`")
-    began = time.perf_counter()
     point: ResumePoint = locate_resume_point(path)
     reports: list[ReadReport] = []
 
@@ -307,8 +302,7 @@ def load_transcript(path: str | os.PathLike[str], *, session_id: str | None = No
     view, _, notes, full = resumed_view(read(point.start), point.start, point.notes, lambda: read(0), session_memory)
     report = reports[-1]
     report.warnings[:0] = notes
-    stats = ResumeStats(path.stat().st_size, 0 if full else point.start, report.bytes_read,
-                        report.records, "full" if full else point.source, time.perf_counter() - began)
+    stats = ResumeStats(0 if full else point.start, report.bytes_read, "full" if full else point.source)
     return ResumedSession(session_id or path.stem, path, view, read_first_record(path), stats, report,
                           artifact_store_for(path))
 
@@ -317,12 +311,10 @@ def load_from_store(store: Store, project: str, session_id: str, *,
                     skip_corrupt: bool = False) -> tuple[ResumedSession, list[dict[str, Any]]]:
     """The resumed view of a session in ``store`` and the records it was built from (those from the
     last boundary's first kept message on, or all of them when the resume point did not hold)."""
-    began = time.perf_counter()
     read = store.read_since_boundary(project, session_id, skip_corrupt=skip_corrupt)
     view, records, notes, full = resumed_view(read.records, read.start, read.notes, lambda: [
         e.record for e in store.read_entries(project, session_id, skip_corrupt=skip_corrupt)])
-    stats = ResumeStats(0, 0 if full else read.start, 0, len(records),
-                        "full" if full else "index" if read.boundary_id else "none", time.perf_counter() - began)
+    stats = ResumeStats(0 if full else read.start, 0, "full" if full else "index" if read.boundary_id else "none")
     report = ReadReport(warnings=notes, records=len(records))
     resumed = ResumedSession(session_id, None, view,
                              store.session_start(project, session_id), stats, report,
