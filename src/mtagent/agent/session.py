@@ -88,7 +88,8 @@ class AgentSession:
         self.runtime = AgentRuntime(
             model=model, model_name=model_name, engine=opened.engine, tools=self.tools, policy=self.policy,
             conversation=self.conversation, settings=self.settings, events=self.events, stats=self.stats,
-            on_token=on_token, secrets=self.redactor.secrets, system=opened.system, toolset=parts.toolset)
+            on_token=on_token, secrets=self.redactor.secrets, system=opened.system, toolset=parts.toolset,
+            ready_result=self.subagents.ready_result)  # Ctrl-C keeps a finished sibling's report
         opened.system.touch(history)
         # End-of-turn memory extraction (memory.auto_extract): the compaction model when set, else the main one.
         self.memory_extractor = (MemoryExtractor(summarizer_model or model, project_root, self.settings)
@@ -198,7 +199,7 @@ class AgentSession:
         self.policy.remember_answers(self.pending_approval, answer)
         return drive_turn(self, Command(resume=answer), approver)
 
-    # engine passthroughs ----------------------------------------------------------------
+    # compaction and the engine's state --------------------------------------------------
     def compact(self, instructions: str | None = None, *, from_message_id: str | None = None) -> CompactionResult:
         """``/compact [instructions]``: session memory first without instructions, else a full compact
         with them in the prompt; ``from_message_id`` (``/compact from <id>``): summarize what precedes

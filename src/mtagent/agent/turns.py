@@ -52,7 +52,6 @@ def drive_turn(session: TurnHost, payload: Any, approver: Approver | None) -> Tu
     size_before = len(session.conversation.messages)
     status: TurnStatus = "done"
     session.subagents.asks.turn_approver = approver  # a subagent's question goes where the parent's would
-    session.runtime.ready_result = session.subagents.ready_result  # Ctrl-C keeps a finished sibling's report
     if not isinstance(payload, Command) and session.subagents.children:
         session.subagents.abandon()  # a new message: children still waiting on an earlier question stop
     try:

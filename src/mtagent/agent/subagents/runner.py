@@ -52,7 +52,7 @@ ModelFactory = Callable[[AgentProfile, TaskRequest], tuple[Any, str]]
 
 @dataclass(slots=True)
 class ChildEntry:
-    """A child this runner started (for ``/context`` and the display)."""
+    """A child this runner started, by its ``task`` call: its transcript link, its future, then its run."""
 
     child_id: str
     request: TaskRequest
