@@ -319,8 +319,7 @@ class EngineSession:
                  tools_tokens: int = 0) -> list[BaseMessage]:
         """The provider rejected ``history`` as too long: compact now (even below the threshold) and
         return the new history; re-raises ``error`` (caused by the failure) when nothing shrinks."""
-        self.record_event(EventType.MODEL_RETRY, attempt=1, kind=ErrorKind.CONTEXT_LENGTH.value, wait_seconds=0,
-                          error=self.redactor.text(str(error))[:ERROR_PREVIEW_CHARS])
+        self._on_retry(1, ErrorKind.CONTEXT_LENGTH, error, 0)
         try:
             with self.lock:
                 result = reactive_compact(self.window, history, system=system, tools_tokens=tools_tokens)
