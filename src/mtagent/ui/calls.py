@@ -53,7 +53,8 @@ class CallPoint:
     microcompacts: tuple[dict[str, Any], ...] = ()
 
 
-def _int(value: Any) -> int:
+def as_int(value: Any) -> int:
+    """A recorded count as an int (0 when it is not a number): the records are read, not trusted."""
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
@@ -70,11 +71,11 @@ def call_points(records: Sequence[dict[str, Any]], offsets: Sequence[int] | None
         elif kind == schema.MICROCOMPACT:
             micro.append(rec)
         elif kind == schema.CONTEXT_PLAN:
-            buckets = {str(k): _int(v) for k, v in (rec.get("buckets") or {}).items()} \
+            buckets = {str(k): as_int(v) for k, v in (rec.get("buckets") or {}).items()} \
                 if isinstance(rec.get("buckets"), dict) else {}
             points.append(CallPoint(
-                number=len(points) + 1, offset=offsets[i], turn=rec.get("turn"), tokens=_int(rec.get("tokens")),
-                token_limit=_int(rec.get("token_limit")) or None, threshold=_int(rec.get("threshold")) or None,
+                number=len(points) + 1, offset=offsets[i], turn=rec.get("turn"), tokens=as_int(rec.get("tokens")),
+                token_limit=as_int(rec.get("token_limit")) or None, threshold=as_int(rec.get("threshold")) or None,
                 buckets=buckets, timestamp=rec.get("timestamp"),
                 compactions=tuple(boundaries), microcompacts=tuple(micro)))
             boundaries, micro = [], []

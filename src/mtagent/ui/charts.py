@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 
-from mtagent.ui.calls import BUCKET_ORDER, CallPoint
+from mtagent.ui.calls import BUCKET_ORDER, CallPoint, as_int
 
 WIDTH, HEIGHT = 960, 340
 LEFT, RIGHT, TOP, BOTTOM = 64, 112, 28, 40
@@ -128,15 +128,11 @@ def _svg(body: Sequence[str], label: str, frame: Frame, cls: str) -> str:
 def _call_title(p: CallPoint) -> str:
     lines = [f"call {p.number}: {p.tokens:,} tokens"]
     lines += [f"{b}: {p.buckets[b]:,}" for b in timeline_buckets([p]) if p.buckets.get(b)]
-    lines += [f"compaction {c.get('id', '')}: {c.get('trigger', '')} {_int(c.get('pre_tokens')):,} → "
-              f"{_int(c.get('post_tokens')):,}" for c in p.compactions]
+    lines += [f"compaction {c.get('id', '')}: {c.get('trigger', '')} {as_int(c.get('pre_tokens')):,} → "
+              f"{as_int(c.get('post_tokens')):,}" for c in p.compactions]
     lines += [f"microcompact ({m.get('trigger', '')}): {len(m.get('cleared_ids') or [])} result(s) cleared"
               for m in p.microcompacts]
     return "\n".join(lines)
-
-
-def _int(value: object) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
 def timeline_buckets(points: Sequence[CallPoint]) -> list[str]:
