@@ -15,6 +15,7 @@ import pytest
 
 from tools.mcp.mcp_helpers import call, fixture_server, mcp_settings
 
+from mtagent.tools import sandbox
 from mtagent.tools.mcp import McpManager
 from mtagent.tools.mcp import transport
 from mtagent.tools.mcp.transport import MESSAGE_TOO_BIG, LineReader
@@ -41,10 +42,14 @@ def test_lines_split_across_chunks_and_a_line_over_the_cap_is_an_error_for_its_r
     assert len(notification) == 1 and isinstance(notification[0], ValueError)
 
 
+@pytest.mark.parametrize("sandboxed", [False, pytest.param(True, marks=pytest.mark.skipif(
+    sandbox.probe() is not None, reason=f"sandbox cannot run here: {sandbox.probe()}"))])
 def test_a_result_over_the_cap_is_an_error_the_model_reads_and_the_server_stays_usable(
-        project: Path, monkeypatch) -> None:
+        project: Path, monkeypatch, sandboxed: bool) -> None:
     monkeypatch.setattr(transport, "MAX_MESSAGE_BYTES", 200_000)
-    with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
+    settings = mcp_settings({"fx": fixture_server()})
+    settings = settings.model_copy(update={"sandbox": settings.sandbox.model_copy(update={"mcp_servers": sandboxed})})
+    with McpManager.for_project(settings, project) as manager:
         tools = {t.name: t for t in manager.tools()}
         big = call(tools["mcp__fx__big"], size=1_000_000)
         assert big.status == "error" and "over the cap" in big.content

@@ -28,7 +28,7 @@ import re
 import sys
 import tempfile
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, TextIO
@@ -223,21 +223,14 @@ async def capped_stdio_client(server: StdioServerParameters, errlog: TextIO = sy
 
 
 def sdk_client(spec: ServerSpec, stderr: IO[bytes], on_message: Any = None) -> Client:
-    """The SDK's client for ``spec``: a stdio server (in the sandbox when ``sandbox.mcp_servers``) or an
-    HTTP endpoint; entering it starts the server or connects."""
+    """The SDK's client for ``spec``: a stdio server (:func:`_stdio`) or an HTTP endpoint; entering it starts
+    the server or connects."""
     settings = spec.settings
     assert settings is not None
+    streams = (_stdio(spec, stderr) if settings.command is not None
+               else _http_transport(str(settings.url), dict(settings.headers)))
     info = types.Implementation(name="mtagent", version=__version__)
-    if settings.command is not None and spec.sandbox is not None:
-        return Client(_sandboxed_stdio(spec, stderr), client_info=info, message_handler=on_message)  # type: ignore[arg-type]
-    if settings.command is not None:
-        command, args = _with_parent_death_signal(settings.command, list(settings.args), settings.env)
-        params = StdioServerParameters(command=command, args=args, env=dict(settings.env),
-                                       cwd=_workdir(spec), encoding_error_handler="replace")
-        return Client(capped_stdio_client(params, errlog=stderr, max_message_bytes=MAX_MESSAGE_BYTES), client_info=info,  # type: ignore[arg-type]
-                      message_handler=on_message)
-    return Client(_http_transport(str(settings.url), dict(settings.headers)), client_info=info,
-                  message_handler=on_message)
+    return Client(streams, client_info=info, message_handler=on_message)  # type: ignore[arg-type]
 
 
 @dataclass(slots=True)
@@ -301,20 +294,24 @@ def _with_parent_death_signal(command: str, args: list[str], env: dict[str, str]
 
 
 @asynccontextmanager
-async def _sandboxed_stdio(spec: ServerSpec, stderr: IO[bytes]) -> AsyncIterator[Any]:
-    """A stdio server in the shell tool's sandbox (``sandbox.mcp_servers``): bubblewrap around the
-    runner around the server, its proxy open as long as the server runs."""
+async def _stdio(spec: ServerSpec, stderr: IO[bytes]) -> AsyncIterator[Any]:
+    """A stdio server's streams, each message capped (:func:`capped_stdio_client`); with ``sandbox.mcp_servers``
+    in the shell tool's sandbox: bubblewrap around the runner around the server, its proxy open as long as
+    the server runs."""
     settings, workdir = spec.settings, _workdir(spec)
-    assert settings is not None and settings.command is not None and spec.sandbox is not None
-    own = Path(os.path.realpath(workdir))  # made just now by _workdir: discovery cannot bind what was not there
-    policy = replace(spec.sandbox, writable=tuple(dict.fromkeys([own, *spec.sandbox.writable])),
-                     protected=(*spec.sandbox.protected, *_named_under_tmp(settings, spec.sandbox.hidden)))
-    with sandboxing.SandboxedCall(policy, own) as call:
-        argv = call.argv(proctree.contained([settings.command, *settings.args], 1.0, bridge=call.bridge))
+    assert settings is not None and settings.command is not None
+    argv = [settings.command, *settings.args]
+    with ExitStack() as stack:
+        if spec.sandbox is not None:
+            own = Path(os.path.realpath(workdir))  # made just now by _workdir: discovery cannot bind what was not there
+            policy = replace(spec.sandbox, writable=tuple(dict.fromkeys([own, *spec.sandbox.writable])),
+                             protected=(*spec.sandbox.protected, *_named_under_tmp(settings, spec.sandbox.hidden)))
+            call = stack.enter_context(sandboxing.SandboxedCall(policy, own))
+            argv = call.argv(proctree.contained(argv, 1.0, bridge=call.bridge))
         command, args = _with_parent_death_signal(argv[0], argv[1:], settings.env)
         params = StdioServerParameters(command=command, args=args, env=dict(settings.env), cwd=workdir,
                                        encoding_error_handler="replace")
-        async with sdk_stdio.stdio_client(params, errlog=stderr) as streams:
+        async with capped_stdio_client(params, errlog=stderr, max_message_bytes=MAX_MESSAGE_BYTES) as streams:
             yield streams
 
 
