@@ -30,6 +30,17 @@ class Migration:
     sql: str
 
 
+def _if_role(statement: str) -> str:
+    """``statement`` (granting something to the app role) run only where that role exists."""
+    return f"""
+    DO $$ BEGIN
+        IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
+            EXECUTE {statement};
+        END IF;
+    END $$;
+"""
+
+
 def _tenant_table(table: str, privileges: str) -> str:
     return f"""
         ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
@@ -37,12 +48,7 @@ def _tenant_table(table: str, privileges: str) -> str:
         DROP POLICY IF EXISTS tenant_isolation ON {table};
         CREATE POLICY tenant_isolation ON {table}
             USING (tenant = {_TENANT}) WITH CHECK (tenant = {_TENANT});
-        DO $$ BEGIN
-            IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
-                EXECUTE 'GRANT {privileges} ON {table} TO {APP_ROLE}';
-            END IF;
-        END $$;
-    """
+    """ + _if_role(f"'GRANT {privileges} ON {table} TO {APP_ROLE}'")
 
 
 _ROLE = f"""
@@ -54,12 +60,7 @@ _ROLE = f"""
     EXCEPTION WHEN insufficient_privilege THEN
         RAISE NOTICE 'cannot create role {APP_ROLE}; row-level security relies on FORCE and the DSN role';
     END $$;
-    DO $$ BEGIN
-        IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
-            EXECUTE format('GRANT USAGE ON SCHEMA %I TO {APP_ROLE}', current_schema());
-        END IF;
-    END $$;
-"""
+""" + _if_role(f"format('GRANT USAGE ON SCHEMA %I TO {APP_ROLE}', current_schema())")
 
 _TABLES = f"""
     CREATE TABLE mtagent_sessions (
@@ -142,12 +143,7 @@ _TABLES = f"""
         FOR EACH STATEMENT EXECUTE FUNCTION mtagent_append_only();
     CREATE TRIGGER mtagent_transcript_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON mtagent_transcript
         FOR EACH STATEMENT EXECUTE FUNCTION mtagent_append_only();
-    DO $$ BEGIN
-        IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
-            EXECUTE 'GRANT USAGE ON SEQUENCE mtagent_audit_id_seq TO {APP_ROLE}';
-        END IF;
-    END $$;
-"""
+""" + _if_role(f"'GRANT USAGE ON SEQUENCE mtagent_audit_id_seq TO {APP_ROLE}'")
 
 _POLICIES = "".join([
     _tenant_table("mtagent_sessions", "SELECT, INSERT, UPDATE"),
@@ -177,13 +173,7 @@ MIGRATIONS: list[Migration] = [
     Migration(3, "row-level security", _POLICIES),
     Migration(4, "lz4 compression for large columns", _LZ4),
     # a login role that acts as the app role (not the owner) checks the schema version on start
-    Migration(5, "the app role reads the schema ledger", f"""
-        DO $$ BEGIN
-            IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
-                EXECUTE 'GRANT SELECT ON mtagent_schema TO {APP_ROLE}';
-            END IF;
-        END $$;
-    """),
+    Migration(5, "the app role reads the schema ledger", _if_role(f"'GRANT SELECT ON mtagent_schema TO {APP_ROLE}'")),
 ]
 
 # LangGraph's checkpoint tables belong to ``langgraph-checkpoint-postgres`` (its ``setup()``
@@ -205,13 +195,8 @@ def _checkpoint_tenancy() -> str:
 
 CHECKPOINT_MIGRATIONS: list[Migration] = [
     Migration(101, "row-level security on LangGraph's checkpoint tables", _checkpoint_tenancy()),
-    Migration(102, "the app role reads LangGraph's migration ledger", f"""
-        DO $$ BEGIN
-            IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
-                EXECUTE 'GRANT SELECT ON checkpoint_migrations TO {APP_ROLE}';
-            END IF;
-        END $$;
-    """),
+    Migration(102, "the app role reads LangGraph's migration ledger",
+              _if_role(f"'GRANT SELECT ON checkpoint_migrations TO {APP_ROLE}'")),
 ]
 
 _LEDGER = """
