@@ -149,7 +149,7 @@ def test_middleware_retries_a_transient_error_and_records_it(tmp_path):
 
 def run_child(project: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, ScriptedChatModel]:
     """The scripted session as a subagent child (``open_child``: the parent's class, opened as a child)."""
-    monkeypatch.setattr(child_module, "ChildTools", lambda profile, depth: list(TOOLS))  # the parity tools
+    monkeypatch.setattr(child_module, "ChildTools", lambda profile: list(TOOLS))  # the parity tools
     model = ScriptedChatModel(script())
     with AgentSession.create(project, model=ScriptedChatModel([]), settings=settings(), tools=TOOLS,
                              approval="auto", session_id="parity-parent") as parent:

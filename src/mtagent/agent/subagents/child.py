@@ -43,10 +43,9 @@ class SubagentCancelled(KeyboardInterrupt):
 
 @dataclass(slots=True, frozen=True)
 class ChildTools:
-    """The child's tool factory; also tells the session it builds which depth it is at."""
+    """The child's tool factory: the default tools its profile allows."""
 
     profile: AgentProfile
-    depth: int
 
     def __call__(self, context: ToolContext) -> list[BaseTool]:
         tools = default_tools(context.workspace.root, context=context,
@@ -149,7 +148,7 @@ def open_child(parent: SubagentParent, *, child_id: str, profile: AgentProfile, 
     """Open the child's session (the parent's class) through the one opener, as a :class:`ChildSpec`
     says (``tree``: the parent's runner); its ``session_start`` names the parent and the ``task`` call."""
     spec = ChildSpec(ParentLink(parent.session_id, tool_call_id, profile.name, depth, description), profile,
-                     ChildTools(profile, depth), child_policy(parent.policy, profile),
+                     ChildTools(profile), child_policy(parent.policy, profile),
                      f"\n## Your role: subagent '{profile.name}'\n{profile.instructions}\n\n{REPORT_INSTRUCTIONS}\n",
                      rules, tree, cancel)
     return type(parent).open(
