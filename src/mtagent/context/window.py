@@ -6,8 +6,8 @@
       → auto compact (session memory first, full compact otherwise; circuit breaker)
       → re-estimate → ContextPlan
 
-and returns one immutable :class:`CallView`: ``.messages`` to send, ``.tokens`` of its one
-metering, ``.plan``, ``.history`` the caller keeps from now on (a new list only when a compaction
+and returns one immutable :class:`CallView`: ``.messages`` to send, ``.plan`` (its ``tokens`` are
+the call's one metering), ``.history`` the caller keeps from now on (a new list only when a compaction
 happened). Everything it does is appended to ``sink`` (``compact_boundary``, ``microcompact``,
 ``context_plan``, ``event`` records) and emitted on ``bus``.
 
@@ -75,11 +75,10 @@ class SessionMemory(Protocol):
 @dataclass(frozen=True, slots=True)
 class CallView:
     """One call's view, computed once: what to send (system + history as sent + any recalled
-    bucket), its tokens (the plan's figure — callers read it here rather than count again), the
-    plan, and ``history``: the caller's, or a new list when this call compacted."""
+    bucket), the plan (its tokens: callers read them there rather than count again), and
+    ``history``: the caller's, or a new list when this call compacted."""
 
     messages: tuple[BaseMessage, ...]
-    tokens: int
     plan: ContextPlan
     history: list[BaseMessage]
     compaction: CompactionResult | None = None
@@ -219,7 +218,7 @@ class ContextWindowManager:
         self.last_plan = plan
         effective = self.token_limit - self.settings.context.summary_reserved_tokens
         _publish_plan(plan, self.sink, self.bus, self.stats, effective)
-        return CallView(messages, plan.tokens, plan, history, compaction)
+        return CallView(messages, plan, history, compaction)
 
     # ---- compaction -------------------------------------------------------------------------
 
