@@ -67,9 +67,7 @@ def open_mcp(settings: Settings, root: Path, events: EventBus | None = None) -> 
     """The project's MCP servers (the one place a manager is opened; nothing starts until their tools
     are asked for). ``events``: a session's bus — its first request waits at most
     ``mcp.ready_wait_seconds`` and each server it went on without is told there."""
-    if events is None:
-        return McpManager.for_project(settings, root)
-    return McpManager.for_session(settings, root, events)
+    return McpManager.for_project(settings, root, events)
 
 
 def open_tools(opened: OpenedSession, tools: ToolsSpec = None, *, window: int,

@@ -62,7 +62,8 @@ class McpServerStatus:
 class McpManager:
     """See the module docstring. Build with :meth:`for_project`."""
 
-    def __init__(self, specs: list[ServerSpec], config: McpSettings, notes: list[str] | None = None) -> None:
+    def __init__(self, specs: list[ServerSpec], config: McpSettings, notes: list[str] | None = None,
+                 events: EventBus | None = None) -> None:
         self.specs = specs
         self.config = config
         self.notes = list(notes or [])
@@ -72,26 +73,21 @@ class McpManager:
         self._lock = threading.Lock()
         self._closed = False
         self._missing = ""  # why no server can start at all (the SDK is not installed)
-        self.ready_wait: float | None = None  # a session's bound on start(); None: wait for every server
-        self.events: EventBus | None = None  # a session's bus: told of each server a bounded start went on without
+        self.events = events  # a session's bus: told of each server a bounded start went on without
+        self.ready_wait = config.ready_wait_seconds if events is not None else None  # None: wait for every server
         self._starting: concurrent.futures.Future[None] | None = None  # a bounded start still going on
         # a session never closed (a crash, a forgotten close) still stops its servers at exit
         self._finalizer = weakref.finalize(self, _close_quietly, self._connections, self._loop_box)
 
     @classmethod
-    def for_project(cls, settings: Settings, project_root: str | os.PathLike[str]) -> McpManager:
+    def for_project(cls, settings: Settings, project_root: str | os.PathLike[str],
+                    events: EventBus | None = None) -> McpManager:
+        """The project's servers. With a session's ``events``: its first request waits at most
+        ``mcp.ready_wait_seconds`` for them, and each server it went on without is told there
+        (``EventType.MCP_SERVER``) for the front end."""
         root = Path(project_root).resolve()
         specs, notes = discover_servers(settings, root)
-        return cls(specs, settings.mcp, notes)
-
-    @classmethod
-    def for_session(cls, settings: Settings, project_root: str | os.PathLike[str], events: EventBus) -> McpManager:
-        """A session's servers: its first request waits at most ``mcp.ready_wait_seconds`` for them, and
-        each server it went on without is told on ``events`` (``EventType.MCP_SERVER``) for the front end."""
-        manager = cls.for_project(settings, project_root)
-        manager.ready_wait = settings.mcp.ready_wait_seconds
-        manager.events = events
-        return manager
+        return cls(specs, settings.mcp, notes, events)
 
     @property
     def startable(self) -> list[ServerSpec]:
