@@ -29,7 +29,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from mtagent.agent.context_steps import (PROGRESS, Task, align, call_key, fact_value, find_task, looked_up,
                                          next_page, progress_floor, saved_outputs, task_block, tool_results,
                                          visible_calls)
-from mtagent.context.compaction.summarize import HANDOFF_PROMPT
+from mtagent.context.compaction.summarize import HANDOFF_PROMPT, bullets
 from mtagent.context.session_memory.notes import CURRENT_STATE, KEY_RESULTS, SESSION_MEMORY_SYSTEM_PROMPT, TASK_SPEC
 from mtagent.context.tokens import message_text
 
@@ -87,10 +87,6 @@ def _state(task: Task, messages: Sequence[BaseMessage],
     return state, facts, saved
 
 
-def _bullets(lines: list[str]) -> str:
-    return "\n".join(f"- {line}" for line in lines) if lines else "(none)"
-
-
 def handoff_sheet(messages: Sequence[BaseMessage], prompt: str) -> str:
     task = find_task(messages)
     if task is None:
@@ -99,9 +95,9 @@ def handoff_sheet(messages: Sequence[BaseMessage], prompt: str) -> str:
     parts = []
     if "## User goal" in prompt:
         parts.append(f"## User goal\n{task_block(message_text(messages[task.message_index])).strip()}")
-    parts += [f"## Current state\n{chr(10).join(state)}", f"## Key facts\n{_bullets(facts)}"]
+    parts += [f"## Current state\n{chr(10).join(state)}", f"## Key facts\n{bullets(facts)}"]
     if saved:
-        parts.append(f"## Saved outputs\n{_bullets(saved)}")
+        parts.append(f"## Saved outputs\n{bullets(saved)}")
     return "\n\n".join(parts) + "\n"
 
 
@@ -129,7 +125,7 @@ def session_notes(messages: Sequence[BaseMessage], prompt: str) -> str:
     state, facts, saved = _state(task, messages, earlier)
     source = messages if find_task(messages) else earlier
     bodies = {TASK_SPEC: task_block(message_text(source[task.message_index])).strip(),
-              CURRENT_STATE: "\n".join([*state, *(f"- {s}" for s in saved)]), KEY_RESULTS: _bullets(facts)}
+              CURRENT_STATE: "\n".join([*state, *(f"- {s}" for s in saved)]), KEY_RESULTS: bullets(facts)}
     out: list[str] = []
     for heading, lines in _sections(notes):
         name = heading[2:].strip()

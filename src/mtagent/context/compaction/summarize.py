@@ -235,8 +235,8 @@ def render_model_part(found: F.SessionFacts, *, max_items: int = 12, instruction
     # the latest error line and failed commands' errors are the ledger's: a model does not repeat them
     findings = F.tail(found.facts, max(1, max_items * 2 // 3))
     sections = {
-        F.SECTION_STATE: _bullets(state),
-        SECTION_FINDINGS: _bullets(findings),
+        F.SECTION_STATE: bullets(state),
+        SECTION_FINDINGS: bullets(findings),
         SECTION_HYPOTHESES: "(none)",
         F.SECTION_NEXT: found.next_step or "(continue with the latest user request)",
     }
@@ -254,7 +254,8 @@ def _state_lines(found: F.SessionFacts, instructions: str | None) -> list[str]:
     return state
 
 
-def _bullets(items: Sequence[str]) -> str:
+def bullets(items: Sequence[str]) -> str:
+    """A hand-off section's list: one ``- item`` a line, ``(none)`` when empty."""
     return "\n".join(f"- {item}" for item in items) if items else "(none)"
 
 
@@ -274,15 +275,15 @@ def render_handoff(found: F.SessionFacts, *, max_items: int = 12, instructions: 
     earlier = [request for request in F.tail(found.user_requests[:-1], max_items)
                if not (found.goal and _same_request(found.goal, request))]  # the goal is not a later request
     if earlier:
-        goal += f"\n{F.LATER_REQUESTS}\n" + _bullets(earlier)
+        goal += f"\n{F.LATER_REQUESTS}\n" + bullets(earlier)
     sections = {
         F.SECTION_GOAL: goal,
-        F.SECTION_CONSTRAINTS: _bullets(found.constraints),
-        F.SECTION_STATE: _bullets(state),
-        F.SECTION_FACTS: _bullets(F.tail(found.facts, max_items)),
-        F.SECTION_FILES_READ: _bullets(F.tail(found.files_read, max_items * 2)),
-        F.SECTION_FILES_CHANGED: _bullets(changed),
-        F.SECTION_FAILED: _bullets(failed),
+        F.SECTION_CONSTRAINTS: bullets(found.constraints),
+        F.SECTION_STATE: bullets(state),
+        F.SECTION_FACTS: bullets(F.tail(found.facts, max_items)),
+        F.SECTION_FILES_READ: bullets(F.tail(found.files_read, max_items * 2)),
+        F.SECTION_FILES_CHANGED: bullets(changed),
+        F.SECTION_FAILED: bullets(failed),
         F.SECTION_VERIFICATION: verification or "(none)",
         F.SECTION_NEXT: found.next_step or "(continue with the latest user request)",
     }
