@@ -21,7 +21,6 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from mtagent import paths
 from mtagent.config import Settings
-from mtagent.errors import SessionNotFound
 from mtagent.session.store import shared_store
 
 CHECKPOINT_FILE = "checkpoints.sqlite"
@@ -46,15 +45,6 @@ class SessionStorage:
 def session_ids(settings: Settings, project_root: Path) -> list[str]:
     """A project's session ids in the configured store, oldest first (ids sort by creation time)."""
     return shared_store(settings).sessions(paths.project_hash(project_root))
-
-
-def recorded_model(settings: Settings, project_root: Path, session_id: str) -> str | None:
-    """The model a session's ``session_start`` names, if any."""
-    try:
-        model = (shared_store(settings).session_start(paths.project_hash(project_root), session_id) or {}).get("model")
-    except SessionNotFound:
-        return None
-    return model if isinstance(model, str) else None
 
 
 def open_session_storage(settings: Settings, artifact_dir: Path) -> SessionStorage:

@@ -148,7 +148,7 @@ class Repl:
         if options.resume or options.continue_:  # which session, held elsewhere or not: known before the prompt
             from mtagent.cli.session_options import resume_target
 
-            target, recorded = resume_target(options.root, self.host.settings, options.resume, options.continue_)
+            target, recorded = resume_target(options.root, self.host.settings, options.resume)
             options.resume, options.continue_ = target, False
             resuming = f" resuming {target}…"
         spec = options.model or recorded or self.host.settings.agent.model

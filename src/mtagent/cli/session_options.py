@@ -31,8 +31,9 @@ NO_MODEL = ("no model configured: pass --model provider:name (e.g. --model opena
             "set agent.model in ~/.mtagent/config.toml, or try `mtagent demo` which needs no model")
 
 
-def resume_target(root: Path, settings: Any, given: str | None, latest: bool) -> tuple[str, str | None]:
-    """The session ``--resume``/``--continue`` names and the model it recorded, fast: no agent import.
+def resume_target(root: Path, settings: Any, given: str | None) -> tuple[str, str | None]:
+    """The session ``given`` names (None: the latest, as ``--continue``) and the model it recorded, fast:
+    no agent import.
 
     A session another mtagent holds is refused here (:class:`~mtagent.errors.SessionLocked`), before
     anything is loaded, so the REPL can draw its prompt and open the session behind it."""
@@ -128,8 +129,8 @@ class SessionOptions:
 
     def open_session(self, *, on_token: Callable[[str], None] | None = None,
                      events: EventBus | None = None, session_id: str | None = None,
-                     latest: bool = False, settings: Settings | None = None) -> AgentSession:
-        """Create a session, or resume ``session_id`` / ``--resume`` / (``latest``, ``--continue``).
+                     settings: Settings | None = None) -> AgentSession:
+        """Create a session, or resume ``session_id`` / ``--resume`` / (``--continue``) the latest.
         ``settings``: :meth:`settings` as the caller read them already (default: read now)."""
         from mtagent.agent.session import AgentSession
         from mtagent.cli import scripted_model
@@ -137,19 +138,11 @@ class SessionOptions:
         self.validate()
         settings = settings or self.settings()
         mode = APPROVAL_MODES[self.approval]
-        target = session_id or self.resume
-        from mtagent.agent import storage  # the configured store's sessions (files or PostgreSQL)
-
-        ids = storage.session_ids(settings, self.root) if target is not None or latest or self.continue_ else []
-        if target is None and (latest or self.continue_):
-            if not ids:
-                raise UsageError(f"no session to continue in {self.root}; start one with `mtagent`")
-            target = ids[-1]
-        elif target is not None:
-            target = resolve_session_id(self.root, target, ids)
+        given = session_id or self.resume
+        target, recorded = resume_target(self.root, settings, given) if given or self.continue_ else (None, None)
         model: Any = self.model
         if model is None and target is not None:
-            model = _recorded_scripted_model(target, storage.recorded_model(settings, self.root, target))
+            model = _recorded_scripted_model(target, recorded)
         if scripted_model.is_scripted(model):
             model = scripted_model.load_scripted_model(model)
         elif not model and not settings.agent.model:
