@@ -40,10 +40,14 @@ def _fresh_probes() -> Iterator[None]:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """An empty project folder (a module that needs files in it defines its own ``project``)."""
-    (tmp_path / "proj").mkdir()
-    return tmp_path / "proj"
+def project(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    """A project folder holding the test module's ``PROJECT_FILES`` ({path in the project: text}), if any."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    for name, text in getattr(request.module, "PROJECT_FILES", {}).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
 
 
 @pytest.fixture

@@ -7,20 +7,12 @@ import json
 import re
 from pathlib import Path
 
-import pytest
 from rich.console import Console
 
 from mtagent.cli.repl_host import ReplHost
 from mtagent.cli.run_cmd import setup_warnings
 from mtagent.cli.session_options import SessionOptions
 from mtagent.cli.slash import dispatch
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    return root
 
 
 def _host(project: Path, tmp_path: Path, window: int) -> tuple[ReplHost, Console]:

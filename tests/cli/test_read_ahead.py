@@ -8,7 +8,6 @@ import os
 import threading
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from mtagent import paths
@@ -16,16 +15,7 @@ from mtagent.cli import read_ahead as ra
 from mtagent.cli.app import app
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / ".mtagent" / "rules" / "deep").mkdir(parents=True)
-    (root / "CONTEXT.md").write_text("# rules\n", encoding="utf-8")
-    (root / ".mtagent" / "rules" / "a.md").write_text("a\n", encoding="utf-8")
-    (root / ".mtagent" / "rules" / "deep" / "b.md").write_text("b\n", encoding="utf-8")
-    return root
+PROJECT_FILES = {"CONTEXT.md": "# rules\n", ".mtagent/rules/a.md": "a\n", ".mtagent/rules/deep/b.md": "b\n"}
 
 
 def _transcripts(project: Path, *ids: str) -> list[Path]:

@@ -20,14 +20,7 @@ from mtagent.session.files_store import FilesStore
 from mtagent.session.reader import read_records
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
-    return root
+PROJECT_FILES = {"notes.txt": "alpha\nbeta\n"}
 
 
 def records(project: Path) -> list[dict]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,13 +10,6 @@ from langchain.agents import create_agent
 from lc_harness import SYSTEM_PROMPT, TOOLS
 
 from mtagent.agent.scripted import ScriptedChatModel
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
 
 
 @pytest.fixture

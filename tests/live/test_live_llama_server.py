@@ -23,14 +23,7 @@ from mtagent.agent.server_profiles import detect_server
 from mtagent.config import Settings
 
 MODEL = "llamacpp:smollm2"
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "notes.txt").write_text("The answer is 42.\n")
-    return root
+PROJECT_FILES = {"notes.txt": "The answer is 42.\n"}
 
 
 def _model(server: LlamaServer, **agent):

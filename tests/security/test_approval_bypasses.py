@@ -67,15 +67,13 @@ def test_duplicate_tool_call_ids_are_rekeyed_in_calls_and_content() -> None:
     assert blocks[1]["id"] == "c1" and blocks[2]["id"] == ids[1]
 
 
-def test_a_shell_call_sharing_an_id_with_an_allowed_call_does_not_run_under_deny(tmp_path) -> None:
+def test_a_shell_call_sharing_an_id_with_an_allowed_call_does_not_run_under_deny(project) -> None:
     from langchain_core.messages import AIMessage
 
     from mtagent.agent.scripted import ScriptedChatModel
     from mtagent.agent.session import AgentSession
     from mtagent.config import Settings
 
-    project = tmp_path / "project"
-    project.mkdir()
     settings = Settings.model_validate({"agent": {"retry_base_seconds": 0.0}, "session_memory": {"enabled": False}})
     victim = project / "victim.txt"
     victim.write_text("keep me\n")

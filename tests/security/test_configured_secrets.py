@@ -45,12 +45,10 @@ enabled = false
 
 
 @pytest.fixture
-def configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mtagent_home: Path) -> Path:
+def configured(project: Path, monkeypatch: pytest.MonkeyPatch, mtagent_home: Path) -> Path:
     monkeypatch.setenv(ENV_NAME, ENV_VALUE)
     monkeypatch.setenv("SERVICE_TOKEN", TYPED)
     (mtagent_home / "config.toml").write_text(CONFIG)
-    project = tmp_path / "project"
-    project.mkdir()
     return project
 
 

@@ -9,11 +9,11 @@ and a TTL past the year 9999 is a one-line usage error.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from model_script import script
 from typer.testing import CliRunner
 
 from mtagent.cli.app import app
@@ -31,15 +31,11 @@ def _user_fact(project: Path) -> None:
     assert added.exit_code == 0, added.output
 
 
-def test_comment_in_a_models_fact_is_not_its_metadata(tmp_path):
-    project = tmp_path / "p"
-    project.mkdir()
+def test_comment_in_a_models_fact_is_not_its_metadata(project, tmp_path):
     _user_fact(project)
-    script = tmp_path / "s.json"
-    script.write_text(json.dumps([{"tool": "save_memory", "args": {"namespace": "project", "fact": HOSTILE}},
-                                  "saved"]), encoding="utf-8")
-    result = runner.invoke(app, ["run", "--approval", "deny", "--cwd", str(project), "--model",
-                                 f"scripted:{script}", "remember how tests run"])
+    model = script(tmp_path, [{"tool": "save_memory", "args": {"namespace": "project", "fact": HOSTILE}}, "saved"])
+    result = runner.invoke(app, ["run", "--approval", "deny", "--cwd", str(project), "--model", model,
+                                 "remember how tests run"])
     assert result.exit_code == 0, result.output
     saved = memory.list_memories("project", project)
     assert len(saved) == 1 and saved[0].meta.empty, saved  # no key, no authority from the text

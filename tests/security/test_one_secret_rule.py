@@ -115,12 +115,10 @@ def test_harmless_identifiers_are_not_taken_for_secrets() -> None:
     assert redactor.text(line) == line
 
 
-def test_the_repro_base64_of_a_password_reaches_no_model_payload(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_the_repro_base64_of_a_password_reaches_no_model_payload(project: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  mtagent_home: Path) -> None:
     monkeypatch.setenv("MYSQL_PWD", "hunter2pw9x")
     monkeypatch.setenv("NEUTRAL_C", BY_VALUE["NEUTRAL_C"])
-    project = tmp_path / "project"
-    project.mkdir()
     model = ScriptedChatModel([
         tool_call("shell", {"command": 'printf %s "$MYSQL_PWD" | base64; printf %s "$NEUTRAL_C" | rev'}, id="c1"),
         "done",

@@ -33,9 +33,7 @@ def _write(root: Path) -> None:
             writer.append(schema.message_to_record(m))
 
 
-def test_every_recall_output_is_redacted_with_todays_secrets(tmp_path: Path) -> None:
-    project = tmp_path / "p"
-    project.mkdir()
+def test_every_recall_output_is_redacted_with_todays_secrets(project: Path) -> None:
     _write(project)
     before = runner.invoke(app, ["recall", "deploy", "--json", "--cwd", str(project)])
     assert before.exit_code == 0 and LATER in before.output, "indexed before the secret was configured"

@@ -24,17 +24,15 @@ def _settings() -> Settings:
     return Settings.model_validate({"agent": {"retry_base_seconds": 0.0}, "session_memory": {"enabled": False}})
 
 
-def _session(tmp_path: Path) -> tuple[Path, str, Path]:
-    project = tmp_path / "project"
-    project.mkdir()
+def _session(project: Path) -> tuple[str, Path]:
     with AgentSession.create(project, model=ScriptedChatModel(["first answer"]), settings=_settings()) as s:
         s.run_turn("hello")
-        return project, s.session_id, s.transcript_path
+        return s.session_id, s.transcript_path
 
 
 @pytest.mark.parametrize("bad", BAD_COMPLETE_LINES, ids=["utf8", "deep", "text", "blank"])
-def test_resume_keeps_a_complete_unparsable_last_line_and_reports_it(tmp_path: Path, bad: bytes) -> None:
-    project, sid, path = _session(tmp_path)
+def test_resume_keeps_a_complete_unparsable_last_line_and_reports_it(project: Path, bad: bytes) -> None:
+    sid, path = _session(project)
     with path.open("ab") as fh:
         fh.write(bad)
     before = path.read_bytes()
@@ -49,8 +47,8 @@ def test_resume_keeps_a_complete_unparsable_last_line_and_reports_it(tmp_path: P
     assert after.startswith(before), "resume changed or deleted a complete record"
 
 
-def test_a_last_line_without_its_newline_is_torn_and_repaired(tmp_path: Path) -> None:
-    project, sid, path = _session(tmp_path)
+def test_a_last_line_without_its_newline_is_torn_and_repaired(project: Path) -> None:
+    sid, path = _session(project)
     before = path.read_bytes()
     with path.open("ab") as fh:
         fh.write(b'{"type": "transcript_mess')

@@ -24,9 +24,7 @@ def _settings(*secrets: str) -> Settings:
 
 
 @pytest.fixture
-def written(tmp_path: Path) -> tuple[Path, str]:
-    project = tmp_path / "p"
-    project.mkdir()
+def written(project: Path) -> tuple[Path, str]:
     with AgentSession.create(project, model=ScriptedChatModel([f"noted: {LATER_SECRET}"]), settings=_settings(),
                              approval="never") as s:
         s.run_turn(f"remember the passphrase {LATER_SECRET} for the deploy")

@@ -42,11 +42,9 @@ def test_every_shape_is_recognised_by_value_or_shape() -> None:
 
 
 def test_canaries_reach_no_payload_transcript_artifact_export_html_or_output(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mtagent_home: Path) -> None:
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mtagent_home: Path) -> None:
     for name, value in CANARIES.items():
         monkeypatch.setenv(name, value)
-    project = tmp_path / "project"
-    project.mkdir()
     secrets_text = "\n".join(f"{k}={v}" for k, v in CANARIES.items())
     pem = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----\n"
     (project / ".env").write_text(secrets_text + "\n" + pem)

@@ -19,6 +19,7 @@ from mtagent.cli.repl import Repl, key_bindings
 from mtagent.cli.run_cmd import SessionOptions
 
 PROJECT_CONFIG = '[agent]\napproval = { "shell" = "allow" }\nworkspace_extra_roots = ["/"]\n'
+PROJECT_FILES = {".mtagent/config.toml": PROJECT_CONFIG}
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from mtagent import paths, trust
 from mtagent.config import Settings, load_settings
 from mtagent.context.static.rules import load_project_rules
 
-PROJECT_CONFIG = """\
+PROJECT_FILES = {".mtagent/config.toml": """\
 [memory]
 context_file_max_bytes = 50000000
 rules_max_chars = 100000000
@@ -26,7 +26,7 @@ max_size_bytes = 1000000000
 token_limit = 100000000
 [microcompact]
 compactable_tools = []
-"""
+"""}
 
 
 

@@ -16,11 +16,11 @@ from mtagent.tools.shell import shell_environment
 
 CODE_LINE = "if user.is_admin: return True  # backdoor"
 KEY = "sk-proj-projectAddedKeyCanary0123456789"
-PROJECT_CONFIG = f"""
+PROJECT_FILES = {".mtagent/config.toml": f"""
 [security]
 redact_values = ["{CODE_LINE}", "def transfer_funds(", "{KEY}"]
 redact_env = ["HOME", "LANG", "LC_ALL", "PATH", "TERM", "ACME_DEPLOY_PHRASE"]
-"""
+"""}
 ENV = {"HOME": "/home/someone", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin", "TERM": "xterm",
        "ACME_DEPLOY_PHRASE": "plain words phrase"}
 

@@ -10,7 +10,7 @@ import pytest
 from mtagent import trust
 from mtagent.config import load_settings
 
-PROJECT_CONFIG = """
+PROJECT_FILES = {".mtagent/config.toml": """
 [recall]
 index_workspace = true
 embeddings = "openai:text-embedding-3-small"
@@ -28,7 +28,7 @@ host = "0.0.0.0"
 
 [memory]
 auto_extract = true
-"""
+"""}
 
 
 
