@@ -138,7 +138,8 @@ class ServerConnection:
             raise
         except Exception as exc:
             await self._stop_holder()
-            raise self._fail(f"could not start{self._where()}: {_describe(exc)}") from exc
+            where = f" at {clean_text(self.spec.endpoint, 200)}" if self.spec.endpoint else ""  # which one is down
+            raise self._fail(f"could not start{where}: {_describe(exc)}") from exc
         self.state = "ready"
 
     async def _hold(self, stop: asyncio.Event, ready: asyncio.Future[None]) -> None:
@@ -176,11 +177,6 @@ class ServerConnection:
         self.tools = await asyncio.wait_for(list_tools(client, self.config, cache_mode="refresh"), self.call_timeout)
         if self.on_tools_changed is not None:
             self.on_tools_changed(self)
-
-    def _where(self) -> str:
-        """`` at URL`` for an HTTP server (a connection error alone does not say which endpoint is down)."""
-        url = self.spec.settings.url if self.spec.settings is not None else None
-        return f" at {clean_text(_without_credentials(str(url)), 200)}" if url else ""
 
     def _fail(self, what: str) -> McpServerError:
         tail = self._stderr.tail()
@@ -288,13 +284,6 @@ def _closed(client: Any) -> bool:
     dispatcher state; an SDK without it answers False and the call reports the closed connection."""
     session = getattr(client, "_session", None)
     return bool(getattr(getattr(session, "_dispatcher", None), "_closed", False))
-
-
-def _without_credentials(url: str) -> str:
-    """The URL without a ``user:password@`` part (a note is shown and written to the transcript)."""
-    scheme, sep, rest = url.partition("://")
-    host, at, path = rest.partition("@") if "@" in rest.split("/", 1)[0] else ("", "", rest)
-    return f"{scheme}{sep}{path}" if at else url
 
 
 def _describe(exc: BaseException) -> str:

@@ -56,7 +56,7 @@ class ServerSpec:
         return "stdio" if self.settings.command is not None else "http"
 
     def describe(self) -> str:
-        """What runs (a command line) or where it connects (a URL; header names, never values)."""
+        """What runs (a command line) or where it connects (:attr:`endpoint`; header names, never values)."""
         s = self.settings
         if s is None:
             return "(invalid entry)"
@@ -65,7 +65,16 @@ class ServerSpec:
             env = f" (env: {', '.join(sorted(s.env))})" if s.env else ""
             return clean_text(line + env, 500)
         headers = f" (headers: {', '.join(sorted(s.headers))})" if s.headers else ""
-        return clean_text(f"{s.url}{headers}", 500)
+        return clean_text(f"{self.endpoint}{headers}", 500)
+
+    @property
+    def endpoint(self) -> str:
+        """An HTTP server's URL without its ``user:password@`` (``/mcp`` shows it, a note the transcript keeps
+        names it); "" for a stdio server."""
+        url = self.settings.url if self.settings is not None else None
+        scheme, sep, rest = str(url or "").partition("://")
+        authority, slash, path = rest.partition("/")
+        return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}"
 
 
 def _quote(part: str) -> str:
