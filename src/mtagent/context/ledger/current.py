@@ -10,8 +10,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from mtagent.context.boundary import is_summary_message
-from mtagent.context.ledger.extract import ledger_from_text, stored_ledger
+from mtagent.context.ledger.extract import stored_ledger
 from mtagent.context.ledger.model import ledger_from_dict
+from mtagent.context.ledger.render import parse_rendered
 from mtagent.context.ledger.workplan import WorkPlan, is_plan_call, plan_calls
 from mtagent.context.tokens import message_text
 from mtagent.session import schema
@@ -31,7 +32,7 @@ def current_plan(history: Sequence[BaseMessage]) -> WorkPlan | None:
     latest = plan_calls(history[start:]).latest
     if latest is not None or not history or not is_summary_message(history[start]):
         return latest
-    carried = stored_ledger(history[start]) or ledger_from_text(message_text(history[start]))
+    carried = stored_ledger(history[start]) or parse_rendered(message_text(history[start]))
     return carried.plan
 
 

@@ -53,12 +53,6 @@ def stored_ledger(message: BaseMessage) -> HandoffLedger | None:
     return ledger_from_dict(meta.get(LEDGER_KEY))
 
 
-def ledger_from_text(text: str) -> HandoffLedger:
-    """What a hand-off's text says, for summaries without stored data (older sessions, other
-    strategies): read through :func:`~mtagent.context.compaction.facts.parse_handoff`, lossy."""
-    return parse_rendered(text)
-
-
 def _command(args: dict[str, Any]) -> str:
     return str(args.get("command", args.get("cmd", "")))
 
@@ -178,7 +172,7 @@ def ledger_from_messages(messages: Sequence[BaseMessage], previous: HandoffLedge
             if stretch:
                 ledger = merge_ledgers(ledger, _stretch(stretch))
                 stretch = []
-            carried = stored_ledger(message) or ledger_from_text(message_text(message))
+            carried = stored_ledger(message) or parse_rendered(message_text(message))
             ledger = merge_ledgers(ledger, carried)
         else:
             stretch.append(message)
@@ -188,4 +182,4 @@ def ledger_from_messages(messages: Sequence[BaseMessage], previous: HandoffLedge
 
 
 __all__ = ["CREATED", "DELETED", "EDITED", "LEDGER_KEY", "deleted_paths", "error_tail", "ledger_from_messages",
-           "ledger_from_text", "stored_ledger"]
+           "stored_ledger"]
