@@ -154,7 +154,7 @@ class TranscriptWriter:
             self.repaired_bytes = self._repair()
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
             self._size = os.fstat(self._fd).st_size
-            self._index = _open_index(self.path, self._size) if index else None
+            self._index = WriterIndex.open(self.path, self._size) if index else None
         except BaseException:
             self.close()
             raise
@@ -227,7 +227,3 @@ class TranscriptWriter:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
-
-
-def _open_index(path: Path, size: int) -> Any:
-    return WriterIndex.open(path, size)
