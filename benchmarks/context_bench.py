@@ -45,10 +45,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtagent.config import Settings
-from mtagent.replay.cost import ANTHROPIC, DEFAULT_CACHE_MODELS, lower_bounds
+from mtagent.replay.cost import ANTHROPIC
 from mtagent.replay.formats import load_trajectories
 from mtagent.replay.recall_probe import probe_trajectory
 from mtagent.replay.report import replay_session
+from mtagent.replay.simulate import sum_by_key
 from mtagent.replay.strategies import PEERS, STRATEGY_NAMES
 from mtagent.replay.work_state import WorkStateCount
 
@@ -108,10 +109,8 @@ class Stats:
         self.summary_output += other.summary_output
         self.work.merge(other.work)
         self.work_lost_sessions += other.work_lost_sessions
-        for k, v in other.cost.items():
-            self.cost[k] = self.cost.get(k, 0.0) + v
-        for k, v in other.summary_cost.items():
-            self.summary_cost[k] = self.summary_cost.get(k, 0.0) + v
+        self.cost = sum_by_key((self.cost, other.cost))
+        self.summary_cost = sum_by_key((self.summary_cost, other.summary_cost))
         for k, (lb1, lb2) in other.bounds.items():
             mine = self.bounds.setdefault(k, [0.0, 0.0])
             mine[0] += lb1
@@ -162,8 +161,7 @@ def run_file(rel: str, root: str, window: int, summary_price: float = 1.0) -> Fi
     for i, traj in enumerate(sessions):
         replay = replay_session(traj, f"{rel}#{i}", STRATEGY_NAMES, window, summary_price=summary_price)
         pressured = replay.raw.peak_tokens >= threshold
-        requests = [(t.view_tokens, t.shared_tokens) for t in replay.raw.turns]
-        bounds = {m.name: list(lower_bounds(requests, m)) for m in DEFAULT_CACHE_MODELS}
+        bounds = replay.bounds
         for name, r in replay.results.items():
             kept = [r.retention] if r.retention is not None else []
             kinds = {k: [v] for k in PROBE_KINDS if (v := r.retention_of(k)) is not None}

@@ -43,17 +43,6 @@ def _money(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def _step_limited(results: Path) -> dict[str, list[str]]:
-    """Per policy, the tasks whose turn ended at the step limit (a loop, not a wrong answer)."""
-    found: dict[str, list[str]] = {}
-    if results.is_file():
-        for line in results.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            if record.get("turn_status") == "max_steps":
-                found.setdefault(record["policy"], []).append(record["task"])
-    return found
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"the first {QUICK_TASKS} tasks only")
@@ -74,7 +63,6 @@ def main() -> int:
         start = time.monotonic()
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
         wall = time.monotonic() - start
-        limited = _step_limited(Path(tmp) / "s" / f"{args.suite}.eval.jsonl")
     if done.returncode not in (0, 1):
         print(done.stderr, file=sys.stderr)
         return done.returncode
@@ -85,7 +73,7 @@ def main() -> int:
         lines.append(f"| {p['policy']} | {p['solved']}/{p['tasks']} | {p['solve_rate']:.3f} ({p['solve_low']:.2f}–"
                      f"{p['solve_high']:.2f}) | {_money(p['cost_usd'])} | {_money(p['side_cost_usd'])} | "
                      f"{p['tokens'] + p['side_tokens']:,} | {p['calls']} | {p['compactions']} | {p['recalls']} | "
-                     f"{', '.join(limited.get(p['policy'], [])) or 0} |")
+                     f"{', '.join(p['step_limit']) or 0} |")
     lines += ["", "| A vs B | solved by A only | by B only | diff | 95% CI (Newcombe) | McNemar p | verdict |",
               "|---|---|---|---|---|---|---|"]
     for c in data["paired"]:
@@ -98,7 +86,6 @@ def main() -> int:
     table = "\n".join(lines)
     print(table)
     results = RESULTS if args.suite == "builtin" else RESULTS.with_name(f"eval_bench_{args.suite}.md")
-    results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(f"# eval_bench ({args.suite}; {'quick' if args.quick else 'full'}; {args.model}; "
                        f"wall {wall:.0f} s)\n\n{table}\n", encoding="utf-8")
     for p in data["policies"]:
@@ -108,7 +95,7 @@ def main() -> int:
         print(f"RESULT {name}_side_cost_usd={_money(p['side_cost_usd'])}")
         print(f"RESULT {name}_errors={p['errors']}")
         print(f"RESULT {name}_calls={p['calls']}")
-        print(f"RESULT {name}_step_limit_endings={len(limited.get(p['policy'], []))}")
+        print(f"RESULT {name}_step_limit_endings={len(p['step_limit'])}")
     first = _slug(policies[0])
     for c in data["paired"]:
         if _slug(c["a"]) == first:
