@@ -208,7 +208,6 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(["# middleware_bench — one session, three context setups", "", header, "", *table, "",
                       *failures, ""])
     print(text)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(text, encoding="utf-8")
     by = {r["setup"]: r for r in rows}
     for name, r in by.items():

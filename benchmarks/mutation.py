@@ -269,7 +269,7 @@ def list_sites(source: str, only: tuple[str, ...]) -> list[Site]:
     return sites
 
 
-def _apply(node: ast.AST, parent_body: list[ast.stmt] | None, operator: str, description: str) -> ast.AST | None:
+def _apply(node: ast.AST, operator: str, description: str) -> ast.AST | None:
     """Mutate ``node`` in place (or return its replacement)."""
     if operator == "compare":
         k = int(description.rsplit("#", 1)[1])
@@ -314,7 +314,7 @@ class _Mutator(ast.NodeTransformer):
     def generic_visit(self, node: ast.AST) -> ast.AST:
         super().generic_visit(node)
         if node is self.node:
-            replacement = _apply(node, None, self.site.operator, self.site.description)
+            replacement = _apply(node, self.site.operator, self.site.description)
             if replacement is not None:
                 return replacement
         return node

@@ -187,7 +187,6 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines)
     print(text)
     out = results_file("recall_bench_quick.md" if args.quick else "recall_bench.md")
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text + "\n")
     print(f"RESULT recall_index_mb_per_s={mb_per_s:.2f}")
     print(f"RESULT recall_index_tokens={tokens}")
@@ -200,7 +199,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _facts_section(count: int, quick: bool) -> int:
     """The compacted-facts figure (see the module docstring): its own table and RESULT lines."""
-    sys.path.insert(0, str(HERE))
     import recall_facts
 
     with tempfile.TemporaryDirectory(prefix="mtagent-recall-facts-") as tmp:

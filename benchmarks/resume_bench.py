@@ -208,7 +208,6 @@ def main(argv: list[str]) -> int:
     width = max(len(k) for k, _ in rows)
     table = "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
     print(table)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
     md = ["# resume_bench", "", f"`python benchmarks/resume_bench.py{' --quick' if args.quick else ''}`"
           f" — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, warm page cache, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f} at the end", "",

@@ -237,7 +237,6 @@ def main() -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if not args.quick:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(text, encoding="utf-8")
     for name, value in results.items():
         print(f"RESULT {name}={value}")

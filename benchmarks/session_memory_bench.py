@@ -191,7 +191,6 @@ def main(argv: list[str] | None = None) -> int:
         "notes_update_ms": agg("notes", "update_ms"),
     }
     target = RESULTS.with_name(RESULTS.stem + "_quick.md") if args.quick else RESULTS
-    target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(
         f"# Session memory vs. full compaction (window {args.window:,} tokens"
         f"{', quick' if args.quick else ''})\n\n{table}\n\n"

@@ -193,7 +193,6 @@ def main(argv: list[str] | None = None) -> int:
     table = ["  ".join(str(c).rjust(w) for c, w in zip(r, widths)) for r in rows]
     print(f"subagent bench: {files} modules, {len(facts)} planted facts, {follow_ups} follow-up steps")
     print("\n".join(table))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("# subagent_bench\n\n```\n" + "\n".join(table) + "\n```\n\n"
                        f"parent input drop: {drop:.3f} (target ≥ 0.5 at equal facts)\n")
     print(f"RESULT parent_input_tokens_inline={inline['parent_input']}")

@@ -319,7 +319,6 @@ def main(argv: list[str] | None = None) -> int:
     report = f"# Tool-result budget on real trajectories ({mode} run)\n\n" + "\n".join(sections)
     print(report)
     out = results_file("tool_results_bench.md")
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report, encoding="utf-8")
     print(f"\nwrote {out.relative_to(HERE.parent)}")
     print(f"RESULT tool_output_kept_ratio={total.seen_chars / max(1, total.raw_chars):.4f}")

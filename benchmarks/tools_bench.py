@@ -33,13 +33,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from tools_catalog import catalog, held_out, queries  # noqa: E402
-from tools_requests import requests  # noqa: E402
 from results_file import results_file
+from tools_catalog import catalog, held_out, queries
+from tools_requests import requests
 
+HERE = Path(__file__).resolve().parent
 WINDOW = 131_072
 SIZES = (10, 50, 200, 500)
 QUICK_SIZES = (10, 50, 500)
@@ -161,7 +159,6 @@ def measure_load_cost(toolset: Any) -> dict[str, Any]:
         deferred += (fixed if call == 0 else 0) * prices.write + (fixed if call else 0) * prices.read
         deferred += new * prices.write + (behind - new) * prices.read
         if call in searches:
-            toolset.after_tokens = lambda behind=behind: behind
             hits = toolset.search(query_words[searches.index(call)], 5)
             report = catalog_.load([h.name for h in hits], after_tokens=behind)
             deferred += report.cost.cost

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import inspect
 import sys
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mcp.server.mcpserver import MCPServer
 
-from mcp.server.mcpserver import MCPServer  # noqa: E402
-
-from tools_catalog import CatalogTool, catalog  # noqa: E402
+from tools_catalog import CatalogTool, catalog
 
 
 def handler(tool: CatalogTool) -> Any:

@@ -96,7 +96,6 @@ def main(argv: list[str] | None = None) -> int:
     table = "\n".join(lines)
     print(table)
     print(f"\nratio 10,000 / 100 (median): {ratio:.2f}  ({turns} timed turns per size, one round appended per turn)")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(
         "# window_bench — per-call `prepare()` cost\n\n"
         f"`python benchmarks/window_bench.py{' --quick' if args.quick else ''}` — {turns} timed turns per size; "
