@@ -23,17 +23,12 @@ from functools import lru_cache
 
 
 class Authority(IntEnum):
-    """Higher value wins a conflict."""
+    """Higher value wins a conflict; the values are the places in the order above of the kinds of
+    item that hold directives here (the others never reach :func:`detect_conflicts`)."""
 
-    OLD_CONVERSATION = 0
     SUMMARY = 1
     LONG_TERM_MEMORY = 2
-    VERIFIED_TOOL_RESULT = 3
-    TASK_STATE = 4
-    USER_INSTRUCTION = 5
     PROJECT_RULES = 6
-    ORGANIZATION = 7
-    SYSTEM = 8
 
 
 @dataclass(slots=True, frozen=True)
