@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+from model_script import script
+
 
 def test_importing_the_cli_loads_neither_the_agent_nor_langsmith():
     code = ("import sys, mtagent.cli.app; "
@@ -68,9 +70,7 @@ print("PROBE " + json.dumps(seen))
 """
 
 
-def _repl_probe(tmp_path, model: str) -> dict:
-    project = tmp_path / "proj"
-    project.mkdir()
+def _repl_probe(project, model: str) -> dict:
     proc = subprocess.run([sys.executable, "-c", REPL_PROBE, str(project), model], capture_output=True,
                           text=True, timeout=180)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("PROBE ")), None)
@@ -80,18 +80,16 @@ def _repl_probe(tmp_path, model: str) -> dict:
     return json.loads(line[len("PROBE "):])
 
 
-def test_the_repl_prompt_comes_before_the_agent_stack_and_the_provider_sdk(tmp_path):
+def test_the_repl_prompt_comes_before_the_agent_stack_and_the_provider_sdk(project):
     """The prompt is drawn first; LangChain's models, LangGraph, the provider SDK and the slash
     commands are imported in the background while the user types, and the session opens after."""
-    seen = _repl_probe(tmp_path, "openai:gpt-4o-mini")
+    seen = _repl_probe(project, "openai:gpt-4o-mini")
     assert seen["first_prompt"] == []
     assert {"langchain_openai", "langgraph", "mtagent.agent.session", "mtagent.cli.slash"} <= set(seen["after"])
 
 
-def test_a_scripted_model_never_imports_a_provider_sdk(tmp_path):
-    script = tmp_path / "script.json"
-    script.write_text('["Hi."]', encoding="utf-8")
-    seen = _repl_probe(tmp_path, f"scripted:{script}")
+def test_a_scripted_model_never_imports_a_provider_sdk(project, tmp_path):
+    seen = _repl_probe(project, script(tmp_path, ["Hi."]))
     assert seen["first_prompt"] == []
     assert "mtagent.agent.session" in seen["after"] and not {"langchain_openai", "openai"} & set(seen["after"])
 

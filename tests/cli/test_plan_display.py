@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from model_script import script
 from typer.testing import CliRunner
 
 from mtagent.cli.app import app
@@ -17,12 +18,10 @@ STEPS = [{"step": "read the parser", "status": "done"}, {"step": "fix the <b>bug
          {"step": "run the tests", "status": "pending"}]
 
 
-def _run(tmp_path: Path, script: list) -> tuple[Path, dict]:
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps(script), encoding="utf-8")
+def _run(tmp_path: Path, steps: list) -> tuple[Path, dict]:
     project = tmp_path / "p"
     project.mkdir(exist_ok=True)
-    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{path}", "--json", "fix it"])
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, steps), "--json", "fix it"])
     assert result.exit_code == 0, result.output
     return project, json.loads(result.stdout)
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
 import pytest
 from interrupts import sigint_default_in_child
+from model_script import script
 
 from mtagent.cli.tool_lines import call_line, exit_code_of, result_lines
 
@@ -68,15 +68,13 @@ def test_exit_code_of_reads_only_a_shell_result_s_code(artifact, code) -> None:
     assert exit_code_of(artifact) == code
 
 
-def test_run_in_a_terminal_shows_the_command_its_exit_code_and_its_error(tmp_path: Path, mtagent_home: Path) -> None:
+def test_run_in_a_terminal_shows_the_command_its_exit_code_and_its_error(project: Path, tmp_path: Path,
+                                                                          mtagent_home: Path) -> None:
     pexpect = pytest.importorskip("pexpect")
-    project = tmp_path / "project"
-    project.mkdir()
-    script = tmp_path / "s.json"
-    script.write_text(json.dumps([{"tool": "shell", "args": {"command": "python3 -c 'print(1/0)'"}}, "Ran it."]))
+    model = script(tmp_path, [{"tool": "shell", "args": {"command": "python3 -c 'print(1/0)'"}}, "Ran it."])
     env = {**os.environ, "MTAGENT_HOME": str(mtagent_home), "TERM": "xterm", "NO_COLOR": "1", "COLUMNS": "100"}
     child = pexpect.spawn(sys.executable, ["-m", "mtagent.cli.app", "run", "--cwd", str(project), "--approval",
-                                           "allow", "--model", f"scripted:{script}", "go"],
+                                           "allow", "--model", model, "go"],
                           env=env, encoding="utf-8", timeout=90, dimensions=(40, 100),
                           preexec_fn=sigint_default_in_child)
     child.expect(pexpect.EOF)

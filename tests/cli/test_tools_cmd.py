@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from model_script import script
 from typer.testing import CliRunner
 
 from mtagent import trust
@@ -87,12 +88,8 @@ def test_hostile_skill_description_reaches_the_terminal_inert(tmp_path: Path) ->
     assert result.exit_code == 0 and "\x1b" not in result.output and "\x07" not in result.output
 
 
-def test_run_json_reports_the_tool_catalog(tmp_path: Path) -> None:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(["hi"]), encoding="utf-8")
-    project = tmp_path / "p"
-    project.mkdir()
-    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}", "--json", "hello"])
+def test_run_json_reports_the_tool_catalog(project: Path, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", script(tmp_path, ["hi"]), "--json", "hello"])
     assert result.exit_code == 0, result.output
     catalog = json.loads(result.stdout)["window"]["tool_catalog"]
     assert catalog["definition_tokens"] > 1_000 and catalog["deferral"]["deferring"] is False

@@ -42,9 +42,7 @@ def test_the_store_refuses_a_hard_link_and_a_symlinked_last_component(tmp_path: 
         store.read_text("tool-results/missing.txt")
 
 
-def test_recall_neither_indexes_nor_prints_a_hard_linked_artifact(tmp_path: Path) -> None:
-    project = tmp_path / "p"
-    project.mkdir()
+def test_recall_neither_indexes_nor_prints_a_hard_linked_artifact(project: Path, tmp_path: Path) -> None:
     sid = "s1"
     store = ArtifactStore.for_session(project, sid)
     rel = "tool-results/c1.txt"

@@ -11,11 +11,9 @@ from tools.conftest import Kit
 from mtagent.config import Settings
 
 
-def test_paging_a_sparse_5gb_file_stays_small_and_fast(tmp_path: Path) -> None:
-    root = tmp_path / "ws"
-    root.mkdir()
-    kit = Kit(root)
-    big = root / "huge.log"
+def test_paging_a_sparse_5gb_file_stays_small_and_fast(project: Path) -> None:
+    kit = Kit(project)
+    big = project / "huge.log"
     with big.open("wb") as fh:
         fh.write(b"".join(f"line {i}\n".encode() for i in range(1, 20001)))
         fh.truncate(5 * 1024**3)  # sparse: 5 GB without the disk
@@ -33,21 +31,17 @@ def test_paging_a_sparse_5gb_file_stays_small_and_fast(tmp_path: Path) -> None:
     assert whole.status == "error" and "Read it in pages" in whole.content
 
 
-def test_a_long_line_in_a_page_is_cut_without_loading_it_whole(tmp_path: Path) -> None:
-    root = tmp_path / "ws"
-    root.mkdir()
-    kit = Kit(root)
-    (root / "wide.txt").write_bytes(b"head\n" + b"x" * (30 * 1024 * 1024) + b"\ntail\n")
+def test_a_long_line_in_a_page_is_cut_without_loading_it_whole(project: Path) -> None:
+    kit = Kit(project)
+    (project / "wide.txt").write_bytes(b"head\n" + b"x" * (30 * 1024 * 1024) + b"\ntail\n")
     msg = kit.call("read_file", file_path="wide.txt", offset=1, limit=3)
     assert msg.status == "success", msg.content[:300]
     assert "line cut: 31,457,280 bytes" in msg.content and "     3\ttail" in msg.content
 
 
-def test_edit_file_refuses_a_file_over_the_cap_with_a_clear_message(tmp_path: Path) -> None:
-    root = tmp_path / "ws"
-    root.mkdir()
-    kit = Kit(root, Settings.model_validate({"read_file": {"edit_max_bytes": 10_000}}))
-    (root / "big.txt").write_text("".join(f"row {i}\n" for i in range(5000)))
+def test_edit_file_refuses_a_file_over_the_cap_with_a_clear_message(project: Path) -> None:
+    kit = Kit(project, Settings.model_validate({"read_file": {"edit_max_bytes": 10_000}}))
+    (project / "big.txt").write_text("".join(f"row {i}\n" for i in range(5000)))
     assert kit.call("read_file", file_path="big.txt", offset=1, limit=5).status == "success"
     msg = kit.call("edit_file", file_path="big.txt", old_string="row 1\n", new_string="ROW 1\n")
     assert msg.status == "error" and "edit_max_bytes" in msg.content and "sed -i" in msg.content

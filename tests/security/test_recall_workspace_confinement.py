@@ -34,13 +34,11 @@ def _synced(project: Path) -> str:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "p"
-    root.mkdir()
-    (root / "ok.txt").write_text("ordinary text\n")
+def project(project: Path, tmp_path: Path) -> Path:
+    (project / "ok.txt").write_text("ordinary text\n")
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "secret.txt").write_text(f"{CANARY}\n")
-    return root
+    return project
 
 
 def test_a_hard_link_to_an_outside_file_is_not_indexed(project: Path) -> None:

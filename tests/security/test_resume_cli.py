@@ -4,12 +4,12 @@ with one line that names the line, says every record was kept and what to do —
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
 import pytest
+from model_script import script
 from typer.testing import CliRunner
 
 from mtagent.cli.app import app
@@ -23,17 +23,14 @@ BAD_LAST_RECORDS = {
 runner = CliRunner()
 
 
-def _session_with_bad_last_record(tmp_path: Path, bad: bytes) -> tuple[Path, Path, str, Path]:
-    project = tmp_path / "proj"
-    project.mkdir()
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(["first answer", "second answer"]), encoding="utf-8")
-    first = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}", "hello"])
+def _session_with_bad_last_record(project: Path, tmp_path: Path, bad: bytes) -> tuple[str, str, Path]:
+    model = script(tmp_path, ["first answer", "second answer"])
+    first = runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "hello"])
     assert first.exit_code == 0, first.output
     session = FilesStore().session_infos(paths.project_hash(project))[0]
     with session.path.open("ab") as fh:
         fh.write(bad)
-    return project, script, session.session_id, session.path
+    return model, session.session_id, session.path
 
 
 def _says_kept(text: str, line: int) -> bool:
@@ -42,12 +39,11 @@ def _says_kept(text: str, line: int) -> bool:
 
 
 @pytest.mark.parametrize("kind", BAD_LAST_RECORDS)
-def test_run_resume_keeps_the_record_and_says_so(tmp_path: Path, kind: str) -> None:
-    project, script, sid, path = _session_with_bad_last_record(tmp_path, BAD_LAST_RECORDS[kind])
+def test_run_resume_keeps_the_record_and_says_so(project: Path, tmp_path: Path, kind: str) -> None:
+    model, sid, path = _session_with_bad_last_record(project, tmp_path, BAD_LAST_RECORDS[kind])
     before = path.read_bytes()
     line = before.count(b"\n")
-    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}",
-                                 "--resume", sid, "go on"])
+    result = runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "--resume", sid, "go on"])
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert _says_kept(result.stderr.replace("\n", " "), line), result.stderr
     assert path.read_bytes() == before, "resume changed the transcript"
@@ -56,14 +52,15 @@ def test_run_resume_keeps_the_record_and_says_so(tmp_path: Path, kind: str) -> N
 
 
 @pytest.mark.parametrize("kind", BAD_LAST_RECORDS)
-def test_the_interactive_resume_keeps_the_record_and_says_so(tmp_path: Path, mtagent_home: Path, kind: str) -> None:
+def test_the_interactive_resume_keeps_the_record_and_says_so(project: Path, tmp_path: Path, mtagent_home: Path,
+                                                             kind: str) -> None:
     pexpect = pytest.importorskip("pexpect")
-    project, script, sid, path = _session_with_bad_last_record(tmp_path, BAD_LAST_RECORDS[kind])
+    model, sid, path = _session_with_bad_last_record(project, tmp_path, BAD_LAST_RECORDS[kind])
     before = path.read_bytes()
     env = {**os.environ, "MTAGENT_HOME": str(mtagent_home), "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm",
            "NO_COLOR": "1", "COLUMNS": "400", "LINES": "50"}
-    child = pexpect.spawn(sys.executable, ["-m", "mtagent.cli.app", "--cwd", str(project), "--model",
-                                           f"scripted:{script}", "--resume", sid],
+    child = pexpect.spawn(sys.executable, ["-m", "mtagent.cli.app", "--cwd", str(project), "--model", model,
+                                           "--resume", sid],
                           env=env, encoding="utf-8", timeout=90, dimensions=(50, 400))
     try:
         child.expect(pexpect.EOF)

@@ -19,13 +19,11 @@ TOKEN = "ghx_briefCanaryToken0123456789abcdef"
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "p"
-    root.mkdir()
+def project(project: Path, tmp_path: Path) -> Path:
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "secret.txt").write_text(f"{CANARY}\n")
     (tmp_path / "outside" / "spy.md").write_text(f"---\ndescription: spy\n---\n{CANARY} instructions\n")
-    return root
+    return project
 
 
 def _brief(root: Path, *files: str):

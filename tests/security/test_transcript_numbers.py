@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from model_script import script
 from typer.testing import CliRunner
 
 from mtagent.cli.app import app
@@ -20,12 +21,9 @@ from mtagent.session.files_store import FilesStore
 runner = CliRunner()
 
 
-def _session_with_usage(tmp_path: Path, usage_text: str) -> tuple[Path, str, Path]:
-    project = tmp_path / "p"
-    project.mkdir()
-    script = tmp_path / "s.json"
-    script.write_text(json.dumps(["first answer"]), encoding="utf-8")
-    ran = runner.invoke(app, ["run", "--cwd", str(project), "--model", f"scripted:{script}", "hello"])
+def _session_with_usage(project: Path, tmp_path: Path, usage_text: str) -> tuple[str, str]:
+    model = script(tmp_path, ["first answer"])
+    ran = runner.invoke(app, ["run", "--cwd", str(project), "--model", model, "hello"])
     assert ran.exit_code == 0, ran.output
     path = FilesStore().session_infos(paths.project_hash(project))[0].path
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -38,7 +36,7 @@ def _session_with_usage(tmp_path: Path, usage_text: str) -> tuple[Path, str, Pat
     else:
         pytest.fail("no assistant usage to poison")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return project, path.stem, script
+    return path.stem, model
 
 
 def _one_clean_line(result, what: str) -> None:
@@ -50,11 +48,11 @@ def _one_clean_line(result, what: str) -> None:
 
 
 @pytest.mark.parametrize("number", ["Infinity", "-Infinity", "NaN", "-5", "1.5", "1e999", '"many"'])
-def test_a_usage_count_that_is_not_a_count_is_one_line(tmp_path, number):
-    project, sid, script = _session_with_usage(tmp_path, number)
+def test_a_usage_count_that_is_not_a_count_is_one_line(project, tmp_path, number):
+    sid, model = _session_with_usage(project, tmp_path, number)
     _one_clean_line(runner.invoke(app, ["sessions", "show", sid, "--view", "--cwd", str(project)]), "show --view")
     _one_clean_line(runner.invoke(app, ["run", "--resume", sid, "--cwd", str(project), "--model",
-                                        f"scripted:{script}", "again"]), "run --resume")
+                                        model, "again"]), "run --resume")
     skipped = runner.invoke(app, ["sessions", "show", sid, "--skip-corrupt", "--cwd", str(project)])
     assert skipped.exit_code == 0 and "Traceback" not in skipped.output, skipped.output
 
