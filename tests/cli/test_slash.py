@@ -67,17 +67,17 @@ class FakeHost:
     def effective_limit(self) -> int | None:
         return 20_000
 
-    def compact(self, instructions: str | None) -> CompactOutcome:
+    def compact(self, instructions: str | None, from_message_id: str | None = None) -> CompactOutcome:
+        if from_message_id is not None:
+            self.calls.append(("compact_from", from_message_id))
+            if from_message_id == "nope":
+                raise SessionNotFound(f"no message {from_message_id!r} in this session; "
+                                      "ids are in `mtagent sessions show`")
+            return CompactOutcome(9_000, 5_000, "manual")
         self.calls.append(("compact", instructions))
         if instructions == "crash":
             raise ValueError("engine bug")
         return CompactOutcome(9_000, 2_000, "manual", "llm")
-
-    def compact_from(self, message_id: str) -> CompactOutcome:
-        self.calls.append(("compact_from", message_id))
-        if message_id == "nope":
-            raise SessionNotFound(f"no message {message_id!r} in this session; ids are in `mtagent sessions show`")
-        return CompactOutcome(9_000, 5_000, "manual")
 
     def resume(self, session_id: str | None) -> str:
         self.calls.append(("resume", session_id))

@@ -131,19 +131,13 @@ class ReplHost:
         return history_rows(self._live())
 
     # actions ----------------------------------------------------------------------------
-    def compact(self, instructions: str | None) -> CompactOutcome:
-        return self._compacted(lambda: self._live().compact(instructions))
-
-    def compact_from(self, message_id: str) -> CompactOutcome:
-        return self._compacted(lambda: self._live().compact(from_message_id=message_id))
-
-    def _compacted(self, run: Callable[[], Any]) -> CompactOutcome:
+    def compact(self, instructions: str | None, from_message_id: str | None = None) -> CompactOutcome:
         """A manual compaction's outcome; one that could not shrink the window changed nothing."""
         from mtagent.cli.slash import CompactOutcome
         from mtagent.context.compaction.manual import NothingCompacted
 
         try:
-            result = run()
+            result = self._live().compact(instructions, from_message_id=from_message_id)
         except NothingCompacted as exc:
             return CompactOutcome(0, 0, unchanged_reason=str(exc))
         self.compacted_since_plan = True

@@ -139,7 +139,7 @@ def cmd_compact(host: SlashHost, command: SlashCommand) -> SlashOutcome:
     if words and words[0] == "from":
         if len(words) != 2:
             raise UsageError("usage: /compact from <message-id> (ids are in `mtagent sessions show`)")
-        _print_compaction(host.console, host.compact_from(words[1]))
+        _print_compaction(host.console, host.compact(None, words[1]))
         return SlashOutcome.CONTINUE
     _print_compaction(host.console, host.compact(command.rest or None))
     print_meter(host)

@@ -99,9 +99,8 @@ class SlashHost(Protocol):
 
     def effective_limit(self) -> int | None: ...
 
-    def compact(self, instructions: str | None) -> CompactOutcome: ...
-
-    def compact_from(self, message_id: str) -> CompactOutcome: ...
+    def compact(self, instructions: str | None, from_message_id: str | None = None) -> CompactOutcome:
+        """``/compact [instructions]``, or from ``from_message_id`` on (``/compact from <id>``)."""
 
     def resume(self, session_id: str | None) -> str:
         """Switch to ``session_id`` (None: the latest other session); return the id resumed."""
