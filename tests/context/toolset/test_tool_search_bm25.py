@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from hypothesis import given, settings as hsettings, strategies as st
 
-from mtagent.context.toolset.bm25 import BM25Index, stem, terms
+from mtagent.context.toolset.bm25 import stem, terms
+from mtagent.context.toolset.fields import FieldIndex, tool_doc
 from mtagent.context.toolset.entries import entry_for
 from mtagent.context.toolset.search import ToolSearchIndex
 
@@ -83,8 +84,9 @@ def test_any_query_from_a_model_is_answered_without_raising(query: str, k: int) 
 
 
 def test_bm25_prefers_rarer_terms() -> None:
-    index = BM25Index.build([["common", "rare"], ["common"], ["common"]])
-    ranked = index.rank(["common", "rare"])
+    index = FieldIndex.build(tool_doc(name, text, ()) for name, text in [("a", "common rare"), ("b", "common"),
+                                                                         ("c", "common")])
+    ranked = index.rank(dict.fromkeys(terms("common rare"), 1.0))
     assert ranked[0][0] == 0
 
 

@@ -1,4 +1,4 @@
-"""A small Okapi BM25 over tool documents: name, description and parameter names.
+"""The terms ``tool_search`` ranks tools by (its BM25F is :mod:`mtagent.context.toolset.fields`).
 
 Tool catalogs are small (tens to a few thousand entries) and change only when a server connects,
 so an in-memory index rebuilt on change is simpler and faster than SQLite FTS5 here — and, unlike
@@ -8,22 +8,14 @@ word terms.
 Terms are the words of ``snake_case``, ``camelCase``, ``kebab-case`` and ``mcp__server__tool``
 names split apart, lower-cased, with a light suffix stemmer (``files`` → ``file``, ``listing`` →
 ``list``) so a paraphrased query meets a description's wording; recall's stopwords are skipped.
-The name field counts :data:`NAME_WEIGHT` times: a query naming the tool should win.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from mtagent.context.recall.query import MAX_QUERY_SCAN_CHARS, STOPWORDS
 
-K1 = 1.2
-B = 0.75
-NAME_WEIGHT = 3
 MAX_TERM_CHARS = 40
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[A-Za-z]+|[0-9]+")
@@ -66,53 +58,3 @@ def terms(text: str) -> list[str]:
                 continue
             out.append(stem(lowered))
     return out
-
-
-@dataclass(slots=True)
-class BM25Index:
-    """Okapi BM25 over documents given as term lists (index ``i`` = the ``i``-th document)."""
-
-    docs: list[Counter[str]] = field(default_factory=list)
-    lengths: list[int] = field(default_factory=list)
-    df: Counter[str] = field(default_factory=Counter)
-
-    @classmethod
-    def build(cls, documents: Iterable[Sequence[str]]) -> BM25Index:
-        index = cls()
-        for doc in documents:
-            counts = Counter(doc)
-            index.docs.append(counts)
-            index.lengths.append(len(doc))
-            index.df.update(counts.keys())
-        return index
-
-    def idf(self, term: str) -> float:
-        n, df = len(self.docs), self.df.get(term, 0)
-        return math.log(1 + (n - df + 0.5) / (df + 0.5))
-
-    def scores(self, query: Sequence[str] | Mapping[str, float]) -> list[float]:
-        """BM25 score of every document for ``query``: terms (repeats ignored) or term → weight."""
-        if not self.docs:
-            return []
-        weights = dict(query) if isinstance(query, Mapping) else dict.fromkeys(query, 1.0)
-        avg = sum(self.lengths) / len(self.lengths) or 1.0
-        out = [0.0] * len(self.docs)
-        for term, factor in weights.items():
-            if term not in self.df or factor <= 0:
-                continue
-            weight = self.idf(term) * factor
-            for i, doc in enumerate(self.docs):
-                tf = doc.get(term, 0)
-                if tf:
-                    out[i] += weight * tf * (K1 + 1) / (tf + K1 * (1 - B + B * self.lengths[i] / avg))
-        return out
-
-    def rank(self, query: Sequence[str] | Mapping[str, float]) -> list[tuple[int, float]]:
-        """Documents with a positive score, best first (ties by index: stable)."""
-        scored = [(i, s) for i, s in enumerate(self.scores(query)) if s > 0]
-        return sorted(scored, key=lambda pair: (-pair[1], pair[0]))
-
-
-def tool_terms(name: str, description: str, parameters: Iterable[str]) -> list[str]:
-    """One tool's document: its name (weighted), description and parameter names."""
-    return [*terms(name) * NAME_WEIGHT, *terms(description), *(t for p in parameters for t in terms(p))]

@@ -4,8 +4,8 @@ A query is free text from the model (or ``mtagent tools search``). Two forms are
 
 * ``select:name1,name2`` — exactly these tools (Claude Code's form, for a name the model already
   read in the deferred listing); unknown names are ignored;
-* anything else — BM25 over name, description and parameter names
-  (:mod:`mtagent.context.toolset.bm25`), each query word joined by its synonyms at a lower weight
+* anything else — BM25F over name, server, description and parameter names
+  (:mod:`mtagent.context.toolset.fields`), each query word joined by its synonyms at a lower weight
   (:mod:`mtagent.context.toolset.lexicon`); with an embedding model (``recall.embeddings``) the BM25
   ranking is fused with cosine similarity by reciprocal rank, as recall does.
 
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mtagent.context.recall.vectors import Embeddings, reciprocal_rank_fusion
-from mtagent.context.toolset.bm25 import BM25Index, terms, tool_terms
+from mtagent.context.toolset.bm25 import terms
 from mtagent.context.toolset.entries import ToolEntry
 from mtagent.context.toolset.fields import FieldIndex, diversify, split_name, tool_doc
 from mtagent.context.toolset.lexicon import expand
@@ -58,7 +58,6 @@ class ToolSearchIndex:
                  rrf_k: int = DEFAULT_RRF_K) -> None:
         self.entries = list(entries)
         self.by_name = {e.name: i for i, e in enumerate(self.entries)}
-        self.bm25 = BM25Index.build(tool_terms(e.name, e.description, e.parameters) for e in self.entries)
         self.fields = FieldIndex.build(tool_doc(e.name, e.description, e.parameters, e.source) for e in self.entries)
         self.servers = [split_name(e.name, e.source)[0] for e in self.entries]
         self.embeddings = embeddings
