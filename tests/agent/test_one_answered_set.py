@@ -15,7 +15,7 @@ from mtagent.agent.session import AgentSession
 def test_the_loop_and_the_engine_share_one_answered_set(project, counter: ToolCounter) -> None:
     with AgentSession.create(project, model=ScriptedChatModel([reply("hi")]), settings=agent_settings(),
                              tools=counter.tools, approval="auto") as session:
-        assert session.conversation.answered is session.parts.opened.engine.guard.answered
+        assert session.conversation.answered is session.parts.opened.engine.recorder.guard.answered
 
 
 def test_a_call_id_reused_in_a_later_turn_runs_again(project, counter: ToolCounter) -> None:

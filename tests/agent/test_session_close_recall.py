@@ -20,7 +20,7 @@ def test_close_writes_what_the_recall_index_still_holds(project: Path) -> None:
     session = AgentSession.create(project, model=ScriptedChatModel(["ok"]), settings=settings)
     try:
         # a user message ends no round: it waits in the index's batch until a flush
-        session.opened.engine.record(HumanMessage("the zanzibar-quartz constant is 7741", id="late-1"))
+        session.opened.engine.recorder.record(HumanMessage("the zanzibar-quartz constant is 7741", id="late-1"))
     finally:
         session.close()
     home = Path(os.environ["MTAGENT_HOME"])

@@ -45,7 +45,7 @@ def _engine_after(records: list[dict]):
 
     sink = MemorySink()
     engine = build_engine_session(sink=sink)
-    engine.guard.restore(records)
+    engine.recorder.guard.restore(records)
     return engine, sink
 
 

@@ -107,7 +107,7 @@ def test_a_reopened_session_writes_no_second_start_and_keeps_its_guard(tmp_path:
     first.close()
     again = open_files(tmp_path, "s-guard", model_name="m")
     try:
-        assert "a1" in again.engine.recorded
+        assert "a1" in again.engine.recorder.recorded
         lost = again.engine.tool_started("c1", "shell", {})
         assert isinstance(lost, ToolMessage) and lost.content.startswith("Unknown outcome")
     finally:
@@ -120,7 +120,7 @@ def test_the_chain_redacts_before_the_writer_and_the_recall_index(tmp_path: Path
     s = settings(recall={"enabled": True})
     opened = open_engine_session(open_store(s), tmp_path, s, session_id="s-red", secrets=[SECRET])
     try:
-        opened.engine.record(HumanMessage(f"my key is {SECRET}", id="h1"))
+        opened.engine.recorder.record(HumanMessage(f"my key is {SECRET}", id="h1"))
         assert opened.engine.window.retriever is not None  # recall reads the index the chain feeds
     finally:
         opened.close()

@@ -100,7 +100,7 @@ class AgentRuntime:
 
     def add(self, message: BaseMessage) -> None:
         """Append to the live history and the transcript (a crash loses only the call in flight)."""
-        self.engine.record(message)
+        self.engine.recorder.record(message)
         self._adopt(message)
 
     def add_result(self, message: ToolMessage) -> ToolMessage:
@@ -115,7 +115,7 @@ class AgentRuntime:
             self.system.touch([message])
 
     def record_event(self, event: EventType | str, **data: Any) -> None:
-        self.engine.record_event(event, **data)
+        self.engine.recorder.event(event, **data)
 
 
 # ── reason ─────────────────────────────────────────────────────────────────────────────
@@ -317,7 +317,7 @@ def make_tools(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
                 continue
             decided = _decided_result(rt, call, decisions.get(call["id"], {"decision": "deny",
                                                                               "reason": "no approval decision"}))
-            if decided is not None and call["id"] not in rt.engine.guard.started:
+            if decided is not None and call["id"] not in rt.engine.recorder.guard.started:
                 rt.add(decided)
                 continue
             try:  # Ctrl-C while the start is announced stops this call as much as one during it
@@ -331,7 +331,7 @@ def make_tools(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
                     rt.toolset.load_called(call["name"])
                 result = run_tool(rt, call)
             except GraphBubbleUp:  # paused: on resume this node runs again and this call with it
-                rt.engine.guard.started.discard(call["id"])
+                rt.engine.recorder.guard.started.discard(call["id"])
                 raise
             except KeyboardInterrupt:
                 rt.tools_round += 1

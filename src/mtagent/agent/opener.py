@@ -98,7 +98,7 @@ def open_tools(opened: OpenedSession, tools: ToolsSpec = None, *, window: int,
     restore_loads(toolset, opened.records)
     bind_toolset(toolset, opened.system, parts.runnable.values(), compactions=lambda: opened.stats.compactions,
                  last_tokens=lambda: window_manager.last_plan.tokens if window_manager.last_plan else 0,
-                 record_event=opened.engine.record_event)
+                 record_event=opened.engine.recorder.event)
     if mcp is not None:
         mcp.offered.on_new_tools(lambda late: _add_late_tools(parts, late))
     return parts

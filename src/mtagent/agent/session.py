@@ -83,7 +83,7 @@ class AgentSession:
         self.tools = parts.runnable  # by name; an MCP server's tools added later join it
         self.static = opened.system.static
         self.schema_choice = parts.toolset.catalog.schema_choice
-        self.conversation = Conversation(guard=opened.engine.guard)  # one answered set: the engine's
+        self.conversation = Conversation(guard=opened.engine.recorder.guard)  # one answered set: the engine's
         self.conversation.replace(redact_messages(self.redactor, history))  # today's secrets, on resume too
         self.runtime = AgentRuntime(
             model=model, model_name=model_name, engine=opened.engine, tools=self.tools, policy=self.policy,

@@ -77,7 +77,7 @@ def settle_resumed(session: Any, resumed: ResumedSession, records: Sequence[dict
     for message in synthetic:
         if message.tool_call_id not in waiting:
             session.sink.append(schema.message_to_record(message))
-    session.parts.opened.engine.known(session.conversation.messages)
+    session.parts.opened.engine.recorder.known(session.conversation.messages)
 
 
 def _without_stale_usage(history: Sequence[BaseMessage], records: Sequence[dict[str, Any]]) -> list[BaseMessage]:

@@ -134,68 +134,18 @@ class ToolGuard:
 
 
 @dataclass(slots=True)
-class EngineCounters:
-    model_calls: int = 0
-    tool_executions: int = 0
-    retries: int = 0
-    executed: list[str] = field(default_factory=list)
+class Recorder:
+    """What the session's transcript holds, as the engine writes it: each message once (by id; the
+    engine's own messages never), events (on the bus too), and — its ``guard`` — which tool calls
+    have started and been answered. ``lock``: the engine holds it too, around a tool result's budget
+    and its record, so what is recorded and what the budget counted change together."""
 
-
-@dataclass(slots=True)
-class ModelCall:
-    """One answered model call: the reply (not yet recorded) and the view it was sent, whose
-    ``history`` the caller keeps from now on (``compacted`` when a compaction rewrote it)."""
-
-    reply: AIMessage
-    view: CallView
-    compacted: bool = False
-
-
-class EngineSession:
-    """One session's engine as both front ends use it (see the module docstring).
-
-    ``sink`` should already redact every record (:class:`~mtagent.redaction.RedactingSink`);
-    ``redactor`` also cleans tool results before the model sees them. Safe to call from tool
-    threads running in parallel (one lock around recording and budgeting).
-    """
-
-    def __init__(
-        self,
-        window: ContextWindowManager,
-        budgeter: ToolResultBudgeter,
-        sink: RecordSink,
-        *,
-        settings: Settings,
-        events: EventBus | None = None,
-        stats: SessionStats | None = None,
-        redactor: Redactor | None = None,
-        guard: ToolGuard | None = None,
-        recorded: Iterable[str] = (),
-        sleep: Callable[[float], None] = time.sleep,
-        session_id: str | None = None,
-        system: Any = None,
-    ) -> None:
-        self.window = window
-        self.budgeter = budgeter
-        self.sink = sink
-        self.settings = settings
-        self.events = events or EventBus()
-        self.stats = stats
-        self.redactor = redactor or Redactor()
-        self.guard = guard or ToolGuard()
-        self.recorded: set[str] = set(recorded)
-        self.sleep = sleep
-        self.session_id = session_id
-        # The session's system-prompt context (``messages()``, ``conflicts()``, ``fixed_tokens()``):
-        # what :meth:`call_model` sends when a front end does not bring its own.
-        self.system = system
-        self.counters = EngineCounters()
-        self.lock = threading.RLock()
-        self._turn_chars = 0  # the text of this turn's results so far: the aggregate budget's base
-        # Runs of lines an earlier result in the view holds become a reference (tool_results.repeats).
-        self.repeats = RepeatIndex()
-
-    # ── transcript ──
+    sink: RecordSink
+    events: EventBus = field(default_factory=EventBus)
+    guard: ToolGuard = field(default_factory=ToolGuard)
+    session_id: str | None = None
+    recorded: set[str] = field(default_factory=set)
+    lock: threading.RLock = field(default_factory=threading.RLock)
 
     def record(self, message: BaseMessage) -> bool:
         """Append ``message`` once (by id; one without an id gets one); False when skipped."""
@@ -221,13 +171,69 @@ class EngineSession:
                 if isinstance(message, ToolMessage):
                     self.guard.answered.add(message.tool_call_id)
 
-    def record_event(self, event: EventType | str, *, live: Mapping[str, Any] | None = None, **data: Any) -> None:
+    def event(self, event: EventType | str, *, live: Mapping[str, Any] | None = None, **data: Any) -> None:
         """An ``event`` record in the transcript, and the same event on the bus; ``live`` goes on the
         bus only (what a front end shows that the transcript already holds elsewhere)."""
         self.sink.append(schema.event_record(getattr(event, "value", event), data))
         if isinstance(event, EventType):
             extra = {"session_id": self.session_id} if self.session_id else {}
             self.events.emit(event, **extra, **(live or {}), **data)
+
+
+@dataclass(slots=True)
+class EngineCounters:
+    model_calls: int = 0
+    tool_executions: int = 0
+    retries: int = 0
+    executed: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ModelCall:
+    """One answered model call: the reply (not yet recorded) and the view it was sent, whose
+    ``history`` the caller keeps from now on (``compacted`` when a compaction rewrote it)."""
+
+    reply: AIMessage
+    view: CallView
+    compacted: bool = False
+
+
+class EngineSession:
+    """One session's engine as both front ends use it (see the module docstring).
+
+    The recorder's sink should already redact every record (:class:`~mtagent.redaction.RedactingSink`);
+    ``redactor`` also cleans tool results before the model sees them. Safe to call from tool
+    threads running in parallel (the recorder's lock is around recording and budgeting).
+    """
+
+    def __init__(
+        self,
+        window: ContextWindowManager,
+        budgeter: ToolResultBudgeter,
+        recorder: Recorder,
+        *,
+        settings: Settings,
+        stats: SessionStats | None = None,
+        redactor: Redactor | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        system: Any = None,
+    ) -> None:
+        self.window = window
+        self.budgeter = budgeter
+        self.settings = settings
+        self.stats = stats
+        self.redactor = redactor or Redactor()
+        self.recorder = recorder
+        self.sleep = sleep
+        # The session's system-prompt context (``messages()``, ``conflicts()``, ``fixed_tokens()``):
+        # what :meth:`call_model` sends when a front end does not bring its own.
+        self.system = system
+        self.counters = EngineCounters()
+        self._turn_chars = 0  # the text of this turn's results so far: the aggregate budget's base
+        # Runs of lines an earlier result in the view holds become a reference (tool_results.repeats).
+        self.repeats = RepeatIndex()
+
+    # ── transcript ──
 
     def record_reply(self, reply: AIMessage, now: float | None = None, *, keep_id: bool = False) -> AIMessage:
         """Stamp the reply with the time it arrived and a stable id, then record it (in place).
@@ -241,10 +247,10 @@ class EngineSession:
             metadata["mtagent"] = {**marks, "ts": self.window.clock() if now is None else now}
         if not reply.id or (reply.id.startswith("lc_run") and not keep_id):
             reply.id = schema.new_message_id()
-        with self.lock:
+        with self.recorder.lock:
             self._turn_chars = 0
-            self.guard.new_turn(str(c["id"]) for c in reply.tool_calls if c.get("id"))
-            self.record(reply)
+            self.recorder.guard.new_turn(str(c["id"]) for c in reply.tool_calls if c.get("id"))
+            self.recorder.record(reply)
         return reply
 
     # ── model calls ──
@@ -252,7 +258,7 @@ class EngineSession:
     def prepare(self, history: list[BaseMessage], *, system: Sequence[BaseMessage] = (), tools_tokens: int = 0,
                 conflicts: Sequence[Any] = ()) -> CallView:
         """The window pipeline on ``history``; a compacted history comes back without stale usage."""
-        with self.lock:
+        with self.recorder.lock:
             view = self.window.prepare(history, system=system, tools_tokens=tools_tokens, conflicts=conflicts)
             self.repeats.retain(m for m in view.messages if isinstance(m, ToolMessage))
         if view.compaction is not None:
@@ -283,9 +289,9 @@ class EngineSession:
             conflicts = self.system.conflicts if self.system is not None else tuple
         if tools_tokens is None:
             tools_tokens = self.system.schema_tokens() if self.system is not None else 0
-        with self.lock:  # what is new in history, in order
+        with self.recorder.lock:  # what is new in history, in order
             for message in history:
-                self.record(message)
+                self.recorder.record(message)
         cfg = self.settings.agent
         retry = RetryPolicy(cfg.max_retries, cfg.retry_base_seconds)
         compacted = reactive_used = False
@@ -312,7 +318,7 @@ class EngineSession:
 
     def _on_retry(self, attempt: int, kind: ErrorKind, exc: BaseException, wait: float) -> None:
         self.counters.retries += 1
-        self.record_event(EventType.MODEL_RETRY, attempt=attempt, kind=kind.value, wait_seconds=wait,
+        self.recorder.event(EventType.MODEL_RETRY, attempt=attempt, kind=kind.value, wait_seconds=wait,
                           error=self.redactor.text(str(exc))[:ERROR_PREVIEW_CHARS])
 
     def reactive(self, history: list[BaseMessage], error: BaseException, *, system: Sequence[BaseMessage] = (),
@@ -321,7 +327,7 @@ class EngineSession:
         return the new history; re-raises ``error`` (caused by the failure) when nothing shrinks."""
         self._on_retry(1, ErrorKind.CONTEXT_LENGTH, error, 0)
         try:
-            with self.lock:
+            with self.recorder.lock:
                 result = reactive_compact(self.window, history, system=system, tools_tokens=tools_tokens)
         except CompactionFailed as failed:
             raise error from failed
@@ -336,19 +342,19 @@ class EngineSession:
         front end asking again), else ``None``. A call that started before and never returned gets
         a recorded "unknown outcome" result — it is never run twice.
         """
-        with self.lock:
-            verdict = self.guard.verdict(call_id)
+        with self.recorder.lock:
+            verdict = self.recorder.guard.verdict(call_id)
             if verdict == "answered":
-                earlier = self.guard.results.get(call_id)
+                earlier = self.recorder.guard.results.get(call_id)
                 message = schema.record_to_message(earlier) if earlier is not None else None
                 return message if isinstance(message, ToolMessage) else None
             if verdict == "lost":
                 lost = ToolMessage(content=lost_in_crash_result(name, args), tool_call_id=call_id, name=name,
                                    status="error", id=schema.new_message_id())
-                self.record(lost)
+                self.recorder.record(lost)
                 return lost
-            self.guard.started.add(call_id)
-        self.record_event(EventType.TOOL_STARTED, tool_call_id=call_id, tool=name, live={"args": dict(args)}, **event)
+            self.recorder.guard.started.add(call_id)
+        self.recorder.event(EventType.TOOL_STARTED, tool_call_id=call_id, tool=name, live={"args": dict(args)}, **event)
         return True
 
     def record_state(self, messages: Sequence[BaseMessage]) -> list[ToolMessage]:
@@ -356,16 +362,16 @@ class EngineSession:
         between nodes: replies are stamped, tool results that bypassed :meth:`tool_result` (a tool
         node that was not wrapped) are budgeted now. Returns those results' replacements (same ids)."""
         replaced: list[ToolMessage] = []
-        with self.lock:
+        with self.recorder.lock:
             for message in messages:
-                if not message.id or message.id in self.recorded or is_engine_message(message):
+                if not message.id or message.id in self.recorder.recorded or is_engine_message(message):
                     continue
                 if isinstance(message, AIMessage):
                     self.record_reply(message, keep_id=True)
                 elif isinstance(message, ToolMessage):
                     replaced.append(self.tool_result(message, count=False))
                 else:
-                    self.record(message)
+                    self.recorder.record(message)
         return replaced
 
     def tool_result(self, message: ToolMessage, *, tool_name: str | None = None, count: bool = True) -> ToolMessage:
@@ -380,15 +386,15 @@ class EngineSession:
             update["id"] = schema.new_message_id()
         if update:  # else the result is built once, by the budget
             message = message.model_copy(update=update)
-        with self.lock:
+        with self.recorder.lock:
             final, self._turn_chars = self.budgeter.admit(self.repeats.fold(message), self._turn_chars)
             self.repeats.add(final)
-            self.record(final)
+            self.recorder.record(final)
             if count:
                 self.counters.tool_executions += 1
                 self.counters.executed.append(final.tool_call_id)
         if count:
-            self.record_event(EventType.TOOL_FINISHED, tool_call_id=final.tool_call_id, tool=final.name,
+            self.recorder.event(EventType.TOOL_FINISHED, tool_call_id=final.tool_call_id, tool=final.name,
                               status=final.status, live={"content": str(final.text), "artifact": final.artifact},
                               **_failure_reason(final))
         return final

@@ -226,7 +226,7 @@ class MTContextMiddleware(AgentMiddleware):
             if isinstance(message, AIMessage):
                 engine.record_reply(message)
             else:
-                engine.record(message)
+                engine.recorder.record(message)
         if not call.compacted:
             return response
         rewrite: list[BaseMessage] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *call.view.history, *response.result]

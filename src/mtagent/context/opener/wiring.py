@@ -17,7 +17,7 @@ from typing import Any
 from mtagent.config import Settings
 from mtagent.context.compaction.reattach import RecentReads
 from mtagent.context.compaction.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from mtagent.context.engine_session import EngineSession, ToolGuard
+from mtagent.context.engine_session import EngineSession, Recorder, ToolGuard
 from mtagent.context.opener.system import SystemPrompt
 from mtagent.context.recall.retrieved import CompactedRecall
 from mtagent.context.tokens import MessageTokenCounter
@@ -101,5 +101,5 @@ def build_engine_session(
         retriever=retriever, counter=counter,
         **extra,
     )
-    return EngineSession(window, budgeter, sink, settings=settings, events=events, stats=stats, redactor=redactor,
-                         guard=guard, recorded=recorded, session_id=session_id, system=system)
+    recorder = Recorder(sink, events, guard or ToolGuard(), session_id, set(recorded))
+    return EngineSession(window, budgeter, recorder, settings=settings, stats=stats, redactor=redactor, system=system)
