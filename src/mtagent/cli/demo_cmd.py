@@ -30,8 +30,7 @@ def window_usage_of(report: SessionReport, window: int, threshold: int) -> Windo
     """The window after the last model call, from the last ``context_plan`` record."""
     if report.last_plan is None:
         return WindowUsage(window, threshold, {}, report.model)
-    usage = WindowUsage.from_plan_record(report.last_plan, window, report.model)
-    return WindowUsage(usage.token_limit, usage.threshold or threshold, usage.buckets, report.model)
+    return WindowUsage.from_plan_record(report.last_plan, window, report.model)
 
 
 def demo(
