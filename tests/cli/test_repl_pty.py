@@ -6,7 +6,6 @@ Every wait is bounded; the child is killed if anything hangs.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from interrupts import sigint_default_in_child, wait_for
+from model_script import script
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -28,16 +28,22 @@ WAIT = 90  # seconds per step, generous for a loaded CI box; the happy path take
 def spawn(project: Path, replies: list, home: Path, *extra: str, name: str = "script.json",
           preexec: Callable[[], None] = sigint_default_in_child) -> pexpect.spawn:
     """``mtagent`` in ``project`` with a scripted model answering ``replies`` (written beside it as ``name``)."""
-    script = project.parent / name
-    script.write_text(json.dumps(replies), encoding="utf-8")
     env = {**os.environ, "MTAGENT_HOME": str(home), "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm",
            "NO_COLOR": "1", "COLUMNS": "140", "LINES": "50"}
     env.pop("OPENAI_API_KEY", None)
     child = pexpect.spawn(sys.executable, ["-m", "mtagent.cli.app", "--cwd", str(project),
-                                           "--model", f"scripted:{script}", *extra],
+                                           "--model", script(project.parent, replies, name), *extra],
                           env=env, encoding="utf-8", timeout=WAIT, dimensions=(50, 140),
                           preexec_fn=preexec)  # by default Ctrl-C works even if pytest ignores SIGINT
     return child
+
+
+def say(child: pexpect.spawn, line: str, *shown: str) -> None:
+    """Send ``line``, wait for each of ``shown`` in turn, then for the next prompt."""
+    child.sendline(line)
+    for text in shown:
+        child.expect(text)
+    child.expect("›")
 
 
 def user_lines(project: Path, session: int = 0) -> list:
@@ -53,25 +59,12 @@ def test_repl_message_context_approval_multiline_and_exit(project, mtagent_home)
     try:
         child.expect("/help for commands")
         child.expect("›")
-        child.sendline("hello")
-        child.expect("Hello from the scripted model")
-        child.expect("›")
-
-        child.sendline("/context")
-        child.expect("Context usage")
-        child.expect("Free space")
-        child.expect("›")
-
-        child.sendline("/contxt")
-        child.expect("did you mean /context")
-        child.expect("›")
-
+        say(child, "hello", "Hello from the scripted model")
+        say(child, "/context", "Context usage", "Free space")
+        say(child, "/contxt", "did you mean /context")
         child.sendline("please run it")
         child.expect(r"Run shell command `echo ok > .*`\? \[y\]es / \[n\]o / \[a\]lways")
-        child.sendline("y")
-        child.expect("The command ran")
-        child.expect("›")
-
+        say(child, "y", "The command ran")
         child.send("first line\\\r")
         child.send("second line\r")
         child.expect("Got two lines")
@@ -106,9 +99,7 @@ def test_ctrl_c_stops_a_running_tool_and_returns_to_the_prompt(tmp_path, project
         child.sendintr()
         child.expect("interrupted", timeout=60)
         child.expect("›")
-        child.sendline("go on")
-        child.expect("Still here")
-        child.expect("›")
+        say(child, "go on", "Still here")
         child.sendeof()
         child.expect(pexpect.EOF)
     finally:
@@ -124,22 +115,11 @@ def test_repl_cost_compact_and_clear_in_a_terminal(project, mtagent_home):
     child = spawn(project, ["First answer.", "Second answer."], mtagent_home)
     try:
         child.expect("›")
-        child.sendline("hello")
-        child.expect("First answer")
-        child.expect("›")
-        child.sendline("/cost")
-        child.expect("cache reads")
-        child.expect("cache writes")
-        child.expect("›")
-        child.sendline("/compact")
-        child.expect("nothing (to )?compact")  # one short exchange: nothing changes, and it says why
-        child.expect("›")
-        child.sendline("/clear")
-        child.expect("new session")
-        child.expect("›")
-        child.sendline("after clear")
-        child.expect("First answer")  # the new session's scripted model starts its script again
-        child.expect("›")
+        say(child, "hello", "First answer")
+        say(child, "/cost", "cache reads", "cache writes")
+        say(child, "/compact", "nothing (to )?compact")  # one short exchange: nothing changes, and it says why
+        say(child, "/clear", "new session")
+        say(child, "after clear", "First answer")  # the new session's scripted model starts its script again
         child.sendline("/exit")
         child.expect(pexpect.EOF)
     finally:
@@ -153,12 +133,8 @@ def test_a_refused_compact_stops_its_spinner(project, mtagent_home):
     child = spawn(project, ["First answer."], mtagent_home)
     try:
         child.expect("›")
-        child.sendline("hello")
-        child.expect("First answer")
-        child.expect("›")
-        child.sendline("/compact")
-        child.expect("nothing (to )?compact")
-        child.expect("›")
+        say(child, "hello", "First answer")
+        say(child, "/compact", "nothing (to )?compact")
         # a live spinner redraws every ~0.1 s; three seconds of silence means it stopped
         seen = child.expect([r"compacting", pexpect.TIMEOUT], timeout=3)
         assert seen == 1, f"the spinner still redraws after the refusal: {child.before!r}"
@@ -172,9 +148,7 @@ def _a_session(project: Path, home: Path) -> str:
     child = spawn(project, ["First answer."], home, name="first.json")
     try:
         child.expect("›")
-        child.sendline("hello")
-        child.expect("First answer")
-        child.expect("›")
+        say(child, "hello", "First answer")
         child.sendeof()
         child.expect(pexpect.EOF)
     finally:
@@ -192,9 +166,7 @@ def test_resume_draws_its_prompt_before_the_session_is_loaded(project, mtagent_h
         prompt_at = len(child.before)
         child.expect(rf"session {sid} \(resumed\)")  # the banner comes after the prompt, once loaded
         assert prompt_at >= 0
-        child.sendline("and again")
-        child.expect("Second answer")
-        child.expect("›")
+        say(child, "and again", "Second answer")
         child.sendeof()
         child.expect(pexpect.EOF)
     finally:
