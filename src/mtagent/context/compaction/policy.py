@@ -13,8 +13,7 @@ A provider's "prompt too long" rejection is recognised in one place,
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mtagent.config import Settings
@@ -52,7 +51,6 @@ class AutoCompactPolicy:
     last_post_tokens: int = 0
     rounds_since_compact: int = 0  # user rounds, for context.compact_every_rounds
     _last_round_id: str | None = None
-    _on_disable: list[Callable[[], None]] = field(default_factory=list)
     cost: CostTrigger | None = None
 
     @property

@@ -10,7 +10,6 @@ raises is run once more; if it fails again its outcome carries the error (never 
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -28,11 +27,10 @@ Progress = Callable[[int, int], None]  # (units finished, units in all)
 
 @dataclass(slots=True)
 class UnitError:
-    """Why a unit failed on its last attempt (the type, message and the worker's traceback)."""
+    """Why a unit failed on its last attempt (the exception's type and message)."""
 
     type: str
     message: str
-    traceback: str = ""
 
     def __str__(self) -> str:
         return f"{self.type}: {self.message}"
@@ -71,7 +69,7 @@ def attempt(fn: Callable[[Any], Any], unit: Any) -> tuple[bool, Any]:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 — any failure of a unit is reported, not fatal
-        return False, UnitError(type(exc).__name__, str(exc)[:2000], traceback.format_exc(limit=8)[-4000:])
+        return False, UnitError(type(exc).__name__, str(exc)[:2000])
 
 
 def in_order(items: list[Any], running: dict[Any, tuple[int, int]], wait_any: Callable[[list[Any]], Iterable[Any]],
