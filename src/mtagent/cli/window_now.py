@@ -26,12 +26,11 @@ from mtagent.context.toolset.toolset import describe
 if TYPE_CHECKING:
     from mtagent.agent.session import AgentSession
 
-# What only the loop counts, and the session's statistics (model calls, the engine's work);
-# shown in SHOWN_FIELDS order. The compaction history is shown from the transcript, not here.
-RUN_FIELDS = ("tool_executions", "retries")
+# What only the loop counts (tools run, retries), and the session's statistics (model calls, the engine's
+# work); shown in SHOWN_FIELDS order. The compaction history is shown from the transcript, not here.
 STAT_FIELDS = ("model_calls", "microcompactions", "tool_results_persisted", "tool_result_chars_saved",
                "compression_failure_count")
-SHOWN_FIELDS = ("model_calls", *RUN_FIELDS, *STAT_FIELDS[1:])
+SHOWN_FIELDS = ("model_calls", "tool_executions", "retries", *STAT_FIELDS[1:])
 CONVERSATION = (Bucket.SUMMARY.value, Bucket.MESSAGES.value, Bucket.TOOL_RESULTS.value, Bucket.REATTACHED.value,
                 Bucket.RETRIEVED.value)
 
@@ -97,7 +96,7 @@ def last_plan(session: AgentSession) -> tuple[Mapping[str, Any] | None, str | No
 
 def stats_counters(session: AgentSession) -> dict[str, int]:
     counters, stats = session.runtime.counters, session.stats
-    values = {**{name: getattr(counters, name) for name in RUN_FIELDS},
+    values = {"tool_executions": len(counters.executed), "retries": counters.retries,
               **{name: getattr(stats, name) for name in STAT_FIELDS}}
     return {name: int(values[name]) for name in SHOWN_FIELDS}
 

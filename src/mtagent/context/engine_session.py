@@ -183,7 +183,6 @@ class Recorder:
 @dataclass(slots=True)
 class EngineCounters:
     model_calls: int = 0
-    tool_executions: int = 0
     retries: int = 0
     executed: list[str] = field(default_factory=list)
 
@@ -391,7 +390,6 @@ class EngineSession:
             self.repeats.add(final)
             self.recorder.record(final)
             if count:
-                self.counters.tool_executions += 1
                 self.counters.executed.append(final.tool_call_id)
         if count:
             self.recorder.event(EventType.TOOL_FINISHED, tool_call_id=final.tool_call_id, tool=final.name,
