@@ -98,6 +98,12 @@ def host(tmp_path: Path) -> FakeHost:
     return FakeHost(cwd=tmp_path)
 
 
+def said(host: FakeHost, command: str) -> str:
+    """What the console holds once ``command`` ran (all printed so far)."""
+    dispatch(host, command)
+    return host.output()
+
+
 def test_parse_splits_name_and_rest_and_ignores_plain_messages():
     assert parse_slash("/compact keep the API notes") == SlashCommand("compact", "keep the API notes")
     assert parse_slash("  /Context stats ") == SlashCommand("context", "stats")
@@ -131,14 +137,11 @@ def test_exit_and_quit_end_the_repl(host):
 
 
 def test_help_lists_every_command_and_details_one(host):
-    dispatch(host, "/help")
-    out = host.output()
+    out = said(host, "/help")
     for name in ("compact", "context", "memory", "resume", "sessions", "help", "exit"):
         assert f"/{name}" in out
-    dispatch(host, "/help context")
-    assert "/context explain    the last context plan" in host.output()
-    dispatch(host, "/compact --help")
-    assert "/compact from <message-id>" in host.output()
+    assert "/context explain    the last context plan" in said(host, "/help context")
+    assert "/compact from <message-id>" in said(host, "/compact --help")
 
 
 def test_compact_passes_instructions_and_prints_before_after(host):
@@ -153,17 +156,14 @@ def test_compact_from_message_id_and_its_errors(host):
     dispatch(host, "/compact from msg_42")
     assert host.calls[-1] == ("compact_from", "msg_42")
     assert "9,000 → 5,000 tokens" in host.output()
-    dispatch(host, "/compact from")
-    assert "usage: /compact from <message-id>" in host.output()
-    dispatch(host, "/compact from nope")
-    assert "error: no message 'nope' in this session" in host.output()
+    assert "usage: /compact from <message-id>" in said(host, "/compact from")
+    assert "error: no message 'nope' in this session" in said(host, "/compact from nope")
 
 
 def test_context_views_before_any_message_say_so(host):
     dispatch(host, "/context")
     dispatch(host, "/context artifacts")
-    dispatch(host, "/context explain")
-    out = host.output()
+    out = said(host, "/context explain")
     assert "No context yet" in out and "No session yet" in out and "No context plan yet" in out
 
 
@@ -176,40 +176,29 @@ def test_context_grid_stats_artifacts_and_explain(host):
     )
     host.plan = {"turn": 2, "tokens": 5_000, "selected": ["a"], "compressed": [],
                  "dropped": [{"id": "m9", "reason": "older than the recent tail"}]}
-    dispatch(host, "/context")
-    assert "Messages: 4,000 tokens (25.0%)" in host.output()
-    dispatch(host, "/context stats")
-    out = host.output()
+    assert "Messages: 4,000 tokens (25.0%)" in said(host, "/context")
+    out = said(host, "/context stats")
     assert "tokens left before auto compact" in out and "5,000" in out and "12,000" in out
-    dispatch(host, "/context artifacts")
-    assert "/art/s-current/tool-results/call_1.txt" in host.output()
-    dispatch(host, "/context explain")
-    assert "older than the recent tail" in host.output()
-    dispatch(host, "/context stat")
-    assert "did you mean /context stats?" in host.output()
+    assert "/art/s-current/tool-results/call_1.txt" in said(host, "/context artifacts")
+    assert "older than the recent tail" in said(host, "/context explain")
+    assert "did you mean /context stats?" in said(host, "/context stat")
 
 
 def test_memory_add_list_remove_through_slash(host):
     dispatch(host, '/memory add "tests run with uv run pytest"')
     dispatch(host, "/memory add --project the API lives in src/api")
-    dispatch(host, "/memory list")
-    out = host.output()
+    out = said(host, "/memory list")
     assert "remembered (global, #1): tests run with uv run pytest" in out
     assert "remembered (project, #1): the API lives in src/api" in out
     assert "1. tests run with uv run pytest" in out
-    dispatch(host, "/memory remove 1")
-    assert "removed (global): tests run with uv run pytest" in host.output()
-    dispatch(host, "/memory add")
-    assert "usage: /memory add" in host.output()
-    dispatch(host, "/memory lst")
-    assert "did you mean list?" in host.output()
-    dispatch(host, '/memory add "unclosed')
-    assert "close the quote" in host.output()
+    assert "removed (global): tests run with uv run pytest" in said(host, "/memory remove 1")
+    assert "usage: /memory add" in said(host, "/memory add")
+    assert "did you mean list?" in said(host, "/memory lst")
+    assert "close the quote" in said(host, '/memory add "unclosed')
 
 
 def test_memory_add_keeps_an_apostrophe_in_the_fact(host):
-    dispatch(host, "/memory add don't push to main")
-    assert "remembered (global, #1): don't push to main" in host.output()
+    assert "remembered (global, #1): don't push to main" in said(host, "/memory add don't push to main")
 
 
 def test_resume_and_sessions(host):
@@ -217,12 +206,10 @@ def test_resume_and_sessions(host):
     dispatch(host, "/resume s-old")
     assert host.calls == [("resume", None), ("resume", "s-old")]
     assert "resumed session s-latest" in host.output()
-    dispatch(host, "/sessions")
-    assert "No saved sessions" in host.output()
+    assert "No saved sessions" in said(host, "/sessions")
     host.sessions = [SessionListRow("s-old", "2026-11-29 12:00", 12, 1, "scripted"),
                      SessionListRow("s-current", "2026-11-29 13:00", 4, 0, None, current=True)]
-    dispatch(host, "/sessions")
-    out = host.output()
+    out = said(host, "/sessions")
     assert "s-old" in out and "* " in out and "s-current" in out
 
 
@@ -232,8 +219,7 @@ def test_every_command_has_help_and_a_one_line_summary():
 
 
 def test_context_messages_lists_ids_for_compact_from(host):
-    dispatch(host, "/context messages")
-    out = host.output()
+    out = said(host, "/context messages")
     assert "msg_1" in out and "fix the parser" in out and "/compact from <id>" in out
 
 
@@ -241,15 +227,13 @@ def test_context_messages_shows_whole_ids_in_a_narrow_terminal(host):
     long_id = "msg-8d977058ad3d46fc9cf4ee3596478217"
     host.console = Console(record=True, width=100)
     host.history_rows = lambda: [(long_id, "human", "read a.py please " * 10)]
-    dispatch(host, "/context messages")
-    out = host.output()
+    out = said(host, "/context messages")
     assert long_id in out and "human" in out
 
 
 def test_compact_that_grows_the_context_says_so_instead_of_a_negative_saving(host):
     host.compact = lambda instructions: CompactOutcome(2_546, 2_706, "manual", "extractive")
-    dispatch(host, "/compact")
-    out = host.output()
+    out = said(host, "/compact")
     assert "2,546 → 2,706 tokens" in out and "-160" not in out and "160 more" in out
 
 
@@ -263,27 +247,22 @@ def test_memory_remove_obsolete_keeps_the_line_struck_through_and_unused(host):
 
     dispatch(host, "/memory add --project builds use make")
     dispatch(host, "/memory add --project tests use pytest")
-    dispatch(host, "/memory remove --obsolete --project 1")
-    assert "marked obsolete (project): builds use make" in host.output()
+    assert "marked obsolete (project): builds use make" in said(host, "/memory remove --obsolete --project 1")
     entries = memory.list_memories("project", host.cwd)
     assert [(e.text, e.obsolete) for e in entries] == [("builds use make", True), ("tests use pytest", False)]
     assert memory.memory_file("project", host.cwd).active() == ["tests use pytest"]
-    dispatch(host, "/memory list --project")
-    assert "(obsolete)" in host.output()
-    dispatch(host, "/memory add --obsolete something")
-    assert "--obsolete goes with remove" in host.output()
+    assert "(obsolete)" in said(host, "/memory list --project")
+    assert "--obsolete goes with remove" in said(host, "/memory add --obsolete something")
 
 
 def test_memory_namespaces_through_slash(host):
     dispatch(host, "/memory add --team deploys go through argo")
     dispatch(host, "/memory add --namespace user I like short answers")
-    dispatch(host, "/memory add --namespace=project the API lives in src/api")
-    out = host.output()
+    out = said(host, "/memory add --namespace=project the API lives in src/api")
     assert "remembered (team, #1): deploys go through argo" in out
     assert "remembered (user, #1): I like short answers" in out
     assert "remembered (project, #1): the API lives in src/api" in out
-    dispatch(host, "/memory list --user")
-    assert "1. I like short answers" in host.output()
+    assert "1. I like short answers" in said(host, "/memory list --user")
     for hostile in ("../global", "..", "x" * 5_000):
         dispatch(host, f"/memory add --namespace {hostile} attacker fact")
         shown = host.output()

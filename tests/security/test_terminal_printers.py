@@ -67,6 +67,17 @@ def _transcript(root: Path, text: str, sid: str = "s1") -> None:
             writer.append(schema.message_to_record(m))
 
 
+def _saved_fact(tmp_path_factory: pytest.TempPathFactory, text: str) -> Path:
+    """A project whose one project fact is ``text`` (an example the store refuses is no example)."""
+    root = tmp_path_factory.mktemp("p")
+    assume(text.strip())
+    try:
+        memory.save_memory(text, "project", root)
+    except MTAgentError:
+        assume(False)
+    return root
+
+
 # ── printers fed directly (fast: many examples) ─────────────────────────────────────────
 
 @FEW
@@ -124,12 +135,7 @@ def test_error_lines_and_safe_console_never_emit_controls(text, capsys):
 @FEW
 @given(text=hostile)
 def test_slash_memory_list_never_emits_controls(text, tmp_path_factory):
-    root = tmp_path_factory.mktemp("p")
-    assume(text.strip())
-    try:
-        memory.save_memory(text, "project", root)
-    except MTAgentError:
-        assume(False)
+    root = _saved_fact(tmp_path_factory, text)
     console, out = plain_console()
     host = SimpleNamespace(console=console, cwd=root)
     cmd_memory(host, SlashCommand(name="memory", rest="list --project"))
@@ -142,12 +148,7 @@ def test_slash_memory_list_never_emits_controls(text, tmp_path_factory):
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=hostile)
 def test_memory_list_never_emits_controls(text, tmp_path_factory):
-    root = tmp_path_factory.mktemp("p")
-    assume(text.strip())
-    try:
-        memory.save_memory(text, "project", root)
-    except MTAgentError:
-        assume(False)
+    root = _saved_fact(tmp_path_factory, text)
     shown = runner.invoke(app, ["memory", "list", "--project", "--cwd", str(root)])
     assert shown.exit_code == 0, shown.output
     assert_clean(shown.output, "memory list")
