@@ -35,6 +35,11 @@ def mcp_settings(servers: dict[str, dict[str, Any]], agent: dict[str, Any] | Non
                                     "session_memory": {"enabled": False}})
 
 
+def tools_of(manager: Any) -> dict[str, Any]:
+    """A manager's tools by name (asking starts its servers)."""
+    return {t.name: t for t in manager.tools()}
+
+
 def call(tool: Any, **args: Any) -> Any:
     """Invoke like the agent's tool node does: a tool call in, a ToolMessage out."""
     return tool.invoke({"name": tool.name, "args": args, "id": f"call{next(_ids)}", "type": "tool_call"})

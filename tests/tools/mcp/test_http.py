@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.mcp.mcp_helpers import FIXTURE, call, mcp_settings
+from tools.mcp.mcp_helpers import FIXTURE, call, mcp_settings, tools_of
 
 from mtagent.tools.mcp import McpManager
 
@@ -44,7 +44,7 @@ def http_server() -> Iterator[str]:
 def test_an_http_server_gets_the_configured_headers(project: Path, http_server: str) -> None:
     settings = mcp_settings({"web": {"url": http_server, "headers": {"X-Team-Token": "abc-123"}}})
     with McpManager.for_project(settings, project) as manager:
-        tools = {t.name: t for t in manager.tools()}
+        tools = tools_of(manager)
         assert call(tools["mcp__web__echo"], text="over http").content == "over http"
         assert call(tools["mcp__web__header"], name="x-team-token").content == "abc-123"
         [status] = manager.servers()

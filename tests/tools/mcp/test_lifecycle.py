@@ -12,13 +12,9 @@ import time
 from pathlib import Path
 
 from interrupts import wait_for
-from tools.mcp.mcp_helpers import alive, call, children_of, fixture_server, mcp_settings, wait_gone
+from tools.mcp.mcp_helpers import alive, call, children_of, fixture_server, mcp_settings, tools_of, wait_gone
 
 from mtagent.tools.mcp import McpManager
-
-
-def _tools(manager: McpManager) -> dict:
-    return {t.name: t for t in manager.tools()}
 
 
 def _pid(tools: dict, name: str) -> int:
@@ -27,7 +23,7 @@ def _pid(tools: dict, name: str) -> int:
 
 def test_tools_are_named_by_server_and_carry_their_source(project: Path) -> None:
     with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
-        tools = _tools(manager)
+        tools = tools_of(manager)
         echo = tools["mcp__fx__echo"]
         assert echo.metadata["source"] == "mcp:fx" and echo.source == "mcp:fx"
         result = call(echo, text="hello there")
@@ -57,7 +53,7 @@ def test_servers_start_in_parallel_and_a_hung_one_is_bounded_by_its_start_timeou
                              "hang": fixture_server("--hang-start", start_timeout_seconds=2)})
     started = time.monotonic()
     with McpManager.for_project(settings, project) as manager:
-        tools = _tools(manager)
+        tools = tools_of(manager)
         took = time.monotonic() - started
         states = {s.name: (s.state, s.note) for s in manager.servers()}
     assert "mcp__a__echo" in tools and "mcp__b__echo" in tools
@@ -70,7 +66,7 @@ def test_servers_start_in_parallel_and_a_hung_one_is_bounded_by_its_start_timeou
 def test_a_missing_command_is_a_state_with_a_note_not_an_exception(project: Path) -> None:
     settings = mcp_settings({"gone": {"command": "mtagent-no-such-server-xyz"}, "fx": fixture_server()})
     with McpManager.for_project(settings, project) as manager:
-        assert "mcp__fx__echo" in _tools(manager)
+        assert "mcp__fx__echo" in tools_of(manager)
         state = {s.name: s for s in manager.servers()}["gone"]
         assert state.state == "failed" and "command not found: mtagent-no-such-server-xyz" in state.note
 
@@ -78,7 +74,7 @@ def test_a_missing_command_is_a_state_with_a_note_not_an_exception(project: Path
 def test_a_call_that_hangs_times_out_with_a_clear_error_and_the_next_call_restarts(project: Path) -> None:
     settings = mcp_settings({"fx": fixture_server(call_timeout_seconds=1)})
     with McpManager.for_project(settings, project) as manager:
-        tools = _tools(manager)
+        tools = tools_of(manager)
         first = _pid(tools, "fx")
         started = time.monotonic()
         result = call(tools["mcp__fx__sleep"], seconds=30)
@@ -93,7 +89,7 @@ def test_a_call_that_hangs_times_out_with_a_clear_error_and_the_next_call_restar
 
 def test_a_server_that_dies_mid_call_gives_an_error_with_its_stderr_and_comes_back(project: Path) -> None:
     with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
-        tools = _tools(manager)
+        tools = tools_of(manager)
         first = _pid(tools, "fx")
         result = call(tools["mcp__fx__crash"])
         assert result.status == "error"
@@ -106,7 +102,7 @@ def test_a_server_that_dies_mid_call_gives_an_error_with_its_stderr_and_comes_ba
 
 def test_a_server_killed_from_outside_during_a_call(project: Path) -> None:
     with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
-        tools = _tools(manager)
+        tools = tools_of(manager)
         pid = _pid(tools, "fx")
         killer = threading.Timer(0.5, os.kill, (pid, signal.SIGKILL))
         killer.start()
@@ -119,7 +115,7 @@ def test_a_server_killed_from_outside_during_a_call(project: Path) -> None:
 def test_garbage_on_stdout_is_skipped_and_never_reaches_the_terminal(project: Path, capfd) -> None:
     settings = mcp_settings({"noisy": fixture_server("--garbage")})
     with McpManager.for_project(settings, project) as manager:
-        tools = _tools(manager)
+        tools = tools_of(manager)
         assert manager.servers()[0].state == "ready"
         assert call(tools["mcp__noisy__garbage_echo"], text="still fine").content == "still fine"
     out, err = capfd.readouterr()
@@ -131,7 +127,7 @@ def test_only_the_configured_environment_reaches_a_server(project: Path, monkeyp
     monkeypatch.setenv("MTAGENT_TEST_SECRET_TOKEN", "do-not-leak-0123456789")
     settings = mcp_settings({"fx": fixture_server(env={"GIVEN": "yes"})})
     with McpManager.for_project(settings, project) as manager:
-        tools = _tools(manager)
+        tools = tools_of(manager)
         assert call(tools["mcp__fx__env"], name="MTAGENT_TEST_SECRET_TOKEN").content == "<unset>"
         assert call(tools["mcp__fx__env"], name="GIVEN").content == "yes"
         assert call(tools["mcp__fx__env"], name="PATH").content != "<unset>"
@@ -139,7 +135,7 @@ def test_only_the_configured_environment_reaches_a_server(project: Path, monkeyp
 
 def test_close_stops_every_server_process(project: Path) -> None:
     manager = McpManager.for_project(mcp_settings({"a": fixture_server(), "b": fixture_server()}), project)
-    tools = _tools(manager)
+    tools = tools_of(manager)
     pids = [_pid(tools, "a"), _pid(tools, "b")]
     assert all(alive(p) for p in pids)
     manager.close()
@@ -151,7 +147,7 @@ def test_close_stops_every_server_process(project: Path) -> None:
 
 def test_ctrl_c_during_a_call_cancels_it_and_close_still_stops_the_server(project: Path, sigint_delivered: None) -> None:
     manager = McpManager.for_project(mcp_settings({"fx": fixture_server()}), project)
-    tools = _tools(manager)
+    tools = tools_of(manager)
     pid = _pid(tools, "fx")
     timer = threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
     timer.start()
@@ -200,7 +196,7 @@ def test_a_parent_killed_outright_leaves_no_server_even_one_that_ignores_its_clo
 
 def test_a_server_that_died_while_idle_is_started_again_by_the_next_call(project: Path) -> None:
     with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
-        tools = _tools(manager)
+        tools = tools_of(manager)
         first = _pid(tools, "fx")
         os.kill(first, signal.SIGKILL)
         assert wait_gone(first)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.mcp.mcp_helpers import call, fixture_server, mcp_settings
+from tools.mcp.mcp_helpers import call, fixture_server, mcp_settings, tools_of
 
 from mtagent.tools import sandbox
 from mtagent.tools.mcp import McpManager
@@ -50,7 +50,7 @@ def test_a_result_over_the_cap_is_an_error_the_model_reads_and_the_server_stays_
     settings = mcp_settings({"fx": fixture_server()})
     settings = settings.model_copy(update={"sandbox": settings.sandbox.model_copy(update={"mcp_servers": sandboxed})})
     with McpManager.for_project(settings, project) as manager:
-        tools = {t.name: t for t in manager.tools()}
+        tools = tools_of(manager)
         big = call(tools["mcp__fx__big"], size=1_000_000)
         assert big.status == "error" and "over the cap" in big.content
         assert call(tools["mcp__fx__echo"], text="still up").content == "still up"
@@ -61,11 +61,11 @@ MEASURE = textwrap.dedent("""
     import json, resource, sys, time
     sys.path.insert(0, sys.argv[1])
     from pathlib import Path
-    from tools.mcp.mcp_helpers import call, fixture_server, mcp_settings
+    from tools.mcp.mcp_helpers import call, fixture_server, mcp_settings, tools_of
     from mtagent.tools.mcp import McpManager
     size = int(sys.argv[3])
     with McpManager.for_project(mcp_settings({"fx": fixture_server()}, call_timeout_seconds=600), Path(sys.argv[2])) as m:
-        tools = {t.name: t for t in m.tools()}
+        tools = tools_of(m)
         call(tools["mcp__fx__echo"], text="warm")
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         started = time.monotonic()

@@ -8,7 +8,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from tools.mcp.mcp_helpers import call, console_script, mcp_settings, npm_server
+from tools.mcp.mcp_helpers import call, console_script, mcp_settings, npm_server, tools_of
 
 from mtagent.agent.scripted import ScriptedChatModel, tool_call
 from mtagent.agent.session import AgentSession
@@ -36,7 +36,7 @@ def test_mcp_server_git_reads_a_real_repository(project: Path) -> None:
     (project / "new_file.py").write_text("print('hi')\n")
     settings = mcp_settings({"git": {"command": console_script("mcp-server-git"), "args": ["--repository", str(project)]}})
     with McpManager.for_project(settings, project) as manager:
-        tools = {t.name: t for t in manager.tools()}
+        tools = tools_of(manager)
         assert {"mcp__git__git_status", "mcp__git__git_log"} <= set(tools)
         status = call(tools["mcp__git__git_status"], repo_path=str(project))
         assert status.status == "success" and "new_file.py" in status.content
@@ -47,7 +47,7 @@ def test_mcp_server_git_reads_a_real_repository(project: Path) -> None:
 def test_server_everything_images_resources_and_instructions(project: Path) -> None:
     settings = mcp_settings({"everything": {"command": npm_server("mcp-server-everything")}})
     with McpManager.for_project(settings, project) as manager:
-        tools = {t.name: t for t in manager.tools()}
+        tools = tools_of(manager)
         image = call(tools["mcp__everything__get-tiny-image"])
         assert "[image: image/png" in image.content and "base64" not in image.content and len(image.content) < 500
         assert image.artifact["media"][0]["mime"] == "image/png"
@@ -67,7 +67,7 @@ def test_server_filesystem_reads_only_its_root(project: Path, tmp_path: Path) ->
     outside.write_text("secret")
     settings = mcp_settings({"fs": {"command": npm_server("mcp-server-filesystem"), "args": [str(project)]}})
     with McpManager.for_project(settings, project) as manager:
-        tools = {t.name: t for t in manager.tools()}
+        tools = tools_of(manager)
         read = tools.get("mcp__fs__read_text_file") or tools["mcp__fs__read_file"]
         assert "filesystem server works" in call(read, path=str(project / "notes.txt")).content
         denied = call(read, path=str(outside))
@@ -77,7 +77,7 @@ def test_server_filesystem_reads_only_its_root(project: Path, tmp_path: Path) ->
 def test_server_everything_resources_are_listed_and_read(project: Path) -> None:
     settings = mcp_settings({"everything": {"command": npm_server("mcp-server-everything")}})
     with McpManager.for_project(settings, project) as manager:
-        tools = {t.name: t for t in manager.tools()}
+        tools = tools_of(manager)
         listing = call(tools["mcp_list_resources"], server="everything")
         uri = next(line.split()[1] for line in listing.content.splitlines() if line.startswith("- demo://"))
         text = call(tools["mcp_read_resource"], server="everything", uri=uri)

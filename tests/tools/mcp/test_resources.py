@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tools.mcp.mcp_helpers import call, console_script, fixture_server, mcp_settings
+from tools.mcp.mcp_helpers import call, console_script, fixture_server, mcp_settings, tools_of
 
 from mtagent.agent.approval import ApprovalPolicy
 from mtagent.agent.scripted import ScriptedChatModel, tool_call
@@ -15,13 +15,9 @@ from mtagent.tools.mcp import McpManager
 LIST, READ = "mcp_list_resources", "mcp_read_resource"
 
 
-def _tools(manager: McpManager) -> dict:
-    return {t.name: t for t in manager.tools()}
-
-
 def test_a_server_s_resources_are_listed_and_read_like_tool_results(project: Path) -> None:
     with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
-        tools = _tools(manager)
+        tools = tools_of(manager)
         listing = call(tools[LIST], server="fx")
         text = call(tools[READ], server="fx", uri="fixture://notes")
         binary = call(tools[READ], server="fx", uri="fixture://logo.png")
@@ -37,7 +33,7 @@ def test_a_server_s_resources_are_listed_and_read_like_tool_results(project: Pat
 
 def test_a_hostile_listing_is_cleaned_and_bounded(project: Path) -> None:
     with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
-        listing = call(_tools(manager)[LIST], server="fx").content
+        listing = call(tools_of(manager)[LIST], server="fx").content
     [evil] = [line for line in listing.splitlines() if line.startswith("- fixture://evil")]
     assert "\x1b" not in listing and "\x07" not in listing and "\u202e" not in listing
     assert len(evil) < 600 and "[cut:" in evil  # a 5,000-character description, one cut line
@@ -47,7 +43,7 @@ def test_uris_go_to_the_server_and_mtagent_never_reads_a_local_path(project: Pat
     secret = project / "secret.txt"
     secret.write_text("local-canary-90210")
     with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
-        tools = _tools(manager)
+        tools = tools_of(manager)
         local = call(tools[READ], server="fx", uri=secret.as_uri())
         unknown = call(tools[READ], server="fx", uri="fixture://nope")
         control = call(tools[READ], server="fx", uri="fixture://notes\x1b[2J")
@@ -65,7 +61,7 @@ def test_uris_go_to_the_server_and_mtagent_never_reads_a_local_path(project: Pat
 def test_no_resource_tools_without_a_server_that_offers_resources(project: Path) -> None:
     settings = mcp_settings({"time": {"command": console_script("mcp-server-time")}})
     with McpManager.for_project(settings, project) as manager:
-        tools = _tools(manager)
+        tools = tools_of(manager)
         assert any(name.startswith("mcp__time__") for name in tools)
         assert LIST not in tools and READ not in tools and manager.resource_servers() == []
 

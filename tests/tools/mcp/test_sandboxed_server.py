@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from interrupts import wait_for
-from tools.mcp.mcp_helpers import call, fixture_server
+from tools.mcp.mcp_helpers import call, fixture_server, tools_of
 
 from mtagent.config import Settings
 from mtagent.tools import sandbox
@@ -28,7 +28,7 @@ def test_a_sandboxed_server_writes_only_its_own_folder(project: Path, tmp_path: 
     [spec], _ = discover_servers(settings, project)
     assert spec.sandbox is not None
     with McpManager.for_project(settings, project) as manager:
-        tools = {t.name: t for t in manager.tools()}
+        tools = tools_of(manager)
         blocked = call(tools["mcp__fx__count"], path=str(outside))
         inside = call(tools["mcp__fx__count"], path=str(Path(spec.workdir) / "mine.txt"))
         in_project = call(tools["mcp__fx__count"], path=str(project / "README.md"))
@@ -40,7 +40,7 @@ def test_a_sandboxed_server_writes_only_its_own_folder(project: Path, tmp_path: 
 def test_without_the_setting_a_server_runs_as_before(project: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside.txt"
     with McpManager.for_project(_settings(False), project) as manager:
-        tools = {t.name: t for t in manager.tools()}
+        tools = tools_of(manager)
         call(tools["mcp__fx__count"], path=str(outside))
     assert outside.exists()
 
@@ -49,7 +49,7 @@ def test_a_sandboxed_server_stops_with_the_session(project: Path) -> None:
     import os
 
     with McpManager.for_project(_settings(True), project) as manager:
-        tools = {t.name: t for t in manager.tools()}
+        tools = tools_of(manager)
         assert call(tools["mcp__fx__pid"]).content.isdigit()
         mine = set(os.listdir("/proc"))
     wait_for(lambda: not [p for p in os.listdir("/proc") if p.isdigit() and p not in mine and

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tools.mcp.mcp_helpers import call, fixture_server, mcp_settings
+from tools.mcp.mcp_helpers import call, fixture_server, mcp_settings, tools_of
 
 from mtagent import trust
 from mtagent.agent.approval import ApprovalPolicy
@@ -61,7 +61,7 @@ def test_trusting_the_project_lets_its_servers_run(project: Path) -> None:
     _write_mcp_json(project, {"fx": fixture_server()})
     trust.set_trust(project, True)
     with McpManager.for_project(load_settings(project), project) as manager:
-        tools = {t.name: t for t in manager.tools()}
+        tools = tools_of(manager)
         assert call(tools["mcp__fx__echo"], text="trusted").content == "trusted"
         assert [(s.source, s.trusted, s.state) for s in manager.servers()] == [(".mcp.json", True, "ready")]
 

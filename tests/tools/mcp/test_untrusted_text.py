@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hypothesis import given, strategies as st
 
-from tools.mcp.mcp_helpers import call, fixture_server, mcp_settings
+from tools.mcp.mcp_helpers import call, fixture_server, mcp_settings, tools_of
 
 from mtagent.tools.mcp import McpManager
 from mtagent.tools.mcp.render import render_result
@@ -27,7 +27,7 @@ _ESCAPES = ("\x1b", "\x07", "\x9b", "\u202e", "\r")
 def test_an_evil_server_s_descriptions_and_instructions_reach_the_model_clean_and_capped(project: Path) -> None:
     settings = mcp_settings({"evil": fixture_server("--evil")}, description_max_chars=300, instructions_max_chars=500)
     with McpManager.for_project(settings, project) as manager:
-        tools = {t.name: t for t in manager.tools()}
+        tools = tools_of(manager)
         echo = tools["mcp__evil__echo"]
         assert not any(c in echo.description for c in _ESCAPES)
         assert len(echo.description) < 300 + 60 and "[cut:" in echo.description
@@ -114,7 +114,7 @@ def test_structured_content_is_shown_only_when_no_text_carries_it() -> None:
 
 def test_a_tool_reported_error_is_an_error_result(project: Path) -> None:
     with McpManager.for_project(mcp_settings({"fx": fixture_server()}), project) as manager:
-        tools = {t.name: t for t in manager.tools()}
+        tools = tools_of(manager)
         result = call(tools["mcp__fx__count"], path=str(project / "no" / "such" / "dir" / "f"))
         assert result.status == "error" and "reported a failure" in result.content
         result = call(tools["mcp__fx__echo"])  # a required argument missing: the server's validation says so

@@ -86,9 +86,8 @@ def clean_schema(schema: Any, *, description_limit: int, max_chars: int) -> tupl
         return dict(PLAIN_SCHEMA), f"its input schema ({size:,} characters) was over {max_chars:,}"
     if cleaned.get("type") != "object":
         return dict(PLAIN_SCHEMA), "its input schema is not of type object"
-    if not isinstance(cleaned.get("properties", {}), dict):
+    if not isinstance(cleaned.get("properties"), dict):  # missing, or not an object
         cleaned["properties"] = {}
-    cleaned.setdefault("properties", {})
     return cleaned, ""
 
 
