@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool
@@ -62,24 +63,16 @@ def test_deferred_tools_are_found_loaded_and_run(tmp_path: Path) -> None:
     assert results[0].content.startswith("Loaded 1 tool(s)") and results[1].content == "sunny in city 17 on monday"
 
 
-def test_never_sends_every_tool_and_no_tool_search(tmp_path: Path) -> None:
-    settings = Settings.model_validate({"tools": {"defer": "never"}, "session_memory": {"enabled": False}})
+@pytest.mark.parametrize("config, n", [({"tools": {"defer": "never"}}, 30), ({"context": {"token_limit": 4096}}, 5)],
+                         ids=["never_sends_every_tool_and_no_tool_search", "few_tools_under_auto_are_not_deferred"])
+def test_tools_not_deferred_are_all_sent_without_tool_search(tmp_path: Path, config: dict, n: int) -> None:
+    settings = Settings.model_validate({**config, "session_memory": {"enabled": False}})
     model = RecordingModel([reply("hi")])
     middleware = MTContextMiddleware(settings=settings, project_root=tmp_path, artifact_tool=False)
-    agent = create_agent(model, city_tools(30), middleware=[middleware], checkpointer=InMemorySaver())
+    agent = create_agent(model, city_tools(n), middleware=[middleware], checkpointer=InMemorySaver())
     agent.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t"}})
     middleware.close()
-    assert len(model.sent_tools[0]) == 30 and "tool_search" not in model.sent_tools[0]
-
-
-def test_few_tools_under_auto_are_not_deferred(tmp_path: Path) -> None:
-    settings = Settings.model_validate({"context": {"token_limit": 4096}, "session_memory": {"enabled": False}})
-    model = RecordingModel([reply("hi")])
-    middleware = MTContextMiddleware(settings=settings, project_root=tmp_path, artifact_tool=False)
-    agent = create_agent(model, city_tools(5), middleware=[middleware], checkpointer=InMemorySaver())
-    agent.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t"}})
-    middleware.close()
-    assert sorted(model.sent_tools[0]) == sorted(f"weather_city_{i}" for i in range(5))  # tool_search not offered
+    assert sorted(model.sent_tools[0]) == sorted(f"weather_city_{i}" for i in range(n))  # tool_search not offered
 
 
 def test_one_threads_compaction_brings_the_delta_to_that_thread_only(tmp_path: Path) -> None:
