@@ -18,6 +18,7 @@ import json
 from typing import Any
 
 from mtagent.tools.mcp.untrusted import clean_text
+from mtagent.tools.text_files import human_size
 
 MAX_LISTED = 20  # images / resources named in the result's metadata, at most
 EMPTY_RESULT = "(the tool returned no content)"
@@ -36,14 +37,6 @@ def _size(data: Any) -> int:
     return max(0, len(text) * 3 // 4 - text[-2:].count("="))
 
 
-def _human(size: int) -> str:
-    for unit in ("bytes", "KB", "MB"):
-        if size < 1024 or unit == "MB":
-            return f"{size:,} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
-        size /= 1024  # type: ignore[assignment]
-    return str(size)
-
-
 def _resource(block: Any, meta: dict[str, Any]) -> str:
     res = get_field(block, "resource") or {}
     uri = clean_text(get_field(res, "uri") or "", 500)
@@ -53,7 +46,7 @@ def _resource(block: Any, meta: dict[str, Any]) -> str:
     if isinstance(text, str):
         return f"[resource {uri} ({mime})]\n{text}"
     size = _size(get_field(res, "blob"))
-    return f"[resource {uri}: {mime}, {_human(size)} of binary data, not shown]"
+    return f"[resource {uri}: {mime}, {human_size(size)} of binary data, not shown]"
 
 
 def _block(block: Any, meta: dict[str, Any]) -> str:
@@ -65,14 +58,14 @@ def _block(block: Any, meta: dict[str, Any]) -> str:
         mime = clean_text(get_field(block, "mime_type", "mimeType") or "unknown type", 100)
         size = _size(get_field(block, "data"))
         meta["media"].append({"type": kind, "mime": mime, "bytes": size})
-        return f"[{kind}: {mime}, {_human(size)}, not shown]"
+        return f"[{kind}: {mime}, {human_size(size)}, not shown]"
     if kind == "resource_link":
         uri = clean_text(get_field(block, "uri") or "", 500)
         name = clean_text(get_field(block, "name") or "", 200)
         mime = get_field(block, "mime_type", "mimeType")
         size = get_field(block, "size")
         details = ", ".join(p for p in (clean_text(mime, 100) if mime else "",
-                                        _human(size) if isinstance(size, int) else "") if p)
+                                        human_size(size) if isinstance(size, int) else "") if p)
         meta["resources"].append(uri)
         desc = get_field(block, "description")
         line = f"[resource link: {name} <{uri}>{f' ({details})' if details else ''}]"
