@@ -11,7 +11,6 @@ are returned for the caller to report.
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -70,7 +69,7 @@ def refs_for(path: Path, count: int, fmt: str | None, *, inline: bool) -> list[S
 
 
 @lru_cache(maxsize=_LOADED_FILES)
-def _load_file(path: str, fmt: str | None, digest: str, data: bytes | None) -> tuple[tuple[Trajectory, ProbeSet], ...]:
+def _load_file(path: str, fmt: str | None, data: bytes | None) -> tuple[tuple[Trajectory, ProbeSet], ...]:
     if data is None:
         trajs = load_trajectories(path, fmt)
     else:  # the bytes under the file's own name: format detection may look at the suffix
@@ -86,8 +85,7 @@ def _load_file(path: str, fmt: str | None, digest: str, data: bytes | None) -> t
 def load_session(ref: SessionRef) -> tuple[Trajectory, ProbeSet]:
     if ref.trajectory is not None:
         return ref.trajectory, build_probes(ref.trajectory)
-    digest = hashlib.sha256(ref.data).hexdigest() if ref.data is not None else ""
-    loaded = _load_file(ref.path, ref.fmt, digest, ref.data)
+    loaded = _load_file(ref.path, ref.fmt, ref.data)  # cached by the bytes themselves when they travel
     if ref.index >= len(loaded):
         raise ValueError(f"{ref.path} holds {len(loaded)} session(s), not {ref.index + 1}")
     return loaded[ref.index]
