@@ -47,8 +47,8 @@ class TurnResult:
 
 def drive_turn(session: TurnHost, payload: Any, approver: Approver | None) -> TurnResult:
     """Run the graph on ``payload`` (a new turn's state or an approval's ``Command``)."""
-    counters = session.runtime.counters
-    before = (counters.model_calls, len(counters.executed))
+    counters, stats = session.runtime.counters, session.runtime.engine.stats
+    before = (stats.model_calls, len(counters.executed))
     size_before = len(session.conversation.messages)
     status: TurnStatus = "done"
     session.subagents.asks.turn_approver = approver  # a subagent's question goes where the parent's would
@@ -83,7 +83,7 @@ def drive_turn(session: TurnHost, payload: Any, approver: Approver | None) -> Tu
     return TurnResult(
         status=status, reply=reply,
         approvals=session.pending_approval if status == "approval_required" else [],
-        model_calls=counters.model_calls - before[0], tool_executions=len(counters.executed) - before[1],
+        model_calls=stats.model_calls - before[0], tool_executions=len(counters.executed) - before[1],
         executed_tool_call_ids=list(counters.executed[before[1]:]), messages=list(new),
     )
 

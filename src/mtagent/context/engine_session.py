@@ -182,7 +182,6 @@ class Recorder:
 
 @dataclass(slots=True)
 class EngineCounters:
-    model_calls: int = 0
     retries: int = 0
     executed: list[str] = field(default_factory=list)
 
@@ -212,7 +211,7 @@ class EngineSession:
         recorder: Recorder,
         *,
         settings: Settings,
-        stats: SessionStats | None = None,
+        stats: SessionStats,
         redactor: Redactor | None = None,
         sleep: Callable[[float], None] = time.sleep,
         system: Any = None,
@@ -310,9 +309,7 @@ class EngineSession:
                 history = self.reactive(history, exc, system=system_messages, tools_tokens=tools_tokens)
                 compacted = True
                 continue
-            self.counters.model_calls += 1
-            if self.stats is not None:
-                self.stats.model_calls += 1
+            self.stats.model_calls += 1
             return ModelCall(reply, view, compacted)
 
     def _on_retry(self, attempt: int, kind: ErrorKind, exc: BaseException, wait: float) -> None:
