@@ -77,22 +77,19 @@ def _call_path(args: Any) -> str | None:
     return None
 
 
+def _editor_command(name: str, args: Any) -> Any:
+    """What an editor tool's call does (``view``, ``create``, …); None for any other tool."""
+    return args.get("command") if name in EDITOR_TOOLS and isinstance(args, dict) else None
+
+
 def edited_path(name: str, args: Any) -> str | None:
     """The file a tool call writes, if it is an edit."""
-    if name in EDIT_TOOLS:
-        return _call_path(args)
-    if name in EDITOR_TOOLS and isinstance(args, dict) and args.get("command") in EDITOR_WRITES:
-        return _call_path(args)
-    return None
+    return _call_path(args) if name in EDIT_TOOLS or _editor_command(name, args) in EDITOR_WRITES else None
 
 
 def read_path(name: str, args: Any) -> str | None:
     """The file a tool call reads, if it is a read."""
-    if name in READ_TOOLS:
-        return _call_path(args)
-    if name in EDITOR_TOOLS and isinstance(args, dict) and args.get("command") == "view":
-        return _call_path(args)
-    return None
+    return _call_path(args) if name in READ_TOOLS or _editor_command(name, args) == "view" else None
 
 
 @dataclass
