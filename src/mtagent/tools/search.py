@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -175,29 +176,15 @@ class _TimedPattern:
 
 
 def _grep_python(ws: Workspace, base: Path, regex: _TimedPattern, glob: str | None, context: int,
-                 max_results: int, skipped: list[str], ignore: GitIgnore | None = None) -> tuple[list[str], int, bool]:
-    glob_re = glob_to_regex(glob) if glob else None
+                 max_results: int, skipped: list[str], ignore: GitIgnore | None) -> tuple[list[str], int, bool]:
     out: list[str] = []
     matches = 0
-    for file in walk_files(ws, base):
-        if ignore is not None and ignore.ignored(file):
+    files = _text_files(ws, base, glob_to_regex(glob) if glob else None, ignore)
+    for file, text in files:
+        if text is None:
+            skipped.append(ws.relative(file))
             continue
-        if glob_re is not None:
-            rel = file.relative_to(base).as_posix() if file != base else file.name
-            if not glob_re.match(rel):
-                continue
-        try:
-            if file.stat().st_size > PY_GREP_MAX_FILE_BYTES:
-                skipped.append(ws.relative(file))
-                continue
-        except OSError:
-            continue
-        data = read_workspace_file(ws, file, PY_GREP_MAX_FILE_BYTES)
-        if data is None:
-            continue
-        if binary_kind(data[:_SNIFF]) is not None:
-            continue
-        lines = data.decode("utf-8", errors="replace").splitlines()
+        lines = text.splitlines()
         hits = [i for i, line in enumerate(lines) if regex.search(line)]
         if not hits:
             continue
@@ -216,29 +203,28 @@ def _grep_python(ws: Workspace, base: Path, regex: _TimedPattern, glob: str | No
                 sep = ":" if j in hit_set else "-"
                 out.append(f"{shown}{sep}{j + 1}{sep}{lines[j]}")
             last = max(last, hi)
-        if stopped or matches >= max_results:
-            return out, matches, stopped or _has_more(ws, base, file, regex, glob_re, ignore)
+        if stopped or matches >= max_results:  # 'stopped early' only when a file after this one matches too
+            return out, matches, stopped or any(text is not None and regex.search(text) for _, text in files)
     return out, matches, False
 
 
-def _has_more(ws: Workspace, base: Path, after: Path, regex: _TimedPattern, glob_re: Any,
-              ignore: GitIgnore | None = None) -> bool:
-    """Whether any file after ``after`` also matches (so 'stopped early' is not a false alarm)."""
-    seen = False
+def _text_files(ws: Workspace, base: Path, glob_re: Any, ignore: GitIgnore | None) -> Iterator[tuple[Path, str | None]]:
+    """The files under ``base`` the Python engine searches (not ignored, matching the glob, not binary), as
+    text; None for one over :data:`PY_GREP_MAX_FILE_BYTES` (skipped and reported, not loaded)."""
     for file in walk_files(ws, base):
-        if not seen:
-            seen = file == after
-            continue
-        if glob_re is not None and not glob_re.match(file.relative_to(base).as_posix()):
-            continue
         if ignore is not None and ignore.ignored(file):
             continue
-        data = read_workspace_file(ws, file, PY_GREP_MAX_FILE_BYTES)
-        if data is None:
+        if glob_re is not None and not glob_re.match(file.relative_to(base).as_posix() if file != base else file.name):
             continue
-        if binary_kind(data[:_SNIFF]) is None and regex.search(data.decode("utf-8", errors="replace")):
-            return True
-    return False
+        try:
+            if file.stat().st_size > PY_GREP_MAX_FILE_BYTES:
+                yield file, None
+                continue
+        except OSError:
+            continue
+        data = read_workspace_file(ws, file, PY_GREP_MAX_FILE_BYTES)
+        if data is not None and binary_kind(data[:_SNIFF]) is None:
+            yield file, data.decode("utf-8", errors="replace")
 
 
 class _RipgrepRefused(Exception):
@@ -246,7 +232,7 @@ class _RipgrepRefused(Exception):
 
 
 def _grep_rg(rg: str, ws: Workspace, base: Path, pattern: str, glob: str | None, case_insensitive: bool,
-             context: int, max_results: int, *, gitignore: bool = False) -> tuple[list[str], int, bool]:
+             context: int, max_results: int, *, gitignore: bool) -> tuple[list[str], int, bool]:
     """Run ripgrep with ``--null`` (path, NUL, ``N:text`` or ``N-text``) and render our format."""
     target = ws.relative(base)
     cmd = [rg, "--line-number", "--with-filename", "--no-heading", "--null", "--color", "never",
