@@ -51,6 +51,15 @@ def project(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture
+def pipe() -> Iterator:
+    """What the user types at a REPL in-process (prompt_toolkit's input from a pipe)."""
+    from prompt_toolkit.input import create_pipe_input
+
+    with create_pipe_input() as inp:
+        yield inp
+
+
+@pytest.fixture
 def trajectories() -> Path:
     """The shared real trajectories; tests that need them skip where they are absent."""
     if not TRAJECTORIES.is_dir():

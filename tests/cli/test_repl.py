@@ -5,18 +5,15 @@ from __future__ import annotations
 import re
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from model_script import script
-from prompt_toolkit import PromptSession
+from model_script import script, scripted_repl
 from prompt_toolkit.input import create_pipe_input
-from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
-from mtagent.cli.repl import Repl, continue_line, key_bindings, message_text
+from mtagent.cli.repl import continue_line, message_text
 from mtagent.cli.run_cmd import SessionOptions
 from mtagent.cli.turn_display import TurnDisplay, describe_call, make_approver, parse_approval_answer
 from mtagent.events import EventBus, EventType
@@ -37,28 +34,12 @@ def test_double_slash_sends_a_message_that_starts_with_a_slash():
     assert message_text("  plain  ") == "plain"
 
 
-@pytest.fixture
-def pipe() -> Iterator:
-    with create_pipe_input() as inp:
-        yield inp
-
-
-def make_repl(project: Path, tmp_path: Path, steps: list, pipe, answers: list[str] | None = None,
-              **options) -> tuple[Repl, Console]:
-    console = Console(record=True, width=140, force_terminal=False)
-    session = PromptSession(input=pipe, output=DummyOutput(), key_bindings=key_bindings(), multiline=True)
-    pending = list(answers or [])
-    repl = Repl(SessionOptions(cwd=project, model=script(tmp_path, steps), **options), console=console,
-                prompt_session=session, ask=lambda q: (console.print(q, markup=False), pending.pop(0))[1])
-    return repl, console
-
-
 def user_messages(project: Path) -> list[str]:
     return [r["content"] for r in read_records(FilesStore().session_infos(paths.project_hash(project))[0].path) if r.get("role") == "user"]
 
 
 def test_repl_sends_messages_runs_slash_commands_and_exits(project, tmp_path, pipe):
-    repl, console = make_repl(project, tmp_path, ["Hi there.", "Second."], pipe)
+    repl, console, _ = scripted_repl(project, tmp_path, ["Hi there.", "Second."], pipe)
     pipe.send_text("hello\r/context stats\r/sessions\rline one\\\rline two\r/exit\r")
     assert repl.run() == 0
     out = console.export_text()
@@ -69,14 +50,14 @@ def test_repl_sends_messages_runs_slash_commands_and_exits(project, tmp_path, pi
 
 
 def test_repl_escape_enter_adds_a_line(project, tmp_path, pipe):
-    repl, _ = make_repl(project, tmp_path, ["ok"], pipe)
+    repl, _, _ = scripted_repl(project, tmp_path, ["ok"], pipe)
     pipe.send_text("alpha\x1b\rbeta\r/exit\r")
     repl.run()
     assert user_messages(project) == ["alpha\nbeta"]
 
 
 def test_repl_ctrl_d_exits(project, tmp_path, pipe):
-    repl, console = make_repl(project, tmp_path, [], pipe)
+    repl, console, _ = scripted_repl(project, tmp_path, [], pipe)
     pipe.send_text("\x04")
     assert repl.run() == 0
     assert "bye" in console.export_text()
@@ -87,7 +68,7 @@ def test_repl_approval_always_remembers_the_command(project, tmp_path, pipe):
     command = f"echo x >> {marker}"
     steps = [{"tool": "shell", "args": {"command": command}}, "one",
              {"tool": "shell", "args": {"command": command}}, "two"]
-    repl, console = make_repl(project, tmp_path, steps, pipe, answers=["a"])
+    repl, console, _ = scripted_repl(project, tmp_path, steps, pipe, answers=["a"])
     pipe.send_text("first\rsecond\r/exit\r")
     repl.run()
     out = console.export_text()
@@ -98,7 +79,7 @@ def test_repl_approval_always_remembers_the_command(project, tmp_path, pipe):
 def test_repl_denied_command_is_not_run_and_the_model_hears_why(project, tmp_path, pipe):
     marker = project / "never.txt"
     steps = [{"tool": "shell", "args": {"command": f"touch {marker}"}}, "understood"]
-    repl, console = make_repl(project, tmp_path, steps, pipe, answers=["maybe", "n"])
+    repl, console, _ = scripted_repl(project, tmp_path, steps, pipe, answers=["maybe", "n"])
     pipe.send_text("do it\r/exit\r")
     repl.run()
     assert not marker.exists()
@@ -108,10 +89,10 @@ def test_repl_denied_command_is_not_run_and_the_model_hears_why(project, tmp_pat
 
 
 def test_resumed_context_grid_uses_this_window_s_threshold_not_the_recorded_one(project, tmp_path, pipe):
-    first, _ = make_repl(project, tmp_path, ["Hi."], pipe, window=20_000)
+    first, _, _ = scripted_repl(project, tmp_path, ["Hi."], pipe, window=20_000)
     pipe.send_text("hello\r/exit\r")
     first.run()
-    repl, console = make_repl(project, tmp_path, [], pipe, continue_=True)
+    repl, console, _ = scripted_repl(project, tmp_path, [], pipe, continue_=True)
     pipe.send_text("/context\r/exit\r")
     repl.run()
     out = console.export_text()
@@ -119,7 +100,7 @@ def test_resumed_context_grid_uses_this_window_s_threshold_not_the_recorded_one(
 
 
 def test_repl_model_error_is_one_line_and_the_repl_goes_on(project, tmp_path, pipe):
-    repl, console = make_repl(project, tmp_path, [], pipe)
+    repl, console, _ = scripted_repl(project, tmp_path, [], pipe)
     pipe.send_text("hello\r/help\r/exit\r")
     repl.run()
     out = console.export_text()
@@ -128,7 +109,7 @@ def test_repl_model_error_is_one_line_and_the_repl_goes_on(project, tmp_path, pi
 
 def test_repl_compact_prints_before_after_and_context_shows_the_window_now(project, tmp_path, pipe):
     steps = [f"answer {i} " + "lorem ipsum " * 300 for i in range(8)]
-    repl, console = make_repl(project, tmp_path, steps, pipe, window=24_000)
+    repl, console, _ = scripted_repl(project, tmp_path, steps, pipe, window=24_000)
     turns = "".join(f"question {i}\r" for i in range(8))
     pipe.send_text(turns + "/compact keep the questions\r/context\r/context stats\r/context explain\r/context artifacts\r/context messages\r/exit\r")
     repl.run()
@@ -145,12 +126,12 @@ def test_repl_compact_prints_before_after_and_context_shows_the_window_now(proje
 
 
 def test_repl_resume_switches_sessions(project, tmp_path, pipe):
-    first, _ = make_repl(project, tmp_path, ["one"], pipe)
+    first, _, _ = scripted_repl(project, tmp_path, ["one"], pipe)
     pipe.send_text("remember this\r/exit\r")
     first.run()
     old = FilesStore().session_infos(paths.project_hash(project))[0].session_id
     with create_pipe_input() as pipe2:
-        second, console = make_repl(project, tmp_path, ["two"], pipe2)
+        second, console, _ = scripted_repl(project, tmp_path, ["two"], pipe2)
         pipe2.send_text(f"/resume {old}\r/resume nope-x\r/exit\r")
         second.run()
     out = console.export_text()
@@ -246,7 +227,7 @@ def test_resumed_session_waiting_for_approval_asks_first_and_never_reruns_earlie
     assert paused.run_turn("once more").status == "approval_required"
     paused.close()
 
-    repl, console = make_repl(project, tmp_path, ["later"], pipe, answers=["y"], resume=sid)
+    repl, console, _ = scripted_repl(project, tmp_path, ["later"], pipe, answers=["y"], resume=sid)
     pipe.send_text("/exit\r")
     repl.run()
     out = console.export_text()
@@ -255,7 +236,7 @@ def test_resumed_session_waiting_for_approval_asks_first_and_never_reruns_earlie
 
 
 def test_repl_compact_of_a_short_session_changes_nothing_and_says_why(project, tmp_path, pipe):
-    repl, console = make_repl(project, tmp_path, ["short answer"], pipe)
+    repl, console, _ = scripted_repl(project, tmp_path, ["short answer"], pipe)
     pipe.send_text("one question\r/compact\r/compact from nosuchid\r/exit\r")
     repl.run()
     out = console.export_text()
@@ -267,7 +248,7 @@ def test_repl_compact_of_a_short_session_changes_nothing_and_says_why(project, t
 
 def test_clear_starts_a_new_session_model_switches_and_cost_splits_cache(project, tmp_path, pipe):
     other = script(tmp_path, ["from the other model"], "other.json")
-    repl, console = make_repl(project, tmp_path, ["first answer", "second answer"], pipe)
+    repl, console, _ = scripted_repl(project, tmp_path, ["first answer", "second answer"], pipe)
     pipe.send_text(f"hello\r/cost\r/model {other}\rgo on\r/clear\r/cost\r/model nosuch:thing\r/exit\r")
     repl.run()
     out = console.export_text()
@@ -304,7 +285,7 @@ def test_cost_prices_recorded_usage_with_cache_reads_and_writes_apart(project, t
 
 def test_repl_says_why_a_tool_call_failed(project, tmp_path, pipe):
     steps = [{"tool": "read_file", "args": {"file_path": "nope.txt"}}, "could not read it"]
-    repl, console = make_repl(project, tmp_path, steps, pipe)
+    repl, console, _ = scripted_repl(project, tmp_path, steps, pipe)
     pipe.send_text("read nope.txt\r/exit\r")
     repl.run()
     out = console.export_text()
@@ -312,7 +293,7 @@ def test_repl_says_why_a_tool_call_failed(project, tmp_path, pipe):
 
 
 def test_context_says_the_tool_catalog_line_once_until_it_changes(project, tmp_path, pipe):
-    repl, console = make_repl(project, tmp_path, ["Hi."], pipe)
+    repl, console, _ = scripted_repl(project, tmp_path, ["Hi."], pipe)
     pipe.send_text("hello\r/context\r/context\r/context stats\r/exit\r")
     repl.run()
     out = console.export_text()
@@ -322,11 +303,11 @@ def test_context_says_the_tool_catalog_line_once_until_it_changes(project, tmp_p
 
 def test_context_stats_after_a_resume_counts_the_earlier_compactions(project, tmp_path, pipe):
     steps = [f"answer {i} " + "lorem ipsum " * 300 for i in range(8)]
-    first, _ = make_repl(project, tmp_path, steps, pipe, window=24_000)
+    first, _, _ = scripted_repl(project, tmp_path, steps, pipe, window=24_000)
     pipe.send_text("".join(f"question {i}\r" for i in range(8)) + "/compact keep the questions\r/exit\r")
     first.run()
     with create_pipe_input() as pipe2:
-        repl, console = make_repl(project, tmp_path, [], pipe2, continue_=True)
+        repl, console, _ = scripted_repl(project, tmp_path, [], pipe2, continue_=True)
         pipe2.send_text("/context stats\r/exit\r")
         repl.run()
     out = console.export_text()
@@ -338,7 +319,7 @@ def test_the_config_is_read_once_at_start_and_afresh_for_a_later_session(project
     reads: list[Path] = []
     settings = SessionOptions.settings
     monkeypatch.setattr(SessionOptions, "settings", lambda self: (reads.append(self.root), settings(self))[1])
-    repl, console = make_repl(project, tmp_path, ["One.", "Two."], pipe)
+    repl, console, _ = scripted_repl(project, tmp_path, ["One.", "Two."], pipe)
     pipe.send_text("hello\r")
     pipe.send_text("/clear\rhello again\r/exit\r")
     assert repl.run() == 0
@@ -347,12 +328,12 @@ def test_the_config_is_read_once_at_start_and_afresh_for_a_later_session(project
 
 def test_a_repl_opened_and_left_without_a_message_leaves_no_session(project, tmp_path, pipe):
     """A session is kept from its first message (issue 36): the empty one never becomes `latest`."""
-    earlier, _ = make_repl(project, tmp_path, ["Kept."], pipe)
+    earlier, _, _ = scripted_repl(project, tmp_path, ["Kept."], pipe)
     pipe.send_text("a real question\r/exit\r")
     earlier.run()
     [kept] = FilesStore().sessions(paths.project_hash(project))
     with create_pipe_input() as pipe2:
-        repl, _ = make_repl(project, tmp_path, [], pipe2)
+        repl, _, _ = scripted_repl(project, tmp_path, [], pipe2)
         pipe2.send_text("/context\r/clear\r/context\r/exit\r")  # opens a session, then a second one
         repl.run()
     assert FilesStore().sessions(paths.project_hash(project)) == [kept]
@@ -384,7 +365,7 @@ def test_skill_command_sends_the_body_and_the_request(project: Path, tmp_path: P
     skill.parent.mkdir(parents=True)
     skill.write_text("---\nname: release\ndescription: Cut a release.\n---\n1. Bump the version in pyproject.\n")
     trust.set_trust(project, True)
-    repl, console = make_repl(project, tmp_path, ["Bumped."], pipe)
+    repl, console, _ = scripted_repl(project, tmp_path, ["Bumped."], pipe)
     pipe.send_text("/skill nope\r/skill release for 2.0\r/context explain\r/exit\r")
     assert repl.run() == 0
     out = console.export_text()
@@ -405,11 +386,7 @@ def test_an_untrusted_projects_skill_is_asked_about_and_named_when_not_found(tmp
     skill.write_text("---\nname: explaining-code\ndescription: Explain code.\n---\nUse analogies.\n")
     question = first_run_question(project)
     assert question is not None and "skill explaining-code (.claude/skills)" in question
-    console = Console(record=True, width=200, force_terminal=False)
-    prompt = PromptSession(input=pipe, output=DummyOutput(), key_bindings=key_bindings(), multiline=True)
-    asked: list[str] = []
-    repl = Repl(SessionOptions(cwd=project, model=script(tmp_path, ["ok"])), console=console, prompt_session=prompt,
-                ask=lambda q: asked.append(q) or "n")
+    repl, console, asked = scripted_repl(project, tmp_path, ["ok"], pipe, ["n"], width=200, echo=False)
     pipe.send_text("/skill explaining-code\r/exit\r")
     assert repl.run() == 0
     out = console.export_text()

@@ -3,49 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-from prompt_toolkit import PromptSession
-from prompt_toolkit.input import create_pipe_input
-from prompt_toolkit.output import DummyOutput
-from rich.console import Console
+from model_script import scripted_repl
 from typer.testing import CliRunner
 
 from mtagent import trust
 from mtagent.cli.app import app
-from mtagent.cli.repl import Repl, key_bindings
-from mtagent.cli.run_cmd import SessionOptions
 
 PROJECT_CONFIG = '[agent]\napproval = { "shell" = "allow" }\nworkspace_extra_roots = ["/"]\n'
 PROJECT_FILES = {".mtagent/config.toml": PROJECT_CONFIG}
 
 
-@pytest.fixture
-def pipe() -> Iterator:
-    with create_pipe_input() as inp:
-        yield inp
-
-
-def _repl(project: Path, tmp_path: Path, pipe, answers: list[str]) -> tuple[Repl, Console, list[str]]:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(["ok"]), encoding="utf-8")
-    console = Console(record=True, width=200, force_terminal=False)
-    session = PromptSession(input=pipe, output=DummyOutput(), key_bindings=key_bindings(), multiline=True)
-    asked: list[str] = []
-
-    def ask(question: str) -> str:
-        asked.append(question)
-        return answers.pop(0)
-
-    repl = Repl(SessionOptions(cwd=project, model=f"scripted:{script}"), console=console,
-                prompt_session=session, ask=ask)
-    return repl, console, asked
-
-
 def test_the_repl_asks_once_and_a_no_keeps_the_projects_security_keys_ignored(project, tmp_path, pipe) -> None:
-    repl, _console, asked = _repl(project, tmp_path, pipe, ["n"])
+    repl, _console, asked = scripted_repl(project, tmp_path, ["ok"], pipe, ["n"], width=200, echo=False)
     pipe.send_text("/exit\r")
     assert repl.run() == 0
     assert len(asked) == 1 and "agent.approval" in asked[0] and "workspace_extra_roots" in asked[0]
@@ -54,11 +24,11 @@ def test_the_repl_asks_once_and_a_no_keeps_the_projects_security_keys_ignored(pr
 
 
 def test_the_repl_question_answered_yes_trusts_the_project(project, tmp_path, pipe) -> None:
-    repl, _console, asked = _repl(project, tmp_path, pipe, ["y"])
+    repl, _console, asked = scripted_repl(project, tmp_path, ["ok"], pipe, ["y"], width=200, echo=False)
     pipe.send_text("/exit\r")
     repl.run()
     assert trust.decision(project) is True and len(asked) == 1
-    again, _c, asked_again = _repl(project, tmp_path, pipe, [])
+    again, _c, asked_again = scripted_repl(project, tmp_path, ["ok"], pipe, [], width=200, echo=False)
     pipe.send_text("/exit\r")
     again.run()
     assert asked_again == []  # decided: not asked again
@@ -83,7 +53,7 @@ def test_the_repl_asks_again_when_a_trusted_project_changed_and_a_no_applies_not
     """#33: trust binds to contents — a pulled change is asked about, showing exactly what changed."""
     trust.set_trust(project, True)
     (project / ".mtagent" / "config.toml").write_text(PROJECT_CONFIG + '[shell]\nenv_passthrough = ["AWS_SECRET_ACCESS_KEY"]\n')
-    repl, _console, asked = _repl(project, tmp_path, pipe, ["n"])
+    repl, _console, asked = scripted_repl(project, tmp_path, ["ok"], pipe, ["n"], width=200, echo=False)
     pipe.send_text("/exit\r")
     assert repl.run() == 0
     assert len(asked) == 1 and "changed since you trusted it" in asked[0]
