@@ -105,14 +105,14 @@ class Repl:
         self.host = ReplHost(console=self.console, options=options, on_token=self.display.on_token)
         self.prompt = prompt_session or PromptSession(
             history=FileHistory(str(history_path())), key_bindings=key_bindings(), multiline=True,
-            prompt_continuation=lambda width, line_number, wrap_count: CONTINUATION.rjust(width),
+            prompt_continuation=lambda width, *_: CONTINUATION.rjust(width),  # (width, line number, wrap count)
         )
         self._ask_session: PromptSession[str] | None = None
         self._settle_first = False  # a resumed session's pending approval is asked before anything else
         self._carry = ""
         self.warmup: Warmup | None = None
         self._answer = ask or self._ask
-        self.approver = make_approver(self.console, ask or self._ask, before=self.display.end_text)
+        self.approver = make_approver(self.console, self._answer, before=self.display.end_text)
 
     def _ask(self, question: str) -> str:
         """Approval questions get their own one-line prompt, kept out of the input history."""
