@@ -59,20 +59,14 @@ STDERR_TAIL_CHARS = 600
 HTTP_CONNECT_SECONDS = 30.0
 
 
-def _parse(line: bytes | bytearray) -> SessionMessage | Exception:
+def _parse(line: bytes | bytearray | LongStrings) -> SessionMessage | Exception:
     """One message. ``json.loads`` then validation of the objects (which keeps their strings): parsing
-    a 100 MB line with ``validate_json`` took 330 MB more, ``json.loads`` about 50."""
+    a 100 MB line with ``validate_json`` took 330 MB more, ``json.loads`` about 50. A line read by
+    :class:`LongStrings`: its skeleton parsed, the long strings put back."""
     try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_python(json.loads(line), by_name=False))
+        value = line.parse() if isinstance(line, LongStrings) else json.loads(line)
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(value, by_name=False))
     except (ValueError, RecursionError) as exc:  # the session surfaces it, as the SDK's transport does
-        return exc if isinstance(exc, ValueError) else ValueError(f"a message nested too deeply: {exc}")
-
-
-def _parse_long(long: LongStrings) -> SessionMessage | Exception:
-    """A line read by :class:`LongStrings`: its skeleton parsed, the long strings put back."""
-    try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_python(long.parse(), by_name=False))
-    except (ValueError, RecursionError) as exc:
         return exc if isinstance(exc, ValueError) else ValueError(f"a message nested too deeply: {exc}")
 
 
@@ -145,7 +139,7 @@ class LineReader:
                 out.append(self.failed)
             elif self.long is not None:
                 long, self.long = self.long, None
-                out.append(_parse_long(long))
+                out.append(_parse(long))
                 del long
             elif self.size:
                 line, self.line = self.line, bytearray()
