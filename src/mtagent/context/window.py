@@ -155,7 +155,6 @@ class ContextWindowManager:
         *,
         system: Sequence[BaseMessage] = (),
         tools_tokens: int = 0,
-        query_source: str = "user",
         conflicts: Sequence[Conflict] = (),
     ) -> CallView:
         """Build this call's view of ``history`` (see module docstring).
@@ -171,28 +170,24 @@ class ContextWindowManager:
         extra = sum(system_tokens) + tools_tokens
         self.frame = CallFrame(extra, tuple(system))
         log = CallLog()
-        working = not query_source.startswith(("compact", "session_memory"))
-        if working:
-            stamps = [t for t in (meter.last_ai_ts, self._last_call_ts) if t is not None]
-            tokens, anchored = self.clearing.run(history, now=now, last_ts=max(stamps) if stamps else None,
-                                                 extra=extra, token_limit=self.token_limit, log=log)
-        else:
-            tokens, anchored = meter.measure(extra)
+        stamps = [t for t in (meter.last_ai_ts, self._last_call_ts) if t is not None]
+        tokens, anchored = self.clearing.run(history, now=now, last_ts=max(stamps) if stamps else None,
+                                             extra=extra, token_limit=self.token_limit, log=log)
 
-        if self.session_memory is not None and working:
+        if self.session_memory is not None:
             align = getattr(self.session_memory, "align_to", None)
             if align is not None:  # an update request can share the main request's cached prefix
                 align(system)
             self.session_memory.maybe_update(history, tokens=tokens)
 
         compaction: CompactionResult | None = None
-        if working and history:
+        if history:
             self.policy.observe_round(history[-1])
-        decision = self.policy.decide(tokens, query_source=query_source, extra_tokens=extra)
+        decision = self.policy.decide(tokens, extra_tokens=extra)
         if decision.compact:
             try:
                 compaction = self.run_compaction(history, trigger="auto", reason=decision.reason, tokens=tokens,
-                                           extra=extra, prefer_memory=True, early=decision.early, system=system)
+                                                 extra=extra, prefer_memory=True, early=decision.early, system=system)
             except Exception as exc:  # noqa: BLE001 - a failed auto compaction must never fail the turn
                 self.policy.record_failure(exc, early=decision.early, tokens=tokens)
                 log.notes.append(f"auto compaction failed: {exc}")
@@ -212,7 +207,7 @@ class ContextWindowManager:
         plan = plan_for_view(meter, frame, log, system, system_tokens)
         plan.conflicts = list(conflicts)
         messages = (*system, *meter.view)
-        if self.retriever is not None and working:
+        if self.retriever is not None:
             messages = tuple(self.retriever.extend(meter.view, messages, plan))
         self._last_call_ts = now
         self.last_plan = plan
