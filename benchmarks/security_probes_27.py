@@ -11,6 +11,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from security_probe_kit import cli, first_payload, quiet_settings, untrusted_settings
+
 FIRST_COMMIT_27 = "e61a34e"  # the first commit carrying #27 code (describe_call sanitized; f112375: confinement)
 CANARY = "OUTSIDE-CANARY-27"
 TOKEN = "ghx_regress27CanaryToken0123456789"
@@ -45,26 +47,6 @@ PROBES_27: dict[str, tuple[str, str]] = {
 }
 
 
-def _settings(extra: dict | None = None) -> object:
-    from mtagent.config import Settings
-
-    data = {"agent": {"retry_base_seconds": 0.0}, "session_memory": {"enabled": False}}
-    for section, body in (extra or {}).items():
-        data.setdefault(section, {}).update(body)
-    return Settings.model_validate(data)
-
-
-def _first_payload(project: Path, steps: list | None = None, settings: object = None,
-                   approval: str = "never") -> str:
-    from mtagent.agent.scripted import ScriptedChatModel
-    from mtagent.agent.session import AgentSession
-
-    model = ScriptedChatModel(steps or ["done"])
-    with AgentSession.create(project, model=model, settings=settings or _settings(), approval=approval) as s:
-        s.run_turn("go")
-    return "\n".join(str(m.content) for call in model.calls for m in call)
-
-
 def _hostile(tmp: Path) -> Path:
     project, outside = tmp / "p", tmp / "outside"
     project.mkdir()
@@ -77,7 +59,7 @@ def _hostile(tmp: Path) -> Path:
 def _context_probe(tmp: Path, text: str) -> bool:
     project = _hostile(tmp)
     (project / "CONTEXT.md").write_text(text)
-    payload = _first_payload(project)
+    payload = first_payload(project)
     return CANARY in payload or TOKEN in payload
 
 
@@ -103,16 +85,16 @@ def probe_include_hardlink(tmp: Path) -> bool:
     project = _hostile(tmp)
     os.link(tmp / "outside" / "x", project / "notes.md")
     (project / "CONTEXT.md").write_text("See @notes.md\n")
-    return CANARY in _first_payload(project)
+    return CANARY in first_payload(project)
 
 
 def probe_include_huge(tmp: Path) -> bool:
     project = _hostile(tmp)
     (project / "big.md").write_bytes(b"y\n" * (2 * 1024 * 1024))
     (project / "CONTEXT.md").write_text("@big.md\n")
-    settings = _settings({"context": {"token_limit": 10_000_000}})
+    settings = quiet_settings({"context": {"token_limit": 10_000_000}})
     try:
-        payload = _first_payload(project, settings=settings)
+        payload = first_payload(project, settings=settings)
     except Exception:  # noqa: BLE001 — refused by an error about the size: nothing was sent
         return False
     return payload.count("y\n") > 1024 * 1024
@@ -123,7 +105,7 @@ def _symlink_probe(tmp: Path, name: str) -> bool:
     link = project / name
     link.parent.mkdir(parents=True, exist_ok=True)
     link.symlink_to(tmp / "outside" / "rule.md")
-    return CANARY in _first_payload(project)
+    return CANARY in first_payload(project)
 
 
 def probe_local_context_symlink(tmp: Path) -> bool:
@@ -166,7 +148,7 @@ def probe_brief_user_authority(tmp: Path) -> bool:
     marker = "regress27-brief-marker"
     parent = ScriptedChatModel([tool_call("task", {"description": "d", "prompt": marker, "agent": "explore"}),
                                 "done"])
-    with AgentSession.create(project, model=parent, settings=_settings(), approval="auto") as s:
+    with AgentSession.create(project, model=parent, settings=quiet_settings(), approval="auto") as s:
         s.subagents.model_factory = lambda profile, request: (
             ScriptedChatModel([json.dumps({"outcome": "success", "summary": "ok"})]), "scripted:child")
         s.run_turn("go")
@@ -207,12 +189,7 @@ def probe_index_secret(tmp: Path) -> bool:
 
 
 def probe_untrusted_index_workspace(tmp: Path) -> bool:
-    from mtagent.config import load_settings
-
-    project = _hostile(tmp)
-    (project / ".mtagent").mkdir()
-    (project / ".mtagent" / "config.toml").write_text("[recall]\nindex_workspace = true\n")
-    return load_settings(project).recall.index_workspace is True
+    return untrusted_settings(tmp, "[recall]\nindex_workspace = true\n").recall.index_workspace is True
 
 
 def probe_shell_env_key(tmp: Path) -> bool:
@@ -221,8 +198,8 @@ def probe_shell_env_key(tmp: Path) -> bool:
     project = _hostile(tmp)
     key = "sk-regress27EnvPolicy0123456789abcdef"
     os.environ["OPENAI_API_KEY"] = key
-    payload = _first_payload(project, [tool_call("shell", {"command": "echo $OPENAI_API_KEY | rev"}), "done"],
-                             settings=_settings(), approval="auto")
+    payload = first_payload(project, [tool_call("shell", {"command": "echo $OPENAI_API_KEY | rev"}), "done"],
+                            approval="auto")
     return key[::-1] in payload
 
 
@@ -231,7 +208,7 @@ def _written_session(tmp: Path) -> tuple[Path, str]:
     from mtagent.agent.session import AgentSession
 
     project = _hostile(tmp)
-    with AgentSession.create(project, model=ScriptedChatModel(["noted"]), settings=_settings(),
+    with AgentSession.create(project, model=ScriptedChatModel(["noted"]), settings=quiet_settings(),
                              approval="never") as s:
         s.run_turn(f"the passphrase is {LATER_SECRET}")
         return project, s.session_id
@@ -243,24 +220,20 @@ def probe_resume_later_secret(tmp: Path) -> bool:
 
     project, sid = _written_session(tmp)
     model = ScriptedChatModel(["ok"])
-    settings = _settings({"security": {"redact_values": [LATER_SECRET]}})
+    settings = quiet_settings({"security": {"redact_values": [LATER_SECRET]}})
     with AgentSession.resume(sid, project, model=model, settings=settings, approval="never") as s:
         s.run_turn("go on")
     return LATER_SECRET in "\n".join(str(m.content) for m in model.calls[0])
 
 
 def probe_recall_later_secret(tmp: Path) -> bool:
-    from typer.testing import CliRunner
-
     from mtagent import paths
-    from mtagent.cli.app import app
 
     project, _ = _written_session(tmp)
-    runner = CliRunner()
-    runner.invoke(app, ["recall", "passphrase", "--cwd", str(project)])  # indexed before it was configured
+    cli("recall", "passphrase", "--cwd", str(project))  # indexed before it was configured
     paths.global_config_path().parent.mkdir(parents=True, exist_ok=True)
     paths.global_config_path().write_text(f'[security]\nredact_values = ["{LATER_SECRET}"]\n')
-    return LATER_SECRET in runner.invoke(app, ["recall", "passphrase", "--cwd", str(project)]).output
+    return LATER_SECRET in cli("recall", "passphrase", "--cwd", str(project)).output
 
 
 PROBE_FUNCS_27: dict[str, Callable[[Path], bool]] = {name: globals()[f"probe_{name}"] for name in PROBES_27}

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
+from security_probe_kit import first_payload, quiet_settings, untrusted_settings
+
 FIXTURE_SERVER = Path(__file__).resolve().parents[1] / "tests" / "tools" / "mcp" / "fixture_server.py"
 
 # name → (attack class, the test that covers it now)
@@ -53,37 +55,24 @@ PROBES_33_SECRETS: dict[str, tuple[str, str]] = {
 }
 
 
-def _settings(extra: dict | None = None) -> object:
-    from mtagent.config import Settings
-
-    data: dict = {"agent": {"retry_base_seconds": 0.0}, "session_memory": {"enabled": False}}
-    for section, body in (extra or {}).items():
-        data.setdefault(section, {}).update(body)
-    return Settings.model_validate(data)
-
-
 def _shell_payload(tmp: Path, env: dict[str, str], command: str, settings: object = None) -> str:
     """What the model saw after one shell call with ``env`` set in the agent's environment."""
     import os
 
-    from mtagent.agent.scripted import ScriptedChatModel, tool_call
-    from mtagent.agent.session import AgentSession
+    from mtagent.agent.scripted import tool_call
 
     project = tmp / "project"
     project.mkdir(exist_ok=True)
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        model = ScriptedChatModel([tool_call("shell", {"command": command}, id="c1"), "done"])
-        with AgentSession.create(project, model=model, settings=settings or _settings(), approval="auto") as s:
-            s.run_turn("go")
+        return first_payload(project, [tool_call("shell", {"command": command}, id="c1"), "done"], settings, "auto")
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    return "\n".join(str(m.content) for call in model.calls for m in call)
 
 
 def probe_env_pwd_name(tmp: Path) -> bool:
@@ -104,27 +93,18 @@ def probe_env_proxy_password(tmp: Path) -> bool:
 
 
 def probe_env_configured_value(tmp: Path) -> bool:
-    settings = _settings({"agent": {"base_url": "http://u:plainlabelpw9@127.0.0.1:9/v1"}})
+    settings = quiet_settings({"agent": {"base_url": "http://u:plainlabelpw9@127.0.0.1:9/v1"}})
     sent = _shell_payload(tmp, {"BUILD_LABEL": "plainlabelpw9"}, 'printf %s "$BUILD_LABEL" | rev', settings)
     return "plainlabelpw9"[::-1] in sent
 
 
-def _untrusted_project(tmp: Path, config: str) -> object:
-    from mtagent.config import load_settings
-
-    project = tmp / "repo"
-    (project / ".mtagent").mkdir(parents=True)
-    (project / ".mtagent" / "config.toml").write_text(config)
-    return load_settings(project, environ={})
-
-
 def probe_untrusted_redact_code(tmp: Path) -> bool:
-    settings = _untrusted_project(tmp, '[security]\nredact_values = ["if user.is_admin: return True"]\n')
+    settings = untrusted_settings(tmp, '[security]\nredact_values = ["if user.is_admin: return True"]\n', environ={})
     return "if user.is_admin: return True" in settings.security.redact_values  # type: ignore[attr-defined]
 
 
 def probe_untrusted_redact_home(tmp: Path) -> bool:
-    settings = _untrusted_project(tmp, '[security]\nredact_env = ["HOME", "LANG"]\n')
+    settings = untrusted_settings(tmp, '[security]\nredact_env = ["HOME", "LANG"]\n', environ={})
     return "HOME" in settings.security.redact_env  # type: ignore[attr-defined]
 
 
@@ -213,9 +193,9 @@ def probe_late_tools_loaded(tmp: Path) -> bool:
     servers = {"servers": {"fx": {"command": sys.executable, "args": [str(FIXTURE_SERVER)]}}}
     rest = {"agent": {"approval": {"mcp__fx__*": "allow"}}, "tools": {"defer": "auto"}, "context": {"token_limit": 60_000}}
     try:  # a session waits this long for its servers (a loaded machine); the old code started them first
-        settings = _settings({"mcp": {**servers, "ready_wait_seconds": 100}, **rest})
+        settings = quiet_settings({"mcp": {**servers, "ready_wait_seconds": 100}, **rest})
     except ValidationError:
-        settings = _settings({"mcp": servers, **rest})
+        settings = quiet_settings({"mcp": servers, **rest})
     model = ScriptedChatModel([tool_call("mcp__fx__add_many", {"prefix": "late", "count": 200, "times": 1}, id="a"),
                                "done"])
     with AgentSession.create(project, model=model, settings=settings) as s:

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from security_probe_kit import cli, first_payload, payload_text, quiet_settings, untrusted_settings
 from security_probes_27 import FIRST_COMMIT_27, PROBE_ENV, PROBE_FUNCS_27, PROBES_27
 from security_probes_27b import PROBE_FUNCS_27B, PROBES_27B
 from security_probes_33_secrets import PROBE_FUNCS_33_SECRETS, PROBES_33_SECRETS
@@ -66,26 +67,15 @@ def _scripted(steps: list) -> object:
     return ScriptedChatModel(steps)
 
 
-def _settings(extra: dict | None = None) -> object:
-    from mtagent.config import Settings
-
-    data = {"agent": {"retry_base_seconds": 0.0}, "session_memory": {"enabled": False}}
-    for section, body in (extra or {}).items():
-        data.setdefault(section, {}).update(body)
-    return Settings.model_validate(data)
-
-
-def _session(project: Path, steps: list, approval: str = "auto", settings: object = None) -> object:
+def _recorded(tmp: Path, reply: str) -> tuple[Path, str, Path]:
+    """(project, session id, transcript) of a session whose one ``hello`` turn the model answered ``reply``."""
     from mtagent.agent.session import AgentSession
 
-    model = _scripted(steps)
-    with AgentSession.create(project, model=model, settings=settings or _settings(), approval=approval) as s:
-        s.run_turn("go")
-    return model
-
-
-def _payload_text(model: object) -> str:
-    return "\n".join(str(m.content) for call in model.calls for m in call)  # type: ignore[attr-defined]
+    project = tmp / "project"
+    project.mkdir()
+    with AgentSession.create(project, model=_scripted([reply]), settings=quiet_settings()) as s:
+        s.run_turn("hello")
+        return project, s.session_id, s.transcript_path
 
 
 def probe_hardlink_read(tmp: Path) -> bool:
@@ -95,18 +85,12 @@ def probe_hardlink_read(tmp: Path) -> bool:
     outside.write_text("OUTSIDE-CANARY\n")
     project.mkdir()
     os.link(outside, project / "link.txt")
-    model = _session(project, [tool_call("read_file", {"file_path": "link.txt"}), "done"])
-    return "OUTSIDE-CANARY" in _payload_text(model)
+    return "OUTSIDE-CANARY" in first_payload(project, [tool_call("read_file", {"file_path": "link.txt"}), "done"],
+                                             approval="auto")
 
 
 def probe_project_allows_shell(tmp: Path) -> bool:
-    from mtagent.config import load_settings
-
-    project = tmp / "project"
-    (project / ".mtagent").mkdir(parents=True)
-    (project / ".mtagent" / "config.toml").write_text(
-        '[agent]\napproval = { "shell" = "allow" }\nworkspace_extra_roots = ["/"]\n')
-    agent = load_settings(project).agent
+    agent = untrusted_settings(tmp, '[agent]\napproval = { "shell" = "allow" }\nworkspace_extra_roots = ["/"]\n').agent
     return agent.approval.get("shell") == "allow" or "/" in agent.workspace_extra_roots
 
 
@@ -119,7 +103,7 @@ def probe_duplicate_ids(tmp: Path) -> bool:
     calls = [{"name": "shell", "args": {"command": f"touch {marker}"}, "id": "same", "type": "tool_call"},
              {"name": "read_file", "args": {"file_path": "a.txt"}, "id": "same", "type": "tool_call"}]
     try:
-        _session(project, [AIMessage(content="", tool_calls=calls), "done"], approval="never")
+        first_payload(project, [AIMessage(content="", tool_calls=calls), "done"])
     except Exception:  # noqa: BLE001 — a refusal by error is not an escape
         pass
     return marker.exists()
@@ -131,8 +115,7 @@ def probe_global_memory_deny(tmp: Path) -> bool:
 
     project = tmp / "project"
     project.mkdir()
-    _session(project, [tool_call("save_memory", {"fact": "INJECTED-FOREVER", "scope": "global"}), "done"],
-             approval="never")
+    first_payload(project, [tool_call("save_memory", {"fact": "INJECTED-FOREVER", "scope": "global"}), "done"])
     context = paths.mtagent_home() / "CONTEXT.md"
     return context.exists() and "INJECTED-FOREVER" in context.read_text()
 
@@ -142,62 +125,37 @@ def probe_allow_pattern_operators(tmp: Path) -> bool:
 
     project, marker = tmp / "project", tmp / "op-marker"
     project.mkdir()
-    settings = _settings({"agent": {"approval": {"shell:echo *": "allow"}}})
-    _session(project, [tool_call("shell", {"command": f"echo hi & touch {marker}"}), "done"],
-             approval="never", settings=settings)
+    settings = quiet_settings({"agent": {"approval": {"shell:echo *": "allow"}}})
+    first_payload(project, [tool_call("shell", {"command": f"echo hi & touch {marker}"}), "done"], settings)
     return marker.exists()
 
 
 def probe_resume_deletes_record(tmp: Path) -> bool:
     from mtagent.agent.session import AgentSession
 
-    project = tmp / "project"
-    project.mkdir()
-    with AgentSession.create(project, model=_scripted(["one"]), settings=_settings()) as s:
-        s.run_turn("hello")
-        sid, path = s.session_id, s.transcript_path
+    project, sid, path = _recorded(tmp, "one")
     bad = b'{"type": "transcript_message", "content": "\xff\xfe"}\n'
     with path.open("ab") as fh:
         fh.write(bad)
     try:
-        with AgentSession.resume(sid, project, model=_scripted(["two"]), settings=_settings()) as s:
+        with AgentSession.resume(sid, project, model=_scripted(["two"]), settings=quiet_settings()) as s:
             s.run_turn("again")
     except Exception:  # noqa: BLE001 — refusing to resume keeps the record; only deletion counts
         pass
     return bad not in path.read_bytes()
 
 
-def _cli(args: list[str]) -> object:
-    from typer.testing import CliRunner
-
-    from mtagent.cli.app import app
-
-    return CliRunner().invoke(app, args)
-
-
 def probe_replay_traceback(tmp: Path) -> bool:
-    from mtagent.agent.session import AgentSession
-
-    project = tmp / "project"
-    project.mkdir()
-    with AgentSession.create(project, model=_scripted(["one"]), settings=_settings()) as s:
-        s.run_turn("hello")
-        path = s.transcript_path
+    _, _, path = _recorded(tmp, "one")
     with path.open("ab") as fh:  # a real transcript, then one complete record nested 10k deep
         fh.write(b"[" * 10_000 + b"]" * 10_000 + b"\n")
-    result = _cli(["replay", str(path)])
+    result = cli("replay", str(path))
     return result.exception is not None and not isinstance(result.exception, SystemExit)  # type: ignore[attr-defined]
 
 
 def probe_terminal_escape(tmp: Path) -> bool:
-    from mtagent.agent.session import AgentSession
-
-    project = tmp / "project"
-    project.mkdir()
-    with AgentSession.create(project, model=_scripted(["title \x1b]0;PWNED\x07 set"]), settings=_settings()) as s:
-        s.run_turn("hello")
-        sid = s.session_id
-    result = _cli(["sessions", "show", sid, "--cwd", str(project)])
+    project, sid, _ = _recorded(tmp, "title \x1b]0;PWNED\x07 set")
+    result = cli("sessions", "show", sid, "--cwd", str(project))
     return "\x1b]0;PWNED" in result.output  # type: ignore[attr-defined]
 
 
@@ -222,8 +180,8 @@ def probe_setsid_survivor(tmp: Path) -> bool:
     project = tmp / "project"
     project.mkdir()
     tag = f"{time.time_ns() % 10**6}.{os.getpid() % 1000}"  # a unique sleep length marks our child
-    _session(project, [tool_call("shell", {"command": f"setsid sleep 9{tag} >/dev/null 2>&1 < /dev/null &"}),
-                       "done"])
+    first_payload(project, [tool_call("shell", {"command": f"setsid sleep 9{tag} >/dev/null 2>&1 < /dev/null &"}),
+                            "done"], approval="auto")
     survivors: set[int] = set()
     deadline = time.monotonic() + 3.0  # the call has returned: anything of ours still alive escaped
     while time.monotonic() < deadline and not survivors:
@@ -250,13 +208,13 @@ def probe_env_secret_payload(tmp: Path) -> bool:
     project = tmp / "project"
     project.mkdir()
     os.environ["OPENAI_KEY"] = "sk-canaryRegress0123456789abcdef"
-    model = _session(project, [tool_call("shell", {"command": "env"}), "done"])
-    return "sk-canaryRegress0123456789abcdef" in _payload_text(model)
+    return "sk-canaryRegress0123456789abcdef" in first_payload(project, [tool_call("shell", {"command": "env"}), "done"],
+                                                               approval="auto")
 
 
 def probe_config_range(tmp: Path) -> bool:
     try:
-        _settings({"context": {"token_limit": 10**29}})
+        quiet_settings({"context": {"token_limit": 10**29}})
     except Exception:  # noqa: BLE001
         return False
     return True
@@ -280,7 +238,7 @@ def probe_configured_secret(tmp: Path) -> bool:
             s.run_turn("go")
     except Exception:  # noqa: BLE001 — the setting does not exist there: the user cannot protect the value
         return True
-    return "horse battery staple canary" in _payload_text(model)
+    return "horse battery staple canary" in payload_text(model)
 
 
 def probe_typed_secret(tmp: Path) -> bool:
@@ -290,9 +248,9 @@ def probe_typed_secret(tmp: Path) -> bool:
     from mtagent.agent.session import AgentSession
 
     model = _scripted(["done"])
-    with AgentSession.create(project, model=model, settings=_settings()) as s:
+    with AgentSession.create(project, model=model, settings=quiet_settings()) as s:
         s.run_turn("deploy with tok-typed-regress-canary please")
-    return "tok-typed-regress-canary" in _payload_text(model)
+    return "tok-typed-regress-canary" in payload_text(model)
 
 
 PROBE_FUNCS: dict[str, Callable[[Path], bool]] = {name: globals()[f"probe_{name}"] for name in PROBES}

@@ -1,0 +1,62 @@
+"""What the probes of ``security_regress.py`` and its ``security_probes_*`` waves share.
+
+Each helper imports ``mtagent`` when called: a probe runs in a child process against whichever
+tree's ``src`` is first on its path (the old commit's or today's), and only through surfaces both have.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def quiet_settings(extra: dict | None = None) -> object:
+    """Settings without retry waits or session memory, with ``extra``'s sections merged in."""
+    from mtagent.config import Settings
+
+    data: dict = {"agent": {"retry_base_seconds": 0.0}, "session_memory": {"enabled": False}}
+    for section, body in (extra or {}).items():
+        data.setdefault(section, {}).update(body)
+    return Settings.model_validate(data)
+
+
+def payload_text(model: object) -> str:
+    """Every message of every request a scripted model was sent."""
+    return "\n".join(str(m.content) for call in model.calls for m in call)  # type: ignore[attr-defined]
+
+
+def first_payload(project: Path, steps: list | None = None, settings: object = None, approval: str = "never") -> str:
+    """What the model was sent in one ``go`` turn of a session in ``project`` that plays ``steps``."""
+    from mtagent.agent.scripted import ScriptedChatModel
+    from mtagent.agent.session import AgentSession
+
+    model = ScriptedChatModel(steps or ["done"])
+    with AgentSession.create(project, model=model, settings=settings or quiet_settings(), approval=approval) as s:
+        s.run_turn("go")
+    return payload_text(model)
+
+
+def cli(*args: str, stdin: str | None = None) -> object:
+    """The ``mtagent`` command through typer's runner (its result: output, exception)."""
+    from typer.testing import CliRunner
+
+    from mtagent.cli.app import app
+
+    return CliRunner().invoke(app, list(args), input=stdin)
+
+
+def script(tmp: Path, steps: list) -> str:
+    """A ``--model`` value naming a scripted model that plays ``steps``."""
+    path = tmp / "script.json"
+    path.write_text(json.dumps(steps), encoding="utf-8")
+    return f"scripted:{path}"
+
+
+def untrusted_settings(tmp: Path, config: str, **load: object) -> object:
+    """What ``load_settings`` makes of a project nobody trusted whose ``.mtagent/config.toml`` is ``config``."""
+    from mtagent.config import load_settings
+
+    project = tmp / "project"
+    (project / ".mtagent").mkdir(parents=True)
+    (project / ".mtagent" / "config.toml").write_text(config)
+    return load_settings(project, **load)
