@@ -52,10 +52,6 @@ class Step:
     facts: tuple[str, ...] = ()
     ranged: bool = False  # one of the files a ``{00..39}`` range named (a look-up re-reads only named files)
 
-    @property
-    def fact(self) -> str:
-        return self.facts[0] if self.facts else ""
-
 
 @dataclass(frozen=True, slots=True)
 class Task:
@@ -71,13 +67,11 @@ def parse_task(text: str) -> tuple[str, str, tuple[Step, ...]] | None:
     headers = list(_HEADER.finditer(text))
     if not headers:
         return None
-    for header in reversed(headers):
-        block = _cut(text[header.start():])
-        steps = _steps(block)
-        if steps:
-            folder = _FOLDER.search(block)
-            return header.group(1), folder.group(1) if folder else "", steps
-    return headers[-1].group(1), "", ()
+    block = task_block(text)
+    if not block:
+        return headers[-1].group(1), "", ()
+    folder = _FOLDER.search(block)
+    return block.split()[1], folder.group(1) if folder else "", _steps(block)
 
 
 def _steps(block: str) -> tuple[Step, ...]:
