@@ -270,23 +270,22 @@ class EngineSession:
         *,
         system: Callable[[], Sequence[BaseMessage]] | None = None,
         tools_tokens: int | None = None,
-        conflicts: Callable[[], Sequence[Any]] | None = None,
         strip_system: bool = False,
     ) -> ModelCall:
         """Record the new messages of ``history``, prepare, invoke with transient retries, and on a
         context-length rejection compact reactively and retry once (see the module docstring).
 
-        ``system``/``conflicts``/``tools_tokens``: the session's own system-prompt context and tool
-        catalog unless a front end brings its own (the middleware sends the agent's). ``invoke`` gets the messages to send (without the
-        system messages when ``strip_system``, for front ends that add the system prompt themselves);
+        ``system``/``tools_tokens``: the session's own system prompt and tool catalog unless a front end
+        brings its own (the middleware sends the agent's); the authority conflicts are the session's.
+        ``invoke`` gets the messages to send (without the system messages when ``strip_system``, for
+        front ends that add the system prompt themselves);
         it runs as the main call, so background model work (session-memory notes) waits for it.
         """
         if system is None:
             system = self.system.messages if self.system is not None else tuple
-        if conflicts is None:
-            conflicts = self.system.conflicts if self.system is not None else tuple
         if tools_tokens is None:
             tools_tokens = self.system.schema_tokens() if self.system is not None else 0
+        conflicts = self.system.conflicts if self.system is not None else tuple
         with self.recorder.lock:  # what is new in history, in order
             for message in history:
                 self.recorder.record(message)
