@@ -29,7 +29,6 @@ from pathlib import Path
 
 from results_file import results_file
 
-HERE = Path(__file__).resolve().parent
 RESULTS = results_file("eval_bench.md")
 POLICIES = ["mtagent", "threshold", "masking", "lc-summarization"]
 QUICK_TASKS = 8

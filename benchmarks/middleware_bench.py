@@ -46,7 +46,6 @@ from mtagent.context.tokens import MessageTokenCounter
 from mtagent.errors import ContextLengthExceeded
 from mtagent.integrations.langchain import MTContextMiddleware
 
-HERE = Path(__file__).resolve().parent
 RESULTS = results_file("middleware_bench.md")
 SYSTEM = "You are a coding agent. Use the tools to find and fix the failing test."
 KEEP_MESSAGES = 20

@@ -42,7 +42,6 @@ from mtagent.session.index import index_path
 from mtagent.session.reader import ReadReport, iter_entries
 from mtagent.session.transcript import TranscriptWriter
 
-HERE = Path(__file__).resolve().parent
 RESULTS = results_file("resume_bench.md")
 WORDS = ("def class import return self value error test path file line result context token "
          "session boundary summary compact grep shell read write edit").split()

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 from results_file import results_file
 
-HERE = Path(__file__).resolve().parent
 RESULTS = results_file("subagent_bench.md")
 FACT = re.compile(r"FACT: (\w+) = (\w+)")
 LINES_PER_FILE = 150

@@ -22,7 +22,6 @@ import gc
 import statistics
 import sys
 import time
-from pathlib import Path
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
@@ -31,15 +30,10 @@ from mtagent.config import Settings
 from mtagent.testing.synthetic import SyntheticSession
 from mtagent.context.window import ContextWindowManager
 
-HERE = Path(__file__).resolve().parent
 RESULTS = results_file("window_bench.md")
 SIZES = (100, 1_000, 10_000)
 # Large enough that neither size-triggered clearing nor auto compaction fires while timing.
 BENCH_WINDOW = 100_000_000
-
-
-class ListSink(list):
-    """Records land in memory, as a transcript writer's buffer would."""
 
 
 def run_size(n: int, turns: int) -> dict[str, float]:
@@ -53,8 +47,7 @@ def run_size(n: int, turns: int) -> dict[str, float]:
     # The cost trigger is evaluated on every call (its O(1) estimate is part of the overhead) but
     # priced so that it never fires: a compaction is not the per-turn cost being measured.
     settings = Settings(context={"token_limit": BENCH_WINDOW, "price_cache_read": 0.0})
-    sink = ListSink()
-    manager = ContextWindowManager(settings, sink=sink)
+    manager = ContextWindowManager(settings, sink=[])  # records land in memory, as in a transcript writer's buffer
     system = [SystemMessage("You are mtagent, a coding agent.", id="system")]
     history = list(base)
     start = time.perf_counter()
