@@ -172,7 +172,7 @@ def test_context_grid_stats_artifacts_and_explain(host):
     host.report = SessionReport(
         transcript=Path("x.jsonl"), session_id="s-current",
         persisted=[PersistedResult("call_1", "shell", "tool-results/call_1.txt", 50_000, 50_000, False, 4_000)],
-        compactions=[CompactionEntry("b1", "manual", 12_000, 3_000, "llm", None, None)],
+        compactions=[CompactionEntry("manual", 12_000, 3_000, "llm")],
     )
     host.plan = {"turn": 2, "tokens": 5_000, "selected": ["a"], "compressed": [],
                  "dropped": [{"id": "m9", "reason": "older than the recent tail"}]}

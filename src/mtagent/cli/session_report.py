@@ -23,7 +23,7 @@ from mtagent.session import schema
 
 _WANTED = re.compile(
     rb'"type"\s*:\s*"(?:tool_result_artifact|compact_boundary|microcompact|context_plan'
-    rb'|session_memory_update|session_start|compression)"'
+    rb'|session_start|compression)"'
 )
 _TOOL_MESSAGE = re.compile(rb'"role"\s*:\s*"tool"')
 _USAGE = re.compile(rb'"input_token_details"')
@@ -53,24 +53,14 @@ class PersistedResult:
 class CompactionEntry:
     """One ``compact_boundary`` (or a v1 ``compression``) in the transcript."""
 
-    id: str
     trigger: str
     pre_tokens: int
     post_tokens: int
     summary_source: str | None
-    reason: str | None
-    timestamp: str | None
 
     @property
     def saved_tokens(self) -> int:
         return max(0, self.pre_tokens - self.post_tokens)
-
-
-@dataclass(slots=True, frozen=True)
-class MicrocompactEntry:
-    trigger: str
-    cleared: int
-    timestamp: str | None
 
 
 @dataclass(slots=True)
@@ -79,11 +69,10 @@ class SessionReport:
 
     transcript: Path
     session_id: str
-    cwd: str | None = None
     model: str | None = None
     persisted: list[PersistedResult] = field(default_factory=list)
     compactions: list[CompactionEntry] = field(default_factory=list)
-    microcompacts: list[MicrocompactEntry] = field(default_factory=list)
+    microcompacts: list[int] = field(default_factory=list)  # how many tool results each cleared
     last_plan: dict[str, Any] | None = None
     skipped_lines: int = 0
     # Prompt-cache reads and writes the provider reported (usage_metadata.input_token_details).
@@ -103,7 +92,7 @@ class SessionReport:
 
     @property
     def cleared_results(self) -> int:
-        return sum(m.cleared for m in self.microcompacts)
+        return sum(self.microcompacts)
 
 
 def _int(value: Any) -> int:
@@ -114,7 +103,6 @@ def _apply(report: SessionReport, rec: dict[str, Any], previews: dict[str, int])
     kind = rec.get("type")
     if kind == schema.SESSION_START:
         report.session_id = str(rec.get("session_id") or report.session_id)
-        report.cwd = rec.get("cwd")
         report.model = rec.get("model")
     elif kind == schema.TOOL_RESULT_ARTIFACT:
         report.persisted.append(PersistedResult(
@@ -127,24 +115,15 @@ def _apply(report: SessionReport, rec: dict[str, Any], previews: dict[str, int])
         ))
     elif kind == schema.COMPACT_BOUNDARY:
         report.compactions.append(CompactionEntry(
-            id=str(rec.get("id", "")),
             trigger=str(rec.get("trigger", "auto")),
             pre_tokens=_int(rec.get("pre_tokens")),
             post_tokens=_int(rec.get("post_tokens")),
             summary_source=rec.get("summary_source"),
-            reason=rec.get("reason"),
-            timestamp=rec.get("timestamp"),
         ))
     elif kind == schema.COMPRESSION:
-        report.compactions.append(CompactionEntry(
-            id=f"v1-{len(report.compactions) + 1}", trigger="legacy", pre_tokens=0, post_tokens=0,
-            summary_source=None, reason=f"v1 compression: {_int(rec.get('removed_count'))} messages removed",
-            timestamp=rec.get("timestamp"),
-        ))
+        report.compactions.append(CompactionEntry("legacy", 0, 0, None))
     elif kind == schema.MICROCOMPACT:
-        cleared = rec.get("cleared_ids") or []
-        report.microcompacts.append(MicrocompactEntry(
-            trigger=str(rec.get("trigger", "")), cleared=len(cleared), timestamp=rec.get("timestamp")))
+        report.microcompacts.append(len(rec.get("cleared_ids") or []))
     elif kind == schema.CONTEXT_PLAN:
         report.last_plan = rec
     elif kind == schema.TRANSCRIPT_MESSAGE and isinstance(rec.get("usage"), dict):
