@@ -14,7 +14,6 @@ from mtagent.context.model_errors import ErrorKind, RetryPolicy, call_with_retri
 from stub_openai import StubOpenAI
 
 CORPUS = json.loads((Path(__file__).parents[1] / "data" / "provider_errors" / "corpus.json").read_text())["cases"]
-TRANSIENT = {"rate_limit", "server", "timeout", "connection"}
 
 
 def _raise(step: dict) -> BaseException:

@@ -14,7 +14,6 @@ import pytest
 from tools.conftest import Kit, kit  # noqa: F401  (the shared tool-test fixture)
 
 CANARY = "CANARY-OUTSIDE-7f3a9"
-FILE_TOOLS = ("read_file", "write_file", "edit_file", "grep", "glob", "ls")
 
 
 def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:

@@ -22,11 +22,6 @@ TASK = ("TASK t\nReview this repository step by step.\n1. Read `config/group_0.p
         "2. Read the files `src/mod_{00..30}.py`.\n3. Write the value of LEASE_SECONDS into `answer.txt`.")
 
 
-@pytest.fixture(autouse=True)
-def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MTAGENT_HOME", str(tmp_path / "home"))
-
-
 def _config(lines: int, fact_line: int) -> str:
     body = [f"{'AMBER' if i % 2 else 'CEDAR'}_{i} = {1000 + i}  # tuning knob {i}" for i in range(1, lines + 1)]
     body[fact_line - 1] = "LEASE_SECONDS = 4711"
