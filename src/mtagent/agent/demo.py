@@ -146,7 +146,7 @@ class DemoPolicy:
             return self._call("shell", {"command": f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"},
                               "Check which Python runs here.")
         if self.stage == "read":
-            return self._read_next(result, text, failed)
+            return self._read_next(text, failed)
         if self.stage == "copy":
             return self._copy_next(text, failed)
         return _said(AIMessage(content=""), self._final_report())
@@ -156,7 +156,7 @@ class DemoPolicy:
         sizes = {f: (self.root / f).stat().st_size if (self.root / f).is_file() else 0 for f in unique}
         return sorted((f for f in unique if sizes[f] > 0), key=lambda f: -sizes[f])
 
-    def _read_next(self, result: ToolMessage | None, text: str, failed: bool) -> AIMessage:
+    def _read_next(self, text: str, failed: bool) -> AIMessage:
         hint = _LIMIT_HINT.search(text) if failed else None
         if hint and self.read:
             return self._call("read_file", {"file_path": self.read[-1], "offset": 1, "limit": int(hint.group(1))},
@@ -205,7 +205,7 @@ class DemoPolicy:
         assert self.copy_path is not None
         if failed:
             self.stage = "read"
-            return self._read_next(None, "", False)
+            return self._read_next("", False)
         if self.edited_line is None and "\t" not in text:
             return self._call("read_file", {"file_path": self.copy_path, "limit": 60, "offset": 1},
                               "Read the top of the scratch copy before editing it.")
@@ -213,7 +213,7 @@ class DemoPolicy:
             self.edited_line = self._editable_line(text) or ""
             if not self.edited_line:
                 self.stage = "read"
-                return self._read_next(None, "", False)
+                return self._read_next("", False)
             return self._call("edit_file", {"file_path": self.copy_path, "old_string": self.edited_line,
                                             "new_string": f"{self.edited_line}  # edited by the mtagent demo"},
                               "Edit the scratch copy (never the code base itself).")
@@ -274,21 +274,11 @@ class SubagentDemoPolicy:
         return _said(AIMessage(content=""), json.dumps(report))
 
 
-@dataclass(slots=True, frozen=True)
-class CompactionInfo:
-    trigger: str
-    source: str
-    pre_tokens: int
-    post_tokens: int
-
-    @property
-    def saved(self) -> int:
-        return max(0, self.pre_tokens - self.post_tokens)
-
-
 @dataclass(slots=True)
 class DemoResult:
-    """What the demo did, read back from its transcript."""
+    """What the demo did: the run's own figures and what its tool results kept out of the window, read
+    back from the transcript (its compactions, microcompacts and subagents are in the session's
+    report, :func:`mtagent.cli.session_report.read_session_report`, as for any session)."""
 
     session_id: str
     transcript_path: Path
@@ -300,38 +290,19 @@ class DemoResult:
     tool_calls: int
     persisted_results: int
     persisted_tokens_saved: int
-    microcompactions: int
-    compactions: list[CompactionInfo]
     final_reply: str
-    subagents: int = 0
     threshold: int = 0  # where the session's auto compaction fires (its window and fixed part)
 
-    @property
-    def compaction_tokens_saved(self) -> int:
-        return sum(c.saved for c in self.compactions)
 
-    @property
-    def tokens_saved(self) -> int:
-        return self.persisted_tokens_saved + self.compaction_tokens_saved
-
-
-def summarize_transcript(path: Path, artifacts_root: Path) -> dict[str, Any]:
-    """Counts the demo reports, from the transcript records and the artifacts they name."""
-    persisted = microcompactions = tool_calls = subagents = 0
-    saved = 0
-    compactions: list[CompactionInfo] = []
+def summarize_transcript(path: Path, artifacts_root: Path) -> dict[str, int]:
+    """The tool calls, and the results persisted with the tokens the model did not have to read."""
+    persisted = tool_calls = saved = 0
     for record in read_records(path):
-        kind = record.get("type")
-        if kind == schema.COMPACT_BOUNDARY:
-            compactions.append(CompactionInfo(str(record.get("trigger")), str(record.get("summary_source")),
-                                              int(record.get("pre_tokens") or 0), int(record.get("post_tokens") or 0)))
-        elif kind == schema.MICROCOMPACT:
-            microcompactions += 1
-        elif kind == schema.SUBAGENT and record.get("status") == "finished":
-            subagents += 1
-        elif kind == schema.TRANSCRIPT_MESSAGE and record.get("role") == "assistant":
+        if record.get("type") != schema.TRANSCRIPT_MESSAGE:
+            continue
+        if record.get("role") == "assistant":
             tool_calls += len(record.get("tool_calls") or [])
-        elif kind == schema.TRANSCRIPT_MESSAGE and record.get("role") == "tool":
+        elif record.get("role") == "tool":
             artifact = (record.get("toolUseResult") or {}).get("artifact")
             if artifact:
                 persisted += 1
@@ -339,8 +310,7 @@ def summarize_transcript(path: Path, artifacts_root: Path) -> dict[str, Any]:
                 if full.is_file():
                     shown = record.get("content") if isinstance(record.get("content"), str) else ""
                     saved += max(0, count_text_tokens(full.read_text(errors="replace")) - count_text_tokens(shown))
-    return {"persisted": persisted, "saved": saved, "microcompactions": microcompactions,
-            "compactions": compactions, "tool_calls": tool_calls, "subagents": subagents}
+    return {"persisted": persisted, "saved": saved, "tool_calls": tool_calls}
 
 
 def default_root() -> Path:
@@ -379,7 +349,6 @@ def run_demo(cwd: str | Path | None = None, window: int = DEFAULT_WINDOW, *,
     return DemoResult(
         session_id=session_id, transcript_path=transcript, cwd=root, scratch=scratch, window=window,
         seconds=time.perf_counter() - began, model_calls=result.model_calls, tool_calls=counts["tool_calls"],
-        persisted_results=counts["persisted"], persisted_tokens_saved=counts["saved"],
-        microcompactions=counts["microcompactions"], compactions=counts["compactions"], final_reply=result.reply,
-        subagents=counts["subagents"], threshold=threshold,
+        persisted_results=counts["persisted"], persisted_tokens_saved=counts["saved"], final_reply=result.reply,
+        threshold=threshold,
     )
