@@ -29,7 +29,6 @@ over one object, so a library user gets the same guarantees as a CLI user:
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -213,7 +212,6 @@ class EngineSession:
         settings: Settings,
         stats: SessionStats,
         redactor: Redactor | None = None,
-        sleep: Callable[[float], None] = time.sleep,
         system: Any = None,
     ) -> None:
         self.window = window
@@ -222,7 +220,6 @@ class EngineSession:
         self.stats = stats
         self.redactor = redactor or Redactor()
         self.recorder = recorder
-        self.sleep = sleep
         # The session's system-prompt context (``messages()``, ``conflicts()``, ``fixed_tokens()``):
         # what :meth:`call_model` sends when a front end does not bring its own.
         self.system = system
@@ -299,8 +296,7 @@ class EngineSession:
             history = view.history
             sent = list(view.messages[len(system_messages):] if strip_system else view.messages)
             try:
-                reply = call_with_retries(lambda: main_call(invoke, sent), retry, on_retry=self._on_retry,
-                                          sleep=self.sleep)
+                reply = call_with_retries(lambda: main_call(invoke, sent), retry, on_retry=self._on_retry)
             except Exception as exc:
                 if reactive_used or classify(exc) is not ErrorKind.CONTEXT_LENGTH:
                     raise
