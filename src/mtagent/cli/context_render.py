@@ -84,7 +84,6 @@ class WindowUsage:
     threshold: int
     buckets: Mapping[str, int] = field(default_factory=dict)
     model: str | None = None
-    note: str | None = None
     basis: str | None = None  # which moment the numbers measure: "as of call N" or "estimated now"
     window_source: str | None = None  # where the window's size came from (a setting, the server, the table)
     schemas: str | None = None  # the tool-schema mode and why (SchemaChoice.describe())
@@ -204,8 +203,6 @@ def render_context_grid(usage: WindowUsage, *, title: str = "Context usage",
     head.append(f" · {fmt_tokens(max(0, left))} left" if left >= 0 else " · over the threshold",
                 style=None if left >= 0 else "bold red")
 
-    if usage.note:
-        head.append(f"\n{usage.note}", style="yellow")
     for line in setup_lines(usage):
         head.append("\n")
         head.append_text(line)
