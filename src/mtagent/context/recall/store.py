@@ -91,9 +91,9 @@ class RecallStore(IndexDatabase):
 
     # ---- writing -----------------------------------------------------------------------------
 
-    def add(self, docs: Sequence[Doc], *, replace: bool = False) -> list[int]:
-        """Index ``docs``; an item whose uid is already indexed is kept (or replaced) — so feeding
-        the same record twice (two readers catching up with one transcript) is harmless."""
+    def add(self, docs: Sequence[Doc]) -> list[int]:
+        """Index ``docs``; an item whose uid is already indexed is kept (one of the REPLACED_KINDS is
+        replaced) — so feeding the same record twice (two readers catching up with one transcript) is harmless."""
         if not docs:
             return []
 
@@ -102,7 +102,7 @@ class RecallStore(IndexDatabase):
             conn.execute("BEGIN")
             try:
                 for doc in docs:
-                    if replace or doc.kind in REPLACED_KINDS:
+                    if doc.kind in REPLACED_KINDS:
                         _delete_uid(conn, doc.uid)
                     if doc.seq is None and doc.session is not None:
                         if doc.session not in seqs:
