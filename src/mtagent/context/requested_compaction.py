@@ -40,16 +40,15 @@ def manual_compact(window: ContextWindowManager, history: Sequence[BaseMessage],
 
 
 def partial_compact(window: ContextWindowManager, history: Sequence[BaseMessage], message_id: str, *,
-                    direction: str = "up_to", instructions: str | None = None,
-                    system: Sequence[BaseMessage] | None = None, tools_tokens: int = 0) -> CompactionResult:
-    """``/compact from <id>``: partial compaction around a message (see
+                    instructions: str | None = None, system: Sequence[BaseMessage] | None = None,
+                    tools_tokens: int = 0) -> CompactionResult:
+    """``/compact from <id>``: summarize what precedes the message's round, keep the rest (see
     :func:`mtagent.context.compaction.compactor.compact_from`)."""
     extra, tokens = _measure(window, history, system, tools_tokens)
     options = window.options(trigger="manual", reason=None, tokens=tokens, extra=extra, instructions=instructions)
     memo = memoise(window.summarizer)
     result = shrink_or_explain(
-        lambda s: compact_from(history, message_id, memo, replace(options, settings=s),
-                               direction=direction),  # type: ignore[arg-type]
+        lambda s: compact_from(history, message_id, memo, replace(options, settings=s)),
         options.settings, tokens, window.summary_tokens_of)
     window.commit(result)
     return result

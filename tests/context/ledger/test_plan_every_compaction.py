@@ -102,7 +102,7 @@ def test_session_memory_compaction_carries_the_plan_and_a_later_full_one_keeps_i
 def test_compact_from_and_microcompact_keep_the_plan() -> None:
     wm = ContextWindowManager(_settings(), sink=[])
     history = _history()
-    result = partial_compact(wm, history, "a30", direction="up_to")
+    result = partial_compact(wm, history, "a30")
     _assert_carried(result.new_history())
     cleared = maybe_time_based_microcompact(history, 10_000.0, 0.0, settings=_settings().microcompact)
     assert cleared.cleared_ids  # it did clear results, and the plan call stays
