@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from mtagent.context.compaction import facts as F
 from mtagent.context.tokens import message_text
 from mtagent.replay.trajectory import Trajectory
 from mtagent.replay.work_state import WorkStateProbe
@@ -43,11 +44,6 @@ _CODE_NAME = re.compile(r"\b([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z][a-z0-9]*(?:
 _CALLED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]{3,}(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\(")
 _ISSUE = re.compile(r"(?<![\w#/.-])(#\d{2,}|[A-Z][A-Z0-9]+-\d+|[a-z][a-z0-9]+-[a-z0-9]*\d[a-z0-9]*|[a-z][a-z0-9]+-[a-z0-9]{3})(?![\w/-]|\.\w)")
 _DISTINCTIVE = re.compile(r"[._/#(\-\d]|[a-z][A-Z]|^[A-Z]{2,}")
-_NUMBERED_SOURCE = re.compile(r"^\s*\d+(?:→|\t|\||:)|^[\w./-]+:\d+[:-]|^\s*(?!\*\* (?:\(|exception ))[|#/*]")
-_ERROR = re.compile(
-    r"(\b\w+(?:Error|Exception)\b|\b(?:Error|Exception)\b:|Traceback|\bFAILED\b|\bFAIL:|\berror[:\[]"
-    r"|\bfatal:|\bpanic:|\bSegmentation fault)"
-)
 _CONSTRAINT = re.compile(r"\b(must|never|do not|don't|dont|always|only|make sure|should not|shouldn't|avoid)\b", re.IGNORECASE)
 _EDIT_TOOL = re.compile(r"(edit|write|str_replace|create|insert|patch|multiedit)", re.IGNORECASE)
 _PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path")
@@ -136,9 +132,10 @@ def task_identifiers(text: str) -> list[str]:
 
 
 def latest_error_line(text: str) -> str | None:
-    for line in reversed(text.splitlines()):
+    for line in reversed(text.splitlines()):  # the engine's error line (facts.error_line), cut but not clipped
         stripped = line.strip()
-        if len(stripped) >= 8 and _ERROR.search(stripped) and not _NUMBERED_SOURCE.match(line):
+        if len(stripped) >= F.MIN_ERROR_CHARS and F.STRICT_ERROR_LINE.search(stripped) \
+                and not F.SOURCE_LINE.match(line):
             return stripped[:MAX_ERROR_CHARS]
     return None
 
