@@ -29,7 +29,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -71,7 +71,6 @@ class ApprovalPolicy:
     tool_rules: dict[str, Decision] = field(default_factory=dict)
     shell_rules: list[tuple[str, Decision]] = field(default_factory=list)
     mode: Mode = "ask"
-    ask_tools: frozenset[str] = DEFAULT_ASK_TOOLS
     remembered: set[str] = field(default_factory=set)
     exact_commands: set[str] = field(default_factory=set)
     sandboxed: bool = False
@@ -128,9 +127,9 @@ class ApprovalPolicy:
                 return self._sandbox_verdict(args)
         if tool in self.tool_rules:
             return self._apply_mode(Verdict(self.tool_rules[tool], self._label(tool)))
-        pattern = _best_glob(tool, self.tool_rules)
-        if pattern is not None:
-            return self._apply_mode(Verdict(self.tool_rules[pattern], self._label(pattern)))
+        glob = _most_specific(tool, self.tool_rules.items())  # ``mcp__github__*``
+        if glob is not None:
+            return self._apply_mode(Verdict(glob[1], self._label(glob[0])))
         if tool in RESOURCE_TOOLS:  # another program's data, read through it: asked like its tools
             return self._apply_mode(Verdict("ask", f"default for MCP tools (an MCP server's resources; "
                                                    f'agent.approval "{tool}" = "allow" allows it)'))
@@ -141,7 +140,7 @@ class ApprovalPolicy:
         if tool == MEMORY_TOOL and _memory_namespace(args) not in ("project", "team"):
             return self._apply_mode(Verdict("ask", "default for save_memory to global or user memory (every "
                                                    "later session's system prompt)"))
-        default: Decision = "ask" if tool in self.ask_tools else "allow"
+        default: Decision = "ask" if tool in DEFAULT_ASK_TOOLS else "allow"
         return self._apply_mode(Verdict(default, f"default for {tool}"))
 
     def _sandbox_verdict(self, args: Mapping[str, Any] | None) -> Verdict:
@@ -152,7 +151,7 @@ class ApprovalPolicy:
             return Verdict("allow", "runs in the sandbox (sandbox.mode)")
         return Verdict("ask", "this command asks to leave the sandbox: " + ", ".join(needs))
 
-    def _shell_verdict(self, command: str, remembered: str | None = None) -> Verdict | None:
+    def _shell_verdict(self, command: str, remembered: str) -> Verdict | None:
         stripped = command.strip()
         parts = [p for p in _SPLIT.split(stripped) if p]
         tokens = shell_words(stripped)
@@ -162,22 +161,15 @@ class ApprovalPolicy:
             verdict = self._match_part(candidate)
             if verdict and verdict.decision == "deny":
                 return verdict
-        key = stripped if remembered is None else remembered
-        if key in self.exact_commands:
-            return Verdict("allow", self._label(f"{_SHELL_PREFIX}{key}"))
+        if remembered in self.exact_commands:
+            return Verdict("allow", self._label(f"{_SHELL_PREFIX}{remembered}"))
         if not self.shell_rules or not is_simple_command(stripped):
             return None
         return self._match_part(stripped)
 
     def _match_part(self, part: str) -> Verdict | None:
-        """Most specific (longest) matching pattern wins; deny wins a tie."""
-        best: tuple[int, int, Verdict] | None = None
-        for pattern, decision in self.shell_rules:
-            if fnmatch.fnmatchcase(part, pattern):
-                rank = (len(pattern), 1 if decision == "deny" else 0)
-                if best is None or rank > best[:2]:
-                    best = (*rank, Verdict(decision, self._label(f"{_SHELL_PREFIX}{pattern}")))
-        return best[2] if best else None
+        best = _most_specific(part, self.shell_rules)
+        return Verdict(best[1], self._label(f"{_SHELL_PREFIX}{best[0]}")) if best else None
 
     def _apply_mode(self, verdict: Verdict) -> Verdict:
         if verdict.decision != "ask" or self.mode == "ask":
@@ -202,15 +194,10 @@ def _remembered_key(args: Mapping[str, Any] | None) -> str:
     return command if not needs else f"{command}\x00needs={','.join(sorted(needs))}"
 
 
-def _best_glob(tool: str, rules: Mapping[str, Decision]) -> str | None:
-    """The most specific (longest) glob rule matching a tool name (``mcp__github__*``); deny wins a tie."""
-    best: tuple[int, int, str] | None = None
-    for pattern, decision in rules.items():
-        if any(c in pattern for c in "*?[") and fnmatch.fnmatchcase(tool, pattern):
-            rank = (len(pattern), 1 if decision == "deny" else 0)
-            if best is None or rank > best[:2]:
-                best = (*rank, pattern)
-    return best[2] if best else None
+def _most_specific(name: str, rules: Iterable[tuple[str, Decision]]) -> tuple[str, Decision] | None:
+    """The most specific (longest) rule whose pattern matches ``name``; deny wins a tie, then the first."""
+    matching = [(pattern, decision) for pattern, decision in rules if fnmatch.fnmatchcase(name, pattern)]
+    return max(matching, key=lambda rule: (len(rule[0]), rule[1] == "deny"), default=None)
 
 
 def shell_words(command: str) -> list[str] | None:

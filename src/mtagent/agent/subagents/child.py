@@ -132,7 +132,7 @@ def child_policy(parent: ApprovalPolicy, profile: AgentProfile) -> ApprovalPolic
     (the child's shell runs under the parent's settings) —; a read-only profile additionally denies every
     tool that changes things."""
     policy = ApprovalPolicy(tool_rules=dict(parent.tool_rules), shell_rules=list(parent.shell_rules),
-                            mode=parent.mode, ask_tools=parent.ask_tools, remembered=set(parent.remembered),
+                            mode=parent.mode, remembered=set(parent.remembered),
                             exact_commands=set(parent.exact_commands), sandboxed=parent.sandboxed)
     if profile.tools is not None:
         for tool in WRITE_TOOLS - profile.tools:
