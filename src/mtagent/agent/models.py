@@ -203,9 +203,8 @@ def create_chat_model(
     base_url = base_url or settings.agent.base_url
     parsed = parse_model_spec(spec, base_url=base_url)
     timeout = settings.agent.request_timeout_seconds
-    output_tokens = max_output_tokens(settings, spec)
     if parsed.provider == "anthropic":
-        extra.setdefault("max_tokens", output_tokens)
+        extra.setdefault("max_tokens", max_output_tokens(settings, spec))
         return _anthropic(parsed, api_key=api_key, timeout=timeout, env=env, **extra)
 
     default_url, key_env = OPENAI_COMPATIBLE[parsed.provider]
@@ -225,7 +224,6 @@ def create_chat_model(
     sync_client, async_client = deadline_clients(timeout)
     profile = resolve_profile(settings.agent.server, url)
     window = window_choice(settings, spec, server=profile.name, base_url=url).tokens  # the server's, if it says
-    output_tokens = max_output_tokens(settings, spec, window)
     kwargs: dict[str, Any] = {
         "api_key": key,
         "timeout": timeout,
@@ -234,7 +232,7 @@ def create_chat_model(
         "http_client": sync_client,
         "http_async_client": async_client,
         "server_profile": profile,
-        "output_tokens": output_tokens,
+        "output_tokens": max_output_tokens(settings, spec, window),
         "request_options": model_options(settings, spec),
     }
     if url:
