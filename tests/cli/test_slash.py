@@ -14,14 +14,13 @@ from mtagent.cli.context_render import WindowUsage
 from mtagent.cli.session_report import CompactionEntry, PersistedResult, SessionReport
 from mtagent.cli.slash import (
     COMMANDS,
-    CompactOutcome,
     SlashOutcome,
-    SessionListRow,
     SlashCommand,
     dispatch,
     parse_slash,
     suggest,
 )
+from mtagent.cli.slash_host import CompactOutcome, SessionListRow
 from mtagent.errors import SessionNotFound
 
 

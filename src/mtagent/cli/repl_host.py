@@ -24,8 +24,7 @@ if TYPE_CHECKING:  # the rest loads on first use: the REPL's prompt is drawn bef
     from mtagent.agent.session import AgentSession
     from mtagent.cli.context_render import WindowUsage
     from mtagent.cli.session_report import SessionReport
-    from mtagent.cli.slash import CompactOutcome, SessionListRow
-    from mtagent.cli.slash_host import CostReport
+    from mtagent.cli.slash_host import CompactOutcome, CostReport, SessionListRow
     from mtagent.config import Settings
 
 
@@ -133,7 +132,7 @@ class ReplHost:
     # actions ----------------------------------------------------------------------------
     def compact(self, instructions: str | None, from_message_id: str | None = None) -> CompactOutcome:
         """A manual compaction's outcome; one that could not shrink the window changed nothing."""
-        from mtagent.cli.slash import CompactOutcome
+        from mtagent.cli.slash_host import CompactOutcome
         from mtagent.context.compaction.manual import NothingCompacted
 
         try:
@@ -219,7 +218,7 @@ class ReplHost:
 
     def list_sessions(self) -> list[SessionListRow]:
         from mtagent import paths
-        from mtagent.cli.slash import SessionListRow
+        from mtagent.cli.slash_host import SessionListRow
         from mtagent.session.store import shared_store  # files, or the PostgreSQL store
 
         rows: list[SessionListRow] = []

@@ -16,8 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mtagent.cli.slash_context import cmd_context, print_meter
-from mtagent.cli.slash_host import (CommandSpec, CompactOutcome, SessionListRow,  # noqa: F401 - importable here
-                                    SlashCommand, SlashHost, SlashOutcome)
+from mtagent.cli.slash_host import CommandSpec, CompactOutcome, SlashCommand, SlashHost, SlashOutcome
 from mtagent.context.static import memory
 from mtagent.context.static.memory import Scope
 from mtagent.errors import MTAgentError, UsageError

@@ -13,8 +13,8 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from mtagent.cli.slash import COMMANDS, CommandSpec, SlashOutcome, SlashCommand
-from mtagent.cli.slash_host import CostReport, SlashHost
+from mtagent.cli.slash import COMMANDS
+from mtagent.cli.slash_host import CommandSpec, CostReport, SlashCommand, SlashHost, SlashOutcome
 from mtagent.errors import UsageError
 
 
