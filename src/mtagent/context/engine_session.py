@@ -57,7 +57,6 @@ __all__ = [
     "ModelCall",
     "ToolGuard",
     "is_engine_message",
-    "lost_in_crash_result",
     "without_stale_usage",
 ]
 
@@ -77,14 +76,6 @@ def without_stale_usage(history: Sequence[BaseMessage]) -> list[BaseMessage]:
     """A compacted history minus the usage of its kept assistant messages (see module docstring)."""
     return [m.model_copy(update={"usage_metadata": None}) if isinstance(m, AIMessage) and m.usage_metadata else m
             for m in history]
-
-
-def lost_in_crash_result(tool: str, args: Mapping[str, Any]) -> str:
-    """The answer to a call that started before a crash and never returned."""
-    return (
-        f"Unknown outcome: the session stopped while the {tool} call was running, and it "
-        "is never re-run automatically. Check its effects before relying on them."
-    )
 
 
 def main_call(invoke: Callable[[list[BaseMessage]], AIMessage], sent: list[BaseMessage]) -> AIMessage:
@@ -339,9 +330,10 @@ class EngineSession:
                 earlier = self.recorder.guard.results.get(call_id)
                 message = schema.record_to_message(earlier) if earlier is not None else None
                 return message if isinstance(message, ToolMessage) else None
-            if verdict == "lost":
-                lost = ToolMessage(content=lost_in_crash_result(name, args), tool_call_id=call_id, name=name,
-                                   status="error", id=schema.new_message_id())
+            if verdict == "lost":  # it started before a crash and never returned
+                lost = ToolMessage(f"Unknown outcome: the session stopped while the {name} call was running, and it is "
+                                   "never re-run automatically. Check its effects before relying on them.",
+                                   tool_call_id=call_id, name=name, status="error", id=schema.new_message_id())
                 self.recorder.record(lost)
                 return lost
             self.recorder.guard.started.add(call_id)
