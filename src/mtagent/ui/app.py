@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -252,13 +253,7 @@ class Pages:
 def _replay_charts(session: Any, names: list[str]) -> dict[str, Markup]:
     tokens = [Series(n, [t.view_tokens for t in session.results[n].turns],
                      [i for i, t in enumerate(session.results[n].turns) if t.compacted]) for n in names]
-    cost = []
-    for n in names:
-        running, values = 0.0, []
-        for t in session.results[n].turns:
-            running += t.costs.get("anthropic", 0.0)
-            values.append(running)
-        cost.append(Series(n, values))
+    cost = [Series(n, list(accumulate(t.costs.get("anthropic", 0.0) for t in session.results[n].turns))) for n in names]
     return {
         "tokens": Markup(line_chart(tokens, title="view tokens per model call", limit=session.window,
                                     limit_label=f"window {session.window:,}")),
