@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import itertools
 import json
 import os
 import random
@@ -259,14 +260,17 @@ def _candidates(node: ast.AST, docstrings: set[int]) -> list[tuple[str, str]]:
     return out
 
 
-def list_sites(source: str, only: tuple[str, ...]) -> list[Site]:
-    tree = ast.parse(source)
+def _site_nodes(tree: ast.Module, only: tuple[str, ...]) -> Iterator[tuple[ast.AST, str, str]]:
+    """(node, operator, description) of every site in walk order: a site's index is its position here."""
     docstrings = _docstring_nodes(tree)
-    sites: list[Site] = []
     for node in _walk(_in_scope(tree, only)):
         for operator, description in _candidates(node, docstrings):
-            sites.append(Site(len(sites), getattr(node, "lineno", 0), operator, description))
-    return sites
+            yield node, operator, description
+
+
+def list_sites(source: str, only: tuple[str, ...]) -> list[Site]:
+    return [Site(index, getattr(node, "lineno", 0), operator, description)
+            for index, (node, operator, description) in enumerate(_site_nodes(ast.parse(source), only))]
 
 
 def _apply(node: ast.AST, operator: str, description: str) -> ast.AST | None:
@@ -300,15 +304,8 @@ def _apply(node: ast.AST, operator: str, description: str) -> ast.AST | None:
 
 class _Mutator(ast.NodeTransformer):
     def __init__(self, target: Site, only: tuple[str, ...], tree: ast.Module) -> None:
-        docstrings = _docstring_nodes(tree)
-        self.node = None
-        count = 0
-        for node in _walk(_in_scope(tree, only)):
-            for operator, description in _candidates(node, docstrings):
-                if count == target.index:
-                    assert (operator, description) == (target.operator, target.description)
-                    self.node = node
-                count += 1
+        self.node, operator, description = next(itertools.islice(_site_nodes(tree, only), target.index, None))
+        assert (operator, description) == (target.operator, target.description)
         self.site = target
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
