@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit import PromptSession
@@ -50,10 +49,6 @@ def _slash() -> Any:
     from mtagent.cli import slash, slash_session  # noqa: F401
 
     return slash
-
-
-def history_path() -> Path:
-    return paths.ensure_dir(paths.mtagent_home()) / HISTORY_FILE
 
 
 SETTLE = "\x00settle"  # what the prompt returns when the session opened behind it waits on an approval
@@ -104,7 +99,8 @@ class Repl:
         self.display = TurnDisplay(console=self.console, activity=self.console)
         self.host = ReplHost(console=self.console, options=options, on_token=self.display.on_token)
         self.prompt = prompt_session or PromptSession(
-            history=FileHistory(str(history_path())), key_bindings=key_bindings(), multiline=True,
+            history=FileHistory(str(paths.ensure_dir(paths.mtagent_home()) / HISTORY_FILE)),
+            key_bindings=key_bindings(), multiline=True,
             prompt_continuation=lambda width, *_: CONTINUATION.rjust(width),  # (width, line number, wrap count)
         )
         self._ask_session: PromptSession[str] | None = None
