@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import BaseMessage
 
 from mtagent import paths
 from mtagent.agent import storage as agent_storage
@@ -19,6 +19,7 @@ from mtagent.agent.models import create_chat_model
 from mtagent.agent.subagents.report import settle_after_crash
 from mtagent.agent.summary_model import EXTRACTIVE, summary_model
 from mtagent.config import Settings
+from mtagent.context.engine_session import without_stale_usage
 from mtagent.context.session_memory.manager import session_memory_for_resume
 from mtagent.context.view import ResumedSession, build_resume_view, load_from_store
 from mtagent.errors import ModelError, SessionNotFound
@@ -90,10 +91,8 @@ def _without_stale_usage(history: Sequence[BaseMessage], records: Sequence[dict[
     last = max((i for i, r in enumerate(records) if r.get("type") == schema.COMPACT_BOUNDARY), default=None)
     if last is None:
         return list(history)
-    fresh = {r.get("id") for r in records[last + 1:] if r.get("type") == schema.TRANSCRIPT_MESSAGE}
-    return [m.model_copy(update={"usage_metadata": None})
-            if isinstance(m, AIMessage) and m.usage_metadata and m.id not in fresh else m
-            for m in history]
+    return without_stale_usage(history, keep={r.get("id") for r in records[last + 1:]
+                                              if r.get("type") == schema.TRANSCRIPT_MESSAGE})
 
 
 def resolve_model(model: str | BaseChatModel | None, settings: Settings, base_url: str | None,

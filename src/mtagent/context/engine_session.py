@@ -29,7 +29,7 @@ over one object, so a library user gets the same guarantees as a CLI user:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -72,10 +72,11 @@ def is_engine_message(message: BaseMessage) -> bool:
     return is_summary_message(message) or marks.get("kind") in ENGINE_KINDS
 
 
-def without_stale_usage(history: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """A compacted history minus the usage of its kept assistant messages (see module docstring)."""
-    return [m.model_copy(update={"usage_metadata": None}) if isinstance(m, AIMessage) and m.usage_metadata else m
-            for m in history]
+def without_stale_usage(history: Sequence[BaseMessage], keep: Container[str | None] = ()) -> list[BaseMessage]:
+    """A compacted history minus the usage of its kept assistant messages (see module docstring);
+    ``keep``: the ids of messages written after the compaction, whose usage stays."""
+    return [m.model_copy(update={"usage_metadata": None})
+            if isinstance(m, AIMessage) and m.usage_metadata and m.id not in keep else m for m in history]
 
 
 def main_call(invoke: Callable[[list[BaseMessage]], AIMessage], sent: list[BaseMessage]) -> AIMessage:
