@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from .conftest import Kit
 
 
@@ -100,19 +102,21 @@ def test_identical_strings_and_binary_files_are_refused(kit: Kit) -> None:
     (kit.root / "b.bin").write_bytes(b"\xff\xfe\x00bad")
     assert "identical" in kit.call("edit_file", file_path="b.bin", old_string="a", new_string="a").content
     kit.ctx.read_state.record_write(kit.root / "b.bin", None)
-    from mtagent.tools.read_state import stamp_of
+    from mtagent.tools.read_state import stamp_of_open
 
-    kit.ctx.read_state.record_read(kit.root / "b.bin", "x", offset=None, limit=None,
-                                   stamp=stamp_of(kit.root / "b.bin"), start_line=1, num_lines=1)
+    with (kit.root / "b.bin").open("rb") as fh:
+        stamp = stamp_of_open(fh, os.fstat(fh.fileno()))
+    kit.ctx.read_state.record_read(kit.root / "b.bin", "x", offset=None, limit=None, stamp=stamp, start_line=1,
+                                   num_lines=1)
     assert "not valid UTF-8" in kit.call("edit_file", file_path="b.bin", old_string="bad", new_string="ok").content
 
 
-def test_write_marks_reads_stale_for_the_compactor(kit: Kit) -> None:
+def test_write_marks_earlier_reads_stale(kit: Kit) -> None:
     (kit.root / "r.txt").write_text("v1\n")
     first = kit.call("read_file", file_path="r.txt")
-    kit.call("write_file", file_path="r.txt", content="v2\n")
-    state = kit.ctx.read_state
-    assert [(r.tool_call_id, r.still_current) for r in state.recent_reads()] == [(first.tool_call_id, False)]
+    written = kit.call("write_file", file_path="r.txt", content="v2\n")
+    assert written.artifact["stale_reads"] == [first.tool_call_id]
+    assert [r.tool_call_id for r in kit.ctx.read_state.recent_reads()] == [first.tool_call_id]
 
 
 def test_write_under_a_path_that_is_a_file_names_the_blocking_file(kit: Kit) -> None:

@@ -6,7 +6,7 @@ that file *stale*. The engine uses it to
 
 * answer an identical re-read with a short ``file_unchanged`` stub (:meth:`unchanged_read`);
 * refuse an edit of a file that was never read or changed on disk since (:meth:`check_editable`);
-* show stale reads as out of date (:meth:`stale_reads`, :meth:`is_current`);
+* say which earlier reads a write made stale (:meth:`record_write`);
 * re-attach the files the model was working on after a compact (:meth:`recent_reads`), and
   forget reads whose content has left the view (:meth:`forget`), so a later re-read returns
   the content again instead of a stub pointing at something the model no longer sees.
@@ -43,14 +43,6 @@ class FileStamp:
         return self.mtime_ns / 1e9
 
 
-def file_stamp(path: Path) -> FileStamp | None:
-    """The stamp of ``path`` now, or None if it is gone."""
-    try:
-        return stamp_of(path)
-    except OSError:
-        return None
-
-
 @dataclass(slots=True)
 class ReadRecord:
     path: str  # absolute, resolved
@@ -72,7 +64,6 @@ class RecentRead(NamedTuple):
     path: str
     tool_call_id: str
     mtime: float
-    still_current: bool
 
 
 @dataclass
@@ -143,31 +134,15 @@ class ReadState:
                     f"{current.mtime:.3f}); read it again before editing")
         return None
 
-    def is_current(self, tool_call_id: str) -> bool:
-        """Whether the content a read returned is still what is on disk."""
-        with self._lock:
-            record = next((r for r in self._reads if r.tool_call_id == tool_call_id), None)
-        return record is not None and self._still_current(record)
-
-    def stale_reads(self) -> list[ReadRecord]:
-        """Reads whose content is out of date: written by the agent, or changed on disk."""
-        with self._lock:
-            reads = list(self._reads)
-        return [r for r in reads if not self._still_current(r)]
-
-    def recent_reads(self, limit: int | None = None) -> list[RecentRead]:
-        """The latest read of each file, oldest first (so the newest is last), with whether it
-        is still current; ``limit`` keeps only the newest ``limit`` files."""
+    def recent_reads(self) -> list[RecentRead]:
+        """The latest read of each file, oldest first (so the newest is last)."""
         with self._lock:
             reads = list(self._reads)
         latest: dict[str, ReadRecord] = {}
         for r in reads:
             latest.pop(r.path, None)  # re-insert so dict order follows each file's latest read
             latest[r.path] = r
-        chosen = list(latest.values())
-        if limit is not None:
-            chosen = chosen[-limit:] if limit else []
-        return [RecentRead(r.path, r.tool_call_id, r.stamp.mtime, self._still_current(r)) for r in chosen]
+        return [RecentRead(r.path, r.tool_call_id, r.stamp.mtime) for r in latest.values()]
 
     def bind_message(self, tool_call_id: str, message_id: str | None) -> None:
         """Remember which ToolMessage carried a read, so it can be forgotten by message id."""
@@ -217,12 +192,6 @@ class ReadState:
         if (getattr(event, "data", None) or {}).get("low_progress"):
             self.by_reference = True
 
-    @staticmethod
-    def _still_current(record: ReadRecord) -> bool:
-        if record.stale:
-            return False
-        return file_stamp(Path(record.path)) == record.stamp
-
 
 def stamp_of_open(fh: BinaryIO, st: os.stat_result) -> FileStamp:
     """The stamp of an already opened file (its ``fstat`` and content), read from its start; the
@@ -235,12 +204,4 @@ def stamp_of_open(fh: BinaryIO, st: os.stat_result) -> FileStamp:
             h.update(chunk)
         digest = h.hexdigest()
         fh.seek(0)
-    return FileStamp(st.st_mtime_ns, st.st_size, digest)
-
-
-def stamp_of(path: Path) -> FileStamp:
-    """Like :func:`file_stamp` for a file known to exist; raises the OSError (its real reason, such as
-    permission denied) otherwise."""
-    st = path.stat()
-    digest = hashlib.sha256(path.read_bytes()).hexdigest() if st.st_size <= DIGEST_MAX_BYTES else None
     return FileStamp(st.st_mtime_ns, st.st_size, digest)
