@@ -118,12 +118,16 @@ def test_progress_bar_counts_files_and_replays_on_a_terminal(trajectories: Path)
     from rich.console import Console
 
     from mtagent.cli.replay_progress import replay_progress
-    from mtagent.replay.report import replay_files
+    from mtagent.config import Settings
+    from mtagent.replay.executors.local import LocalExecutor
+    from mtagent.replay.names import DEFAULT_WINDOW
+    from mtagent.replay.units import replay_parallel
 
     out = io.StringIO()
     term = Console(file=out, force_terminal=True, width=100)
     with replay_progress(term, enabled=True) as progress:
-        replay_files([trajectories / SMALL, trajectories / "claude-code/short.jsonl"], ["masking"], progress=progress)
+        replay_parallel([trajectories / SMALL, trajectories / "claude-code/short.jsonl"], ["masking"], DEFAULT_WINDOW, None,
+                        Settings(), LocalExecutor(1), progress)
         tasks = {t.description.split(" ")[0]: t for t in progress.progress.tasks}
         assert tasks["file"].completed == 2 and tasks["file"].total == 2
     with replay_progress(term, enabled=False) as none:

@@ -22,7 +22,7 @@ from mtagent.config import Settings
 from mtagent.errors import UsageError
 from mtagent.replay.executors import RAY_INSTALL_HINT, make_executor
 from mtagent.replay.executors.local import LocalExecutor
-from mtagent.replay.report import overall_rows, replay_files, rows
+from mtagent.replay.report import overall_rows, rows
 from mtagent.replay.tune import GRID, to_json, best, tune
 from mtagent.replay.units import ReplayUnit, SessionRef, refs_for, replay_parallel, run_replay_unit
 
@@ -61,7 +61,7 @@ def _report(executor, sessions: list[Path]) -> tuple[list[dict], list]:
 
 
 def test_local_pool_equals_the_serial_replay(sessions: list[Path]) -> None:
-    serial = rows(replay_files(sessions, STRATEGIES, WINDOW, None, TIGHT), ["raw", *STRATEGIES])
+    serial = rows(replay_parallel(sessions, STRATEGIES, WINDOW, None, TIGHT, LocalExecutor(1))[0], ["raw", *STRATEGIES])
     with LocalExecutor(2) as pool:
         parallel, failures = _report(pool, sessions)
     assert failures == []

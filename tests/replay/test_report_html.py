@@ -16,7 +16,8 @@ import pytest
 
 from mtagent.config import load_settings
 from mtagent.replay.names import STRATEGY_NAMES
-from mtagent.replay.report import replay_files
+from mtagent.replay.executors.local import LocalExecutor
+from mtagent.replay.units import replay_parallel
 from mtagent.replay.report_html import STYLES, nice_ticks, render_report, write_report
 
 SMALL = "mini-swe-agent/tests__test_data__github_issue.traj.json"
@@ -31,8 +32,8 @@ def sessions(request):
     if not TRAJECTORIES.is_dir():
         pytest.skip(f"shared trajectories not found at {TRAJECTORIES}")
     settings = load_settings(None, environ=TIGHT)
-    return replay_files([TRAJECTORIES / SMALL, TRAJECTORIES / "claude-code/tool_heavy.jsonl"], list(STRATEGY_NAMES),
-                        2048, settings=settings)
+    return replay_parallel([TRAJECTORIES / SMALL, TRAJECTORIES / "claude-code/tool_heavy.jsonl"], list(STRATEGY_NAMES),
+                           2048, None, settings, LocalExecutor(1))[0]
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Run replays over files and turn results into rows (shared by the CLI and the benchmark).
+"""Replay results as rows (shared by the CLI, the UI and the benchmark); files run as units (:mod:`.units`).
 
 A row is one (session, strategy, window): ``ratio_to_raw`` divides by the same session's
 ``raw`` replay at the same window (replayed even when not asked for, since every ratio needs
@@ -15,7 +15,6 @@ from typing import Any, Protocol
 
 from mtagent.config import Settings
 from mtagent.replay.cost import DEFAULT_CACHE_MODELS, lower_bounds
-from mtagent.replay.formats import load_trajectories
 from mtagent.replay.probes import build_probes
 from mtagent.replay.simulate import DEFAULT_WINDOW, ReplayResult, simulate, sum_by_key
 from mtagent.replay.trajectory import Trajectory
@@ -63,7 +62,6 @@ def replay_session(
     strategies: Sequence[str],
     window: int = DEFAULT_WINDOW,
     settings: Settings | None = None,
-    progress: ReplayProgress | None = None,
     summary_price: float = 1.0,
 ) -> SessionReplay:
     settings = settings or Settings()
@@ -72,37 +70,12 @@ def replay_session(
     for name in replay_names(strategies):
         results[name] = simulate(traj, name, window=window, probes=probes, label=label, settings=settings,
                                  summary_price=summary_price)
-        if progress is not None:
-            progress.replay_done(label, name)
     return SessionReplay(label, traj, window, results)
 
 
 def replay_names(strategies: Sequence[str]) -> list[str]:
     """What actually runs: ``raw`` first (every ratio needs it), then the asked strategies."""
     return ["raw", *[s for s in strategies if s != "raw"]]
-
-
-def replay_files(
-    paths: Iterable[str | Path],
-    strategies: Sequence[str],
-    window: int = DEFAULT_WINDOW,
-    fmt: str | None = None,
-    settings: Settings | None = None,
-    progress: ReplayProgress | None = None,
-) -> list[SessionReplay]:
-    settings = settings or Settings()
-    out: list[SessionReplay] = []
-    files = [Path(p) for p in paths]
-    for index, path in enumerate(files):
-        if progress is not None:
-            progress.file_started(path, index, len(files))
-        sessions = load_trajectories(path, fmt)
-        if progress is not None:
-            progress.file_loaded(path, len(sessions), len(sessions) * len(replay_names(strategies)))
-        for i, traj in enumerate(sessions):
-            label = session_label(path, i, len(sessions))
-            out.append(replay_session(traj, label, strategies, window, settings, progress))
-    return out
 
 
 def row(session: SessionReplay, strategy: str) -> dict[str, Any]:

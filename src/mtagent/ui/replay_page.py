@@ -3,7 +3,7 @@
 The trajectories offered are this home's mtagent sessions and the files under the folders the
 user passed to ``mtagent ui --replay-dir`` — nothing else on the machine can be named, because a
 source is an index into those lists, never a path typed into a form. The numbers are exactly
-``mtagent replay``'s (:func:`mtagent.replay.report.replay_session` and :func:`row`); results are
+``mtagent replay``'s (:func:`mtagent.replay.units.replay_parallel` and :func:`row`); results are
 cached per (file version, strategies, window) since a replay costs seconds of CPU.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mtagent.config import Settings
-from mtagent.errors import UsageError
+from mtagent.errors import ReplayFormatError, UsageError
 from mtagent.replay.names import STRATEGY_NAMES
 from mtagent.ui.catalog import Catalog
 
@@ -116,9 +116,14 @@ class ReplayRunner:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
-        from mtagent.replay.report import replay_files, row  # loads the engine and LangChain only here
+        from mtagent.replay.executors.local import LocalExecutor  # the engine and LangChain load only here
+        from mtagent.replay.report import row
+        from mtagent.replay.units import replay_parallel
 
-        sessions = replay_files([source.path], names, window, None, self.settings)
+        sessions, failures = replay_parallel([source.path], names, window, None, self.settings, LocalExecutor(1))
+        if failures:  # a unit that failed twice: the page says which and why
+            failed = failures[0]
+            raise ReplayFormatError(f"cannot replay {failed.label} with {failed.strategy}: {failed.error}")
         result = Comparison(source, window, names, sessions, [[row(s, n) for n in names] for s in sessions])
         with self._lock:
             self._cache[key] = result
