@@ -222,6 +222,15 @@ def test_written_file_contents_in_tool_call_arguments_are_searchable_words(tmp_p
     assert "write_file" in hits[0].snippet or "defmodule SpotterFoo" in hits[0].snippet
 
 
+@pytest.mark.parametrize("command", [["create"], {"op": "view"}, 7])
+def test_an_editor_call_with_a_hostile_command_leaves_its_message_searchable(tmp_path: Path, command: object) -> None:
+    """A model's tool call is hostile input: a command that is not a string must not lose the message."""
+    indexer = RecallIndexer(tmp_path, in_memory=True)
+    call = {"id": "e1", "name": "str_replace_editor", "args": {"command": command, "path": "notes.py"}}
+    indexer.add_record(schema.message_to_record(AIMessage("the zanzibar constant", id="a1", tool_calls=[call])), "s1")
+    assert [h.message_id for h in Recaller(indexer).search("zanzibar")] == ["a1"]
+
+
 def test_an_item_holding_every_query_word_outranks_one_repeating_a_single_word(tmp_path: Path) -> None:
     """BM25 alone puts a message that repeats one word twenty times above the one that holds
     everything asked for (seen on a real session): keyword hits are ordered by coverage first."""

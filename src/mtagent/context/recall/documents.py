@@ -77,9 +77,11 @@ def _call_path(args: Any) -> str | None:
     return None
 
 
-def _editor_command(name: str, args: Any) -> Any:
-    """What an editor tool's call does (``view``, ``create``, …); None for any other tool."""
-    return args.get("command") if name in EDITOR_TOOLS and isinstance(args, dict) else None
+def _editor_command(name: str, args: Any) -> str | None:
+    """What an editor tool's call does (``view``, ``create``, …); None for any other tool, or a
+    command that is not a string (a model's call is hostile: a list is not even hashable)."""
+    command = args.get("command") if name in EDITOR_TOOLS and isinstance(args, dict) else None
+    return command if isinstance(command, str) else None
 
 
 def edited_path(name: str, args: Any) -> str | None:
