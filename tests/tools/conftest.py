@@ -12,7 +12,8 @@ from langchain_core.messages import ToolMessage
 
 from mtagent.config import Settings
 from mtagent.session.artifacts import ArtifactStore
-from mtagent.tools import ToolContext, ToolSession, default_tools, tool_context
+from mtagent.tools import ToolContext, ToolSession, default_tools
+from mtagent.tools.registry import tool_context
 
 Call = Callable[..., ToolMessage]
 

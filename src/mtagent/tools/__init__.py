@@ -4,12 +4,9 @@ Each is a LangChain ``BaseTool`` confined to the workspace roots; results pass t
 tool-result budget (:mod:`mtagent.context.tool_results.budgeter`) the moment they are produced.
 """
 
-from mtagent.tools.base import ApprovalDecision, ApprovalHook, ToolContext, ToolInputError, ToolSession
-from mtagent.tools.read_state import ReadState, RecentRead
-from mtagent.tools.registry import default_tools, tool_context
+from mtagent.tools.base import ToolContext, ToolSession
+from mtagent.tools.read_state import ReadState
+from mtagent.tools.registry import default_tools
 from mtagent.tools.workspace import Workspace
 
-__all__ = [
-    "ApprovalDecision", "ApprovalHook", "ReadState", "RecentRead", "ToolContext", "ToolInputError",
-    "ToolSession", "Workspace", "default_tools", "tool_context",
-]
+__all__ = ["ReadState", "ToolContext", "ToolSession", "Workspace", "default_tools"]

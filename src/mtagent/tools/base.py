@@ -11,7 +11,6 @@ never an exception through the agent loop — and passes every result through th
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,15 +29,6 @@ from mtagent.tools.workspace import Workspace
 
 class ToolInputError(Exception):
     """A tool cannot do what was asked; the message tells the model what to do instead."""
-
-
-@dataclass(slots=True, frozen=True)
-class ApprovalDecision:
-    allowed: bool
-    reason: str = ""
-
-
-ApprovalHook = Callable[[str], "ApprovalDecision | bool"]
 
 
 @dataclass(slots=True)
@@ -61,12 +51,10 @@ class ToolContext:
     read_state: ReadState = field(default_factory=ReadState)
     artifacts: ArtifactStore | None = None
     events: EventBus | None = None
-    approval: ApprovalHook | None = None
 
     @classmethod
     def create(cls, workspace_root: Any, session: ToolSession | None = None,
-               settings: Settings | None = None, *, approval: ApprovalHook | None = None,
-               read_state: ReadState | None = None) -> ToolContext:
+               settings: Settings | None = None, *, read_state: ReadState | None = None) -> ToolContext:
         settings = settings or Settings()
         session = session or ToolSession()
         workspace = Workspace.create(workspace_root, settings.agent.workspace_extra_roots)
@@ -77,7 +65,7 @@ class ToolContext:
         state = read_state or ReadState()
         if session.events is not None:
             state.follow(session.events)
-        return cls(workspace, settings, budgeter, state, session.artifacts, session.events, approval)
+        return cls(workspace, settings, budgeter, state, session.artifacts, session.events)
 
 
 def _validation_message(exc: ValidationError) -> str:

@@ -68,7 +68,6 @@ class ReadFileTool(WorkspaceTool):
     def execute(self, call_id: str, file_path: str, offset: int | None = None, limit: int | None = None,
                 start_line: int | None = None, end_line: int | None = None) -> tuple[str, dict[str, Any]]:
         ctx = self.context
-        limits = ctx.settings.read_file
         offset, limit = normalize_range(offset, limit, start_line, end_line)
         path = ctx.workspace.resolve(file_path)
         shown = ctx.workspace.relative(path)

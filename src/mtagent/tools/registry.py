@@ -8,7 +8,7 @@ from langchain_core.tools import BaseTool
 
 from mtagent.config import Settings
 from mtagent.session.local import local_home
-from mtagent.tools.base import ApprovalHook, ToolContext, ToolSession
+from mtagent.tools.base import ToolContext, ToolSession
 from mtagent.tools.edit import EditFileTool, WriteFileTool
 from mtagent.tools.files import ReadFileTool, ReadToolResultTool
 from mtagent.tools.memory_tool import build_save_memory_tool
@@ -26,7 +26,6 @@ def default_tools(
     session: ToolSession | None = None,
     settings: Settings | None = None,
     *,
-    approval: ApprovalHook | None = None,
     read_state: ReadState | None = None,
     context: ToolContext | None = None,
     include_memory: bool = True,
@@ -38,8 +37,7 @@ def default_tools(
     are what the agent loop and the compactor use). ``read_tool_result`` is included only
     when the session has an artifact store to read from.
     """
-    ctx = context or ToolContext.create(workspace_root, session, settings, approval=approval,
-                                        read_state=read_state)
+    ctx = context or ToolContext.create(workspace_root, session, settings, read_state=read_state)
     tools: list[BaseTool] = [cls(context=ctx) for cls in WORKSPACE_TOOLS]
     tools.append(build_update_plan_tool())  # the plan the engine keeps through compactions (context/ledger)
     if ctx.artifacts is not None:

@@ -10,8 +10,6 @@
   killed the same way, so nothing outlives the call holding the pipe; descendants that left
   the group (``setsid``, daemons) are found and killed too, and a watchdog kills the tree if
   mtagent itself dies (:mod:`~mtagent.tools.proctree`).
-* An approval hook (``callable(command) -> ApprovalDecision | bool``) may refuse a command
-  before it runs; the agent wires it to the user's prompt.
 * The command's environment is the agent's minus every variable the one secret rule takes for a
   secret (:func:`~mtagent.redaction.variable_is_secret`) — by name (``*KEY*``, ``*TOKEN*``,
   ``*PASS*``, ``*PWD*``, ``*CRED*``, ``*AUTH*``, ``*SESSION*``, ``*_URL`` …) or by a value the
@@ -42,7 +40,7 @@ from mtagent.config import Settings
 from mtagent.redaction import HANDLES, settings_secrets, variable_is_secret  # noqa: F401 - HANDLES: the rule's exceptions
 from mtagent.tools import proctree, sandbox as sandboxing
 from mtagent.tools.sandbox import SandboxedCall
-from mtagent.tools.base import ApprovalDecision, ToolInputError, WorkspaceTool
+from mtagent.tools.base import ToolInputError, WorkspaceTool
 from mtagent.tools.text_files import human_size
 
 _READ_CHUNK = 64 * 1024
@@ -271,14 +269,6 @@ class ShellTool(WorkspaceTool):
             confined = sandboxing.call_for(ctx.settings, ctx.workspace.roots, wanted)
         except (sandboxing.NeedError, sandboxing.SandboxRequired) as exc:
             raise ToolInputError(str(exc)) from exc
-        if ctx.approval is not None:
-            decision = ctx.approval(command)
-            if isinstance(decision, bool):
-                decision = ApprovalDecision(decision)
-            if not decision.allowed:
-                why = f": {decision.reason}" if decision.reason else ""
-                raise ToolInputError(f"the user did not allow this command{why}. Do not retry it unchanged; "
-                                     "ask the user or take another approach")
         requested = timeout or limits.default_timeout_seconds
         effective = min(requested, limits.max_timeout_seconds)
         env = {**shell_environment(os.environ, ctx.settings), "PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb", "NO_COLOR": "1"}
