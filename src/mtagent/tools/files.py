@@ -20,6 +20,7 @@ from mtagent.safe_open import NotRegularFile
 from mtagent.tools.base import ToolInputError, WorkspaceTool
 from mtagent.tools.read_state import FileStamp, ReadRecord, stamp_of_open
 from mtagent.tools.text_files import (
+    SNIFF_BYTES,
     binary_kind,
     count_lines,
     human_size,
@@ -28,8 +29,6 @@ from mtagent.tools.text_files import (
     read_slice,
     split_lines,
 )
-
-_SNIFF_BYTES = 8192
 
 
 class ReadFileArgs(BaseModel):
@@ -98,7 +97,7 @@ class ReadFileTool(WorkspaceTool):
                          f'read_tool_result(path="{prior.saved}", offset=<line>).')
             return stub, {"kind": "file_unchanged", "file_path": shown, "previous_tool_call_id": prior.tool_call_id,
                           "mtime": stamp.mtime}
-        head = fh.read(_SNIFF_BYTES)
+        head = fh.read(SNIFF_BYTES)
         fh.seek(0)
         kind = binary_kind(head)
         if kind is not None:

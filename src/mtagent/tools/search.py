@@ -43,7 +43,6 @@ MAX_CONTEXT_LINES = 20
 PY_GREP_TIMEOUT_SECONDS = 30.0
 GLOB_MAX_RESULTS = 1000
 LS_MAX_ENTRIES = 1000
-_SNIFF = 8192
 
 
 @lru_cache(maxsize=1)
@@ -223,7 +222,7 @@ def _text_files(ws: Workspace, base: Path, glob_re: Any, ignore: GitIgnore | Non
         except OSError:
             continue
         data = read_workspace_file(ws, file, PY_GREP_MAX_FILE_BYTES)
-        if data is not None and binary_kind(data[:_SNIFF]) is None:
+        if data is not None and binary_kind(data) is None:
             yield file, data.decode("utf-8", errors="replace")
 
 

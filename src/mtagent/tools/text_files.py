@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-_SNIFF_BYTES = 8192
+SNIFF_BYTES = 8192  # how much of a file's start tells text from binary
 _CHUNK = 1 << 20
 _MAGIC = (
     (b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"),
@@ -22,11 +22,11 @@ _MAGIC = (
 
 
 def binary_kind(head: bytes) -> str | None:
-    """What a file's first bytes say it is, when it is not text (None for text)."""
+    """What a file's first :data:`SNIFF_BYTES` say it is, when it is not text (None for text)."""
     for magic, name in _MAGIC:
         if head.startswith(magic):
             return name
-    if b"\x00" in head:
+    if b"\x00" in head[:SNIFF_BYTES]:
         return "binary data"
     return None
 
