@@ -96,8 +96,8 @@ class TurnDisplay:
     def attach(self, bus: EventBus) -> None:
         handlers = {
             EventType.COMPACT_STARTED: self._compact_started,
-            EventType.COMPACT_BOUNDARY: self._compact_done,
-            EventType.COMPACT_FAILED: self._compact_failed,
+            EventType.COMPACT_BOUNDARY: self._compact_ended,
+            EventType.COMPACT_FAILED: self._compact_ended,
             EventType.AUTO_COMPACT_DISABLED: self._auto_disabled,
             EventType.TOOL_STARTED: self._tool_started,
             EventType.TOOL_FINISHED: self._tool_finished,
@@ -131,22 +131,18 @@ class TurnDisplay:
         else:
             self.activity.print(f"[dim]{escape(what)}[/]")
 
-    def _compact_done(self, event: Event) -> None:
-        if event.data.get("trigger") == "manual":  # /compact prints its own line, with the saving
+    def _compact_ended(self, event: Event) -> None:
+        if event.data.get("trigger") == "manual":  # /compact prints its own line: the saving, or why not
             self.stop_spinner()
-            return
-        pre = int(event.data.get("pre_tokens") or 0)
-        post = int(event.data.get("post_tokens") or 0)
-        source = event.data.get("summary_source")
-        self._note(f"[green]compacted[/] ({escape(str(event.data.get('trigger', '')))}"
-                   f"{', summary from ' + escape(str(source)) if source else ''}): "
-                   f"{pre:,} → {post:,} tokens")
-
-    def _compact_failed(self, event: Event) -> None:
-        if event.data.get("trigger") == "manual":  # /compact says why itself ("nothing compacted: …")
-            self.stop_spinner()
-            return
-        self._note(f"[yellow]compaction failed:[/] {escape(str(event.data.get('error', '')))}")
+        elif event.type is EventType.COMPACT_FAILED:
+            self._note(f"[yellow]compaction failed:[/] {escape(str(event.data.get('error', '')))}")
+        else:
+            pre = int(event.data.get("pre_tokens") or 0)
+            post = int(event.data.get("post_tokens") or 0)
+            source = event.data.get("summary_source")
+            self._note(f"[green]compacted[/] ({escape(str(event.data.get('trigger', '')))}"
+                       f"{', summary from ' + escape(str(source)) if source else ''}): "
+                       f"{pre:,} → {post:,} tokens")
 
     def _auto_disabled(self, event: Event) -> None:
         self._note(f"[yellow]auto compaction disabled after {event.data.get('consecutive_failures')} "
