@@ -92,10 +92,6 @@ class CallFrame:
     extra: int = 0
     system: tuple[BaseMessage, ...] = ()
 
-    @property
-    def rules(self) -> tuple[str, ...]:
-        return tuple(rule_sources(self.system))
-
 
 class ContextWindowManager:
     """Decides, before every model call, what the model sees (see module docstring)."""
@@ -222,7 +218,7 @@ class ContextWindowManager:
         return CompactionOptions(
             settings=self.settings, counter=self.counter, trigger=trigger, reason=reason,
             instructions=instructions, read_state=self.read_state, pre_tokens=tokens, extra_tokens=extra,
-            token_limit=self.token_limit, root=self.root, rules=self.frame.rules,
+            token_limit=self.token_limit, root=self.root, rules=tuple(rule_sources(self.frame.system)),
         )
 
     def run_compaction(
