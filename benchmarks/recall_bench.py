@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 from results_file import results_file
 from mtagent.context.recall import Recaller, RecallIndexer
@@ -201,16 +202,9 @@ def _facts_section(count: int, quick: bool) -> int:
     """The compacted-facts figure (see the module docstring): its own table and RESULT lines."""
     import recall_facts
 
-    with tempfile.TemporaryDirectory(prefix="mtagent-recall-facts-") as tmp:
-        home = os.environ.get("MTAGENT_HOME")
-        os.environ["MTAGENT_HOME"] = str(Path(tmp) / "home")
-        try:
-            rows = recall_facts.run(Path(tmp) / "run", count)
-        finally:
-            if home is None:
-                os.environ.pop("MTAGENT_HOME", None)
-            else:
-                os.environ["MTAGENT_HOME"] = home
+    with (tempfile.TemporaryDirectory(prefix="mtagent-recall-facts-") as tmp,
+          mock.patch.dict(os.environ, {"MTAGENT_HOME": str(Path(tmp) / "home")})):
+        rows = recall_facts.run(Path(tmp) / "run", count)
     hits = sum(r["hit"] for r in rows)
     mrr = sum(1 / r["rank"] for r in rows if r["rank"]) / max(1, len(rows))
     lines = ["", f"## compacted facts at a {recall_facts.WINDOW:,}-token window" + (" (--quick)" if quick else ""),

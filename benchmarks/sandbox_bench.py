@@ -73,10 +73,8 @@ def _project(base: Path) -> Path:
     (root / "src").mkdir(parents=True)
     (root / "README.md").write_text("# demo\n")
     (root / "src" / "app.py").write_text("def answer():\n    return 1\n\n\nprint(answer())  # TODO\n")
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@x"}
     for argv in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "start"]):
-        subprocess.run(argv, cwd=root, check=True, env=env)
+        subprocess.run(argv, cwd=root, check=True)  # as the identity questions() put in the environment
     return root
 
 
