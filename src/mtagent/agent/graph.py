@@ -95,9 +95,6 @@ class AgentRuntime:
     def counters(self) -> EngineCounters:
         return self.engine.counters
 
-    def redact(self, text: str) -> str:
-        return self.engine.redactor.text(text)
-
     def add(self, message: BaseMessage) -> None:
         """Append to the live history and the transcript (a crash loses only the call in flight)."""
         self.engine.recorder.record(message)
@@ -272,8 +269,8 @@ def make_approve(rt: AgentRuntime) -> Callable[[AgentState], AgentState]:
 
 def _tool_message(rt: AgentRuntime, call: PendingCall, content: str, *, status: str = "error",
                   artifact: Any = None, redact: bool = True) -> ToolMessage:
-    return ToolMessage(content=rt.redact(content) if redact else content, tool_call_id=call["id"], name=call["name"],
-                       status=status, artifact=artifact, id=new_message_id())
+    return ToolMessage(content=rt.engine.redactor.text(content) if redact else content, tool_call_id=call["id"],
+                       name=call["name"], status=status, artifact=artifact, id=new_message_id())
 
 
 def run_tool(rt: AgentRuntime, call: PendingCall) -> ToolMessage:
