@@ -207,17 +207,14 @@ class Recaller:
 
     def rehydrate(self, ref: str) -> str:
         """The full item a hit refers to (an artifact's line range re-read from its file), redacted."""
-        return self.redactor.text(self._rehydrate(ref))
-
-    def _rehydrate(self, ref: str) -> str:
         row = self.store.by_uid(ref) if isinstance(ref, str) else None
         if row is None:
             raise UsageError(f"no recalled item {ref!r}; run recall again and use a ref it printed")
-        doc = row.doc
+        doc, text = row.doc, row.doc.text
         if doc.kind == "artifact" and doc.session and doc.path and doc.line_start and doc.line_end:
             try:
-                text = self.indexer.artifact_store(doc.session).read_text(doc.path)
+                lines = self.indexer.artifact_store(doc.session).read_text(doc.path).splitlines()
+                text = "\n".join(lines[doc.line_start - 1:doc.line_end])
             except (ArtifactPathError, OSError):
-                return doc.text
-            return "\n".join(text.splitlines()[doc.line_start - 1:doc.line_end])
-        return doc.text
+                pass  # the indexed text stands in for a file that is gone
+        return self.redactor.text(text)
