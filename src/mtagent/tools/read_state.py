@@ -97,30 +97,25 @@ class ReadState:
                 self._known.pop(key, None)
         return staled
 
+    def _identical(self, path: Path, offset: int | None, limit: int | None, stamp: FileStamp) -> list[ReadRecord]:
+        """Earlier reads of this range of the file as it is now that no write made stale, newest first."""
+        key = str(path)
+        with self._lock:
+            return [r for r in reversed(self._reads)
+                    if r.path == key and r.offset == offset and r.limit == limit and r.stamp == stamp and not r.stale]
+
     def unchanged_read(self, path: Path, offset: int | None, limit: int | None,
                        stamp: FileStamp) -> ReadRecord | None:
         """The earlier identical read whose content the model still has, if any."""
-        key = str(path)
-        with self._lock:
-            for r in reversed(self._reads):
-                if (r.path == key and r.offset == offset and r.limit == limit and r.stamp == stamp
-                        and not r.stale and not r.forgotten):
-                    return r
-        return None
+        return next((r for r in self._identical(path, offset, limit, stamp) if not r.forgotten), None)
 
     def reread_after_pressure(self, path: Path, offset: int | None, limit: int | None,
                               stamp: FileStamp) -> ReadRecord | None:
         """After a compaction that freed too little (:attr:`by_reference`), the earlier identical
         read of an unchanged file that the compaction took out of view: sending it again would
         refill the window and compact again (the loop of issue #38), so it is answered by reference."""
-        if not self.by_reference:
-            return None
-        key = str(path)
-        with self._lock:
-            for r in reversed(self._reads):
-                if r.path == key and r.offset == offset and r.limit == limit and r.stamp == stamp and not r.stale:
-                    return r if r.forgotten else None
-        return None
+        newest = next(iter(self._identical(path, offset, limit, stamp)), None) if self.by_reference else None
+        return newest if newest is not None and newest.forgotten else None
 
     def check_editable(self, path: Path, current: FileStamp) -> str | None:
         """Why the agent may not edit ``path`` now (a message for the model), or None."""
