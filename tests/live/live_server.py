@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
+
+from mtagent.testing.pg_server import free_port
 
 START_SECONDS = 180.0  # loading a 98 MB model takes a second or two; a loaded CI machine, far more
 CLI_SECONDS = 240.0
@@ -27,12 +28,6 @@ def locate(binary: Path, model: Path) -> str | None:
     if not model.is_file():
         return f"no SmolLM2 GGUF model at {model}"
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class LlamaServer:

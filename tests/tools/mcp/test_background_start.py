@@ -16,6 +16,7 @@ from tools.mcp.mcp_helpers import fixture_server, mcp_settings
 from mtagent.agent.scripted import ScriptedChatModel, tool_call
 from mtagent.agent.session import AgentSession
 from mtagent.events import EventBus, EventType
+from mtagent.testing.pg_server import free_port
 from mtagent.tools.mcp import McpManager
 
 pytestmark = pytest.mark.slow
@@ -65,11 +66,7 @@ def test_without_a_wait_every_server_is_waited_for_as_mcp_list_does(project: Pat
 
 
 def test_a_down_http_server_s_failure_names_its_url_without_credentials(project: Path) -> None:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     settings = mcp_settings({"web": {"url": f"http://user:pw@127.0.0.1:{port}/mcp", "start_timeout_seconds": 10}})
     with McpManager.for_project(settings, project) as manager:
         manager.tools()

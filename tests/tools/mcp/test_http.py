@@ -13,18 +13,13 @@ import pytest
 
 from tools.mcp.mcp_helpers import FIXTURE, call, mcp_settings, tools_of
 
+from mtagent.testing.pg_server import free_port
 from mtagent.tools.mcp import McpManager
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
 def http_server() -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, str(FIXTURE), "--http", str(port)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
@@ -53,7 +48,7 @@ def test_an_http_server_gets_the_configured_headers(project: Path, http_server: 
 
 
 def test_a_dead_endpoint_is_a_failed_state_with_a_reason_and_no_credentials(project: Path) -> None:
-    url = f"http://me:s3cr@t@127.0.0.1:{_free_port()}/mcp"
+    url = f"http://me:s3cr@t@127.0.0.1:{free_port()}/mcp"
     settings = mcp_settings({"web": {"url": url, "start_timeout_seconds": 10}})
     started = time.monotonic()
     with McpManager.for_project(settings, project) as manager:
