@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from mtagent import confine
 from mtagent.config import MemorySettings
-from mtagent.context.static.rules import load_project_rules
+from mtagent.context.static.rules import load_rules
 from security.test_recall_workspace_confinement import flipping, remove_nested
 
 CANARY = "CANARY-OUTSIDE-prop-77ab"
@@ -59,7 +59,7 @@ def test_no_spelling_reads_outside_the_project(tree: Path, parts: list[str], abs
 def test_no_include_reads_outside_the_project(tree: Path, parts: list[str]) -> None:
     (tree / "CONTEXT.md").write_text(f"@{'/'.join(parts)}\n")
     try:
-        rules = load_project_rules(tree, MemorySettings())
+        rules = load_rules(tree, MemorySettings())
     finally:
         (tree / "CONTEXT.md").unlink()
     assert all(CANARY not in r.text for r in rules.rules)
@@ -105,7 +105,7 @@ def test_a_folder_swapped_for_a_symlink_during_loads_never_leaks(tmp_path: Path)
     deadline = time.monotonic() + 2.0
     with flipping(project / "docs", outside):
         while time.monotonic() < deadline:
-            rules = load_project_rules(project, MemorySettings())
+            rules = load_rules(project, MemorySettings())
             loads += 1
             leaks += any(CANARY in r.text for r in rules.rules)
     assert loads > 50 and leaks == 0
@@ -122,7 +122,7 @@ def test_a_deeply_nested_rules_tree_is_a_short_walk_not_a_crash(tmp_path: Path) 
             here.mkdir()
         (here / "deep.md").write_text("deep rule\n")
         (folder / "a" / "shallow.md").write_text("shallow rule\n")
-        rules = load_project_rules(tmp_path / "p", MemorySettings())
+        rules = load_rules(tmp_path / "p", MemorySettings())
     finally:
         remove_nested(folder)
     assert [r.text for r in rules.rules] == ["shallow rule", "top rule"]

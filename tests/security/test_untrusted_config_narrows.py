@@ -10,7 +10,7 @@ import pytest
 
 from mtagent import paths, trust
 from mtagent.config import Settings, load_settings
-from mtagent.context.static.rules import load_project_rules
+from mtagent.context.static.rules import load_rules
 
 PROJECT_FILES = {".mtagent/config.toml": """\
 [memory]
@@ -64,7 +64,7 @@ def test_the_bound_is_the_users_own_value_not_only_the_default(project: Path) ->
 
 def test_a_20_mb_context_file_is_read_to_the_default_cap(project: Path) -> None:
     (project / "CONTEXT.md").write_text("x" * (20 * 1024 * 1024))
-    rules = load_project_rules(project, load_settings(project).memory)
+    rules = load_rules(project, load_settings(project).memory)
     assert rules.total_chars <= Settings().memory.context_file_max_bytes + 1024
 
 

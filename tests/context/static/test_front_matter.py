@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mtagent.agent.subagents.profiles import parse_profile
-from mtagent.config import SkillsSettings
+from mtagent.config import MemorySettings, SkillsSettings
 from mtagent.context.static.front_matter import MAX_CHARS, parse_front_matter
 from mtagent.context.static.rules import load_rules
 from mtagent.context.toolset import discover
@@ -51,7 +51,7 @@ def test_deep_nesting_is_a_warning_not_a_crash(tmp_path: Path) -> None:
     rule = tmp_path / ".mtagent/rules/deep.md"
     rule.parent.mkdir(parents=True)
     rule.write_text("---\npaths: " + "[" * 5000 + "]" * 5000 + "\n---\nA rule.\n")
-    rules = load_rules(tmp_path, include_max_depth=3, rules_max_chars=40_000)
+    rules = load_rules(tmp_path, MemorySettings(include_max_depth=3, rules_max_chars=40_000))
     assert [r.text for r in rules.rules] == ["A rule."]
     assert any("deep.md" in w and "nested more than" in w for w in rules.warnings)
 

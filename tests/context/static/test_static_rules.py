@@ -6,6 +6,7 @@ from pathlib import Path
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from mtagent.config import MemorySettings
 from mtagent.context.opener.system import touched_paths
 from mtagent.context.static.rules import glob_match, load_rules, parse_front_matter
 
@@ -17,7 +18,8 @@ def _write(path: Path, text: str) -> Path:
 
 
 def _load(root: Path, **kw: int):
-    return load_rules(root, include_max_depth=kw.get("depth", 5), rules_max_chars=kw.get("max_chars", 40_000))
+    return load_rules(root, MemorySettings(include_max_depth=kw.get("depth", 5),
+                                           rules_max_chars=kw.get("max_chars", 40_000)))
 
 
 def test_glob_semantics_double_star_and_basename() -> None:

@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from mtagent.config import Settings
 from mtagent.context.static import memory
 from mtagent.context.static.authority import Authority, AuthorityItem, detect_conflicts
-from mtagent.context.static.rules import load_project_rules
+from mtagent.context.static.rules import load_rules
 from mtagent.context.session_memory.manager import last_turn_had_tool_calls
 from mtagent.context.session_memory.notes import conversation
 from mtagent.context.compaction.summarize import ChatModel, render_transcript
@@ -123,7 +123,7 @@ class MemoryExtractor:
         reply = self.model.invoke(request)
         text = message_text(reply) if isinstance(reply, BaseMessage) else str(reply)
         self.last_message_id = next((str(m.id) for m in reversed(messages) if m.id is not None), self.last_message_id)
-        rules = load_project_rules(self.project_root, cfg)
+        rules = load_rules(self.project_root, cfg)
         rule_items = [AuthorityItem(f"rule:{r.source}", Authority.PROJECT_RULES, r.text) for r in rules.rules]
         added: list[str] = []
         skipped: list[str] = []

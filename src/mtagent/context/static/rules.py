@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from mtagent.config_sections import MemorySettings
-from mtagent.confine import DEFAULT_MAX_BYTES, ProjectReader, real_path
+from mtagent.confine import ProjectReader, real_path
 from mtagent.context.static.front_matter import parse_front_matter
 from mtagent.globs import glob_match as shared_glob_match
 from mtagent.paths import LOCAL_CONTEXT_FILE, PROJECT_CONTEXT_FILES, RULES_DIR
@@ -200,36 +200,27 @@ def _load_one(path: Path, kind: str, root: Path, max_depth: int, out: RuleSet, r
         out.rules.append(Rule(_display(path, root), kind, text, globs))
 
 
-def load_rules(project_root: str | os.PathLike[str], *, include_max_depth: int, rules_max_chars: int,
-               max_file_bytes: int | None = None, allow_external: Sequence[str] = (),
-               redactor: Redactor | None = None) -> RuleSet:
-    """Read the project's rules fresh from disk (cheap: a handful of small files).
-
-    ``allow_external`` are the user's ``memory.allow_external_includes`` patterns (never the
-    project's); ``redactor`` cleans every text read (default: the secrets of this process).
+def load_rules(project_root: str | os.PathLike[str], settings: MemorySettings, redactor: Redactor | None = None
+               ) -> RuleSet:
+    """Read the project's rules fresh from disk (cheap: a handful of small files), as the ``[memory]``
+    settings say (include depth, size caps; ``allow_external_includes`` are the user's patterns, never
+    the project's); ``redactor`` cleans every text read (default: the secrets of this process).
     """
     root = real_path(project_root)
     out = RuleSet(watched=[root / name for name in (*PROJECT_CONTEXT_FILES, LOCAL_CONTEXT_FILE)])
-    reader = ProjectReader.create(root, max_bytes=max_file_bytes or DEFAULT_MAX_BYTES,
-                                  allow_external=allow_external, redactor=redactor, seen=out.watched)
+    reader = ProjectReader.create(root, max_bytes=settings.context_file_max_bytes,
+                                  allow_external=settings.allow_external_includes, redactor=redactor, seen=out.watched)
     for name in (*PROJECT_CONTEXT_FILES, LOCAL_CONTEXT_FILE):
         if os.path.lexists(root / name):
             _load_one(root / name, "local" if name == LOCAL_CONTEXT_FILE else "project", root,
-                      include_max_depth, out, reader)
+                      settings.include_max_depth, out, reader)
     for path in reader.files(RULES_DIR, recursive=True):
-        _load_one(path, "rule", root, include_max_depth, out, reader)
-    if out.total_chars > rules_max_chars:
+        _load_one(path, "rule", root, settings.include_max_depth, out, reader)
+    if out.total_chars > settings.rules_max_chars:
         out.warnings.append(
             f"project rules total {out.total_chars:,} chars, more than memory.rules_max_chars="
-            f"{rules_max_chars:,}; long rule files get ignored by models — split them into "
+            f"{settings.rules_max_chars:,}; long rule files get ignored by models — split them into "
             f"path-scoped files under {RULES_DIR}/"
         )
     return out
 
-
-def load_project_rules(project_root: str | os.PathLike[str], settings: MemorySettings,
-                       redactor: Redactor | None = None) -> RuleSet:
-    """:func:`load_rules` with the ``[memory]`` settings (depth, size cap, the user's external includes)."""
-    return load_rules(project_root, include_max_depth=settings.include_max_depth,
-                      rules_max_chars=settings.rules_max_chars, max_file_bytes=settings.context_file_max_bytes,
-                      allow_external=settings.allow_external_includes, redactor=redactor)

@@ -36,7 +36,7 @@ from mtagent import paths
 from mtagent.config import MemorySettings
 from mtagent.context.static import memory, memory_resolve
 from mtagent.context.static.authority import Authority, AuthorityItem, Conflict, detect_conflicts
-from mtagent.context.static.rules import RuleSet, load_project_rules
+from mtagent.context.static.rules import RuleSet, load_rules
 from mtagent.redaction import Redactor, collect_secrets
 from mtagent.context.tokens import count_text_tokens
 from mtagent.frames import frame, neutralize
@@ -220,7 +220,7 @@ class StaticContext:
               touched: Iterable[str] = (), *, list_tools: bool = True) -> StaticParts:
         """Read Tier 1, rules and memories from disk and render this turn's two messages."""
         self.touched_files.update(dict.fromkeys(touched))
-        rules = load_project_rules(self.project_root, self.settings, self.redactor)
+        rules = load_rules(self.project_root, self.settings, self.redactor)
         active_rules = rules.active(self.touched_files)
         global_text = load_global_context()
         project_memory = memory.load_project_memory(self.project_root, self.settings.index_max_lines, home=self.home)
