@@ -5,26 +5,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from rich.console import Console
+from transcripts import write_exchange
 from typer.testing import CliRunner
 
-from mtagent import paths
 from mtagent.cli.app import app
 from mtagent.cli.recall_cmd import print_recall
-from mtagent.session import schema
-from mtagent.session.transcript import TranscriptWriter
 
 runner = CliRunner()
 
 
 def _session(root: Path, sid: str = "s1") -> None:
-    with TranscriptWriter(paths.session_transcript_path(root, sid), session_id=sid) as writer:
-        for m in (HumanMessage("why does checkout_total_cents overflow?", id="u1"),
-                  AIMessage("", id="a1", tool_calls=[{"id": "c1", "name": "shell", "args": {"command": "pytest"}}]),
-                  ToolMessage("OverflowError: checkout_total_cents exceeded int32", tool_call_id="c1", id="t1",
-                              name="shell")):
-            writer.append(schema.message_to_record(m))
+    write_exchange(root, "why does checkout_total_cents overflow?", "shell", {"command": "pytest"},
+                   "OverflowError: checkout_total_cents exceeded int32", sid=sid)
 
 
 def test_recall_prints_ranked_hits_with_references(tmp_path: Path) -> None:

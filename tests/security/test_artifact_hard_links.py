@@ -8,15 +8,13 @@ import os
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from transcripts import write_exchange
 from typer.testing import CliRunner
 
-from mtagent import paths
 from mtagent.cli.app import app
 from mtagent.errors import ArtifactPathError
 from mtagent.session import schema
 from mtagent.session.artifacts import ArtifactStore
-from mtagent.session.transcript import TranscriptWriter
 
 OUTSIDE = "outside-private-canary hardlinked-content"
 
@@ -47,14 +45,10 @@ def test_recall_neither_indexes_nor_prints_a_hard_linked_artifact(project: Path,
     store = ArtifactStore.for_session(project, sid)
     rel = "tool-results/c1.txt"
     _linked(store, tmp_path, rel)
-    with TranscriptWriter(paths.session_transcript_path(project, sid), session_id=sid) as writer:
-        for m in (HumanMessage("show the canary output", id="u1"),
-                  AIMessage("", id="a1", tool_calls=[{"id": "c1", "name": "shell", "args": {"command": "x"}}]),
-                  ToolMessage(f'<persisted-output tool="shell" path="{rel}">preview</persisted-output>',
-                              tool_call_id="c1", id="t1", name="shell")):
-            writer.append(schema.message_to_record(m))
-        writer.append(schema.tool_result_artifact_record("c1", "shell", rel, original_chars=40, stored_bytes=40,
-                                                         truncated=False, sha256=None))
+    write_exchange(project, "show the canary output", "shell", {"command": "x"},
+                   f'<persisted-output tool="shell" path="{rel}">preview</persisted-output>',
+                   schema.tool_result_artifact_record("c1", "shell", rel, original_chars=40, stored_bytes=40,
+                                                      truncated=False, sha256=None), sid=sid)
     result = CliRunner().invoke(app, ["recall", "private canary", "--scope", "artifacts",
                                       "--cwd", str(project)])
     assert result.exit_code == 0, result.output

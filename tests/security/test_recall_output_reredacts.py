@@ -8,29 +8,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from rich.console import Console
+from transcripts import write_exchange
 from typer.testing import CliRunner
 
 from mtagent import paths
 from mtagent.cli.app import app
 from mtagent.cli.recall_cmd import print_recall
-from mtagent.session import schema
-from mtagent.session.transcript import TranscriptWriter
 
 LATER = "corp-late-passphrase-5521"  # no key shape: unknown until configured
 runner = CliRunner()
 
 
 def _write(root: Path) -> None:
-    sid = "s1"
-    with TranscriptWriter(paths.session_transcript_path(root, sid), session_id=sid) as writer:
-        for m in (HumanMessage(f"deploy with {LATER} please", id="u1"),
-                  AIMessage("", id="a1", tool_calls=[{"id": "c1", "name": "read_file",
-                                                      "args": {"file_path": f"notes/{LATER}.txt"}}]),
-                  ToolMessage(f"deploy key file notes/{LATER}.txt holds {LATER}", tool_call_id="c1", id="t1",
-                              name="read_file")):
-            writer.append(schema.message_to_record(m))
+    write_exchange(root, f"deploy with {LATER} please", "read_file", {"file_path": f"notes/{LATER}.txt"},
+                   f"deploy key file notes/{LATER}.txt holds {LATER}")
 
 
 def test_every_recall_output_is_redacted_with_todays_secrets(project: Path) -> None:

@@ -18,13 +18,12 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from transcripts import write_exchange
 from typer.testing import CliRunner
 
-from mtagent import paths
 from mtagent.cli import run_cmd
 from mtagent.cli.app import app
 from mtagent.cli.output import SafeConsole, print_error
@@ -33,8 +32,6 @@ from mtagent.cli.slash import SlashCommand, cmd_memory, error_line
 from mtagent.cli.turn_display import TurnDisplay, make_approver
 from mtagent.context.static import memory
 from mtagent.errors import MTAgentError
-from mtagent.session import schema
-from mtagent.session.transcript import TranscriptWriter
 
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 FRAGMENTS = ["\x1b[8m", "\x1b[0m", "\x1b[1G\x1b[2K", "\x1b]0;title\x07", "\x1b]52;c;Y3VybA==\x07", "\x1b[2J",
@@ -59,12 +56,8 @@ def plain_console() -> tuple[Console, io.StringIO]:
     return Console(file=out, width=120, force_terminal=False, color_system=None), out
 
 
-def _transcript(root: Path, text: str, sid: str = "s1") -> None:
-    with TranscriptWriter(paths.session_transcript_path(root, sid), session_id=sid) as writer:
-        for m in (HumanMessage(f"needle {text}", id="u1"),
-                  AIMessage("", id="a1", tool_calls=[{"id": "c1", "name": "shell", "args": {"command": text}}]),
-                  ToolMessage(f"needle output {text}", tool_call_id="c1", id="t1", name="shell")):
-            writer.append(schema.message_to_record(m))
+def _transcript(root: Path, text: str) -> None:
+    write_exchange(root, f"needle {text}", "shell", {"command": text}, f"needle output {text}")
 
 
 def _saved_fact(tmp_path_factory: pytest.TempPathFactory, text: str) -> Path:
@@ -237,11 +230,7 @@ def test_a_records_keys_are_cleaned_like_its_values() -> None:
                                   ["sessions", "export", "s1", "--format", "md"]])
 def test_a_tool_calls_argument_name_is_shown_visibly(tmp_path, args):
     """A model names a tool argument with a C1 CSI and a bidi override: JSON keeps both raw."""
-    with TranscriptWriter(paths.session_transcript_path(tmp_path, "s1"), session_id="s1") as writer:
-        for m in (HumanMessage("hi", id="u1"),
-                  AIMessage("", id="a1", tool_calls=[{"id": "c1", "name": "shell", "args": {KEY_ATTACK: "ls"}}]),
-                  ToolMessage("done", tool_call_id="c1", id="t1", name="shell")):
-            writer.append(schema.message_to_record(m))
+    write_exchange(tmp_path, "hi", "shell", {KEY_ATTACK: "ls"}, "done")
     result = runner.invoke(app, [*args, "--cwd", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert_clean(result.output, " ".join(args))
