@@ -96,7 +96,7 @@ class Workspace:
 
     root: Path
     extra_roots: tuple[Path, ...] = ()
-    _roots: tuple[Path, ...] = field(init=False, repr=False)
+    roots: tuple[Path, ...] = field(init=False, repr=False)  # the root first, then the extra roots
 
     def __post_init__(self) -> None:
         root = Path(self.root).expanduser()
@@ -111,18 +111,14 @@ class Workspace:
             if p.is_dir():
                 extras.append(p.resolve())
         self.extra_roots = tuple(extras)
-        self._roots = (self.root, *self.extra_roots)
+        self.roots = (self.root, *self.extra_roots)
 
     @classmethod
     def create(cls, root: str | os.PathLike[str], extra_roots: Iterable[str | os.PathLike[str]] = ()) -> Workspace:
         return cls(Path(root), tuple(Path(p) for p in extra_roots))
 
-    @property
-    def roots(self) -> tuple[Path, ...]:
-        return self._roots
-
     def _inside(self, path: Path) -> bool:
-        return any(path == root or root in path.parents for root in self._roots)
+        return any(path == root or root in path.parents for root in self.roots)
 
     def resolve(self, raw: str | os.PathLike[str]) -> Path:
         """The absolute, symlink-free path for ``raw``, or :class:`WorkspacePathError`."""
@@ -148,19 +144,19 @@ class Workspace:
     def open_read(self, path: Path) -> AbstractContextManager[tuple[BinaryIO, os.stat_result]]:
         """``with ws.open_read(path) as (fh, st)``: the resolved ``path`` opened race-free
         (:mod:`~mtagent.safe_open`): a regular file with one link, or WorkspacePathError."""
-        return safe_open.reading(self._roots, path)  # type: ignore[return-value]
+        return safe_open.reading(self.roots, path)  # type: ignore[return-value]
 
-    def open_write(self, path: Path, *, create: bool = True) -> safe_open.Opened:
+    def open_write(self, path: Path) -> safe_open.Opened:
         """The resolved ``path`` opened for writing race-free, creating it and its folders."""
-        return safe_open.open_file(self._roots, path, write=True, create=create)
+        return safe_open.open_file(self.roots, path, write=True, create=True)
 
     def open_dir(self, path: Path) -> int:
         """A descriptor of the resolved folder ``path``, walked without following symlinks."""
-        return safe_open.open_dir(self._roots, path)
+        return safe_open.open_dir(self.roots, path)
 
     def lstat(self, path: Path) -> os.stat_result | None:
         """``lstat`` through the parent's descriptor; None when ``path`` does not exist."""
-        return safe_open.lstat_in(self._roots, path)
+        return safe_open.lstat_in(self.roots, path)
 
     def relative(self, path: Path) -> str:
         """How a path is shown to the model: relative to the root when it is under it."""
@@ -171,7 +167,7 @@ class Workspace:
         return rel.as_posix() or "."
 
     def _roots_text(self) -> str:
-        return ", ".join(str(r) for r in self._roots)
+        return ", ".join(str(r) for r in self.roots)
 
     def _outside_message(self, raw: str) -> str:
         return (
