@@ -99,7 +99,7 @@ def test_many_sessions_of_two_tenants_open_side_by_side(mtagent_home: Path, tmp_
         t.join()
     assert errors == []
     for store in stores:
-        text = memory.load_project_memory(project, 50, home=store.local_home)
+        text = memory.load_memory_text("project", project, 50, home=store.local_home)
         assert text == f"- fact of {store.tenant}"
     shared = paths.project_state_dir(project)
     assert not shared.exists()  # nothing was written to (or renamed in) the files backend's folder

@@ -45,7 +45,7 @@ def test_project_memory_lives_in_memory_index(tmp_path: Path) -> None:
     assert index.is_file()
     assert "- build with make -j8\n" in index.read_text()
     assert memory.list_memories("global") == []
-    assert memory.load_project_memory(tmp_path, 200).endswith("- build with make -j8")
+    assert memory.load_memory_text("project", tmp_path, 200).endswith("- build with make -j8")
 
 
 def test_remove_by_number_and_by_text(tmp_path: Path) -> None:
@@ -101,7 +101,7 @@ def test_hand_edits_are_respected_and_untouched_lines_keep_their_bytes(tmp_path:
 def test_project_index_beyond_line_limit_is_not_loaded(tmp_path: Path) -> None:
     for i in range(12):
         memory.save_memory(f"fact number {i}", "project", tmp_path)
-    loaded = memory.load_project_memory(tmp_path, index_max_lines=8)
+    loaded = memory.load_memory_text("project", tmp_path, index_max_lines=8)
     assert "fact number 0" in loaded and "fact number 11" not in loaded
     assert len(memory.memory_file("project", tmp_path, index_max_lines=8).active()) < 12
 
@@ -120,5 +120,5 @@ def test_injected_project_memory_omits_the_generated_header(tmp_path: Path) -> N
     memory.save_memory("fact one", "project", tmp_path)
     index = paths.project_memory_dir(tmp_path) / "MEMORY.md"
     index.write_text(index.read_text() + "See [testing](testing.md) for test notes.\n")
-    loaded = memory.load_project_memory(tmp_path, 200)
+    loaded = memory.load_memory_text("project", tmp_path, 200)
     assert loaded == "- fact one\nSee [testing](testing.md) for test notes."

@@ -39,7 +39,7 @@ def test_expired_fact_is_not_injected_but_listed_as_expired(tmp_path: Path) -> N
     assert file.active() == ["prod deploys need approval"]
     expired = [e for e in memory.list_memories("project", tmp_path) if e.expired]
     assert [e.text for e in expired] == ["staging is at 10.0.0.7"]
-    injected = memory.load_project_memory(tmp_path, 200)
+    injected = memory.load_memory_text("project", tmp_path, 200)
     assert "10.0.0.7" not in injected and "prod deploys need approval" in injected
     assert "<!--" not in injected  # metadata never reaches the model
     session = StaticContext(tmp_path).build().session_context.content

@@ -384,20 +384,11 @@ def mark_memory_obsolete(selector: int | str, scope: Scope = "global",
     return memory_file(scope, project_root, home=home).mark_obsolete(selector)
 
 
-def load_project_memory(project_root: str | os.PathLike[str], index_max_lines: int, *,
-                        home: Path | None = None) -> str:
-    """The project's MEMORY.md as injected: its first ``index_max_lines`` lines, obsolete facts removed.
-
-    Non-list lines a person added (headings, links to topic files, notes) are kept as written;
-    the header mtagent wrote when it created the file is not repeated to the model.
-    """
-    return load_memory_text("project", project_root, index_max_lines, home=home)
-
-
 def load_memory_text(scope: Scope, project_root: str | os.PathLike[str] | None, index_max_lines: int, *,
                      home: Path | None = None) -> str:
-    """A namespace's file as injected (project, user, team): obsolete and expired facts removed,
-    metadata comments stripped, the header mtagent wrote left out."""
+    """A namespace's file as injected (project, user, team): its first ``index_max_lines`` lines, obsolete
+    and expired facts removed, metadata comments stripped, the header mtagent wrote left out. Non-list
+    lines a person added (headings, links to topic files, notes) are kept as written."""
     path = memory_path(scope, project_root, home=home)
     lines = _read_lines(path)[:index_max_lines]
     header = {"user": USER_INDEX_HEADER, "team": TEAM_INDEX_HEADER}.get(scope, PROJECT_INDEX_HEADER)

@@ -223,7 +223,8 @@ class StaticContext:
         rules = load_rules(self.project_root, self.settings, self.redactor)
         active_rules = rules.active(self.touched_files)
         global_text = load_global_context()
-        project_memory = memory.load_project_memory(self.project_root, self.settings.index_max_lines, home=self.home)
+        project_memory = memory.load_memory_text("project", self.project_root, self.settings.index_max_lines,
+                                                 home=self.home)
 
         rule_items = [AuthorityItem(f"rule:{r.source}", Authority.PROJECT_RULES, r.text) for r in active_rules]
         rule_items.append(AuthorityItem("rule:~/.mtagent/CONTEXT.md", Authority.PROJECT_RULES,
