@@ -221,12 +221,8 @@ class ExtractiveSummarizer:
         found = F.extract_facts([m for m in messages if not is_summary_message(m)])
         text = render_model_part(found, max_items=self.max_items, instructions=instructions)
         if self.max_tokens is not None:
-            text = fit_summary(text, self.max_tokens, self.count or _default_count)
+            text = fit_summary(text, self.max_tokens, self.count or count_text_tokens)
         return text
-
-
-def _default_count(text: str) -> int:
-    return count_text_tokens(text, "o200k_base")
 
 
 def render_model_part(found: F.SessionFacts, *, max_items: int = 12, instructions: str | None = None) -> str:
