@@ -30,7 +30,7 @@ class GitIgnore:
     def _spec(self, folder: str) -> pathspec.GitIgnoreSpec | None:
         if folder not in self._specs:
             spec = None
-            path = self.ws.root.joinpath(*folder.split("/")) / ".gitignore" if folder else self.ws.root / ".gitignore"
+            path = self.ws.root.joinpath(*folder.split("/"), ".gitignore")  # "" is the root's
             try:
                 if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_GITIGNORE_BYTES:
                     spec = pathspec.GitIgnoreSpec.from_lines(
@@ -49,12 +49,9 @@ class GitIgnore:
             if spec is None:
                 continue
             sub = "/".join(parts[depth:]) + ("/" if is_dir else "")
-            if hasattr(spec, "check_file"):  # pathspec ≥ 0.12: "!" re-includes are told apart from no match
-                include = spec.check_file(sub).include
-                if include is not None:
-                    ignored = bool(include)
-            elif spec.match_file(sub):
-                ignored = True
+            include = spec.check_file(sub).include  # a "!" re-include is told apart from no match
+            if include is not None:
+                ignored = bool(include)
         return ignored
 
     def _dir_ignored(self, rel_dir: str) -> bool:

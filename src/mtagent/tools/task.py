@@ -12,8 +12,8 @@ the :class:`SubagentLauncher` protocol, so tools never import the agent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Annotated, Any, Protocol
+from dataclasses import dataclass
+from typing import Annotated, Protocol
 
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from pydantic import BaseModel, Field
@@ -47,7 +47,6 @@ class TaskRequest:
     agent: str = "explore"
     context: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class SubagentLauncher(Protocol):
