@@ -15,6 +15,7 @@ A child file that cannot be read is listed with its error, never fails the paren
 
 from __future__ import annotations
 
+import glob
 import json
 import re
 from collections.abc import Callable
@@ -36,7 +37,7 @@ def subagent_files(parent: Path) -> list[tuple[str, Path]]:
         return []
     found: dict[str, Path] = {}
     candidates = [(p.name[len(parent.stem) + len(FLAT_MARK):], p)
-                  for p in parent.parent.glob(f"{glob_escape(parent.stem)}{FLAT_MARK}agent-*.jsonl")]
+                  for p in parent.parent.glob(f"{glob.escape(parent.stem)}{FLAT_MARK}agent-*.jsonl")]
     nested = parent.parent / parent.stem / "subagents"
     if nested.is_dir():
         candidates += [(p.name, p) for p in nested.glob("agent-*.jsonl")]
@@ -45,10 +46,6 @@ def subagent_files(parent: Path) -> list[tuple[str, Path]]:
         if match and path.is_file() and not path.is_symlink():
             found.setdefault(match.group(1), path)
     return list(found.items())[:MAX_LINKED]
-
-
-def glob_escape(text: str) -> str:
-    return re.sub(r"([*?\[])", r"[\1]", text)
 
 
 def task_links(path: Path) -> dict[str, str]:
