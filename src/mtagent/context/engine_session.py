@@ -280,11 +280,10 @@ class EngineSession:
                 self.recorder.record(message)
         cfg = self.settings.agent
         retry = RetryPolicy(cfg.max_retries, cfg.retry_base_seconds)
-        compacted = reactive_used = False
+        reactive_used = False
         while True:
             system_messages = list(system())
             view = self.prepare(history, system=system_messages, tools_tokens=tools_tokens, conflicts=conflicts())
-            compacted = compacted or view.compaction is not None
             history = view.history
             sent = list(view.messages[len(system_messages):] if strip_system else view.messages)
             try:
@@ -294,10 +293,9 @@ class EngineSession:
                     raise
                 reactive_used = True
                 history = self.reactive(history, exc, system=system_messages, tools_tokens=tools_tokens)
-                compacted = True
                 continue
             self.stats.model_calls += 1
-            return ModelCall(reply, view, compacted)
+            return ModelCall(reply, view, reactive_used or view.compaction is not None)
 
     def _on_retry(self, attempt: int, kind: ErrorKind, exc: BaseException, wait: float) -> None:
         self.counters.retries += 1
