@@ -15,9 +15,9 @@ over one object, so a library user gets the same guarantees as a CLI user:
   one retry. Anything else, and a second rejection, propagates as the provider raised it (a
   reactive compaction that cannot shrink the history is its ``__cause__``).
 * **transcript** — every message is recorded as it happens (user input when the model is called,
-  the reply when it arrives, a tool result when it is produced), once per id, through a
-  redacting sink; engine-synthesised messages (summary, session memory, re-attached files) stand
-  for their own records and are never written as messages.
+  the reply when it arrives, a tool result when it is produced), once per id (:class:`Recorder`),
+  through a redacting sink; engine-synthesised messages (summary, session memory, re-attached
+  files) stand for their own records and are never written as messages.
 * **tool results** — one budget rule: a result is redacted, held to its tool's limit, then to the
   turn's aggregate limit against the results that arrived before it (already frozen and recorded,
   so only the newcomer can be offloaded), and recorded.
@@ -55,6 +55,7 @@ __all__ = [
     "EngineCounters",
     "EngineSession",
     "ModelCall",
+    "Recorder",
     "ToolGuard",
     "is_engine_message",
     "without_stale_usage",
