@@ -25,14 +25,21 @@ def payload_text(model: object) -> str:
     return "\n".join(str(m.content) for call in model.calls for m in call)  # type: ignore[attr-defined]
 
 
-def first_payload(project: Path, steps: list | None = None, settings: object = None, approval: str = "never") -> str:
-    """What the model was sent in one ``go`` turn of a session in ``project`` that plays ``steps``."""
+def empty_project(tmp: Path) -> Path:
+    project = tmp / "project"
+    project.mkdir()
+    return project
+
+
+def first_payload(project: Path, steps: list | None = None, settings: object = None, approval: str = "never",
+                  prompt: str = "go") -> str:
+    """What the model was sent in one turn (``prompt``) of a session in ``project`` that plays ``steps``."""
     from mtagent.agent.scripted import ScriptedChatModel
     from mtagent.agent.session import AgentSession
 
     model = ScriptedChatModel(steps or ["done"])
     with AgentSession.create(project, model=model, settings=settings or quiet_settings(), approval=approval) as s:
-        s.run_turn("go")
+        s.run_turn(prompt)
     return payload_text(model)
 
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
+from unittest import mock
 
-from security_probe_kit import first_payload, quiet_settings, untrusted_settings
+from security_probe_kit import empty_project, first_payload, quiet_settings, untrusted_settings
 
 FIXTURE_SERVER = Path(__file__).resolve().parents[1] / "tests" / "tools" / "mcp" / "fixture_server.py"
 
@@ -57,22 +59,11 @@ PROBES_33_SECRETS: dict[str, tuple[str, str]] = {
 
 def _shell_payload(tmp: Path, env: dict[str, str], command: str, settings: object = None) -> str:
     """What the model saw after one shell call with ``env`` set in the agent's environment."""
-    import os
-
     from mtagent.agent.scripted import tool_call
 
-    project = tmp / "project"
-    project.mkdir(exist_ok=True)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        return first_payload(project, [tool_call("shell", {"command": command}, id="c1"), "done"], settings, "auto")
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with mock.patch.dict(os.environ, env):
+        return first_payload(empty_project(tmp), [tool_call("shell", {"command": command}, id="c1"), "done"],
+                             settings, "auto")
 
 
 def probe_env_pwd_name(tmp: Path) -> bool:
@@ -135,8 +126,6 @@ def probe_frame_deferred_tools(tmp: Path) -> bool:
 
 
 def probe_frame_reattached_file(tmp: Path) -> bool:
-    import os
-
     from langchain_core.messages import AIMessage, ToolMessage
 
     from mtagent.context.compaction.reattach import build_reattachment
@@ -186,8 +175,7 @@ def probe_late_tools_loaded(tmp: Path) -> bool:
     from mtagent.agent.scripted import ScriptedChatModel, tool_call
     from mtagent.agent.session import AgentSession
 
-    project = tmp / "project"
-    project.mkdir()
+    project = empty_project(tmp)
     from pydantic import ValidationError
 
     servers = {"servers": {"fx": {"command": sys.executable, "args": [str(FIXTURE_SERVER)]}}}
@@ -229,8 +217,6 @@ def probe_ui_redirect_offsite(tmp: Path) -> bool:
 
 
 def probe_artifact_hardlink(tmp: Path) -> bool:
-    import os
-
     from mtagent.session.artifacts import ArtifactStore
 
     outside = tmp / "outside.txt"
@@ -254,8 +240,7 @@ def probe_recall_echoes_secret(tmp: Path) -> bool:
     from mtagent.session.transcript import TranscriptWriter
 
     late = "corp-late-regress-5521"
-    project = tmp / "p"
-    project.mkdir()
+    project = empty_project(tmp)
     with TranscriptWriter(paths.session_transcript_path(project, "s1"), session_id="s1") as writer:
         writer.append(schema.message_to_record(HumanMessage(f"deploy with {late}", id="u1")))
     paths.global_config_path().parent.mkdir(parents=True, exist_ok=True)

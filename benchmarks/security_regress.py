@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from security_probe_kit import cli, first_payload, payload_text, quiet_settings, untrusted_settings
+from security_probe_kit import cli, empty_project, first_payload, payload_text, quiet_settings, untrusted_settings
 from security_probes_27 import FIRST_COMMIT_27, PROBE_ENV, PROBE_FUNCS_27, PROBES_27
 from security_probes_27b import PROBE_FUNCS_27B, PROBES_27B
 from security_probes_33_secrets import PROBE_FUNCS_33_SECRETS, PROBES_33_SECRETS
@@ -71,8 +71,7 @@ def _recorded(tmp: Path, reply: str) -> tuple[Path, str, Path]:
     """(project, session id, transcript) of a session whose one ``hello`` turn the model answered ``reply``."""
     from mtagent.agent.session import AgentSession
 
-    project = tmp / "project"
-    project.mkdir()
+    project = empty_project(tmp)
     with AgentSession.create(project, model=_scripted([reply]), settings=quiet_settings()) as s:
         s.run_turn("hello")
         return project, s.session_id, s.transcript_path
@@ -113,8 +112,7 @@ def probe_global_memory_deny(tmp: Path) -> bool:
     from mtagent import paths
     from mtagent.agent.scripted import tool_call
 
-    project = tmp / "project"
-    project.mkdir()
+    project = empty_project(tmp)
     first_payload(project, [tool_call("save_memory", {"fact": "INJECTED-FOREVER", "scope": "global"}), "done"])
     context = paths.mtagent_home() / "CONTEXT.md"
     return context.exists() and "INJECTED-FOREVER" in context.read_text()
@@ -177,8 +175,7 @@ def probe_config_dev_zero(tmp: Path) -> bool:
 def probe_setsid_survivor(tmp: Path) -> bool:
     from mtagent.agent.scripted import tool_call
 
-    project = tmp / "project"
-    project.mkdir()
+    project = empty_project(tmp)
     tag = f"{time.time_ns() % 10**6}.{os.getpid() % 1000}"  # a unique sleep length marks our child
     first_payload(project, [tool_call("shell", {"command": f"setsid sleep 9{tag} >/dev/null 2>&1 < /dev/null &"}),
                             "done"], approval="auto")
@@ -205,11 +202,10 @@ def probe_setsid_survivor(tmp: Path) -> bool:
 def probe_env_secret_payload(tmp: Path) -> bool:
     from mtagent.agent.scripted import tool_call
 
-    project = tmp / "project"
-    project.mkdir()
+    project = empty_project(tmp)
     os.environ["OPENAI_KEY"] = "sk-canaryRegress0123456789abcdef"
-    return "sk-canaryRegress0123456789abcdef" in first_payload(project, [tool_call("shell", {"command": "env"}), "done"],
-                                                               approval="auto")
+    sent = first_payload(project, [tool_call("shell", {"command": "env"}), "done"], approval="auto")
+    return "sk-canaryRegress0123456789abcdef" in sent
 
 
 def probe_config_range(tmp: Path) -> bool:
@@ -224,8 +220,7 @@ def probe_configured_secret(tmp: Path) -> bool:
     from mtagent import paths
     from mtagent.agent.scripted import tool_call
 
-    project = tmp / "project"
-    project.mkdir()
+    project = empty_project(tmp)
     (project / "notes.txt").write_text("horse battery staple canary\n")
     paths.global_config_path().parent.mkdir(parents=True, exist_ok=True)
     paths.global_config_path().write_text('[security]\nredact_values = ["horse battery staple canary"]\n'
@@ -242,15 +237,9 @@ def probe_configured_secret(tmp: Path) -> bool:
 
 
 def probe_typed_secret(tmp: Path) -> bool:
-    project = tmp / "project"
-    project.mkdir()
+    project = empty_project(tmp)
     os.environ["SERVICE_TOKEN"] = "tok-typed-regress-canary"
-    from mtagent.agent.session import AgentSession
-
-    model = _scripted(["done"])
-    with AgentSession.create(project, model=model, settings=quiet_settings()) as s:
-        s.run_turn("deploy with tok-typed-regress-canary please")
-    return "tok-typed-regress-canary" in payload_text(model)
+    return "tok-typed-regress-canary" in first_payload(project, prompt="deploy with tok-typed-regress-canary please")
 
 
 PROBE_FUNCS: dict[str, Callable[[Path], bool]] = {name: globals()[f"probe_{name}"] for name in PROBES}
