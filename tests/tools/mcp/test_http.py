@@ -48,12 +48,12 @@ def test_an_http_server_gets_the_configured_headers(project: Path, http_server: 
 
 
 def test_a_dead_endpoint_is_a_failed_state_with_a_reason_and_no_credentials(project: Path) -> None:
-    url = f"http://me:s3cr@t@127.0.0.1:{free_port()}/mcp"
-    settings = mcp_settings({"web": {"url": url, "start_timeout_seconds": 10}})
+    port = free_port()
+    settings = mcp_settings({"web": {"url": f"http://me:s3cr@t@127.0.0.1:{port}/mcp", "start_timeout_seconds": 10}})
     started = time.monotonic()
     with McpManager.for_project(settings, project) as manager:
         assert manager.tools() == []
         [status] = manager.servers()
-    assert status.state == "failed" and status.note.startswith("could not start at http://127.0.0.1:")
+    assert status.state == "failed" and status.note.startswith(f"could not start at http://127.0.0.1:{port}/mcp: ")
     assert "s3cr" not in status.note + status.command  # /mcp shows both; the transcript keeps the note
     assert time.monotonic() - started < 15
