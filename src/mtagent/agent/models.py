@@ -119,10 +119,6 @@ class WindowChoice:
     source: str
     warnings: tuple[str, ...] = ()
 
-    def parts(self) -> tuple[int, str, list[str]]:
-        """(tokens, source, warnings) — as a session keeps them."""
-        return self.tokens, self.source, list(self.warnings)
-
 
 def window_choice(settings: Settings, model: str | None, *, server: str | None = None,
                   base_url: str | None = None) -> WindowChoice:

@@ -51,7 +51,6 @@ class SessionParts:
     built-in or given, the host's, MCP (also those a server adds later), ``tool_search`` and ``skill``."""
 
     opened: OpenedSession
-    tools: list[BaseTool]
     tool_context: ToolContext
     toolset: Toolset
     runnable: dict[str, BaseTool] = field(default_factory=dict)
@@ -87,7 +86,7 @@ def open_tools(opened: OpenedSession, tools: ToolsSpec = None, *, window: int,
     toolset = open_catalog(tool_list, settings, root, window=window, system=opened.system,
                            counter=opened.window.counter, source=mcp,
                            warn=lambda exc: log.warning("warning: %s; tool search uses keywords only", exc))
-    parts = SessionParts(opened, tool_list, context, toolset, mcp=mcp)
+    parts = SessionParts(opened, context, toolset, mcp=mcp)
     _runnable(parts, [e.tool for e in toolset.catalog.entries if isinstance(e.tool, BaseTool)])
     if toolset.catalog.deferral.deferring:
         _runnable(parts, [_tool_search(toolset)])

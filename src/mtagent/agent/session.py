@@ -33,7 +33,7 @@ from mtagent.agent import prompts, subagents
 from mtagent.agent.approval import ApprovalPolicy
 from mtagent.agent.graph import APPROVAL_KIND, AgentRuntime, build_graph
 from mtagent.agent.opener import ToolsSpec, open_tools
-from mtagent.agent.models import model_window
+from mtagent.agent.models import WindowChoice, model_window
 from mtagent.agent.session_open import load_resumed, resolve_model, settle_resumed
 from mtagent.redaction import redact_messages
 from mtagent.agent.state import Conversation, initial_state
@@ -58,7 +58,7 @@ class AgentSession:
     """See the module docstring. Build with :meth:`create` or :meth:`resume`."""
 
     def __init__(self, *, opened: OpenedSession, model: BaseChatModel, model_name: str,
-                 window: tuple[int, str, list[str]], history: list[BaseMessage], tools: ToolsSpec,
+                 window: WindowChoice, history: list[BaseMessage], tools: ToolsSpec,
                  approval: str, on_token: Callable[[str], None] | None,
                  summarizer_model: BaseChatModel | None, child: subagents.ChildSpec | None = None) -> None:
         self.opened = opened
@@ -67,7 +67,7 @@ class AgentSession:
         self.model_name = model_name
         self.events = opened.events
         self.stats = opened.stats
-        self.window, self.window_source, self.window_warnings = window
+        self.window, self.window_source, self.window_warnings = window.tokens, window.source, list(window.warnings)
         self.settings = opened.settings
         self.redactor = opened.redactor
         self.sink = opened.sink  # redacted, indexed for recall, audited
@@ -106,8 +106,8 @@ class AgentSession:
              child: subagents.ChildSpec | None = None) -> AgentSession:
         """Open the session through the one opener (:func:`open_engine_session`, then :func:`open_tools`),
         in this model's window, and wrap it. ``child``: a subagent child's link, role, tools and policy."""
-        window = model_window(settings, model_name, model).parts()
-        settings = settings.with_token_limit(window[0])
+        window = model_window(settings, model_name, model)
+        settings = settings.with_token_limit(window.tokens)
         opened = open_engine_session(
             shared_store(settings), root, settings, session_id=session_id, resume=resume,
             model_name=model_name, model=summarizer_model, main_model=summarizer_model is model, secrets=secrets,
