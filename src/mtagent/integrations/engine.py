@@ -21,9 +21,10 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from mtagent.config import Settings, load_settings
 from mtagent.context.compaction.summarize import Summarizer
+from mtagent.context.opener import OpenedSession
 from mtagent.context.toolset.schemas import schema_tokens
 from mtagent.events import EventBus
-from mtagent.integrations.thread_session import ThreadSession, open_thread_session, session_id_for_thread, thread_id_of
+from mtagent.integrations.thread_session import open_thread_session, session_id_for_thread, thread_id_of
 from mtagent.session.schema import new_session_id
 from mtagent.session.store import open_store
 
@@ -73,7 +74,7 @@ class ThreadSessions:
         self.events = events or EventBus()
         self.secrets = tuple(secrets)
         self.tools_tokens = ToolsTokens(self.settings.context.encoding)
-        self._open: dict[str, ThreadSession] = {}
+        self._open: dict[str, OpenedSession] = {}
         self._default: str | None = None
         self._lock = threading.Lock()
 
@@ -88,7 +89,7 @@ class ThreadSessions:
                 self._default = new_session_id()
             return self._default
 
-    def get(self, runtime: Any = None, *, model_name: str | None = None) -> ThreadSession:
+    def get(self, runtime: Any = None, *, model_name: str | None = None) -> OpenedSession:
         """The session of the running thread, opened (or resumed) on first use."""
         key = self.key(runtime)
         with self._lock:
@@ -100,7 +101,7 @@ class ThreadSessions:
                 self._open[key] = found
             return found
 
-    def for_thread(self, thread_id: str) -> ThreadSession | None:
+    def for_thread(self, thread_id: str) -> OpenedSession | None:
         return self._open.get(self.session_id or session_id_for_thread(thread_id))
 
     def close(self) -> None:

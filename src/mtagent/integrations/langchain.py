@@ -48,10 +48,10 @@ from langgraph.types import Command
 from mtagent.config import Settings
 from mtagent.context.compaction.summarize import Summarizer
 from mtagent.context.engine_session import EngineSession, ModelCall
+from mtagent.context.opener import OpenedSession
 from mtagent.events import EventBus
 from mtagent.integrations.artifact_tool import make_read_tool_result
 from mtagent.integrations.engine import ThreadSessions
-from mtagent.integrations.thread_session import ThreadSession
 from mtagent.integrations.tool_deferral import RequestToolsets, make_tool_search
 
 __all__ = ["MTContextMiddleware"]
@@ -119,11 +119,11 @@ class MTContextMiddleware(AgentMiddleware):
     def token_limit(self) -> int:
         return self.settings.context.token_limit
 
-    def session(self, runtime: Any = None, *, model_name: str | None = None) -> ThreadSession:
+    def session(self, runtime: Any = None, *, model_name: str | None = None) -> OpenedSession:
         """The mtagent session of the running thread (opened, or resumed, on first use)."""
         return self.sessions.get(runtime, model_name=model_name)
 
-    def session_for_thread(self, thread_id: str) -> ThreadSession | None:
+    def session_for_thread(self, thread_id: str) -> OpenedSession | None:
         """The open session recording ``thread_id``, if this middleware has seen it."""
         return self.sessions.for_thread(thread_id)
 

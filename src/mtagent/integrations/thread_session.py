@@ -66,9 +66,6 @@ def thread_id_of(runtime: Any = None) -> str | None:
     return str(thread) if thread else None
 
 
-ThreadSession = OpenedSession  # what a LangChain thread's session is (MTContextMiddleware.session)
-
-
 def open_thread_session(project_root: str | os.PathLike[str], session_id: str, settings: Settings, *,
                         model_name: str | None = None, events: EventBus | None = None, secrets: Sequence[str] = (),
                         store: Any = None, summarizer: Summarizer | None = None,
