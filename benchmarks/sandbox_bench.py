@@ -24,7 +24,6 @@ after the questions with the sandbox off. Ends with ``RESULT name=value`` lines.
 from __future__ import annotations
 
 import argparse
-import itertools
 import os
 import statistics
 import sys
@@ -33,7 +32,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage
 from results_file import results_file
 
 RESULTS = results_file("sandbox_bench.md")
@@ -80,7 +78,7 @@ def _project(base: Path) -> Path:
 
 def questions(mode: str, rules: dict[str, str]) -> tuple[int, int]:
     """(questions asked, commands run) in the scripted session under ``sandbox.mode = mode``."""
-    from mtagent.agent.scripted import ScriptedChatModel
+    from mtagent.agent.scripted import ScriptedChatModel, tool_call
     from mtagent.agent.session import AgentSession
     from mtagent.config import Settings
 
@@ -91,10 +89,7 @@ def questions(mode: str, rules: dict[str, str]) -> tuple[int, int]:
         os.environ.setdefault("GIT_COMMITTER_NAME", "bench")
         os.environ.setdefault("GIT_COMMITTER_EMAIL", "bench@example.invalid")
         project = _project(Path(scratch))
-        ids = itertools.count()
-        steps: list[Any] = [AIMessage(content="", tool_calls=[{"name": "shell", "args": args, "id": f"c{next(ids)}",
-                                                                 "type": "tool_call"}])
-                            for args in _session_commands()]
+        steps: list[Any] = [tool_call("shell", args, id=f"c{i}") for i, args in enumerate(_session_commands())]
         settings = Settings.model_validate({"sandbox": {"mode": mode}, "agent": {"approval": rules,
                                             "retry_base_seconds": 0.0}, "session_memory": {"enabled": False}})
         asked = ran = 0

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from results_file import results_file
+from mtagent.agent.scripted import tool_call
 
 RESULTS = results_file("subagent_bench.md")
 FACT = re.compile(r"FACT: (\w+) = (\w+)")
@@ -58,12 +59,6 @@ def make_codebase(root: Path, files: int, seed: int = 7) -> dict[str, str]:
     return facts
 
 
-def _call(name: str, args: dict[str, Any], n: int) -> Any:
-    from langchain_core.messages import AIMessage
-
-    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"bench_{n:03d}", "type": "tool_call"}])
-
-
 def _files_from(text: str) -> list[str]:
     return sorted(set(re.findall(r"module_\d+\.py", text)))
 
@@ -84,12 +79,12 @@ class Explorer:
         self.facts.update(dict(FACT.findall(text)))
         self.calls += 1
         if self.calls == 1:
-            return _call("glob", {"pattern": "*.py"}, self.calls)
+            return tool_call("glob", {"pattern": "*.py"}, id=f"bench_{self.calls:03d}")
         if self.calls == 2:
             self.files = _files_from(text)
         if self.read < len(self.files):
             self.read += 1
-            return _call("read_file", {"file_path": self.files[self.read - 1]}, self.calls)
+            return tool_call("read_file", {"file_path": self.files[self.read - 1]}, id=f"bench_{self.calls:03d}")
         return None
 
     def __call__(self, messages: list[Any]) -> Any:
@@ -128,14 +123,15 @@ class Parent:
                     return nxt
             else:
                 self.phase = "delegated"
-                return _call("task", {"description": "collect the settings", "agent": "explore",
-                                      "prompt": "Read every module and report each 'FACT: name = value' line."}, self.n)
+                return tool_call("task", {"description": "collect the settings", "agent": "explore",
+                                          "prompt": "Read every module and report each 'FACT: name = value' line."},
+                                 id=f"bench_{self.n:03d}")
             self.phase = "follow"
         if self.phase == "delegated":
             self.phase = "follow"
         if self.done_follow_ups < self.follow_ups:
             self.done_follow_ups += 1
-            return _call("ls", {"path": "."}, self.n)
+            return tool_call("ls", {"path": "."}, id=f"bench_{self.n:03d}")
         return AIMessage(content="Done: the settings are known.")
 
 
