@@ -229,10 +229,10 @@ def test_artifact_paths_resolve_on_resume_and_traversal_is_refused(tmp_path):
     good = ToolMessage("preview", tool_call_id="c1_0", id="t1", artifact={"kind": "text", "artifact": meta.path})
     _write_session(tmp_path, "s3", [rec(HumanMessage("q", id="u1")), rec(ai), rec(good)])
     resumed = load_session(tmp_path, "s3")
-    assert resumed.artifact_text(resumed.messages[-1].artifact["artifact"]).startswith("FULL RESULT")
+    assert resumed.artifacts.read_text(resumed.messages[-1].artifact["artifact"]).startswith("FULL RESULT")
     for bad in ("../../../etc/passwd", "/etc/passwd", "tool-results/../../x"):
         with pytest.raises(ArtifactPathError):
-            resumed.artifact_text(bad)
+            resumed.artifacts.read_text(bad)
 
 
 def test_resume_clears_a_result_to_the_same_bytes_as_live_clearing():

@@ -84,7 +84,7 @@ def test_readers_give_records_or_typed_errors_and_never_modify_the_file(tmp_path
             artifact = message.artifact if isinstance(message, ToolMessage) else None
             if isinstance(artifact, dict) and isinstance(artifact.get("artifact"), str):
                 try:
-                    resumed.artifact_text(artifact["artifact"])
+                    resumed.artifacts.read_text(artifact["artifact"])
                 except ArtifactPathError:
                     pass
     except MTAgentError:

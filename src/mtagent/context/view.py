@@ -259,10 +259,6 @@ class ResumedSession:
     def warnings(self) -> list[str]:
         return [*self.report.warnings, *self.view.warnings]
 
-    def artifact_text(self, relative: str) -> str:
-        """A persisted tool result, by the (untrusted) relative path its toolUseResult names."""
-        return self.artifacts.read_text(relative)
-
 
 def artifact_store_for(transcript: Path, max_bytes: int | None = None) -> ArtifactStore:
     """The artifact folder beside a transcript: ``<dir>/artifacts/<session-id>/``."""
