@@ -71,11 +71,9 @@ def fleet_dsn() -> Iterator[str]:
 
 
 @pytest.mark.timeout(120 + 20 * RUNS)  # each run is a process; 2 cores run 16 in about a minute
-def test_concurrent_runs_of_two_tenants_all_succeed_and_stay_apart(tmp_path: Path, fleet_dsn: str,
+def test_concurrent_runs_of_two_tenants_all_succeed_and_stay_apart(project: Path, tmp_path: Path, fleet_dsn: str,
                                                                    tenant: str) -> None:
     pg_dsn = fleet_dsn
-    project = tmp_path / "project"
-    project.mkdir()
     (project / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
     home = paths.mtagent_home()  # the test's own (conftest): the runs share this machine's home
     tenants = [tenant, f"{tenant}-b"]

@@ -31,11 +31,9 @@ def _run(project: Path, store, thread: str, script: list) -> None:
         agent.invoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": thread}})
 
 
-def test_the_middleware_writes_to_the_store_it_is_given(tmp_path: Path, pg_dsn: str, tenant: str) -> None:
+def test_the_middleware_writes_to_the_store_it_is_given(project: Path, pg_dsn: str, tenant: str) -> None:
     from mtagent.session.postgres.store import PostgresStore
 
-    project = tmp_path / "project"
-    project.mkdir()
     key, sid = paths.project_hash(project), session_id_for_thread("thread-1")
     with PostgresStore(pg_dsn, tenant=tenant, pool_max_size=2) as store:
         _run(project, store, "thread-1", [tool_call("big", {"n": 12_000}, id="b1"), reply("done")])
@@ -56,15 +54,13 @@ def test_the_middleware_writes_to_the_store_it_is_given(tmp_path: Path, pg_dsn: 
         assert other.sessions(key) == [] and other.list_artifacts(key, sid) == []
 
 
-def test_the_middleware_follows_storage_backend_without_a_store(tmp_path: Path, pg_dsn: str, tenant: str,
+def test_the_middleware_follows_storage_backend_without_a_store(project: Path, pg_dsn: str, tenant: str,
                                                                 monkeypatch) -> None:
     from mtagent.session.postgres.store import PostgresStore
 
     monkeypatch.setenv("MTAGENT_STORAGE__BACKEND", "postgres")
     monkeypatch.setenv("MTAGENT_STORAGE__DSN", pg_dsn)
     monkeypatch.setenv("MTAGENT_STORAGE__TENANT", tenant)
-    project = tmp_path / "project"
-    project.mkdir()
     _run(project, None, "thread-2", [reply("hello")])
     with PostgresStore(pg_dsn, tenant=tenant, pool_max_size=1) as store:
         records = [e.record for e in store.read_entries(paths.project_hash(project), session_id_for_thread("thread-2"))]

@@ -299,7 +299,7 @@ def test_two_tenants_on_one_machine_share_no_memory_or_cache(project: Path, pg_d
         assert "secret fact of tenant a" in json.dumps([m.content for m in a2.static.build().messages])
 
 
-def test_the_middleware_of_another_tenant_on_the_same_thread_starts_afresh(tmp_path: Path, pg_dsn: str,
+def test_the_middleware_of_another_tenant_on_the_same_thread_starts_afresh(project: Path, pg_dsn: str,
                                                                          tenant: str) -> None:
     from langchain.agents import create_agent
     from langchain_core.messages import HumanMessage
@@ -309,8 +309,6 @@ def test_the_middleware_of_another_tenant_on_the_same_thread_starts_afresh(tmp_p
     from mtagent.integrations.langchain import MTContextMiddleware
     from mtagent.integrations.thread_session import session_id_for_thread
 
-    project = tmp_path / "project"
-    project.mkdir()
     key, sid = paths.project_hash(project), session_id_for_thread("shared-thread")  # the same id for both
 
     def run(who: str) -> list[dict]:

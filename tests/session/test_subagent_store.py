@@ -37,9 +37,7 @@ def _run(project: Path, settings) -> tuple[str, str, Path]:
         return session.session_id, child_id, paths.subagent_transcript_path(project, session.session_id, child_id)
 
 
-def test_a_childs_transcript_is_kept_in_the_postgres_store(tmp_path: Path, pg_dsn: str, tenant: str) -> None:
-    project = tmp_path / "proj"
-    project.mkdir()
+def test_a_childs_transcript_is_kept_in_the_postgres_store(project: Path, pg_dsn: str, tenant: str) -> None:
     (project / "auth.py").write_text("def login():\n    return '/home'\n")
     settings = load_settings(project, overrides={"storage": {"backend": "postgres", "dsn": pg_dsn, "tenant": tenant}})
     sid, child_id, local = _run(project, settings)
@@ -58,10 +56,8 @@ def test_a_childs_transcript_is_kept_in_the_postgres_store(tmp_path: Path, pg_ds
     assert any(r.get("role") == "assistant" and r.get("content") == REPORT for r in records)
 
 
-def test_the_tree_reads_a_child_from_the_parents_mirrored_artifacts(tmp_path: Path) -> None:
+def test_the_tree_reads_a_child_from_the_parents_mirrored_artifacts(project: Path) -> None:
     """A mirror holds the parent's transcript and artifacts, not the child's own file: the tree finds it there."""
-    project = tmp_path / "proj"
-    project.mkdir()
     sid, child_id, local = _run(project, load_settings(project))
     text = local.read_text(encoding="utf-8")
     local.unlink()  # as on another worker: only what the store held
