@@ -16,7 +16,6 @@ from mtagent.context.boundary import is_summary_message
 from mtagent.context.compaction.microcompact import CLEARED_PLACEHOLDER
 from mtagent.context.view import (
     INTERRUPTED_TOOL_RESULT,
-    build_resume_messages,
     build_resume_view,
     load_session,
     load_transcript,
@@ -149,9 +148,9 @@ def test_v1_transcript_without_compression_resumes_everything_with_stable_ids():
 
 def test_session_memory_is_rendered_after_the_summary():
     records = round_(1) + [schema.boundary_record(summary="S", first_kept_id="u1")]
-    messages = build_resume_messages(records, session_memory="# Current State\nediting x.py")
+    messages = build_resume_view(records, session_memory="# Current State\nediting x.py").messages
     assert messages[1].id == "session-memory" and "editing x.py" in messages[1].content
-    assert build_resume_messages(records)[1].id == "u1"
+    assert build_resume_view(records).messages[1].id == "u1"
 
 
 record_steps = st.lists(st.sampled_from(["round", "torn", "orphan", "boundary", "micro", "crash"]), max_size=25)
@@ -237,7 +236,7 @@ def test_artifact_paths_resolve_on_resume_and_traversal_is_refused(tmp_path):
 
 def test_resume_clears_a_result_to_the_same_bytes_as_live_clearing():
     from mtagent.context.compaction.microcompact import cleared_copy
-    from mtagent.context.view import build_resume_messages
+    from mtagent.context.view import build_resume_view
     from mtagent.session import schema
 
     call = AIMessage("", id="a1", tool_calls=[{"id": "c1", "name": "shell", "args": {"command": "make"}}])
@@ -247,7 +246,7 @@ def test_resume_clears_a_result_to_the_same_bytes_as_live_clearing():
                schema.message_to_record(result),
                {"type": "microcompact", "schema_version": 2, "timestamp": "2026-11-29T00:00:00Z",
                 "trigger": "size", "cleared_ids": ["t1"]}]
-    resumed = {m.id: m for m in build_resume_messages(records)}
+    resumed = {m.id: m for m in build_resume_view(records).messages}
     assert resumed["t1"].content == cleared_copy(result, "size").content
     assert "kernel.c:9: error: boom" in resumed["t1"].content
 
@@ -256,7 +255,7 @@ def test_resume_after_a_partial_compact_that_kept_the_head_matches_the_live_hist
     from mtagent.config import Settings
     from mtagent.context.compaction.compactor import CompactionOptions, compact_from
     from mtagent.context.tokens import MessageTokenCounter
-    from mtagent.context.view import build_resume_messages
+    from mtagent.context.view import build_resume_view
     from mtagent.session import schema
 
     history = []
@@ -272,7 +271,7 @@ def test_resume_after_a_partial_compact_that_kept_the_head_matches_the_live_hist
     later = HumanMessage("and now?", id="h9")
     records.append(schema.message_to_record(later))
 
-    resumed = build_resume_messages(records)
+    resumed = build_resume_view(records).messages
     live = [*result.new_history(), later]
     assert [m.id for m in resumed] == [m.id for m in live]
     assert [m.content for m in resumed] == [m.content for m in live]

@@ -216,14 +216,6 @@ def _repair_tool_pairs(messages: list[BaseMessage], view: ResumeView) -> list[Ba
     return out
 
 
-def build_resume_messages(records_or_session: Iterable[dict[str, Any]] | ResumedSession, *,
-                          session_memory: str | None = None) -> list[BaseMessage]:
-    """The messages to continue with (see :func:`build_resume_view` for what else is reported)."""
-    if isinstance(records_or_session, ResumedSession):
-        return list(records_or_session.messages)
-    return build_resume_view(records_or_session, session_memory=session_memory).messages
-
-
 # ── loading from disk ───────────────────────────────────────────────────────────────────
 
 
