@@ -431,9 +431,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
     for w in windows:
-        lines += totals_table(totals(results, w), f"window {w:,}") + [""]
-        lines += cost_table(totals(results, w), f"window {w:,}") + [""]
-        lines += work_state_table(totals(results, w), f"window {w:,}") + [""]
+        tot, label = totals(results, w), f"window {w:,}"
+        lines += [*totals_table(tot, label), "", *cost_table(tot, label), "", *work_state_table(tot, label), ""]
     if len(windows) > 1:
         lines += totals_table(totals(results, None), "all windows") + [""]
     for w in windows:

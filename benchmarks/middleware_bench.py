@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -120,8 +120,8 @@ class Provider:
     window: int
     counter: MessageTokenCounter
     cursor: int = 0
-    sent: list[int] | None = None
-    visible: list[int] | None = None
+    sent: list[int] = field(default_factory=list)
+    visible: list[int] = field(default_factory=list)
     invalid: int = 0
 
     def __call__(self, messages: list[BaseMessage]) -> AIMessage:
@@ -132,9 +132,8 @@ class Provider:
             validate_view(messages)
         except InvalidView:
             self.invalid += 1
-        (self.sent if self.sent is not None else []).append(tokens)
-        (self.visible if self.visible is not None else []).append(sum(
-            1 for m in messages if isinstance(m, ToolMessage) and str(m.content) not in CLEARED))
+        self.sent.append(tokens)
+        self.visible.append(sum(1 for m in messages if isinstance(m, ToolMessage) and str(m.content) not in CLEARED))
         message = self.script[self.cursor]
         self.cursor += 1
         return message.model_copy(update={"usage_metadata": {
@@ -155,7 +154,7 @@ def run_setup(name: str, steps: int, window: int, seed: int) -> dict[str, Any]:
     settings = Settings.model_validate({"context": {"token_limit": window}})
     threshold = settings.auto_compact_threshold_tokens()
     counter = MessageTokenCounter(encoding=settings.context.encoding)
-    provider = Provider(make_script(steps, seed), window, counter, sent=[], visible=[])
+    provider = Provider(make_script(steps, seed), window, counter)
     model = ScriptedChatModel(policy=provider)
     project = Path(tempfile.mkdtemp(prefix="middleware-bench-"))
     closer: Callable[[], None] = lambda: None
@@ -180,7 +179,7 @@ def run_setup(name: str, steps: int, window: int, seed: int) -> dict[str, Any]:
     seconds = time.perf_counter() - start
     sent = provider.sent or [0]
     visible = provider.visible or [0]
-    return {"setup": name, "calls": len(provider.sent or []), "finished": finished, "max": max(sent),
+    return {"setup": name, "calls": len(provider.sent), "finished": finished, "max": max(sent),
             "total": sum(sent), "visible": sum(visible) / len(visible), "last_visible": visible[-1], "invalid": provider.invalid, "seconds": seconds, "error": error}
 
 
