@@ -37,8 +37,8 @@ FAKE_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nFAKEKEY" + "x" * 20 + "\n-----E
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A throwaway HOME holding planted secrets, and a throwaway MTAGENT_HOME."""
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mtagent_home: Path) -> Path:
+    """A throwaway HOME holding planted secrets (and a secret in the test's own MTAGENT_HOME)."""
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_ed25519").write_text(FAKE_KEY)
@@ -47,11 +47,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (home / ".netrc").write_text("machine example.com login me password FAKEKEYnetrc\n")
     (home / "notes-secret.txt").write_text("FAKEKEYnotes\n")
     (home / ".bash_history").write_text("export TOKEN=FAKEKEYhistory\n")
-    mtagent_home = tmp_path / "mtagent-home"
-    mtagent_home.mkdir()
     (mtagent_home / "config.toml").write_text("# FAKEKEYmtagent\n")
     monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("MTAGENT_HOME", str(mtagent_home))
     return home
 
 

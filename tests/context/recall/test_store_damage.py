@@ -33,13 +33,11 @@ NEEDLE = "zanzibar_overflow_total"
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    with TranscriptWriter(paths.session_transcript_path(root, "s1"), session_id="s1") as writer:
+def project(project: Path) -> Path:
+    with TranscriptWriter(paths.session_transcript_path(project, "s1"), session_id="s1") as writer:
         for m in (HumanMessage(f"why does {NEEDLE} fail?", id="u1"), AIMessage(f"{NEEDLE} is int32", id="a1")):
             writer.append(schema.message_to_record(m))
-    return root
+    return project
 
 
 def recall_hits(root: Path) -> list[dict]:
