@@ -178,11 +178,8 @@ def test_ui_command_without_the_extra_says_how_to_install(monkeypatch: pytest.Mo
 def test_ui_command_serves_and_prints_its_address(demo_session: DemoSession, tmp_path: Path) -> None:
     import httpx
 
-    env = {**os.environ, "MTAGENT_HOME": str(demo_session.home)}
-    proc = subprocess.Popen([sys.executable, "-m", "mtagent", "ui", "--port", "0", "--no-browser"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc, line = _start(demo_session, tmp_path)
     try:
-        line = proc.stdout.readline() if proc.stdout else ""
         assert line.startswith("mtagent ui: http://127.0.0.1:"), line + (proc.stderr.read() if proc.poll() else "")
         url = line.split()[2]
         deadline = time.monotonic() + 10
