@@ -120,15 +120,14 @@ def write_tasks(dest: Path, count: int) -> tuple[Path, list[FactTask]]:
     return path, tasks
 
 
-def probe(project: Path, task: FactTask, session: str) -> tuple[bool, int | None, str]:
-    """Recall ``task.fact`` from the project's index as the model does; (value shown, rank, output).
+def probe(project: Path, task: FactTask, session: str) -> tuple[bool, int | None]:
+    """Recall ``task.fact`` from the project's index as the model does; (value in the top 5, its rank).
 
     The model's call is in the transcript (so in the index) before the tool runs: it is added
     first, as the session's sink would, so a recall that finds its own call shows it."""
     from langchain_core.messages import AIMessage
 
     from mtagent.context.recall import Recaller, RecallIndexer
-    from mtagent.context.recall.render import render_hits
     from mtagent.session.schema import message_to_record
 
     indexer = RecallIndexer(project, store=_store_of(session))
@@ -136,14 +135,12 @@ def probe(project: Path, task: FactTask, session: str) -> tuple[bool, int | None
         call = AIMessage("", id=f"probe-{task.task_id}",
                          tool_calls=[{"id": "probe-call", "name": "recall", "args": {"query": task.fact}}])
         indexer.add_record(message_to_record(call), session)
-        recaller = Recaller(indexer)
-        hits = recaller.search(task.fact, k=5)
-        text = render_hits(task.fact, hits, mode=recaller.mode)
+        hits = Recaller(indexer).search(task.fact, k=5)
     finally:
         indexer.close()
     needle = f"{task.fact} = {task.value}", f"{task.fact}={task.value}"
     rank = next((n for n, h in enumerate(hits, 1) if any(x in h.snippet for x in needle)), None)
-    return rank is not None, rank, text
+    return rank is not None, rank
 
 
 def _store_of(session: str) -> Any:
@@ -171,7 +168,7 @@ def run(dest: Path, count: int) -> list[dict[str, Any]]:
         unit = EvalUnit(load_policy("mtagent"), (eval_task,), str(dest / "scratch"), model="context-test:", slot="p0")
         record = run_unit(unit)[0]
         project = dest / "scratch" / "p0" / eval_task.id / eval_task.id
-        hit, rank, _ = probe(project, task, session_id_for(unit))
+        hit, rank = probe(project, task, session_id_for(unit))
         rows.append({"task": task.task_id, "shape": task.shape, "hit": hit, "rank": rank,
                      "solved": bool(record.get("solved")), "calls": record.get("calls"),
                      "compactions": record.get("compactions"), "recalls": record.get("recalls")})
