@@ -12,29 +12,19 @@ The process tree inside is the shell tool's (:mod:`~mtagent.tools.shell_runner` 
 sandbox as its subreaper, and bridges the proxy's socket to a loopback port there).
 """
 
-from mtagent.tools.sandbox.bwrap import PROXY_SOCKET_INSIDE, bwrap_argv, probe
-from mtagent.tools.sandbox.policy import (
-    NeedError,
-    Needs,
-    SandboxPolicy,
-    host_allowed,
-    parse_needs,
-    policy_for,
-)
-from mtagent.tools.sandbox.proxy import NetworkProxy, denied_message
+from mtagent.tools.sandbox.bwrap import bwrap_argv, probe
+from mtagent.tools.sandbox.policy import NeedError, SandboxPolicy, parse_needs, policy_for
+from mtagent.tools.sandbox.proxy import NetworkProxy
 from mtagent.tools.sandbox.runtime import (
     SandboxedCall,
     SandboxRequired,
-    SandboxStatus,
     call_for,
     network_hint,
-    private_tmp,
     shell_commands,
     status,
 )
 
 __all__ = [
-    "PROXY_SOCKET_INSIDE", "NeedError", "Needs", "NetworkProxy", "SandboxPolicy", "SandboxStatus",
-    "SandboxedCall", "SandboxRequired", "bwrap_argv", "call_for", "network_hint", "denied_message", "host_allowed", "parse_needs", "policy_for",
-    "private_tmp", "probe", "shell_commands", "status",
+    "NeedError", "NetworkProxy", "SandboxPolicy", "SandboxedCall", "SandboxRequired", "bwrap_argv", "call_for",
+    "network_hint", "parse_needs", "policy_for", "probe", "shell_commands", "status",
 ]
