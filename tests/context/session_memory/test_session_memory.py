@@ -242,12 +242,12 @@ def test_background_update_is_awaited_by_compaction(tmp_path: Path, conv: Conver
     conv.grow(60)
     thread = sm.maybe_update(conv.messages)
     assert isinstance(thread, threading.Thread)
-    result = sm.try_session_memory_compact(conv.messages)
+    result = sm.try_compact(conv.messages)
     assert result is not None and "background notes" in result.summary
 
 
 def _compacted(conv: Conversation, sm: SessionMemoryManager, **kw: Any):
-    result = sm.try_session_memory_compact(conv.messages, **kw)
+    result = sm.try_compact(conv.messages, **kw)
     assert result is not None
     return result
 
@@ -279,11 +279,11 @@ def test_session_memory_compact_keeps_unsummarized_messages_and_min_tail(tmp_pat
 def test_compact_is_none_without_notes_or_when_still_over_threshold(tmp_path: Path, conv: Conversation) -> None:
     sm = _manager(tmp_path)
     conv.grow(40)
-    assert sm.try_session_memory_compact(conv.messages) is None  # no notes yet
+    assert sm.try_compact(conv.messages) is None  # no notes yet
     sm.update_session_memory(conv.messages[:20])
     conv.grow(40)  # ~ 20K unsummarized tokens
-    assert sm.try_session_memory_compact(conv.messages, threshold=15_000) is None
-    assert sm.try_session_memory_compact(conv.messages) is not None
+    assert sm.try_compact(conv.messages, threshold=15_000) is None
+    assert sm.try_compact(conv.messages) is not None
 
 
 def test_compact_never_splits_a_tool_round(tmp_path: Path, conv: Conversation) -> None:
@@ -341,7 +341,7 @@ def test_user_constraint_survives_five_session_memory_compactions(tmp_path: Path
         start = len(conv.messages)
         conv.grow(2)
         history += conv.messages[start:]
-        result = sm.try_session_memory_compact(history)
+        result = sm.try_compact(history)
         assert result is not None
         sources.append(result.summary_source)
         history = result.new_history()

@@ -3,7 +3,7 @@
 While a session runs, :class:`SessionMemoryManager` keeps structured notes in
 ``…/artifacts/<session-id>/session-memory/summary.md`` (template and updaters in
 :mod:`mtagent.context.session_memory.notes`). When the context must be compacted, the notes
-*are* the summary: :meth:`~SessionMemoryManager.try_session_memory_compact` keeps the messages
+*are* the summary: :meth:`~SessionMemoryManager.try_compact` keeps the messages
 the notes do not cover yet (extended back to a 10K–40K-token, ≥5-text-message tail that never
 splits an API round) behind the notes — no model call at compaction time. If that view would
 still be over the auto-compact threshold it returns ``None`` and the engine runs a full compact.
@@ -266,17 +266,10 @@ class SessionMemoryManager:
 
     # ── compaction ──────────────────────────────────────────────────────────────────
 
-    def try_compact(self, history: Sequence[BaseMessage], *, trigger: str, tokens: int, threshold: int,
-                    extra_tokens: int) -> CompactionResult | None:
-        """The window manager's entry point (``SessionMemory`` protocol)."""
-        return self.try_session_memory_compact(history, trigger=trigger, extra_tokens=extra_tokens,
-                                               pre_tokens=tokens, threshold=threshold)
-
-    def try_session_memory_compact(
-        self, messages: Sequence[BaseMessage], *, trigger: str = "auto", extra_tokens: int = 0,
-        token_limit: int | None = None, pre_tokens: int | None = None, threshold: int | None = None,
-    ) -> CompactionResult | None:
-        """Notes + recent tail as the new history, or ``None`` to fall back to a full compact.
+    def try_compact(self, messages: Sequence[BaseMessage], *, trigger: str = "auto", tokens: int | None = None,
+                    threshold: int | None = None, extra_tokens: int = 0) -> CompactionResult | None:
+        """Notes + recent tail as the new history, or ``None`` to fall back to a full compact (the window
+        manager's entry point, ``SessionMemory`` protocol; ``tokens``: the view's size before it).
 
         ``None`` when session memory is off, the notes are empty, the notes do not cover any
         message of ``messages``, nothing before the tail would be replaced, or the result would
@@ -289,7 +282,7 @@ class SessionMemoryManager:
         text = self.load()
         if text is None:
             return None
-        token_limit = token_limit or self.token_limit
+        token_limit = self.token_limit
         if threshold is None:
             threshold = self.settings.auto_compact_threshold_tokens(token_limit, extra_tokens)
         split = memory_split_index(messages, self.coverage, settings=self.settings,
@@ -298,7 +291,7 @@ class SessionMemoryManager:
             return None
         options = CompactionOptions(
             settings=self.settings, counter=self.counter, trigger=trigger,
-            reason=f"{trigger}: session memory", pre_tokens=pre_tokens, extra_tokens=extra_tokens,
+            reason=f"{trigger}: session memory", pre_tokens=tokens, extra_tokens=extra_tokens,
             token_limit=token_limit,
         )
         result = build_compaction_result(messages, split, SummaryOutcome(text, "session_memory"), options)
