@@ -51,12 +51,17 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def foreign_db(path: Path) -> None:
+def write_sql(path: Path, sql: str, parameters: tuple = ()) -> None:
+    """Run one statement on the SQLite file at ``path`` and commit it."""
     conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)")
-    conn.execute("INSERT INTO notes(body) VALUES('precious')")
+    conn.execute(sql, parameters)
     conn.commit()
     conn.close()
+
+
+def foreign_db(path: Path) -> None:
+    write_sql(path, "CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)")
+    write_sql(path, "INSERT INTO notes(body) VALUES('precious')")
 
 
 def set_aside(index: Path) -> list[Path]:
@@ -78,10 +83,7 @@ def test_an_index_that_is_a_directory_is_set_aside_and_run_and_recall_work(proje
                          ids=["dropped-fts-table", "wrong-typed-source-offset"])
 def test_a_dropped_fts_table_or_a_wrong_typed_source_offset_is_rebuilt_from_the_transcripts(project, damage):
     assert recall_hits(project)
-    conn = sqlite3.connect(index_path(project))
-    conn.execute(damage)
-    conn.commit()
-    conn.close()
+    write_sql(index_path(project), damage)
     assert recall_hits(project), "the FTS index came back empty and stayed empty"
     assert recall_hits(project)
 
@@ -90,10 +92,7 @@ def test_a_dropped_fts_table_or_a_wrong_typed_source_offset_is_rebuilt_from_the_
                                           ("text", b"\x00\x01"), ("session", 7)])
 def test_rows_of_the_wrong_type_rebuild_the_index(project, column, value):
     assert recall_hits(project)
-    conn = sqlite3.connect(index_path(project))
-    conn.execute(f"UPDATE items SET {column}=?", (value,))
-    conn.commit()
-    conn.close()
+    write_sql(index_path(project), f"UPDATE items SET {column}=?", (value,))
     result = runner.invoke(app, ["recall", NEEDLE, "--json", "--cwd", str(project)])
     assert result.exit_code == 0 and isinstance(json.loads(result.stdout), list), result.output
     shown = runner.invoke(app, ["recall", NEEDLE, "--cwd", str(project)])
@@ -152,10 +151,7 @@ def test_garbage_bytes_are_set_aside_and_our_own_index_is_kept(project):
 def test_an_index_from_before_the_application_id_is_still_ours(project):
     store = RecallStore(index_path(project))
     store.close()
-    conn = sqlite3.connect(index_path(project))
-    conn.execute("PRAGMA application_id=0")
-    conn.commit()
-    conn.close()
+    write_sql(index_path(project), "PRAGMA application_id=0")
     assert foreign_reason(index_path(project)) is None
 
 
@@ -182,10 +178,7 @@ def test_a_rebuild_checks_whose_file_it_is_once(project, monkeypatch: pytest.Mon
 
     index = index_path(project)
     RecallStore(index).close()
-    conn = sqlite3.connect(index)
-    conn.execute("DROP TABLE edits")
-    conn.commit()
-    conn.close()
+    write_sql(index, "DROP TABLE edits")
     checked: list[Path] = []
     real = store_file.foreign_reason
     monkeypatch.setattr(store_file, "foreign_reason", lambda path: (checked.append(path), real(path))[1])
