@@ -1,6 +1,7 @@
-"""The plan and the latest request are carried whole through every kind of compaction —
-session-memory, full (auto), manual, reactive and ``/compact from`` — and through microcompact,
-which never touches a plan call; a resumed view reads the plan back from the boundary's ledger."""
+"""The ledger is carried whole through every kind of compaction — session-memory, full (auto), manual,
+reactive and ``/compact from`` — and through microcompact, which never touches a plan call: the plan and
+the latest request, and the latest error line until a newer one replaces it, also when the command that
+printed it exited 0 (a crash behind ``| tail``). A resumed view reads them back from the boundary's ledger."""
 
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ PLAN = {"steps": [{"step": "map the modules", "status": "done"}, {"step": "port 
                   {"step": "write the report", "status": "pending"}], "note": "module 7 blocks the rest"}
 LATEST = "Now port module 7 first.\n## Why\nthe release needs it"
 FILLER = "lorem ipsum dolor sit amet consectetur " * 60
+CRASH = ("Generated app\n** (Mix) Could not start application opentelemetry: exited in: start/2\n"
+         "    ** (EXIT) an exception was raised:\n        ** (BadMapError) expected a map, got:\n"
+         "            (erts 16.1.1) :erlang.is_map_key/2\n")
+ERROR = "** (BadMapError) expected a map, got:"
 
 
 def _settings() -> Settings:
@@ -135,3 +140,53 @@ def test_after_a_compaction_the_plan_is_in_the_view_once_live_and_on_resume() ->
     assert [(m.id, getattr(m, "tool_calls", None)) for m in resumed] == [
         (m.id, getattr(m, "tool_calls", None)) for m in live if m not in result.attachments]
     assert any(r.get("tool_calls") and r["tool_calls"][0]["args"] == PLAN for r in records)  # the transcript is whole
+
+
+def _reads(start: int, count: int) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    for i in range(start, start + count):
+        out += [AIMessage("", id=f"a{i}", tool_calls=[{"id": f"c{i}", "name": "read_file",
+                                                       "args": {"file_path": f"src/m{i}.ex"}}]),
+                ToolMessage(FILLER, tool_call_id=f"c{i}", name="read_file", id=f"t{i}")]
+    return out
+
+
+def _text(view: list[BaseMessage]) -> str:
+    return "\n".join(message_text(m) for m in view)
+
+
+def test_a_crash_line_from_a_command_that_exited_0_survives_two_compactions() -> None:
+    wm = ContextWindowManager(_settings(), sink=[])
+    history: list[BaseMessage] = [
+        HumanMessage("Wire up tracing.", id="u0"),
+        AIMessage("Run the tests.", id="ar", tool_calls=[{"id": "s1", "name": "shell",
+                                                          "args": {"command": "mix test 2>&1 | tail -50"}}]),
+        ToolMessage(CRASH, tool_call_id="s1", name="shell", id="ts"),
+        *_reads(0, 20)]
+    first = manual_compact(wm, history)
+    view = first.new_history()
+    assert not any(m.id == "ts" for m in view) and ERROR in _text(view)
+    assert first.boundary_record["ledger"]["latest_error"] == ERROR
+    second = manual_compact(wm, [*view, *_reads(20, 20)])  # a stretch without any error
+    view = second.new_history()
+    assert ERROR in _text(view)
+    # resume rebuilds the summary from the record: the line comes back as data
+    assert ledger_from_messages([summary_message_from_record(second.boundary_record)]).latest_error == ERROR
+
+
+def test_the_line_is_the_ledger_s_and_the_model_s_part_does_not_repeat_it() -> None:
+    """Rendered once, by the engine: the model's part (priced as output) leaves it out, and the
+    prompt tells a model that mtagent states it."""
+    from mtagent.context.compaction.handoff import compose_handoff
+    from mtagent.context.compaction.summarize import ExtractiveSummarizer, handoff_prompt
+
+    messages = [HumanMessage("Wire up tracing.", id="u0"),
+                AIMessage("Run the tests.", id="ar", tool_calls=[{"id": "s1", "name": "shell",
+                                                                  "args": {"command": "mix test 2>&1 | tail -50"}}]),
+                ToolMessage(CRASH, tool_call_id="s1", name="shell", id="ts")]
+    part = ExtractiveSummarizer().summarize(messages)
+    assert ERROR not in part
+    check = compose_handoff(part, messages)
+    assert check.summary.count(ERROR) == 1 and f"## Latest error\n{ERROR}" in check.summary
+    assert check.complete  # the verifier finds the latest error in the ledger's section
+    assert "the latest error line" in " ".join(handoff_prompt().split())
