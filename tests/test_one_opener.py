@@ -124,7 +124,7 @@ def test_the_catalog_scan_finds_a_front_end_with_its_own_tools(tmp_path: Path) -
     (tmp_path / "cli" / "tools_cmd.py").write_text(
         "t = Toolset.open(tools, settings)\nm = McpManager.for_project(s, r)\nn = McpManager(specs)\n")
     (tmp_path / "agent").mkdir()
-    (tmp_path / "agent" / "opener.py").write_text("m = McpManager.for_session(s, r, e)\n")
+    (tmp_path / "agent" / "opener.py").write_text("m = McpManager.for_project(s, r, e)\n")
     assert catalog_openers(tmp_path) == ["cli/tools_cmd.py:1", "cli/tools_cmd.py:2", "cli/tools_cmd.py:3"]
 
 
