@@ -1,5 +1,6 @@
-"""save_memory addresses spec 003 v1.2's namespaces (global, project, user, team), with a key
-and a TTL; a hostile namespace from the model is one short error and writes nothing."""
+"""The save_memory tool writes only to the memory lists and addresses spec 003 v1.2's namespaces (global,
+project, user, team), with a key and a TTL; a bad fact or a hostile namespace from the model is one short
+error and writes nothing."""
 
 from __future__ import annotations
 
@@ -73,3 +74,18 @@ def test_cli_rejects_a_hostile_namespace_in_one_line(tmp_path: Path, name: str) 
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and len(lines[0]) < 300 and "unknown memory namespace" in lines[0], result.output[:400]
     assert not paths.project_memory_dir(tmp_path).exists() or memory.list_memories("project", tmp_path) == []
+
+
+def test_save_memory_tool_global_and_project(tmp_path: Path) -> None:
+    tool = build_save_memory_tool(tmp_path)
+    assert tool.name == "save_memory"
+    assert "Saved to global" in tool.invoke({"fact": "user likes short answers"})
+    assert "Saved to project" in tool.invoke({"fact": "kernel code is in src/k", "scope": "project"})
+    assert "nothing changed" in tool.invoke({"fact": "User likes short answers."})
+    assert memory.memory_file("global").active() == ["user likes short answers"]
+    assert (paths.project_memory_dir(tmp_path) / "MEMORY.md").read_text().count("kernel code is in src/k") == 1
+
+
+def test_save_memory_tool_reports_bad_fact_instead_of_raising(tmp_path: Path) -> None:
+    tool = build_save_memory_tool(tmp_path)
+    assert tool.invoke({"fact": "  "}).startswith("Error:")
