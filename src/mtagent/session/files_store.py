@@ -44,13 +44,14 @@ class FilesStore:
         self.audit = JsonlAuditSink(self.home / "audit.jsonl", tenant)
 
     # layout ------------------------------------------------------------------------------
-    def _history(self, project: str) -> Path:
+    def history_folder(self, project: str) -> Path:
         return self.home / "history" / validate_name("project", project)
 
     def transcript_path(self, project: str, session_id: str) -> Path:
-        return self._history(project) / f"{paths.validate_session_id(session_id)}.jsonl"
+        return self.history_folder(project) / f"{paths.validate_session_id(session_id)}.jsonl"
 
-    def _existing(self, project: str, session_id: str) -> Path:
+    def transcript_file(self, project: str, session_id: str, *, beside: bool = True) -> Path:
+        """The session's transcript, which must exist (``beside``: the store protocol's; files are always here)."""
         path = self.transcript_path(project, session_id)
         if not path.is_file():
             raise SessionNotFound(f"no session {session_id} in project {project}; see `mtagent sessions list`")
@@ -66,16 +67,16 @@ class FilesStore:
         return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
     def sessions(self, project: str) -> list[str]:
-        folder = self._history(project)
+        folder = self.history_folder(project)
         return sorted(p.stem for p in folder.glob("*.jsonl") if p.is_file()) if folder.is_dir() else []
 
     def read_entries(self, project: str, session_id: str, *, start: int = 0,
                      skip_corrupt: bool = False) -> list[Entry]:
-        return list(iter_entries(self._existing(project, session_id), start=start, skip_corrupt=skip_corrupt,
+        return list(iter_entries(self.transcript_file(project, session_id), start=start, skip_corrupt=skip_corrupt,
                                  report=ReadReport()))
 
     def read_since_boundary(self, project: str, session_id: str, *, skip_corrupt: bool = False) -> ResumeRead:
-        path = self._existing(project, session_id)
+        path = self.transcript_file(project, session_id)
         point = locate_resume_point(path)
         report = ReadReport()
         entries = list(iter_entries(path, start=point.start, skip_corrupt=skip_corrupt, report=report))
@@ -104,12 +105,12 @@ class FilesStore:
             for leftover in (path, index_path(path)):
                 leftover.unlink(missing_ok=True)
         lock_path(path).unlink(missing_ok=True)
-        shutil.rmtree(self._history(project) / "artifacts" / paths.validate_session_id(session_id),
+        shutil.rmtree(self.history_folder(project) / "artifacts" / paths.validate_session_id(session_id),
                       ignore_errors=True)
         return True
 
     def session_start(self, project: str, session_id: str) -> dict[str, Any] | None:
-        return read_first_record(self._existing(project, session_id))
+        return read_first_record(self.transcript_file(project, session_id))
 
     # artifacts and session memory ----------------------------------------------------------
     def write_artifact(self, project: str, session_id: str, relative: str, text: str) -> ArtifactMeta:
@@ -153,20 +154,14 @@ class FilesStore:
 
     # what the readers and the agent open, in the files layout -------------------------------
     def session_infos(self, project: str) -> list[SessionInfo]:
-        folder = self._history(project)
+        folder = self.history_folder(project)
         return [session_info(p) for p in sorted(folder.glob("*.jsonl")) if p.is_file()] if folder.is_dir() else []
-
-    def transcript_file(self, project: str, session_id: str, *, beside: bool = True) -> Path:
-        return self._existing(project, session_id)
-
-    def history_folder(self, project: str) -> Path:
-        return self._history(project)
 
     def tenant_folder(self) -> Path:
         return self.home
 
     def session_artifacts(self, project: str, session_id: str) -> ArtifactStore:
-        root = self._history(project) / "artifacts" / paths.validate_session_id(session_id)
+        root = self.history_folder(project) / "artifacts" / paths.validate_session_id(session_id)
         return ArtifactStore(root, self.max_artifact_bytes)
 
     def open_session_writer(self, project: str, session_id: str, artifacts: Any) -> TranscriptWriter:
