@@ -80,8 +80,7 @@ TARGETS: dict[str, Target] = {
                            ("tests/context/test_engine_session_mutants.py", "tests/agent/test_planted_at_most_once.py",
                             "tests/context/test_front_door.py"),
                            only=("ToolGuard", "tool_started")),
-    "redaction": Target("redaction.py", ("tests/test_redaction_mutants.py", "tests/agent/test_redaction.py",
-                                         "tests/security/test_secret_canaries.py")),
+    "redaction": Target("redaction.py", ("tests/test_redaction.py", "tests/security/test_secret_canaries.py")),
     "replay_cost": Target("replay/cost.py", ("tests/replay/test_cost_probes.py", "tests/replay/test_cost_aware.py")),
 }
 QUICK_MODULE = "artifacts"

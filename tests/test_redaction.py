@@ -1,6 +1,6 @@
-"""Sharp checks of redaction (redaction.py): the exact boundaries of what counts as a secret,
-what is collected from the environment and settings, and how deep records are scrubbed
-(mutation testing, #22)."""
+"""Redaction (redaction.py): secret values are collected by name and scrubbed from text and records — and
+sharp checks of the exact boundaries of what counts as a secret, what is collected from the environment
+and settings, and how deep records are scrubbed (mutation testing, #22)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from mtagent.redaction import (
     MAX_NESTING,
     MIN_SECRET_CHARS,
     REDACTED,
+    RedactingSink,
     Redactor,
     _entropy,
     _option_secrets,
@@ -22,6 +23,7 @@ from mtagent.redaction import (
     redact_shapes,
     settings_secrets,
 )
+from mtagent.session.transcript import MemorySink
 
 RANDOM20 = "aB3dE5fG7hJ9kL1mN2pQ"  # 20 distinct characters, three classes
 
@@ -172,3 +174,22 @@ def test_lists_past_the_nesting_limit_are_replaced_whole_too() -> None:
     for _ in range(MAX_NESTING + 1):
         out = out[0]  # type: ignore[index]
     assert out == REDACTED
+
+
+def test_collects_secret_named_variables_and_explicit_keys_but_not_short_or_ordinary_values():
+    env = {"OPENAI_API_KEY": "sk-abcdefgh12345", "GITHUB_TOKEN": "ghp_0123456789", "DB_PASSWORD": "hunter2hunter2",
+           "PATH": "/usr/bin:/bin", "SHORT_TOKEN": "abc", "HOME": "/root"}
+    found = collect_secrets(env, ["explicit-key-999999", None])
+    assert set(found) == {"sk-abcdefgh12345", "ghp_0123456789", "hunter2hunter2", "explicit-key-999999"}
+
+
+def test_longer_secrets_are_replaced_first_so_no_fragment_survives():
+    redactor = Redactor(collect_secrets({}, ["abcdefgh", "abcdefgh-longer-key"]))
+    assert redactor("key=abcdefgh-longer-key") == f"key={REDACTED}"
+
+
+def test_the_sink_redacts_every_string_in_a_record():
+    sink = MemorySink()
+    RedactingSink(sink, Redactor(("s3cr3t-value",))).append(
+        {"content": "x s3cr3t-value y", "toolUseResult": {"lines": ["s3cr3t-value"]}, "n": 3})
+    assert sink.records == [{"content": f"x {REDACTED} y", "toolUseResult": {"lines": [REDACTED]}, "n": 3}]
