@@ -1,10 +1,12 @@
-"""The CLI's first commands: --version, --help, tokens, config — and one-line errors."""
+"""The CLI's first commands: --version, --help, tokens, config — and one-line errors (a usage error from the
+command line itself: one line on stderr, exit 2, no traceback)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from mtagent import __version__
@@ -12,6 +14,11 @@ from mtagent.cli.app import app
 from mtagent.context.tokens import count_text_tokens
 
 runner = CliRunner()
+
+
+def _mtagent(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mtagent.cli.app", *args], capture_output=True, text=True,
+                          timeout=120)
 
 
 def test_version():
@@ -53,8 +60,7 @@ def test_tokens_unknown_encoding_is_rejected():
 def test_config_show_with_bad_key_is_one_line_exit_2_without_traceback(tmp_path):
     (tmp_path / ".mtagent").mkdir()
     (tmp_path / ".mtagent" / "config.toml").write_text("[context]\nbogus = 1\n")
-    proc = subprocess.run([sys.executable, "-m", "mtagent.cli.app", "config", "show", "--cwd", str(tmp_path)],
-                          capture_output=True, text=True)
+    proc = _mtagent("config", "show", "--cwd", str(tmp_path))
     assert proc.returncode == 2
     assert "context.bogus" in proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
@@ -73,3 +79,23 @@ def test_config_show_text_names_each_section_in_brackets(tmp_path):
     lines = result.output.splitlines()
     assert "[context]" in lines and "[agent]" in lines
     assert lines[lines.index("[context]") + 1] == "token_limit = 131072"
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["run"], "Missing argument 'task'"),
+    (["demo", "--window", "abc"], "Invalid value for '--window'"),
+    (["nosuch"], "No such command 'nosuch'"),
+    (["sessions", "show"], "Missing argument"),
+])
+def test_usage_errors_are_one_line_with_exit_code_2(args, says):
+    proc = _mtagent(*args)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0] and "--help" in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_help_and_version_still_exit_0():
+    assert _mtagent("--help").returncode == 0
+    version = _mtagent("--version")
+    assert version.returncode == 0 and "mtagent" in version.stdout
