@@ -17,7 +17,7 @@ from typing import Any
 from mtagent.agent.batch import append_result, result_records
 from mtagent.eval.policies import Policy
 from mtagent.eval.tasks import EvalTask
-from mtagent.eval.worker import DONE, EvalUnit, run_unit
+from mtagent.eval.worker import DONE, EvalUnit, base_record, run_unit
 from mtagent.replay.executors import Executor
 
 FINISHED = {DONE, "setup_failed"}
@@ -56,8 +56,7 @@ def plan_units(tasks: list[EvalTask], policies: list[Policy], scratch: Path, *, 
 
 def failed_records(unit: EvalUnit, error: str) -> list[dict[str, Any]]:
     """A unit that failed as a whole (after the executor's retry): one error record per task."""
-    return [{"task": t.id, "policy": unit.policy.name, "chain": unit.chain, "unit": unit.key, "line": t.batch.line,
-             "status": "error", "solved": False, "error": error[:2000]} for t in unit.tasks]
+    return [{**base_record(unit, t), "status": "error", "solved": False, "error": error[:2000]} for t in unit.tasks]
 
 
 def run_units(units: Iterable[EvalUnit], executor: Executor, out: Path,

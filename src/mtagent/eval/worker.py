@@ -150,7 +150,7 @@ def _run_in(unit: EvalUnit, root: Path, resolve: ModelResolver) -> list[dict[str
     spaces: dict[str, Path] = {}
     ready: list[EvalTask] = []
     for task in unit.tasks:
-        base = _base_record(unit, task)
+        base = base_record(unit, task)
         try:
             space = spaces[task.id] = _workspace(task, root)
         except (OSError, RuntimeError, ValueError) as exc:
@@ -168,7 +168,7 @@ def _run_in(unit: EvalUnit, root: Path, resolve: ModelResolver) -> list[dict[str
     return sorted(records, key=lambda r: order[r["task"]])
 
 
-def _base_record(unit: EvalUnit, task: EvalTask) -> dict[str, Any]:
+def base_record(unit: EvalUnit, task: EvalTask) -> dict[str, Any]:
     return {"task": task.id, "policy": unit.policy.name, "chain": unit.chain, "unit": unit.key, "line": task.batch.line}
 
 
@@ -198,7 +198,7 @@ def _run_tasks(unit: EvalUnit, tasks: list[EvalTask], spaces: dict[str, Path], p
                                       approval=APPROVALS[tasks[0].batch.approval], session_id=sid)
     except Exception as exc:  # noqa: BLE001 — a model or store that cannot open fails every task alike
         METER.disarm()
-        return [{**_base_record(unit, t), "status": "error", "error": f"session: {str(exc)[:500]}"} for t in tasks]
+        return [{**base_record(unit, t), "status": "error", "error": f"session: {str(exc)[:500]}"} for t in tasks]
     try:
         for task in tasks:
             prompt = chained_prompt(task, task.id) if unit.chained else task.prompt
@@ -217,7 +217,7 @@ def _turn(session: Any, prompt: str) -> tuple[Any, list[Any], int]:
 
 
 def _run_task(unit: EvalUnit, session: Any, task: EvalTask, prompt: str, space: Path) -> dict[str, Any]:
-    base = _base_record(unit, task)
+    base = base_record(unit, task)
     before_all = METER.snapshot()
     offset = _size(session)
     compactions, micro = session.stats.compactions, session.stats.microcompactions
