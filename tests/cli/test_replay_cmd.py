@@ -1,4 +1,5 @@
-"""``mtagent replay``: table, JSON and the self-contained HTML report (rendered in Chromium if present)."""
+"""``mtagent replay``: table, JSON and the self-contained HTML report (rendered in Chromium if present); its
+choices (kept light for `mtagent --help`) match the real implementations."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from mtagent.cli.app import app
+from mtagent.replay import names
+from mtagent.replay.formats import FORMATS
+from mtagent.replay.strategies import REGISTRY
 
 runner = CliRunner()
 SMALL = "mini-swe-agent/tests__test_data__github_issue.traj.json"
@@ -132,3 +136,12 @@ def test_progress_bar_counts_files_and_replays_on_a_terminal(trajectories: Path)
         assert tasks["file"].completed == 2 and tasks["file"].total == 2
     with replay_progress(term, enabled=False) as none:
         assert none is None
+
+
+def test_format_names_match_the_converters():
+    assert names.FORMAT_NAMES == FORMATS
+
+
+def test_every_strategy_name_builds_a_strategy_and_peers_are_strategies():
+    assert set(names.PEERS) <= set(names.STRATEGY_NAMES)
+    assert set(REGISTRY) == set(names.STRATEGY_NAMES)
