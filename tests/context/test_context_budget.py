@@ -2,13 +2,8 @@
 
 import pytest
 
-from mtagent.config import Settings
-from mtagent.context.budget import (
-    Bucket,
-    BudgetBuckets,
-    auto_compact_threshold,
-    effective_context_limit,
-)
+from mtagent.config import Settings, auto_compact_threshold, effective_context_limit
+from mtagent.context.budget import Bucket, BudgetBuckets
 
 
 @pytest.mark.parametrize(("window", "threshold"), [(131072, 98072), (65536, 32536)], ids=["128k", "64k"])

@@ -1,8 +1,6 @@
-"""The context budget: effective limit, auto-compact threshold, and budget buckets.
-
-``effective = token_limit - reserved_summary``; ``threshold = effective - buffer``
-(spec 000 M0: 131072 → 98072, 65536 → 32536). The buckets follow spec 003's governance
-model; a :class:`~mtagent.context.plan.ContextPlan` fills them per model call.
+"""The context budget's buckets (spec 003's governance model); a :class:`~mtagent.context.plan.ContextPlan`
+fills them per model call. The limit and the auto-compact threshold they are read against are
+:func:`mtagent.config.effective_context_limit` and :meth:`~mtagent.config.Settings.auto_compact_threshold_tokens`.
 """
 
 from __future__ import annotations
@@ -10,22 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from mtagent.config import ContextSettings, auto_compact_threshold, effective_context_limit
-
-__all__ = [
-    "DEFAULT_BUFFER_TOKENS",
-    "DEFAULT_MIN_THRESHOLD_FRACTION",
-    "DEFAULT_RESERVED_SUMMARY_TOKENS",
-    "Bucket",
-    "BudgetBuckets",
-    "auto_compact_threshold",
-    "effective_context_limit",
-]
-
-# The threshold formula lives beside the settings (config.py); re-exported for the engine's callers.
-DEFAULT_RESERVED_SUMMARY_TOKENS: int = ContextSettings.model_fields["summary_reserved_tokens"].default
-DEFAULT_BUFFER_TOKENS: int = ContextSettings.model_fields["autocompact_buffer_tokens"].default
-DEFAULT_MIN_THRESHOLD_FRACTION: float = ContextSettings.model_fields["min_threshold_fraction"].default
+__all__ = ["Bucket", "BudgetBuckets"]
 
 
 class Bucket(str, Enum):
