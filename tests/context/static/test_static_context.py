@@ -1,21 +1,36 @@
-"""Tier 1 / Tier 2 static context, the system prompt sections, and authority conflicts."""
+"""Tier 1 / Tier 2 static context, the system prompt sections, rules and memory as their own `/context` buckets,
+and authority conflicts (the word index finds exactly the pairs a brute-force comparison finds)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 
 from mtagent import paths
+from mtagent.config import Settings
+from mtagent.context.budget import Bucket
 from mtagent.context.static import memory
-from mtagent.context.static.authority import Authority, AuthorityItem, detect_conflicts, directives
+from mtagent.context.static.authority import Authority, AuthorityItem, _same_subject, detect_conflicts, directives
 from mtagent.context.static.tiers import (
     RuntimeContext,
     StaticContext,
     build_session_context,
     build_system_prompt,
 )
+from mtagent.context.window import ContextWindowManager
+
+VERBS = ["never", "always", "don't", "use", "avoid", "must"]
+WORDS = ["edit", "tests", "redis", "cache", "main", "push", "docs", "kernel", "files"]
+LINE = st.builds(lambda v, ws: f"{v} {' '.join(ws)}", st.sampled_from(VERBS),
+                 st.lists(st.sampled_from(WORDS), min_size=1, max_size=4))
+ITEM = st.builds(lambda a, lines: (a, "\n".join(lines)),
+                 st.sampled_from([Authority.PROJECT_RULES, Authority.LONG_TERM_MEMORY, Authority.SUMMARY]),
+                 st.lists(LINE, min_size=1, max_size=3))
 
 
 @tool
@@ -144,3 +159,42 @@ def test_conflicting_memory_is_left_out_of_the_prompt(tmp_path: Path) -> None:
     assert "always edit tests" not in parts.session_context.content
     assert "kernels live in src/k" in parts.session_context.content
     assert any("contradicts a rule" in w for w in parts.warnings)
+
+
+def test_rules_and_memories_get_their_own_buckets_and_nothing_is_counted_twice(tmp_path):
+    paths.global_context_path().parent.mkdir(parents=True, exist_ok=True)
+    paths.global_context_path().write_text("# Global rules\n\nAlways run the tests before committing.\n",
+                                           encoding="utf-8")
+    memory.save_memory("The cluster login node is slow; benchmark on compute nodes.", "global")
+    memory.save_memory("Kernels live under src/kernels.", "project", project_root=tmp_path)
+    (tmp_path / "CONTEXT.md").write_text("# Project\n\nNever edit files under tests/.\n" * 5, encoding="utf-8")
+
+    parts = StaticContext(tmp_path).build([], RuntimeContext(working_directory=str(tmp_path)))
+    manager = ContextWindowManager(Settings())
+    plan = manager.prepare([HumanMessage("optimise the gemm kernel", id="h1")], system=parts.messages).plan
+    buckets = plan.buckets.tokens
+    assert buckets[Bucket.RULES] > 0 and buckets[Bucket.MEMORY] > 0
+    assert buckets[Bucket.SYSTEM] > 0 and buckets[Bucket.SESSION_CONTEXT] > 0
+    static_total = sum(manager.counter.message_tokens(m) for m in parts.messages)
+    assert sum(buckets[b] for b in (Bucket.SYSTEM, Bucket.RULES, Bucket.MEMORY, Bucket.SESSION_CONTEXT)) == static_total
+
+
+def _brute(items: list[AuthorityItem]) -> set[tuple[str, str, tuple[str, ...]]]:
+    found: dict[tuple[str, str], set[str]] = {}
+    for a in items:
+        for b in items:
+            if a.authority <= b.authority:
+                continue
+            for ad in directives(a.text):
+                for bd in directives(b.text):
+                    if ad.polarity != bd.polarity and (shared := _same_subject(ad.subject, bd.subject)):
+                        found.setdefault((" ".join(sorted(shared)), a.id), set()).add(b.id)
+    return {(k, w, tuple(sorted(ls))) for (k, w), ls in found.items()}
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(ITEM, min_size=2, max_size=6))
+def test_indexed_detection_equals_brute_force(raw: list[tuple[Authority, str]]) -> None:
+    items = [AuthorityItem(f"i{n}", a, text) for n, (a, text) in enumerate(raw)]
+    got = {(c.key, c.winner, c.losers) for c in detect_conflicts(items)}
+    assert got == _brute(items)
