@@ -23,6 +23,7 @@ from mtagent.context.compaction.summarize import LLMSummarizer
 from mtagent.testing.synthetic import SyntheticSession
 from mtagent.context.tokens import MessageTokenCounter, count_text_tokens
 from mtagent.context.requested_compaction import manual_compact, partial_compact, reactive_compact
+from mtagent.context.static.authority import Authority, AuthorityItem, detect_conflicts
 from mtagent.context.window import ContextWindowManager
 from mtagent.errors import CompactionFailed
 from mtagent.events import EventBus, EventType, SessionStats
@@ -373,3 +374,27 @@ def test_one_thousand_random_histories_give_valid_views_within_budget():
             if prepared.compaction is not None:
                 assert prepared.compaction.post_tokens <= settings.auto_compact_threshold_tokens(), case
             history = prepared.history
+
+
+def test_conflicts_from_the_static_context_are_recorded_in_the_plan():
+    items = [
+        AuthorityItem("rule:CONTEXT.md:3", Authority.PROJECT_RULES, "Never run the benchmarks on the login node."),
+        AuthorityItem("memory:global:1", Authority.LONG_TERM_MEMORY, "Always run the benchmarks on the login node."),
+    ]
+    conflicts = detect_conflicts(items)
+    assert conflicts and conflicts[0].winner == "rule:CONTEXT.md:3"
+
+    sink: list[dict] = []
+    manager = ContextWindowManager(Settings(), sink=sink)
+    prepared = manager.prepare([HumanMessage("benchmark the kernel", id="h1")], conflicts=conflicts)
+    assert prepared.plan.conflicts == conflicts
+    record = [r for r in sink if r["type"] == "context_plan"][-1]
+    assert record["conflicts"][0]["winner"] == "rule:CONTEXT.md:3"
+    assert "memory:global:1" in record["conflicts"][0]["losers"]
+    assert "Conflicts" in prepared.plan.explain()
+
+
+def test_a_plan_without_conflicts_records_none():
+    sink: list[dict] = []
+    ContextWindowManager(Settings(), sink=sink).prepare([HumanMessage("hi", id="h1")])
+    assert [r for r in sink if r["type"] == "context_plan"][-1]["conflicts"] == []
