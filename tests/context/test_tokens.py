@@ -1,4 +1,5 @@
-"""Exact offline token counts, the per-message cache, usage anchoring and the heuristic."""
+"""Exact offline token counts, the per-message cache, usage anchoring and the heuristic; the decoded
+vocabulary is cached in $MTAGENT_HOME/cache, and a damaged or hostile cache is ignored."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import gzip
 import hashlib
 import inspect
 import json
+import marshal
 import random
 import re
 import socket
@@ -26,6 +28,7 @@ from mtagent.context.tokens import (
 )
 
 SPEC = Path(__file__).resolve().parents[3] / "shared" / "spec"
+HASH = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"  # o200k_base, tiktoken's constant
 
 
 def _corpus() -> dict[str, str]:
@@ -192,3 +195,30 @@ def test_meter_ignores_anchors_below_the_floor():
     meter.rebase(history[:2])  # after a compaction the kept reply's usage describes the old view
     meter.sync(history)
     assert meter.measure(7) == (counter.estimate(history) + 7, False)
+
+
+@pytest.fixture
+def fresh(mtagent_home):
+    from tiktoken_ext import openai_public  # noqa: F401  (the constructor supplies the real hash)
+
+    return tokens._ranks_cache("o200k_base", HASH)
+
+
+def test_ranks_are_decoded_once_then_read_back_equal(fresh):
+    first = tokens.load_bundled_ranks("o200k_base", HASH)
+    assert fresh is not None and fresh.is_file()
+    assert tokens.load_bundled_ranks("o200k_base", HASH) == first
+
+
+@pytest.mark.parametrize("damage", [b"", b"\x00garbage", marshal.dumps({"not": "bytes"}), marshal.dumps([1, 2, 3])])
+def test_a_damaged_cache_is_ignored_and_rewritten(fresh, damage):
+    fresh.parent.mkdir(parents=True, exist_ok=True)
+    fresh.write_bytes(damage)
+    ranks = tokens.load_bundled_ranks("o200k_base", HASH)
+    assert len(ranks) > 100_000 and isinstance(next(iter(ranks)), bytes)
+    assert tokens._read_cached_ranks(fresh) == ranks  # rewritten whole
+
+
+def test_odd_names_and_hashes_get_no_cache_file():
+    assert tokens._ranks_cache("../../etc/passwd", HASH) is None
+    assert tokens._ranks_cache("o200k_base", "../x") is None and tokens._ranks_cache("o200k_base", None) is None
