@@ -1,5 +1,6 @@
-"""Which vector backend answers a hybrid search — sqlite-vec or exact cosine in Python — is
-explicit (one line in ``mtagent recall`` / ``/recall``), and both give the same answer."""
+"""recall.embeddings names a LangChain Embeddings (provider:model) or is a clear config error; which vector
+backend answers a hybrid search — sqlite-vec or exact cosine in Python — is explicit (one line in
+``mtagent recall`` / ``/recall``), and both give the same answer."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from langchain_core.messages import HumanMessage
 
 from mtagent.context.recall import Recaller, RecallIndexer, driver, vectors
 from mtagent.context.recall.driver import SQLITE, choose_driver, vector_fallback_reason
+from mtagent.context.recall.embeddings import make_embeddings
 from mtagent.context.recall.render import render_hits
+from mtagent.errors import ConfigError
 from mtagent.session import schema
 
 VEC_READY = vector_fallback_reason(SQLITE) is None
@@ -78,3 +81,19 @@ def test_driver_choice_order(monkeypatch) -> None:
         monkeypatch.setattr(driver, "_installed", lambda name: True)
         chosen = choose_driver()
         assert chosen.name == "pysqlite3" and chosen.loads_extensions
+
+
+def test_unset_means_keyword_search() -> None:
+    assert make_embeddings(None) is None and make_embeddings("") is None
+
+
+@pytest.mark.parametrize("spec", ["text-embedding-3-small", "acme:model", "openai:", ":x"])
+def test_bad_specs_say_what_to_write(spec: str) -> None:
+    with pytest.raises(ConfigError, match="provider:model"):
+        make_embeddings(spec)
+
+
+def test_openai_embeddings_are_built_without_a_network_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    client = make_embeddings("openai:text-embedding-3-small")
+    assert type(client).__name__ == "OpenAIEmbeddings" and client.model == "text-embedding-3-small"
