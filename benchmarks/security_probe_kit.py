@@ -43,6 +43,17 @@ def first_payload(project: Path, steps: list | None = None, settings: object = N
     return payload_text(model)
 
 
+def recorded_session(tmp: Path, reply: str, prompt: str = "hello") -> tuple[Path, str, Path]:
+    """(project, session id, transcript) of a session whose one turn (``prompt``) the model answered ``reply``."""
+    from mtagent.agent.scripted import ScriptedChatModel
+    from mtagent.agent.session import AgentSession
+
+    project = empty_project(tmp)
+    with AgentSession.create(project, model=ScriptedChatModel([reply]), settings=quiet_settings()) as s:
+        s.run_turn(prompt)
+        return project, s.session_id, s.transcript_path
+
+
 def cli(*args: str, stdin: str | None = None) -> object:
     """The ``mtagent`` command through typer's runner (its result: output, exception)."""
     from typer.testing import CliRunner

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from security_probe_kit import cli, first_payload, quiet_settings, untrusted_settings
+from security_probe_kit import cli, first_payload, quiet_settings, recorded_session, untrusted_settings
 
 FIRST_COMMIT_27 = "e61a34e"  # the first commit carrying #27 code (describe_call sanitized; f112375: confinement)
 CANARY = "OUTSIDE-CANARY-27"
@@ -203,22 +203,11 @@ def probe_shell_env_key(tmp: Path) -> bool:
     return key[::-1] in payload
 
 
-def _written_session(tmp: Path) -> tuple[Path, str]:
-    from mtagent.agent.scripted import ScriptedChatModel
-    from mtagent.agent.session import AgentSession
-
-    project = _hostile(tmp)
-    with AgentSession.create(project, model=ScriptedChatModel(["noted"]), settings=quiet_settings(),
-                             approval="never") as s:
-        s.run_turn(f"the passphrase is {LATER_SECRET}")
-        return project, s.session_id
-
-
 def probe_resume_later_secret(tmp: Path) -> bool:
     from mtagent.agent.scripted import ScriptedChatModel
     from mtagent.agent.session import AgentSession
 
-    project, sid = _written_session(tmp)
+    project, sid, _ = recorded_session(tmp, "noted", f"the passphrase is {LATER_SECRET}")
     model = ScriptedChatModel(["ok"])
     settings = quiet_settings({"security": {"redact_values": [LATER_SECRET]}})
     with AgentSession.resume(sid, project, model=model, settings=settings, approval="never") as s:
@@ -229,7 +218,7 @@ def probe_resume_later_secret(tmp: Path) -> bool:
 def probe_recall_later_secret(tmp: Path) -> bool:
     from mtagent import paths
 
-    project, _ = _written_session(tmp)
+    project, _, _ = recorded_session(tmp, "noted", f"the passphrase is {LATER_SECRET}")
     cli("recall", "passphrase", "--cwd", str(project))  # indexed before it was configured
     paths.global_config_path().parent.mkdir(parents=True, exist_ok=True)
     paths.global_config_path().write_text(f'[security]\nredact_values = ["{LATER_SECRET}"]\n')

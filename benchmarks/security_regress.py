@@ -25,7 +25,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from security_probe_kit import cli, empty_project, first_payload, payload_text, quiet_settings, untrusted_settings
+from security_probe_kit import (cli, empty_project, first_payload, payload_text, quiet_settings, recorded_session,
+                                untrusted_settings)
 from security_probes_27 import FIRST_COMMIT_27, PROBE_ENV, PROBE_FUNCS_27, PROBES_27
 from security_probes_27b import PROBE_FUNCS_27B, PROBES_27B
 from security_probes_33_secrets import PROBE_FUNCS_33_SECRETS, PROBES_33_SECRETS
@@ -65,16 +66,6 @@ def _scripted(steps: list) -> object:
     from mtagent.agent.scripted import ScriptedChatModel
 
     return ScriptedChatModel(steps)
-
-
-def _recorded(tmp: Path, reply: str) -> tuple[Path, str, Path]:
-    """(project, session id, transcript) of a session whose one ``hello`` turn the model answered ``reply``."""
-    from mtagent.agent.session import AgentSession
-
-    project = empty_project(tmp)
-    with AgentSession.create(project, model=_scripted([reply]), settings=quiet_settings()) as s:
-        s.run_turn("hello")
-        return project, s.session_id, s.transcript_path
 
 
 def probe_hardlink_read(tmp: Path) -> bool:
@@ -131,7 +122,7 @@ def probe_allow_pattern_operators(tmp: Path) -> bool:
 def probe_resume_deletes_record(tmp: Path) -> bool:
     from mtagent.agent.session import AgentSession
 
-    project, sid, path = _recorded(tmp, "one")
+    project, sid, path = recorded_session(tmp, "one")
     bad = b'{"type": "transcript_message", "content": "\xff\xfe"}\n'
     with path.open("ab") as fh:
         fh.write(bad)
@@ -144,7 +135,7 @@ def probe_resume_deletes_record(tmp: Path) -> bool:
 
 
 def probe_replay_traceback(tmp: Path) -> bool:
-    _, _, path = _recorded(tmp, "one")
+    _, _, path = recorded_session(tmp, "one")
     with path.open("ab") as fh:  # a real transcript, then one complete record nested 10k deep
         fh.write(b"[" * 10_000 + b"]" * 10_000 + b"\n")
     result = cli("replay", str(path))
@@ -152,7 +143,7 @@ def probe_replay_traceback(tmp: Path) -> bool:
 
 
 def probe_terminal_escape(tmp: Path) -> bool:
-    project, sid, _ = _recorded(tmp, "title \x1b]0;PWNED\x07 set")
+    project, sid, _ = recorded_session(tmp, "title \x1b]0;PWNED\x07 set")
     result = cli("sessions", "show", sid, "--cwd", str(project))
     return "\x1b]0;PWNED" in result.output  # type: ignore[attr-defined]
 
