@@ -1,12 +1,17 @@
 """The agent wired to recall: the index catches up with the transcript (never per record), the
 recall tool is offered, and after a compaction a question naming a compacted-away identifier
-brings it back — in the same session and after a resume."""
+brings it back — in the same session and after a resume. Closing the session closes its whole sink
+chain: what the index still holds is written (the session used to close only the transcript writer,
+leaving the index's batch unwritten and its database open)."""
 
 from __future__ import annotations
 
+import os
+import sqlite3
 from pathlib import Path
 
 from agent_helpers import agent_settings
+from langchain_core.messages import HumanMessage
 
 from mtagent.agent.scripted import ScriptedChatModel, tool_call
 from mtagent.agent.session import AgentSession
@@ -87,3 +92,16 @@ def test_a_resumed_session_recalls_what_it_recorded_before(project: Path) -> Non
         resumed.run_turn("where was the deploy key?")
         result = [m for m in again.calls[-1] if m.type == "tool"][-1]
         assert "kv/orbital-tangerine-52" in message_text(result) and f"session {sid}" in message_text(result)
+
+
+def test_close_writes_what_the_recall_index_still_holds(project: Path) -> None:
+    settings = agent_settings(recall={"enabled": True})
+    session = AgentSession.create(project, model=ScriptedChatModel(["ok"]), settings=settings)
+    try:
+        # a user message ends no round: it waits in the index's batch until a flush
+        session.opened.engine.recorder.record(HumanMessage("the zanzibar-quartz constant is 7741", id="late-1"))
+    finally:
+        session.close()
+    home = Path(os.environ["MTAGENT_HOME"])
+    index = "\n".join(line for db in home.rglob("recall*.sqlite") for line in sqlite3.connect(db).iterdump())
+    assert "zanzibar-quartz" in index
