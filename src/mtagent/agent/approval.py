@@ -232,7 +232,7 @@ def is_simple_command(command: str) -> bool:
     if not command or _NOT_SIMPLE.search(command):
         return False
     tokens = shell_words(command)
-    if tokens is None or not tokens:
+    if not tokens:  # unlexable (None) or empty
         return False
     return not any(t and all(c in "();<>|&" for c in t) for t in tokens) and "(" not in command
 

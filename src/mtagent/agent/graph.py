@@ -107,7 +107,7 @@ class AgentRuntime:
         return final
 
     def _adopt(self, message: BaseMessage) -> None:
-        self.conversation.add(message)
+        self.conversation.messages.append(message)
         if self.system is not None:
             self.system.touch([message])
 
@@ -150,7 +150,7 @@ def _invoke(rt: AgentRuntime, messages: list[BaseMessage]) -> AIMessage:
         return result if isinstance(result, AIMessage) else AIMessage(content=str(result))
     acc: AIMessageChunk | None = None
     for chunk in model.stream(messages):
-        text = chunk.text if isinstance(chunk.text, str) else chunk.text()
+        text = chunk.text
         if text:
             rt.on_token(text)
         acc = chunk if acc is None else acc + chunk

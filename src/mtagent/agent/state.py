@@ -63,9 +63,6 @@ class Conversation:
     def answered(self) -> set[str]:
         return self.guard.answered
 
-    def add(self, message: BaseMessage) -> None:
-        self.messages.append(message)
-
     def replace(self, messages: list[BaseMessage]) -> None:
         """Adopt a compacted (or resumed) history; what was answered stays answered (the guard's)."""
         self.messages = list(messages)

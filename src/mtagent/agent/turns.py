@@ -77,7 +77,7 @@ def drive_turn(session: TurnHost, payload: Any, approver: Approver | None) -> Tu
     if status == "done":
         extract_memories(session)
     messages = session.conversation.messages
-    new = messages[size_before:] if len(messages) >= size_before else []
+    new = messages[size_before:]
     reply = next((m.text for m in reversed(messages)
                   if isinstance(m, AIMessage) and not m.tool_calls), "") if status == "done" else ""
     return TurnResult(
