@@ -15,6 +15,7 @@ from langchain_core.messages import (
 
 from mtagent.config import Settings
 from mtagent.context.boundary import is_summary_message
+from mtagent.context.compaction import facts as F
 from mtagent.context.compaction.compactor import CompactionOptions, SummaryOutcome, build_compaction_result
 from mtagent.context.invariants import find_safe_split_index, validate_view
 from mtagent.context.compaction.microcompact import CLEARED_PLACEHOLDER
@@ -27,8 +28,10 @@ from mtagent.context.static.authority import Authority, AuthorityItem, detect_co
 from mtagent.context.window import ContextWindowManager
 from mtagent.errors import CompactionFailed
 from mtagent.events import EventBus, EventType, SessionStats
+from mtagent.replay.formats import load_trajectory
 
 CONSTRAINT = "never edit files under tests/"
+CLAUDE_TOOLS = ["Read", "Grep", "Glob", "Bash", "Edit", "Write", "TaskOutput"]
 
 
 def small_settings(size_trigger: float = 1.0, **context) -> Settings:
@@ -398,3 +401,37 @@ def test_a_plan_without_conflicts_records_none():
     sink: list[dict] = []
     ContextWindowManager(Settings(), sink=sink).prepare([HumanMessage("hi", id="h1")])
     assert [r for r in sink if r["type"] == "context_plan"][-1]["conflicts"] == []
+
+
+def test_a_real_claude_code_session_stays_valid_and_keeps_its_goal(trajectories):
+    trajectory = load_trajectory(trajectories / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl")
+    messages = trajectory.messages
+    settings = Settings(
+        context={"token_limit": 32_000, "auto_compact_threshold": 0.75,
+                 "compression_preserve_min_tokens": 3_000, "compression_preserve_max_tokens": 8_000},
+        microcompact={"compactable_tools": CLAUDE_TOOLS},
+    )
+    sink: list[dict] = []
+    manager = ContextWindowManager(settings, sink=sink)
+    history: list = []
+    fed = 0
+    compactions = []
+    for index in trajectory.model_calls:
+        history = history + messages[fed:index]
+        fed = index
+        prepared = manager.prepare(history, tools_tokens=1_000)
+        validate_view(prepared.messages)
+        if prepared.compaction is not None:
+            compactions.append(prepared.compaction)
+            assert prepared.compaction.post_tokens <= settings.auto_compact_threshold_tokens()
+        history = prepared.history
+    assert len(compactions) >= 2
+    goal = F.extract_facts(messages[:1]).goal
+    assert F.mentions_goal(F.normalize(compactions[-1].summary), goal)
+    last = compactions[-1]
+    first_kept = last.boundary_record["first_kept_id"]
+    cut = next(i for i, m in enumerate(messages) if m.id == first_kept) if first_kept else len(messages)
+    changed_before = F.extract_facts(messages[:cut]).files_changed
+    final = F.normalize(last.summary)
+    assert changed_before and all(F.mentions(final, path) for path in changed_before)
+    assert {r["type"] for r in sink} >= {"compact_boundary", "context_plan"}
