@@ -62,12 +62,6 @@ PROBES: dict[str, tuple[str, str]] = {
 
 # ── probes: each returns True when the attack got through ──────────────────────────────────────
 
-def _scripted(steps: list) -> object:
-    from mtagent.agent.scripted import ScriptedChatModel
-
-    return ScriptedChatModel(steps)
-
-
 def probe_hardlink_read(tmp: Path) -> bool:
     from mtagent.agent.scripted import tool_call
 
@@ -120,6 +114,7 @@ def probe_allow_pattern_operators(tmp: Path) -> bool:
 
 
 def probe_resume_deletes_record(tmp: Path) -> bool:
+    from mtagent.agent.scripted import ScriptedChatModel
     from mtagent.agent.session import AgentSession
 
     project, sid, path = recorded_session(tmp, "one")
@@ -127,7 +122,7 @@ def probe_resume_deletes_record(tmp: Path) -> bool:
     with path.open("ab") as fh:
         fh.write(bad)
     try:
-        with AgentSession.resume(sid, project, model=_scripted(["two"]), settings=quiet_settings()) as s:
+        with AgentSession.resume(sid, project, model=ScriptedChatModel(["two"]), settings=quiet_settings()) as s:
             s.run_turn("again")
     except Exception:  # noqa: BLE001 — refusing to resume keeps the record; only deletion counts
         pass
@@ -209,7 +204,7 @@ def probe_config_range(tmp: Path) -> bool:
 
 def probe_configured_secret(tmp: Path) -> bool:
     from mtagent import paths
-    from mtagent.agent.scripted import tool_call
+    from mtagent.agent.scripted import ScriptedChatModel, tool_call
 
     project = empty_project(tmp)
     (project / "notes.txt").write_text("horse battery staple canary\n")
@@ -219,7 +214,7 @@ def probe_configured_secret(tmp: Path) -> bool:
     from mtagent.agent.session import AgentSession
 
     try:
-        model = _scripted([tool_call("read_file", {"file_path": "notes.txt"}), "done"])
+        model = ScriptedChatModel([tool_call("read_file", {"file_path": "notes.txt"}), "done"])
         with AgentSession.create(project, model=model, approval="auto") as s:
             s.run_turn("go")
     except Exception:  # noqa: BLE001 — the setting does not exist there: the user cannot protect the value
