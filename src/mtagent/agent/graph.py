@@ -39,7 +39,7 @@ from mtagent.agent.approval import ApprovalPolicy, unique_call_ids
 from mtagent.agent.tool_args import parse_tool_arguments
 from mtagent.agent.state import INVALID_ARGS_KEY, AgentState, Conversation, PendingCall, ToolDecision
 from mtagent.config import Settings
-from mtagent.context.engine_session import EngineCounters, EngineSession
+from mtagent.context.engine_session import EngineSession
 from mtagent.context.opener import SystemContext
 from mtagent.context.model_errors import RETRYABLE, classify, to_model_error
 from mtagent.errors import CompactionFailed, ModelError
@@ -90,10 +90,6 @@ class AgentRuntime:
         if self._bound is None or self._bound[0] != key:
             self._bound = (key, self.model.bind_tools(tools))
         return self._bound[1]
-
-    @property
-    def counters(self) -> EngineCounters:
-        return self.engine.counters
 
     def add(self, message: BaseMessage) -> None:
         """Append to the live history and the transcript (a crash loses only the call in flight)."""

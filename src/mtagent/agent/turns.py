@@ -47,7 +47,7 @@ class TurnResult:
 
 def drive_turn(session: TurnHost, payload: Any, approver: Approver | None) -> TurnResult:
     """Run the graph on ``payload`` (a new turn's state or an approval's ``Command``)."""
-    counters, stats = session.runtime.counters, session.runtime.engine.stats
+    counters, stats = session.runtime.engine.counters, session.runtime.engine.stats
     before = (stats.model_calls, len(counters.executed))
     size_before = len(session.conversation.messages)
     status: TurnStatus = "done"

@@ -95,7 +95,7 @@ def last_plan(session: AgentSession) -> tuple[Mapping[str, Any] | None, str | No
 
 
 def stats_counters(session: AgentSession) -> dict[str, int]:
-    counters, stats = session.runtime.counters, session.stats
+    counters, stats = session.runtime.engine.counters, session.stats
     values = {"tool_executions": len(counters.executed), "retries": counters.retries,
               **{name: getattr(stats, name) for name in STAT_FIELDS}}
     return {name: int(values[name]) for name in SHOWN_FIELDS}
