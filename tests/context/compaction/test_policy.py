@@ -1,14 +1,16 @@
 from __future__ import annotations
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from mtagent.config import Settings
 from mtagent.context.compaction.policy import AutoCompactPolicy
 from mtagent.context.model_errors import is_context_length_error, parse_context_length_gap
+from mtagent.context.compaction.summarize import ExtractiveSummarizer
 from mtagent.context.compaction.trigger import CostTrigger
 from mtagent.context.tokens import count_text_tokens
 from mtagent.errors import ContextLengthExceeded
+from mtagent.context.window import ContextWindowManager
 from mtagent.events import EventBus, EventType, SessionStats
 
 
@@ -397,3 +399,42 @@ def test_an_early_failure_without_a_size_backs_off_by_one_cost_tail():
     policy.decide(10_000)
     policy.record_failure("boom", early=True)
     assert policy.cost.retry_above == policy.settings.context.cost_tail_min_tokens
+
+
+def small_window(**context: object) -> Settings:
+    """A 2,048-token window, as a llama-server with ``-c 2048``: there the spec floor (0.45 × 2,048 = 921 tokens)
+    was below the system prompt plus compact tool schemas (1,069 tokens), every call tried a compaction that
+    could not shrink anything and a one-line task took minutes; the default threshold sits above that fixed part."""
+    return Settings.model_validate({"context": {"token_limit": 2048, **context}})
+
+
+def test_the_fixed_part_alone_never_reaches_the_default_threshold() -> None:
+    policy = AutoCompactPolicy(small_window())
+    assert policy.threshold == 921
+    assert policy.threshold_for(1069) == 1069 + int((2048 - 1069) * 0.45)
+    decision = policy.decide(1200, extra_tokens=1069)  # 131 tokens of conversation
+    assert not decision.compact and decision.threshold == 1509
+    assert policy.decide(1600, extra_tokens=1069).compact
+
+
+def test_a_threshold_the_user_set_is_kept_exactly() -> None:
+    policy = AutoCompactPolicy(small_window(auto_compact_threshold=900))
+    assert policy.threshold_for(1069) == 900
+    assert policy.decide(1000, extra_tokens=1069).compact
+
+
+def test_large_windows_keep_the_spec_threshold() -> None:
+    for window, spec in ((131_072, 98_072), (65_536, 32_536)):
+        policy = AutoCompactPolicy(Settings.model_validate({"context": {"token_limit": window}}))
+        assert policy.threshold_for(3_432) == spec  # the default tools and system prompt
+        assert policy.threshold_for(0) == spec
+
+
+def test_the_plan_shows_the_threshold_the_decision_used() -> None:
+    window = ContextWindowManager(small_window(), summarizer=ExtractiveSummarizer())
+    system = [SystemMessage("rules " * 700)]
+    history = [HumanMessage("hello", id="h1"), AIMessage("hi", id="a1")]
+    prepared = window.prepare(history, system=system, tools_tokens=300)
+    assert prepared.plan.threshold == window.threshold > 921
+    assert prepared.plan.threshold > prepared.plan.tokens  # nothing to compact yet, and none was tried
+    assert window.stats is None or window.stats.compactions == 0
