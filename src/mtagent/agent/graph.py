@@ -43,7 +43,7 @@ from mtagent.context.engine_session import EngineSession
 from mtagent.context.opener import SystemContext
 from mtagent.context.model_errors import RETRYABLE, classify, to_model_error
 from mtagent.errors import CompactionFailed, ModelError
-from mtagent.events import EventBus, EventType, SessionStats
+from mtagent.events import EventBus, SessionStats
 from mtagent.session.schema import new_message_id
 
 APPROVAL_KIND = "tool_approval"
@@ -106,9 +106,6 @@ class AgentRuntime:
         self.conversation.messages.append(message)
         if self.system is not None:
             self.system.touch([message])
-
-    def record_event(self, event: EventType | str, **data: Any) -> None:
-        self.engine.recorder.event(event, **data)
 
 
 # ── reason ─────────────────────────────────────────────────────────────────────────────
@@ -290,7 +287,7 @@ def run_tool(rt: AgentRuntime, call: PendingCall) -> ToolMessage:
 def _decided_result(rt: AgentRuntime, call: PendingCall, decision: ToolDecision) -> ToolMessage | None:
     if decision.get("decision") == "deny":
         why = decision.get("reason") or f"denied by {decision.get('rule', 'the approval policy')}"
-        rt.record_event("tool_denied", tool_call_id=call["id"], tool=call["name"], reason=why)  # audited
+        rt.engine.recorder.event("tool_denied", tool_call_id=call["id"], tool=call["name"], reason=why)  # audited
         return _tool_message(rt, call, prompts.denied_result(call["name"], call["args"], why))
     if decision.get("decision") == "invalid":
         if INVALID_ARGS_KEY in call["args"]:

@@ -68,7 +68,7 @@ def drive_turn(session: TurnHost, payload: Any, approver: Approver | None) -> Tu
             payload = Command(resume=answer)
     except KeyboardInterrupt:
         status = "interrupted"
-        session.runtime.record_event("turn_interrupted", turn=session.turn_count)
+        session.runtime.engine.recorder.event("turn_interrupted", turn=session.turn_count)
     finally:
         session.opened.end_turn()
     values = session.graph.get_state(session.graph_config).values or {}
@@ -125,8 +125,8 @@ def extract_memories(session: TurnHost) -> None:
         result = session.memory_extractor.maybe_extract(session.conversation.messages)
     except Exception as exc:  # noqa: BLE001 - a flaky extraction call must not cost the user the turn
         log.warning("memory extraction failed: %s", exc)
-        session.runtime.record_event("memory_extract_failed", error=session.redactor.text(str(exc))[:300])
+        session.runtime.engine.recorder.event("memory_extract_failed", error=session.redactor.text(str(exc))[:300])
     else:
         if result.ran:
-            session.runtime.record_event("memory_extracted", added=result.added, skipped=len(result.skipped))
+            session.runtime.engine.recorder.event("memory_extracted", added=result.added, skipped=len(result.skipped))
     session.opened.end_turn()
