@@ -14,18 +14,9 @@ from typing import Any
 
 from mtagent.errors import ReplayFormatError
 from mtagent.replay.formats import aider, claude_code, mini_swe, mtagent_transcript, openhands, swe_agent
+from mtagent.replay.names import FORMAT_NAMES
 from mtagent.replay.trajectory import Trajectory
 
-FORMATS = (
-    claude_code.FORMAT,
-    mini_swe.FORMAT_V2,
-    mini_swe.FORMAT_V1,
-    swe_agent.FORMAT,
-    openhands.FORMAT,
-    openhands.FORMAT_RESOLVER,
-    aider.FORMAT,
-    mtagent_transcript.FORMAT,
-)
 _HEAD_BYTES = 65_536
 # What a converter raises on input it was not written for: bad bytes, nesting, wrong field types.
 _MALFORMED = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, OverflowError)
@@ -49,7 +40,7 @@ def _json(path: Path) -> Any:
 
 
 def detect_format(path: str | Path) -> str:
-    """The format name of ``path`` (one of :data:`FORMATS`), or ReplayFormatError."""
+    """The format name of ``path`` (one of :data:`~mtagent.replay.names.FORMAT_NAMES`), or ReplayFormatError."""
     p = Path(path)
     head = _head(p)
     try:
@@ -83,7 +74,7 @@ def _sniff(p: Path, head: str) -> str:
         if mini_swe.sniff_v1(data):
             return mini_swe.FORMAT_V1
     raise ReplayFormatError(
-        f"cannot tell the format of {p}; expected one of {', '.join(FORMATS)} (pass --format to choose one)"
+        f"cannot tell the format of {p}; expected one of {', '.join(FORMAT_NAMES)} (pass --format to choose one)"
     )
 
 
@@ -126,7 +117,7 @@ def _convert(p: Path, fmt: str) -> list[Trajectory]:
         if fmt == mini_swe.FORMAT_V1:
             return mini_swe.load_v1(p, data)
         return openhands.load_events(p, data)
-    raise ReplayFormatError(f"unknown trajectory format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    raise ReplayFormatError(f"unknown trajectory format {fmt!r}; choose one of {', '.join(FORMAT_NAMES)}")
 
 
 def load_trajectory(path: str | Path, format: str | None = None, index: int = 0) -> Trajectory:
@@ -137,4 +128,4 @@ def load_trajectory(path: str | Path, format: str | None = None, index: int = 0)
     return sessions[index]
 
 
-__all__ = ["FORMATS", "Trajectory", "detect_format", "load_trajectories", "load_trajectory"]
+__all__ = ["Trajectory", "detect_format", "load_trajectories", "load_trajectory"]
