@@ -43,7 +43,6 @@ from mtagent.context.engine_session import EngineSession
 from mtagent.context.opener import SystemContext
 from mtagent.context.model_errors import RETRYABLE, classify, to_model_error
 from mtagent.errors import CompactionFailed, ModelError
-from mtagent.events import EventBus, SessionStats
 from mtagent.session.schema import new_message_id
 
 APPROVAL_KIND = "tool_approval"
@@ -64,13 +63,11 @@ class AgentRuntime:
     policy: ApprovalPolicy
     conversation: Conversation
     settings: Settings
-    events: EventBus
     on_token: Callable[[str], None] | None = None
     system: SystemContext | None = None
     toolset: Any = None  # the session's tool catalog: a deferred tool called by name is loaded as it starts
     secrets: tuple[str, ...] = ()
     clock: Callable[[], float] = time.time
-    stats: SessionStats | None = None  # the session's statistics (``/context stats``), shared with the engine
     # A result for a call that was not run here but finished elsewhere (a subagent's report after Ctrl-C).
     ready_result: Callable[[PendingCall], tuple[str, str] | None] = lambda call: None
     tools_epoch: int = 0  # executions of the tools node (an interrupt inside it re-runs it)

@@ -87,8 +87,8 @@ class AgentSession:
         self.conversation.replace(redact_messages(self.redactor, history))  # today's secrets, on resume too
         self.runtime = AgentRuntime(
             model=model, model_name=model_name, engine=opened.engine, tools=self.tools, policy=self.policy,
-            conversation=self.conversation, settings=self.settings, events=self.events, stats=self.stats,
-            on_token=on_token, secrets=self.redactor.secrets, system=opened.system, toolset=parts.toolset,
+            conversation=self.conversation, settings=self.settings, on_token=on_token,
+            secrets=self.redactor.secrets, system=opened.system, toolset=parts.toolset,
             ready_result=self.subagents.ready_result)  # Ctrl-C keeps a finished sibling's report
         opened.system.touch(history)
         # End-of-turn memory extraction (memory.auto_extract): the compaction model when set, else the main one.
