@@ -1,4 +1,5 @@
-"""The README's promises: the two set-up commands, CI running the second, and the settings table in docs/."""
+"""The README's promises: the two set-up commands, CI running the second, and the settings table in docs/;
+every link of the README and docs/ stays inside the repository and points at a file that exists."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from mtagent.cli.config_cmd import reference_markdown
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 CONFIGURATION = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)|<(https?://[^>]+)>")
 
 
 def _setup_commands() -> list[str]:
@@ -42,3 +45,29 @@ def test_every_test_file_ci_names_exists():
 def test_configuration_reference_matches_config_py():
     block = CONFIGURATION.split("<!-- config-reference:start -->\n", 1)[1].split("\n<!-- config-reference:end -->", 1)[0]
     assert block == reference_markdown(), "run `mtagent config reference` and paste it into docs/configuration.md"
+
+
+def _links(page: Path) -> list[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)  # code is not a link
+    return [next(g for g in m.groups() if g) for m in LINK.finditer(text)]
+
+
+def test_no_link_leaves_the_repository():
+    outside = [(p.name, link) for p in PAGES for link in _links(p) if re.match(r"^[a-z][a-z0-9+.-]*:", link)]
+    assert outside == []
+
+
+def test_every_relative_link_resolves():
+    broken = []
+    for page in PAGES:
+        for link in _links(page):
+            target = link.split("#", 1)[0]
+            if target and not (page.parent / target).resolve().exists():
+                broken.append((page.name, link))
+    assert broken == []
+
+
+def test_the_readme_indexes_every_docs_page():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = [p.name for p in PAGES[1:] if f"(docs/{p.name})" not in readme]
+    assert missing == []
