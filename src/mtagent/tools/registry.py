@@ -13,7 +13,6 @@ from mtagent.tools.edit import EditFileTool, WriteFileTool
 from mtagent.tools.files import ReadFileTool, ReadToolResultTool
 from mtagent.tools.memory_tool import build_save_memory_tool
 from mtagent.tools.recall import RecallTool
-from mtagent.tools.read_state import ReadState
 from mtagent.tools.search import GlobTool, GrepTool, LsTool
 from mtagent.tools.shell import ShellTool
 from mtagent.tools.update_plan import build_update_plan_tool
@@ -26,7 +25,6 @@ def default_tools(
     session: ToolSession | None = None,
     settings: Settings | None = None,
     *,
-    read_state: ReadState | None = None,
     context: ToolContext | None = None,
     include_memory: bool = True,
 ) -> list[BaseTool]:
@@ -37,7 +35,7 @@ def default_tools(
     are what the agent loop and the compactor use). ``read_tool_result`` is included only
     when the session has an artifact store to read from.
     """
-    ctx = context or ToolContext.create(workspace_root, session, settings, read_state=read_state)
+    ctx = context or ToolContext.create(workspace_root, session, settings)
     tools: list[BaseTool] = [cls(context=ctx) for cls in WORKSPACE_TOOLS]
     tools.append(build_update_plan_tool())  # the plan the engine keeps through compactions (context/ledger)
     if ctx.artifacts is not None:
