@@ -48,23 +48,20 @@ def _hide(path: Path, *, read_only: bool = True) -> list[str]:
     return ["--ro-bind", "/dev/null", str(path)]
 
 
-def bwrap_argv(policy: SandboxPolicy, private_tmp: Path, inner: list[str], *, network: bool = False,
+def bwrap_argv(policy: SandboxPolicy, private_tmp: Path, inner: list[str], *,
                proxy_socket: Path | None = None, bwrap: str = "bwrap") -> list[str]:
     """``inner`` (the runner and the command) under bubblewrap with ``policy``.
 
-    ``network``: share the host's network (a call granted ``unsandboxed`` network); otherwise the
-    network namespace is empty but for loopback, and ``proxy_socket`` (the host side of mtagent's
-    proxy) is bound at :data:`PROXY_SOCKET_INSIDE`."""
+    The network namespace is empty but for loopback (a call granted ``unsandboxed`` runs without the
+    sandbox), and ``proxy_socket`` (the host side of mtagent's proxy) is bound at :data:`PROXY_SOCKET_INSIDE`."""
     argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-user-try", "--unshare-pid",
-            "--unshare-ipc", "--unshare-uts"]
-    if not network:
-        argv.append("--unshare-net")
+            "--unshare-ipc", "--unshare-uts", "--unshare-net"]
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
     var_run = Path("/var/run")
     if var_run.is_dir() and not var_run.is_symlink():
         argv += ["--tmpfs", "/var/run"]
     argv += ["--bind", str(private_tmp), "/tmp"]
-    if proxy_socket is not None and not network:
+    if proxy_socket is not None:
         argv += ["--ro-bind", str(proxy_socket), PROXY_SOCKET_INSIDE]
     outer_secrets = [h for h in policy.hidden if any(_contains(h, w) for w in policy.writable)]
     for secret in outer_secrets:  # made read-only only after the folders inside it are bound
