@@ -6,9 +6,10 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from mtagent.agent.demo import POLICY_LABEL, default_root, run_demo
+from mtagent.agent.demo import POLICY_LABEL, run_demo
 from mtagent.agent.scripted import ScriptedChatModel
 from mtagent.agent.session import AgentSession
+from mtagent.cli.session_options import demo_root
 from mtagent.cli.session_report import read_session_report
 from mtagent.context.boundary import is_summary_message
 from mtagent.session.reader import read_records
@@ -25,7 +26,7 @@ def _tree_digest(root: Path) -> str:
 def test_the_demo_explores_the_installed_package_by_default():
     import mtagent
 
-    assert default_root() == Path(mtagent.__file__).resolve().parent
+    assert demo_root() == Path(mtagent.__file__).resolve().parent  # where `mtagent demo` runs without --cwd
 
 
 def test_run_demo_offloads_compacts_edits_a_scratch_copy_and_resumes(tmp_path):

@@ -313,22 +313,18 @@ def summarize_transcript(path: Path, artifacts_root: Path) -> dict[str, int]:
     return {"persisted": persisted, "saved": saved, "tool_calls": tool_calls}
 
 
-def default_root() -> Path:
-    """The installed mtagent package's own source: a real code base that is always there."""
-    return Path(__file__).resolve().parents[1]
-
-
-def run_demo(cwd: str | Path | None = None, window: int = DEFAULT_WINDOW, *,
+def run_demo(cwd: str | Path, window: int = DEFAULT_WINDOW, *,
              settings: Settings | None = None, max_files: int = MAX_FILES_READ,
              events: Any = None) -> DemoResult:
-    """Run the demo on ``cwd`` (default: the installed mtagent package's own source).
+    """Run the demo on ``cwd`` (``mtagent demo``'s default is the installed package's own source:
+    :func:`mtagent.cli.session_options.demo_root`).
 
     ``events``: an :class:`~mtagent.events.EventBus` to watch the engine work as it works (the CLI
     shows tool calls, offloaded results, microcompact and compaction live)."""
     from mtagent.agent.session import AgentSession
 
     began = time.perf_counter()
-    root = Path(cwd).expanduser().resolve() if cwd else default_root()
+    root = Path(cwd).expanduser().resolve()
     session_id = schema.new_session_id()
     scratch = paths.ensure_dir(paths.session_artifact_dir(root, session_id) / "scratch")
     settings = settings or demo_settings(window, scratch)
