@@ -45,7 +45,7 @@ PROBES: dict[str, tuple[str, str]] = {
     "allow_pattern_operators": ("approvals: `shell:echo *` lets `echo hi & touch x` run",
                                 "test_approval_bypasses.py"),
     "resume_deletes_record": ("nothing lost: --resume deletes a complete unparsable last line",
-                              "test_resume_keeps_records.py, test_resume_cli.py"),
+                              "test_resume_keeps_records.py"),
     "replay_traceback": ("no traceback: `mtagent replay` on 10k-deep nesting", "test_hostile_transcripts.py"),
     "terminal_escape": ("no traceback: `sessions show` prints an OSC title sequence raw",
                         "test_hostile_transcripts.py"),
