@@ -97,7 +97,8 @@ def _key(project_root: str | os.PathLike[str]) -> str:
     return str(Path(project_root).expanduser().resolve())
 
 
-def _load() -> dict[str, dict[str, Any]]:
+def all_decisions() -> dict[str, dict[str, Any]]:
+    """Every trust decision on this machine, by project key (what ``mtagent trust --list`` shows)."""
     path = paths.trust_store_path()
     try:
         with path.open("rb") as fh:
@@ -128,7 +129,7 @@ def _save(data: dict[str, dict[str, Any]]) -> None:
 def decision(project_root: str | os.PathLike[str]) -> bool | None:
     """True (trusted), False (the user said no) or None (never asked) — what the user decided, whether
     or not the project changed since (:func:`changes_since_trusted`)."""
-    entry = _load().get(_key(project_root))
+    entry = all_decisions().get(_key(project_root))
     return None if entry is None else bool(entry.get("trusted"))
 
 
@@ -139,7 +140,7 @@ LEGACY = ("trusted by an earlier mtagent that did not record what the trust cove
 def changes_since_trusted(project_root: str | os.PathLike[str], layer: dict[str, Any] | None = None) -> list[str] | None:
     """None unless the project is trusted; then one line per item added or changed since the user
     trusted it ([] when it is as trusted; :data:`LEGACY` for a decision without a fingerprint)."""
-    entry = _load().get(_key(project_root))
+    entry = all_decisions().get(_key(project_root))
     if entry is None or not entry.get("trusted"):
         return None
     stored = entry.get("covers")
@@ -152,7 +153,7 @@ def covers_server(project_root: str | os.PathLike[str], source: str, name: str, 
     """Whether the trusted decision for ``project_root`` covered this very server entry (``raw``, as
     the caller read it from ``source``): what starts is what was trusted, even if the file changed
     between the trust check and the read."""
-    entry = _load().get(_key(project_root))
+    entry = all_decisions().get(_key(project_root))
     stored = entry.get("covers") if entry and entry.get("trusted") else None
     item = stored.get(f"mcp:{source}:{name}") if isinstance(stored, dict) else None
     return isinstance(item, dict) and item.get("digest") == trust_scope.server_digest(raw)
@@ -210,7 +211,7 @@ def set_trust(project_root: str | os.PathLike[str], trusted: bool,
               covers: dict[str, trust_scope.CoveredItem] | None = None) -> str:
     """Record the user's decision; returns the key (the resolved path). A yes stores the fingerprint of
     ``covers`` — what the user was shown — (of the project as it is now when not given)."""
-    data = _load()
+    data = all_decisions()
     key = _key(project_root)
     entry: dict[str, Any] = {"trusted": trusted, "decided_at": time.time()}
     if trusted:
@@ -222,7 +223,7 @@ def set_trust(project_root: str | os.PathLike[str], trusted: bool,
 
 def set_file_trust(path: str | os.PathLike[str], digest: str | None) -> str:
     """Trust the file at ``path`` (a task file) while its contents hash to ``digest``; None revokes."""
-    data = _load()
+    data = all_decisions()
     key = _key(path)
     if digest is None:
         data.pop(key, None)
@@ -234,20 +235,16 @@ def set_file_trust(path: str | os.PathLike[str], digest: str | None) -> str:
 
 def file_trusted(path: str | os.PathLike[str], digest: str) -> bool:
     """Whether the user trusted the file at ``path`` as it is now (its contents hash to ``digest``)."""
-    entry = _load().get(_key(path))
+    entry = all_decisions().get(_key(path))
     return bool(entry and entry.get("kind") == "file" and entry.get("trusted") and entry.get("digest") == digest)
 
 
 def forget(project_root: str | os.PathLike[str]) -> bool:
-    data = _load()
+    data = all_decisions()
     removed = data.pop(_key(project_root), None) is not None
     if removed:
         _save(data)
     return removed
-
-
-def all_decisions() -> dict[str, dict[str, Any]]:
-    return _load()
 
 
 def register_security_keys(*keys: tuple[str, str]) -> None:
