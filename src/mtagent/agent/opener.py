@@ -93,10 +93,9 @@ def open_tools(opened: OpenedSession, tools: ToolsSpec = None, *, window: int,
     if toolset.skills.skills:
         _runnable(parts, [make_skill_tool(lambda: toolset)])
     _runnable(parts, [t for t in tool_list if t.name not in parts.runnable])  # left out of the catalog: still runs
-    window_manager = opened.window
     restore_loads(toolset, opened.records)
     bind_toolset(toolset, opened.system, parts.runnable.values(), compactions=lambda: opened.stats.compactions,
-                 last_tokens=lambda: window_manager.last_plan.tokens if window_manager.last_plan else 0,
+                 last_tokens=lambda: opened.window.last_plan.tokens if opened.window.last_plan else 0,
                  record_event=opened.engine.recorder.event)
     if mcp is not None:
         mcp.offered.on_new_tools(lambda late: _add_late_tools(parts, late))
