@@ -128,8 +128,6 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     "either way, and any count >= 1 passes both thresholds",
     ("replay_cost", "L40 0->-1"): "min_cached_tokens default 0 vs -1: shared counts are never negative "
     "(PrefixCache clamps to 0..total), so both thresholds pass every count",
-    ("read_state", "L51 remove Return"): "file_stamp's `except OSError: return None` is its last "
-    "statement; without it the function falls off the end and returns None all the same",
     ("compactor", "L59 remove Assign"): "`Trigger = Literal[...]` is used only in annotations, which "
     "`from __future__ import annotations` never evaluates; no module imports it",
     ("compactor", "L377 remove If"): "unreachable: `_pivot` returns a group start at or before the message's "

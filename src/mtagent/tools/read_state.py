@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
@@ -161,23 +160,13 @@ class ReadState:
                     count += 1
         return count
 
-    def follow(self, bus: EventBus) -> Callable[[], None]:
+    def follow(self, bus: EventBus) -> None:
         """Forget reads the engine takes out of the view: those a microcompact clears, and all of
-        them at a compact boundary (re-attachment brings back the files that matter). Returns
-        an unsubscribe function."""
-        undo_micro = bus.subscribe(
-            lambda event: self.forget(message_ids=set(event.data.get("cleared_ids") or ())),
-            EventType.MICRO_COMPACTED,
-        )
-        undo_boundary = bus.subscribe(self._compacted, EventType.COMPACT_BOUNDARY)
-        undo_failed = bus.subscribe(self._compaction_failed, EventType.COMPACT_FAILED)
-
-        def undo() -> None:
-            undo_micro()
-            undo_boundary()
-            undo_failed()
-
-        return undo
+        them at a compact boundary (re-attachment brings back the files that matter)."""
+        bus.subscribe(lambda event: self.forget(message_ids=set(event.data.get("cleared_ids") or ())),
+                      EventType.MICRO_COMPACTED)
+        bus.subscribe(self._compacted, EventType.COMPACT_BOUNDARY)
+        bus.subscribe(self._compaction_failed, EventType.COMPACT_FAILED)
 
     def _compacted(self, _event: object) -> None:
         self.forget()
