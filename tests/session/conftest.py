@@ -59,12 +59,10 @@ def make_store(backend: str, *, home: Path, dsn: str | None, tenant: str, max_by
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A project folder with one file (the CLI and reader tests run their sessions in it)."""
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "README.md").write_text("hello\n")
-    return root
+def project(project: Path) -> Path:
+    """tests/conftest.py's project folder with a README (the CLI and reader tests run their sessions in it)."""
+    (project / "README.md").write_text("hello\n")
+    return project
 
 
 @pytest.fixture(params=["files", "postgres"])

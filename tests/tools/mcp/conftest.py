@@ -10,8 +10,7 @@ pytest.importorskip("mcp", reason="the MCP SDK is not installed: pip install 'mt
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "README.md").write_text("# project\n")
-    return root
+def project(project: Path) -> Path:
+    """The shared project folder (tests/conftest.py) with a README (a sandboxed server must not change it)."""
+    (project / "README.md").write_text("# project\n")
+    return project
